@@ -1,0 +1,18 @@
+/**
+ * Process exit codes, documented in the README and `crm-sync --help`, so that cron jobs and
+ * CI scripts can tell "some rows failed" from "nothing could run".
+ */
+export const EXIT = {
+  /** Everything asked for was done; every row succeeded or was skipped. */
+  OK: 0,
+  /** The run finished but some rows failed or were invalid (see the failed-rows export). */
+  ROWS_FAILED: 1,
+  /** Bad arguments, configuration or input file: nothing was sent. */
+  USAGE: 2,
+  /** The run is blocked: the CRM refused the API key. Fix the key, then `crm-sync runs resume`. */
+  BLOCKED: 3,
+  /** Redis or another dependency was unreachable, or an unexpected internal error. */
+  INTERNAL: 4,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -1,0 +1,26 @@
+import { Command, Option } from 'commander';
+import { EXIT } from './exit-codes.js';
+
+const EXIT_HELP = `
+Exit codes:
+  ${EXIT.OK}  done; every row succeeded or was skipped
+  ${EXIT.ROWS_FAILED}  the run finished with failed or invalid rows (export them with "runs export <id> --failed")
+  ${EXIT.USAGE}  bad arguments, configuration or input: nothing was sent
+  ${EXIT.BLOCKED}  the run is blocked: the CRM refused the API key ("runs resume <id>" after fixing it)
+  ${EXIT.INTERNAL}  Redis unreachable or an unexpected error
+
+Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
+Environment: REDIS_URL (default redis://127.0.0.1:6379), CRM_SYNC_LOG_LEVEL.`;
+
+/** Builds the commander program; each command lives in its own file and only parses arguments. */
+export function buildProgram(registrations: ReadonlyArray<(program: Command) => void>): Command {
+  const program = new Command('crm-sync')
+    .description('Bulk sync and import worker for the CRM external API')
+    .option('-c, --config <path>', 'config file (default ./crm-sync.config.json or $CRM_SYNC_CONFIG)')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']))
+    .addHelpText('after', EXIT_HELP)
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+  for (const register of registrations) register(program);
+  return program;
+}

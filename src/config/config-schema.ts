@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+/** Workspace names become BullMQ queue names and Redis key parts, so they stay plain. */
+export const WORKSPACE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
+
+export const RateLimitSchema = z
+  .object({
+    /** Requests allowed per window. */
+    max: z.number().int().positive(),
+    /** Window length in milliseconds. */
+    durationMs: z.number().int().positive(),
+  })
+  .strict();
+
+export const WorkspaceFileSchema = z
+  .object({
+    /** The workspace's address + `/api/external`, e.g. `https://acme.crm.example/api/external`. */
+    baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://acme.localhost:4010/api/external' }),
+    /** Name of the env variable holding the API key (this or apiKeyFile). */
+    apiKeyEnv: z.string().min(1).optional(),
+    /** Path of a file holding the API key (this or apiKeyEnv), e.g. a Docker secret. */
+    apiKeyFile: z.string().min(1).optional(),
+    /** The CRM's known rate limit for this key; unknown limits are found by backing off on 429. */
+    rateLimit: RateLimitSchema.optional(),
+    /** Which list API version to page (the spec's list examples use v1). Default v2. */
+    listVersion: z.enum(['v1', 'v2']).default('v2'),
+  })
+  .strict()
+  .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {
+    message: 'set exactly one of apiKeyEnv (name of an env variable) or apiKeyFile (path of a file)',
+  });
+
+export const ConfigFileSchema = z
+  .object({
+    /** Redis connection URL. REDIS_URL in the environment wins. Default redis://127.0.0.1:6379. */
+    redisUrl: z.string().min(1).optional(),
+    workspaces: z
+      .record(
+        z.string().regex(WORKSPACE_NAME, 'workspace names use letters, digits, - and _ only'),
+        WorkspaceFileSchema,
+      )
+      .default({}),
+    dashboard: z
+      .object({
+        /** Env variable holding the dashboard token. Default CRM_SYNC_DASHBOARD_TOKEN. */
+        tokenEnv: z.string().min(1).optional(),
+        /** File holding the dashboard token. */
+        tokenFile: z.string().min(1).optional(),
+      })
+      .strict()
+      .optional(),
+    /** Directory where exports (failed-row CSVs) are written. Default ./crm-sync-results. */
+    resultsDir: z.string().min(1).optional(),
+  })
+  .strict();
+
+export type ConfigFile = z.infer<typeof ConfigFileSchema>;
+export type WorkspaceFile = z.infer<typeof WorkspaceFileSchema>;
+export type RateLimit = z.infer<typeof RateLimitSchema>;

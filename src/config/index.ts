@@ -1,0 +1,16 @@
+export { Secret } from './secret.js';
+export {
+  loadConfig,
+  configFromObject,
+  getWorkspace,
+  readApiKey,
+  readSecret,
+  DEFAULT_CONFIG_FILE,
+  DEFAULT_REDIS_URL,
+  DEFAULT_PREFIX,
+  type Config,
+  type WorkspaceConfig,
+  type ApiKeySource,
+  type LoadConfigOptions,
+} from './load-config.js';
+export { ConfigFileSchema, RateLimitSchema, WORKSPACE_NAME, type RateLimit, type ConfigFile } from './config-schema.js';

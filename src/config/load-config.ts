@@ -1,0 +1,138 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { z } from 'zod';
+import { CrmSyncError } from '../errors/index.js';
+import { ConfigFileSchema, type RateLimit } from './config-schema.js';
+import { Secret } from './secret.js';
+
+export const DEFAULT_CONFIG_FILE = 'crm-sync.config.json';
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_PREFIX = 'crm-sync';
+
+export type ApiKeySource = { env: string } | { file: string };
+
+export interface WorkspaceConfig {
+  name: string;
+  baseUrl: string;
+  apiKeySource: ApiKeySource;
+  rateLimit?: RateLimit;
+  listVersion: 'v1' | 'v2';
+}
+
+export interface Config {
+  /** Where the config came from, or null when none was found and defaults apply. */
+  source: string | null;
+  redisUrl: string;
+  /** Redis key prefix for queues and run data; tests set their own to stay apart. */
+  prefix: string;
+  logLevel: string;
+  resultsDir: string;
+  workspaces: Record<string, WorkspaceConfig>;
+  dashboardTokenSource: ApiKeySource;
+}
+
+export interface LoadConfigOptions {
+  /** `--config <path>`; wins over CRM_SYNC_CONFIG and the default file. */
+  path?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** Reads and validates the config: `--config`, else CRM_SYNC_CONFIG, else ./crm-sync.config.json. */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const explicit = options.path ?? env.CRM_SYNC_CONFIG;
+  const path = resolve(cwd, explicit ?? DEFAULT_CONFIG_FILE);
+  if (!existsSync(path)) {
+    if (explicit !== undefined) {
+      throw new CrmSyncError('CONFIG_NOT_FOUND', `config file ${path} does not exist (from ${options.path ? '--config' : 'CRM_SYNC_CONFIG'})`);
+    }
+    return configFromObject({}, { source: null, env, baseDir: cwd });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new CrmSyncError('CONFIG_INVALID', `${path}: not valid JSON (${(err as Error).message})`, { cause: err });
+  }
+  return configFromObject(raw, { source: path, env, baseDir: dirname(path) });
+}
+
+/** Validates an already-parsed config object (used by loadConfig, the demo and tests). */
+export function configFromObject(
+  raw: unknown,
+  options: { source: string | null; env?: NodeJS.ProcessEnv; baseDir?: string },
+): Config {
+  const env = options.env ?? process.env;
+  const baseDir = options.baseDir ?? process.cwd();
+  const parsed = ConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new CrmSyncError('CONFIG_INVALID', formatIssues(options.source ?? 'config', parsed.error));
+  }
+  const file = parsed.data;
+  const workspaces: Record<string, WorkspaceConfig> = {};
+  for (const [name, w] of Object.entries(file.workspaces)) {
+    workspaces[name] = {
+      name,
+      baseUrl: w.baseUrl.replace(/\/+$/, ''),
+      apiKeySource: w.apiKeyEnv !== undefined ? { env: w.apiKeyEnv } : { file: resolve(baseDir, w.apiKeyFile ?? '') },
+      ...(w.rateLimit ? { rateLimit: w.rateLimit } : {}),
+      listVersion: w.listVersion,
+    };
+  }
+  const dash = file.dashboard;
+  return {
+    source: options.source,
+    redisUrl: env.REDIS_URL ?? file.redisUrl ?? DEFAULT_REDIS_URL,
+    prefix: env.CRM_SYNC_PREFIX ?? DEFAULT_PREFIX,
+    logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info',
+    resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
+    workspaces,
+    dashboardTokenSource: dash?.tokenFile ? { file: resolve(baseDir, dash.tokenFile) } : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
+  };
+}
+
+/** The named workspace, or a WORKSPACE_UNKNOWN error that lists the ones configured. */
+export function getWorkspace(config: Config, name: string): WorkspaceConfig {
+  const ws = config.workspaces[name];
+  if (!ws) {
+    const known = Object.keys(config.workspaces);
+    throw new CrmSyncError(
+      'WORKSPACE_UNKNOWN',
+      `workspace "${name}" is not configured${config.source ? ` in ${config.source}` : ''}; ` +
+        (known.length ? `configured: ${known.join(', ')}` : `add it under "workspaces" in ${DEFAULT_CONFIG_FILE}`),
+    );
+  }
+  return ws;
+}
+
+/** Reads a secret from its env variable or file. The error names the source, never a value. */
+export function readSecret(source: ApiKeySource, what: string, env: NodeJS.ProcessEnv = process.env): Secret {
+  if ('env' in source) {
+    const value = env[source.env]?.trim();
+    if (!value) throw new CrmSyncError('SECRET_MISSING', `${what}: env variable ${source.env} is not set`);
+    return new Secret(value);
+  }
+  let value: string;
+  try {
+    value = readFileSync(source.file, 'utf8').trim();
+  } catch (err) {
+    throw new CrmSyncError('SECRET_MISSING', `${what}: cannot read ${source.file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (!value) throw new CrmSyncError('SECRET_MISSING', `${what}: ${source.file} is empty`);
+  return new Secret(value);
+}
+
+/** The API key of a workspace, read when needed so commands that send nothing never need it. */
+export function readApiKey(ws: WorkspaceConfig, env: NodeJS.ProcessEnv = process.env): Secret {
+  return readSecret(ws.apiKeySource, `API key of workspace "${ws.name}"`, env);
+}
+
+function formatIssues(source: string, error: z.ZodError): string {
+  const lines = error.issues.map((issue) => {
+    const where = issue.path.length ? issue.path.join('.') : '(top level)';
+    return `  ${where}: ${issue.message}`;
+  });
+  return `${source} is invalid:\n${lines.join('\n')}`;
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import {
+  ContactUpdateFieldsSchema,
+  DealCreateFieldsSchema,
+  DealUpdateFieldsSchema,
+  InviteOptionsSchema,
+  LeadUpdateFieldsSchema,
+  RecordIdSchema,
+} from './request-bodies.js';
+
+/**
+ * The operations crm-sync performs. An operation name is also the BullMQ job name.
+ * A payload is everything a worker needs to make the call: never the API key.
+ */
+export const OPERATIONS = ['deal.update', 'deal.create', 'lead.update', 'contact.update', 'team.invite'] as const;
+export const OperationSchema = z.enum(OPERATIONS);
+export type Operation = z.infer<typeof OperationSchema>;
+
+/** Resource each operation writes (the list endpoint that reconcile pages). */
+export const OPERATION_RESOURCE = {
+  'deal.update': 'deals',
+  'deal.create': 'deals',
+  'lead.update': 'leads',
+  'contact.update': 'contacts',
+  'team.invite': 'team-members',
+} as const satisfies Record<Operation, string>;
+
+export const DealUpdatePayloadSchema = z.object({ op: z.literal('deal.update'), id: RecordIdSchema, fields: DealUpdateFieldsSchema });
+export const DealCreatePayloadSchema = z.object({ op: z.literal('deal.create'), fields: DealCreateFieldsSchema });
+export const LeadUpdatePayloadSchema = z.object({ op: z.literal('lead.update'), id: RecordIdSchema, fields: LeadUpdateFieldsSchema });
+export const ContactUpdatePayloadSchema = z.object({ op: z.literal('contact.update'), id: RecordIdSchema, fields: ContactUpdateFieldsSchema });
+/** One row of an invite file: one email. The producer groups rows into batched requests. */
+export const TeamInvitePayloadSchema = z.object({
+  op: z.literal('team.invite'),
+  email: z.email('is not a valid email address'),
+  options: InviteOptionsSchema,
+});
+
+export const OperationPayloadSchema = z.discriminatedUnion('op', [
+  DealUpdatePayloadSchema,
+  DealCreatePayloadSchema,
+  LeadUpdatePayloadSchema,
+  ContactUpdatePayloadSchema,
+  TeamInvitePayloadSchema,
+]);
+
+export type OperationPayload = z.infer<typeof OperationPayloadSchema>;
+export type PayloadOf<O extends Operation> = Extract<OperationPayload, { op: O }>;

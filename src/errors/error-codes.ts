@@ -1,0 +1,31 @@
+/**
+ * Every error code crm-sync can produce, in one registry (fastify's lib/errors.js habit).
+ * Codes are stable strings: scripts, exports and the dashboard match on them, so a code is
+ * never renamed once shipped. The text is the short meaning shown next to a code in docs.
+ */
+export const ERROR_CODES = {
+  USAGE: 'A command was called with arguments that do not fit',
+  CONFIG_NOT_FOUND: 'The configuration file does not exist',
+  CONFIG_INVALID: 'The configuration file or environment is invalid',
+  SECRET_MISSING: "A workspace's API key could not be read from its env variable or file",
+  WORKSPACE_UNKNOWN: 'The named workspace is not in the configuration',
+  CRM_AUTH: 'The CRM refused the API key (401)',
+  CRM_RATE_LIMITED: 'The CRM asked us to slow down (429)',
+  CRM_TRANSIENT: 'The CRM or the network failed in a way that may pass (5xx, timeout, reset)',
+  CRM_NOT_FOUND: 'The CRM has no record with that id (404)',
+  CRM_REJECTED: 'The CRM rejected the request (4xx)',
+  CRM_BAD_RESPONSE: 'The CRM answered with a body that does not match the spec',
+  INPUT_UNREADABLE: 'The input file cannot be opened or read',
+  INPUT_ENCODING: 'The input file is not UTF-8',
+  INPUT_PARSE: 'The input file is malformed at a line',
+  INPUT_TOO_LARGE: 'A row or field exceeds the size limits',
+  MAPPING_INVALID: 'The column mapping file is invalid',
+  ROW_INVALID: 'A row does not satisfy the operation schema',
+  RUN_NOT_FOUND: 'No run with that id exists',
+  RUN_STATE: 'The run is not in a state that allows this action',
+  REDIS_UNAVAILABLE: 'Redis cannot be reached',
+  SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
+  SYNC_NOT_FOUND: 'No sync definition with that name exists',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

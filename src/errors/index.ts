@@ -1,0 +1,2 @@
+export { ERROR_CODES, type ErrorCode } from './error-codes.js';
+export { CrmSyncError, isCrmSyncError, errorMessage } from './crm-sync-error.js';

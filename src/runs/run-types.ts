@@ -1,0 +1,95 @@
+import type { Operation } from '../crm/operations.js';
+
+/** A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue. */
+export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed';
+
+/** A row's final result. Every input row ends with exactly one of these. */
+export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed';
+
+export interface RunCounts {
+  /** Rows read from the source so far (final once `producerDone`). */
+  total: number;
+  /** Rows handed to the queue and still waiting for a final result. */
+  queued: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  invalid: number;
+}
+
+/** How the run was made, kept so retries can map and validate rows the same way. */
+export interface RunOptions {
+  format?: 'csv' | 'ndjson' | 'json';
+  delimiter?: string;
+  /** The mapping file's content (not its path: the file may change or vanish). */
+  mapping?: unknown;
+  dryRun?: boolean;
+  reconcile?: boolean;
+  matchKey?: string;
+  inviteBatchSize?: number;
+}
+
+export interface RunRecord {
+  id: string;
+  workspace: string;
+  operation: Operation | 'deal.upsert';
+  /** Source file path or a label (e.g. `retry of <id>`). */
+  source: string;
+  /** Set for runs started by a nightly sync definition. */
+  syncName?: string;
+  status: RunStatus;
+  counts: RunCounts;
+  /** Column names of the source, in file order (CSV header, or keys seen in JSON rows). */
+  columns: string[];
+  options: RunOptions;
+  createdAt: string;
+  finishedAt?: string;
+  /** Why the run is blocked or failed, in plain words. */
+  reason?: string;
+  /** True once the producer has read the whole source: `total` is final. */
+  producerDone: boolean;
+}
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface RowResult {
+  /** 1-based data row number (the header is not a row). */
+  row: number;
+  /** 1-based line in the source file where the row starts (differs from row with quoted newlines). */
+  line?: number;
+  status: FinalRowStatus;
+  recordId?: string;
+  httpStatus?: number;
+  /** Stable error code (see src/errors) for failed and invalid rows. */
+  code?: string;
+  message?: string;
+  /** Field-level reasons for invalid rows. */
+  errors?: FieldError[];
+  /** The row as read from the source, so failed rows can be exported, fixed and re-imported. */
+  original?: Record<string, string>;
+  /** When the result was recorded (ISO). */
+  at: string;
+}
+
+export interface CreateRunInput {
+  workspace: string;
+  operation: RunRecord['operation'];
+  source: string;
+  syncName?: string;
+  columns?: string[];
+  options?: RunOptions;
+  /** Start in this status (a dry run is created `completed` when its producer is done). */
+  status?: RunStatus;
+}
+
+export interface ListRunsQuery {
+  status?: RunStatus;
+  workspace?: string;
+  syncName?: string;
+  /** Newest first. Default 0 / 50. */
+  offset?: number;
+  limit?: number;
+}
