@@ -35,10 +35,15 @@ export const ConfigFileSchema = z
     /** Redis connection URL. REDIS_URL in the environment wins. Default redis://127.0.0.1:6379. */
     redisUrl: z.string().min(1).optional(),
     workspaces: z
-      .record(
-        z.string().regex(WORKSPACE_NAME, 'workspace names use letters, digits, - and _ only'),
-        WorkspaceFileSchema,
-      )
+      .record(z.string(), WorkspaceFileSchema)
+      // zod reports a failed record key as "Invalid key in record"; check names here to say why.
+      .superRefine((workspaces, ctx) => {
+        for (const name of Object.keys(workspaces)) {
+          if (!WORKSPACE_NAME.test(name)) {
+            ctx.addIssue({ code: 'custom', path: [name], message: 'workspace names use letters, digits, - and _ only (max 63)' });
+          }
+        }
+      })
       .default({}),
     dashboard: z
       .object({

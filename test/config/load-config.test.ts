@@ -1,0 +1,82 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { configFromObject, getWorkspace, loadConfig, readApiKey, Secret } from '../../src/config/index.js';
+import { isCrmSyncError } from '../../src/errors/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'crm-sync-config-'));
+const write = (name: string, content: string) => {
+  const p = join(dir, name);
+  writeFileSync(p, content);
+  return p;
+};
+
+const valid = {
+  workspaces: {
+    acme: { baseUrl: 'http://acme.localhost:4010/api/external/', apiKeyEnv: 'ACME_KEY', rateLimit: { max: 50, durationMs: 1000 } },
+    globex: { baseUrl: 'https://globex.crm.example/api/external', apiKeyFile: 'globex.key' },
+  },
+};
+
+describe('config', () => {
+  it('loads the documented shape, env wins for REDIS_URL, paths resolve next to the file', () => {
+    write('globex.key', 'globex-secret\n');
+    const path = write('crm-sync.config.json', JSON.stringify(valid));
+    const config = loadConfig({ path, env: { REDIS_URL: 'redis://10.0.0.9:6380' } });
+    expect(config.source).toBe(path);
+    expect(config.redisUrl).toBe('redis://10.0.0.9:6380');
+    const acme = getWorkspace(config, 'acme');
+    expect(acme.baseUrl).toBe('http://acme.localhost:4010/api/external');
+    expect(acme.rateLimit).toEqual({ max: 50, durationMs: 1000 });
+    expect(acme.listVersion).toBe('v2');
+    expect(readApiKey(acme, { ACME_KEY: 'acme-secret' }).reveal()).toBe('acme-secret');
+    expect(readApiKey(getWorkspace(config, 'globex'), {}).reveal()).toBe('globex-secret');
+  });
+
+  it('uses CRM_SYNC_CONFIG, and defaults when no file exists', () => {
+    const path = write('other.json', JSON.stringify(valid));
+    expect(loadConfig({ env: { CRM_SYNC_CONFIG: path }, cwd: dir }).source).toBe(path);
+    const empty = mkdtempSync(join(tmpdir(), 'crm-sync-empty-'));
+    const defaults = loadConfig({ env: {}, cwd: empty });
+    expect(defaults.source).toBeNull();
+    expect(defaults.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(defaults.workspaces).toEqual({});
+  });
+
+  it('names the wrong key and says how to fix it', () => {
+    const bad = { workspaces: { acme: { baseUrl: 'not a url', apiKeyEnv: 'K', apiKeyFile: 'f', extra: 1 } } };
+    try {
+      configFromObject(bad, { source: 'crm-sync.config.json' });
+      expect.unreachable();
+    } catch (err) {
+      expect(isCrmSyncError(err, 'CONFIG_INVALID')).toBe(true);
+      const message = (err as Error).message;
+      expect(message).toContain('crm-sync.config.json is invalid');
+      expect(message).toContain('workspaces.acme.baseUrl');
+      expect(message).toContain('http(s) URL');
+      expect(message).toContain('extra');
+    }
+    expect(() => configFromObject({ workspaces: { 'a:b': valid.workspaces.acme } }, { source: 'x' })).toThrow(/letters, digits/);
+    expect(() => configFromObject({ workspaces: { acme: { baseUrl: 'http://x' } } }, { source: 'x' })).toThrow(/exactly one of apiKeyEnv/);
+  });
+
+  it('reports a missing explicit file, bad JSON and unknown workspaces clearly', () => {
+    expect(() => loadConfig({ path: join(dir, 'nope.json'), env: {} })).toThrow(/does not exist/);
+    const broken = write('broken.json', '{"workspaces": ');
+    expect(() => loadConfig({ path: broken, env: {} })).toThrow(/not valid JSON/);
+    const config = configFromObject(valid, { source: 'c.json', env: {} });
+    expect(() => getWorkspace(config, 'initech')).toThrow(/configured: acme, globex/);
+  });
+
+  it('never shows a secret: missing key errors name the source, Secret prints redacted', () => {
+    const config = configFromObject(valid, { source: 'c.json', env: {}, baseDir: dir });
+    expect(() => readApiKey(getWorkspace(config, 'acme'), {})).toThrow(/env variable ACME_KEY is not set/);
+    const secret = new Secret('sk_live_abc');
+    expect(String(secret)).toBe('[redacted]');
+    expect(JSON.stringify({ secret })).toBe('{"secret":"[redacted]"}');
+    expect(inspect({ secret })).not.toContain('sk_live_abc');
+    expect(`${secret}`).not.toContain('sk_live_abc');
+  });
+});
