@@ -1,0 +1,239 @@
+import { Agent as HttpAgent, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { inspect } from 'node:util';
+import got, { type Got, type Method } from 'got';
+import type { z } from 'zod';
+import type { Secret } from '../config/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import { BadResponseError, toCrmError, type CrmFailure, type CrmRequestContext } from './errors.js';
+import { loopbackLookup } from './loopback-lookup.js';
+import { paginate, type PagerOptions } from './pager.js';
+import {
+  ContactResponseSchema,
+  DealResponseSchema,
+  LeadResponseSchema,
+  TeamMembersResponseSchema,
+  listPageSchema,
+  type Contact,
+  type Deal,
+  type Lead,
+  type ListPage,
+  type ListResource,
+  type RecordOf,
+} from './records.js';
+import type { ContactUpdateFields, DealCreateFields, DealUpdateFields, LeadUpdateFields, TeamMembersBody } from './request-bodies.js';
+
+export interface CrmClientOptions {
+  /** Workspace name, for error context and logs. Required. */
+  workspace: string;
+  /** Workspace address + `/api/external`, no trailing slash (one is tolerated). Required. */
+  baseUrl: string;
+  /** The workspace API key; revealed only where the header is set. Required. */
+  apiKey: Secret;
+  /** Version segment of list endpoints. Default 'v2'. */
+  listVersion?: 'v1' | 'v2';
+  /** Whole-request timeout. Default 15 000 ms. */
+  timeoutMs?: number;
+  /** Timeout to get a connected socket (lookup + connect + TLS). Default 5 000 ms. */
+  connectTimeoutMs?: number;
+  /** Keep-alive agent size; set it near the worker concurrency. Default 16. */
+  maxSockets?: number;
+  /** Default: silent. */
+  logger?: Logger;
+}
+
+export interface ListPageOptions {
+  pageNumber: number;
+  pageSize: number;
+  /** Default: the client's listVersion. */
+  version?: 'v1' | 'v2';
+}
+
+interface CallSpec<S extends z.ZodType> {
+  method: Method;
+  /** Relative to baseUrl, e.g. `v2/deals/123`. */
+  path: string;
+  json?: unknown;
+  searchParams?: Record<string, number>;
+  schema: S;
+  /** Statuses that mean success. Default: any 2xx. */
+  okStatuses?: readonly number[];
+}
+
+/**
+ * Typed calls to one workspace of the CRM. One got instance and one keep-alive agent pair
+ * per client. got never retries (the worker owns retries, and a retried POST could create a
+ * deal twice) and never throws on status: every non-success goes through `toCrmError`.
+ */
+export class CrmClient {
+  readonly workspace: string;
+  readonly baseUrl: string;
+  readonly #apiKey: Secret;
+  readonly #http: Got;
+  readonly #agents: { http: HttpAgent; https: HttpsAgent };
+  readonly #listVersion: 'v1' | 'v2';
+  readonly #logger: Logger;
+  readonly #basePath: string;
+
+  constructor(options: CrmClientOptions) {
+    this.workspace = options.workspace;
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#listVersion = options.listVersion ?? 'v2';
+    this.#logger = (options.logger ?? silentLogger).child({ workspace: options.workspace });
+    this.#basePath = new URL(`${this.baseUrl}/`).pathname;
+    const maxSockets = options.maxSockets ?? 16;
+    this.#agents = {
+      http: new HttpAgent({ keepAlive: true, maxSockets }),
+      https: new HttpsAgent({ keepAlive: true, maxSockets }),
+    };
+    const connect = options.connectTimeoutMs ?? 5000;
+    const apiKey = this.#apiKey;
+    this.#http = got.extend({
+      prefixUrl: `${this.baseUrl}/`,
+      headers: { accept: 'application/json', 'user-agent': 'crm-sync' },
+      agent: this.#agents,
+      dnsLookup: loopbackLookup,
+      timeout: { request: options.timeoutMs ?? 15_000, lookup: connect, connect, secureConnect: connect },
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      followRedirect: false,
+      responseType: 'text',
+      hooks: {
+        // Set per request rather than in the defaults so the key never sits in the got
+        // instance's options (which util.inspect or an error dump could reach).
+        beforeRequest: [
+          (opts) => {
+            opts.headers['x-api-key'] = apiKey.reveal();
+          },
+        ],
+      },
+    });
+  }
+
+  /** POST v2/deals `{deal}`; the spec does not fix the status, so 201 and 200 both succeed. */
+  async createDeal(fields: DealCreateFields): Promise<Deal> {
+    const body = await this.#call({ method: 'POST', path: 'v2/deals', json: { deal: fields }, schema: DealResponseSchema, okStatuses: [200, 201] });
+    return body.deal;
+  }
+
+  async updateDeal(id: string, fields: DealUpdateFields): Promise<Deal> {
+    const body = await this.#call({ method: 'PATCH', path: `v2/deals/${encodeURIComponent(id)}`, json: { deal: fields }, schema: DealResponseSchema });
+    return body.deal;
+  }
+
+  async updateLead(id: string, fields: LeadUpdateFields): Promise<Lead> {
+    const body = await this.#call({ method: 'PATCH', path: `v2/leads/${encodeURIComponent(id)}`, json: { lead: fields }, schema: LeadResponseSchema });
+    return body.lead;
+  }
+
+  async updateContact(id: string, fields: ContactUpdateFields): Promise<Contact> {
+    const body = await this.#call({
+      method: 'PATCH',
+      path: `v2/contacts/${encodeURIComponent(id)}`,
+      json: { contact: fields },
+      schema: ContactResponseSchema,
+    });
+    return body.contact;
+  }
+
+  /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */
+  async addTeamMembers(body: TeamMembersBody): Promise<{ message: string }> {
+    const res = await this.#call({ method: 'POST', path: 'v2/team-members', json: body, schema: TeamMembersResponseSchema, okStatuses: [200, 201] });
+    return { message: res.message };
+  }
+
+  /** One page of `GET {version}/{resource}?page_number=&page_size=`, records under `records`. */
+  async listPage<R extends ListResource>(resource: R, opts: ListPageOptions): Promise<ListPage<RecordOf<R>>> {
+    const version = opts.version ?? this.#listVersion;
+    const path = `${version}/${resource}`;
+    const searchParams = { page_number: opts.pageNumber, page_size: opts.pageSize };
+    const page = await this.#call({ method: 'GET', path, searchParams, schema: listPageSchema(resource) });
+    // A service that ignores page_number would send page 1 forever and the pager would never end.
+    if (page.records.length > 0 && page.pagination.current_page_number !== opts.pageNumber) {
+      throw new BadResponseError(
+        `GET ${this.#pathOf(path, searchParams)} (workspace ${this.workspace}): answered page ${page.pagination.current_page_number} for page_number=${opts.pageNumber}`,
+        { workspace: this.workspace, method: 'GET', path: this.#pathOf(path, searchParams), status: 200 },
+      );
+    }
+    return page;
+  }
+
+  /** Every page of a list until the empty page, each record once; retries 429 and transient failures. */
+  pages<R extends ListResource>(resource: R, opts: PagerOptions = {}): AsyncIterable<ListPage<RecordOf<R>>> {
+    const version = opts.version ?? this.#listVersion;
+    const fetchPage = (pageNumber: number, pageSize: number) => this.listPage(resource, { pageNumber, pageSize, version });
+    return paginate<RecordOf<R>>(fetchPage, opts, { logger: this.#logger, label: `${version}/${resource}` });
+  }
+
+  /** The records of `pages()`, one by one. */
+  async *records<R extends ListResource>(resource: R, opts: PagerOptions = {}): AsyncIterable<RecordOf<R>> {
+    for await (const page of this.pages(resource, opts)) yield* page.records;
+  }
+
+  /** Destroys the keep-alive sockets; the client must not be used afterwards. */
+  close(): void {
+    this.#agents.http.destroy();
+    this.#agents.https.destroy();
+  }
+
+  toJSON(): { workspace: string; baseUrl: string } {
+    return { workspace: this.workspace, baseUrl: this.baseUrl };
+  }
+
+  [inspect.custom](): string {
+    return `CrmClient { workspace: ${JSON.stringify(this.workspace)}, baseUrl: ${JSON.stringify(this.baseUrl)} }`;
+  }
+
+  async #call<S extends z.ZodType>(spec: CallSpec<S>): Promise<z.infer<S>> {
+    const ctx: CrmRequestContext = {
+      workspace: this.workspace,
+      method: spec.method,
+      path: this.#pathOf(spec.path, spec.searchParams),
+      scrub: (text) => this.#scrub(text),
+    };
+    let statusCode: number;
+    let headers: IncomingHttpHeaders;
+    let body: string;
+    try {
+      const res = await this.#http(spec.path, {
+        method: spec.method,
+        ...(spec.json === undefined ? {} : { json: spec.json }),
+        ...(spec.searchParams === undefined ? {} : { searchParams: spec.searchParams }),
+      });
+      ({ statusCode, headers } = res);
+      body = res.body as string;
+    } catch (error) {
+      throw this.#fail({ kind: 'transport', error }, ctx);
+    }
+    const ok = spec.okStatuses ? spec.okStatuses.includes(statusCode) : statusCode >= 200 && statusCode < 300;
+    if (!ok) throw this.#fail({ kind: 'response', statusCode, headers, body }, ctx);
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      throw this.#fail({ kind: 'invalid', statusCode, problem: 'not-json' }, ctx);
+    }
+    const parsed = spec.schema.safeParse(json);
+    if (!parsed.success) throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error }, ctx);
+    this.#logger.debug({ method: spec.method, path: ctx.path, status: statusCode }, 'crm request ok');
+    return parsed.data as z.infer<S>;
+  }
+
+  #fail(failure: CrmFailure, ctx: CrmRequestContext): Error {
+    const err = toCrmError(failure, ctx);
+    this.#logger.debug({ method: ctx.method, path: ctx.path, code: err.code, status: err.status }, 'crm request failed');
+    return err;
+  }
+
+  /** Path + query as the service sees it (e.g. `/api/external/v2/deals?page_number=1`). */
+  #pathOf(relative: string, searchParams?: Record<string, number>): string {
+    const query = searchParams ? `?${new URLSearchParams(Object.entries(searchParams).map(([k, v]): [string, string] => [k, String(v)])).toString()}` : '';
+    return `${this.#basePath}${relative}${query}`;
+  }
+
+  #scrub(text: string): string {
+    const key = this.#apiKey.reveal();
+    return key.length > 0 ? text.split(key).join('[redacted]') : text;
+  }
+}

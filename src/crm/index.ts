@@ -1,0 +1,48 @@
+export * from './request-bodies.js';
+export * from './operations.js';
+export {
+  TagSchema,
+  DealSchema,
+  LeadSchema,
+  ContactSchema,
+  PaginationSchema,
+  DealResponseSchema,
+  LeadResponseSchema,
+  ContactResponseSchema,
+  TeamMembersResponseSchema,
+  RECORD_SCHEMAS,
+  LIST_RESOURCES,
+  DEAL_STATUS_VALUES,
+  LEAD_STATUS_VALUES,
+  listPageSchema,
+  tagIdOf,
+  tagNameOf,
+  type Tag,
+  type Deal,
+  type Lead,
+  type Contact,
+  type Pagination,
+  type ListPage,
+  type ListResource,
+  type RecordOf,
+} from './records.js';
+export {
+  CrmError,
+  AuthError,
+  RateLimitedError,
+  TransientError,
+  NotFoundError,
+  RejectedError,
+  BadResponseError,
+  isPermanent,
+  isRetryable,
+  parseRetryAfter,
+  toCrmError,
+  type CrmErrorCode,
+  type CrmErrorInit,
+  type CrmFailure,
+  type CrmRequestContext,
+} from './errors.js';
+export { CrmClient, type CrmClientOptions, type ListPageOptions } from './crm-client.js';
+export { paginate, DEFAULT_RATE_LIMIT_WAIT_MS, type PagerOptions, type FetchPage } from './pager.js';
+export { isLoopbackName, loopbackLookup } from './loopback-lookup.js';

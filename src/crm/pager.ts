@@ -1,0 +1,100 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../log/index.js';
+import { RateLimitedError, TransientError } from './errors.js';
+import type { ListPage } from './records.js';
+
+export interface PagerOptions {
+  /** Records per page. Default 100 (DESIGN.md: reconcile pages with up to 100). */
+  pageSize?: number;
+  /** First page_number to fetch. Default 1. */
+  startPage?: number;
+  /** List version. Default: the client's `listVersion` (itself default 'v2'). */
+  version?: 'v1' | 'v2';
+  /** Retries of one page after TransientError. Default 5. */
+  maxRetries?: number;
+  /** Waits of one page after 429; counted apart because a busy workspace is not a failure. Default 50. */
+  maxRateLimitRetries?: number;
+  /** First backoff delay after a TransientError, doubled each retry (with jitter). Default 250 ms. */
+  retryBaseDelayMs?: number;
+  /** Longest backoff delay. Default 10 000 ms. */
+  retryMaxDelayMs?: number;
+  /** Stops paging (also during a wait); the iterator throws the signal's reason. Default none. */
+  signal?: AbortSignal;
+  /** Called with each page as yielded (records already deduplicated). Default none. */
+  onPage?: (page: ListPage<unknown>) => void;
+}
+
+/** Used when a 429 carries no readable Retry-After. */
+export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;
+
+export type FetchPage<T> = (pageNumber: number, pageSize: number) => Promise<ListPage<T>>;
+
+interface PaginateContext {
+  logger: Logger;
+  /** For log lines only. */
+  label: string;
+}
+
+/**
+ * Follows page_number from startPage until the first empty page (spec §8.1 rule 2). Records
+ * appended while paging shift nothing already read, and a record seen twice (rows moving
+ * between pages) is yielded once: ids of this pass are kept in a Set.
+ */
+export async function* paginate<T extends { id: string }>(
+  fetchPage: FetchPage<T>,
+  options: PagerOptions,
+  ctx: PaginateContext,
+): AsyncGenerator<ListPage<T>, void, undefined> {
+  const pageSize = options.pageSize ?? 100;
+  const seen = new Set<string>();
+  for (let pageNumber = options.startPage ?? 1; ; pageNumber++) {
+    const page = await fetchWithRetry(() => fetchPage(pageNumber, pageSize), pageNumber, options, ctx);
+    if (page.records.length === 0) return;
+    const fresh = page.records.filter((r) => !seen.has(r.id) && (seen.add(r.id), true));
+    const out: ListPage<T> = { records: fresh, pagination: page.pagination };
+    options.onPage?.(out);
+    yield out;
+  }
+}
+
+async function fetchWithRetry<T>(
+  fetch: () => Promise<ListPage<T>>,
+  pageNumber: number,
+  options: PagerOptions,
+  ctx: PaginateContext,
+): Promise<ListPage<T>> {
+  const maxRetries = options.maxRetries ?? 5;
+  const maxRateLimitRetries = options.maxRateLimitRetries ?? 50;
+  const base = options.retryBaseDelayMs ?? 250;
+  const cap = options.retryMaxDelayMs ?? 10_000;
+  let transient = 0;
+  let limited = 0;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    try {
+      return await fetch();
+    } catch (err) {
+      let delay: number;
+      if (err instanceof RateLimitedError && limited < maxRateLimitRetries) {
+        limited++;
+        delay = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+      } else if (err instanceof TransientError && transient < maxRetries) {
+        transient++;
+        // "Equal jitter": at least half the exponential step, so retries stay spaced out.
+        const step = Math.min(cap, base * 2 ** (transient - 1));
+        delay = step / 2 + Math.random() * (step / 2);
+      } else {
+        throw err;
+      }
+      ctx.logger.warn(
+        { list: ctx.label, page: pageNumber, code: (err as RateLimitedError | TransientError).code, delayMs: Math.round(delay) },
+        'list page failed, retrying',
+      );
+      await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined).catch((e: unknown) => {
+        // Surface the caller's abort reason, not the timers' AbortError wrapper.
+        options.signal?.throwIfAborted();
+        throw e;
+      });
+    }
+  }
+}
