@@ -1,0 +1,223 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/index.js';
+import { BadResponseError, CrmClient, CrmError, RejectedError, TransientError, isLoopbackName } from '../../src/crm/index.js';
+
+/**
+ * The client against a tiny real HTTP server whose answers the test chooses: the malformed
+ * and hostile cases a spec-faithful simulator would never produce.
+ */
+
+const KEY = 'k-test-9f8e7d6c5b4a';
+const ts = '2025-01-02T03:04:05.000Z';
+const deal = {
+  id: 'd/1 x',
+  name: 'n',
+  status: 'won',
+  value: 1,
+  currency: 'EUR',
+  price: '€1.00',
+  unique_number: 'D-1',
+  contact: null,
+  company: null,
+  owner: null,
+  pipeline: null,
+  stage: null,
+  tags: [],
+  created_at: ts,
+  updated_at: ts,
+};
+
+interface Seen {
+  method: string;
+  url: string;
+  host: string | undefined;
+  apiKey: string | undefined;
+  accept: string | undefined;
+  contentType: string | undefined;
+  body: string;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+
+let server: Server;
+let port: number;
+let handler: Handler = (_req, res) => res.end();
+const seen: Seen[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        host: req.headers.host,
+        apiKey: req.headers['x-api-key'] as string | undefined,
+        accept: req.headers.accept,
+        contentType: req.headers['content-type'],
+        body,
+      });
+      handler(req, res, body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+function client(overrides: Partial<ConstructorParameters<typeof CrmClient>[0]> = {}): CrmClient {
+  return new CrmClient({ workspace: 'acme', baseUrl: `http://acme.localhost:${port}/api/external`, apiKey: new Secret(KEY), ...overrides });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function expectNoKey(value: unknown): void {
+  expect(inspect(value, { depth: 20, showHidden: true })).not.toContain(KEY);
+  expect(JSON.stringify(value) ?? '').not.toContain(KEY);
+  if (value instanceof Error) expect(value.stack ?? '').not.toContain(KEY);
+}
+
+describe('CrmClient over real HTTP', () => {
+  it('names *.localhost loopback itself', () => {
+    expect(isLoopbackName('acme.localhost')).toBe(true);
+    expect(isLoopbackName('LOCALHOST.')).toBe(true);
+    expect(isLoopbackName('localhost.example.com')).toBe(false);
+  });
+
+  it('sends the key, JSON headers, the wrapper body and an encoded id to the *.localhost host', async () => {
+    seen.length = 0;
+    handler = (_req, res) => json(res, 200, { deal });
+    const c = client();
+    try {
+      const got = await c.updateDeal('d/1 x', { name: 'n', value: 1 });
+      expect(got.id).toBe('d/1 x');
+    } finally {
+      c.close();
+    }
+    expect(seen).toHaveLength(1);
+    const req = seen[0]!;
+    expect(req.method).toBe('PATCH');
+    expect(req.url).toBe('/api/external/v2/deals/d%2F1%20x');
+    expect(req.host).toBe(`acme.localhost:${port}`);
+    expect(req.apiKey).toBe(KEY);
+    expect(req.accept).toBe('application/json');
+    expect(req.contentType).toContain('application/json');
+    expect(JSON.parse(req.body)).toEqual({ deal: { name: 'n', value: 1 } });
+  });
+
+  it('a 2xx body that is not JSON → BadResponseError', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html>maintenance</html>');
+    };
+    const c = client();
+    try {
+      const err = await c.updateLead('l1', { name: 'x' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadResponseError);
+      expect((err as BadResponseError).message).toContain('not JSON');
+      expect((err as BadResponseError).message).not.toContain('maintenance');
+      expectNoKey(err);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a 2xx body that misses schema fields → BadResponseError naming the path', async () => {
+    handler = (_req, res) => json(res, 200, { contact: { id: 'c1', name: 'Hidden Person', email: 5 } });
+    const c = client();
+    try {
+      const err = await c.updateContact('c1', { name: 'x' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadResponseError);
+      expect((err as BadResponseError).message).toContain('contact.email');
+      expect((err as BadResponseError).message).not.toContain('Hidden Person');
+      expect((err as BadResponseError).status).toBe(200);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a list page that ignores page_number is refused rather than paged forever', async () => {
+    const pagination = { total_records: 1, current_page_number: 1, total_pages: 1, page_size: 10 };
+    handler = (_req, res) => json(res, 200, { deals: [deal], pagination });
+    const c = client();
+    try {
+      const err = await c.listPage('deals', { pageNumber: 2, pageSize: 10 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadResponseError);
+      expect(seen.at(-1)?.url).toBe('/api/external/v2/deals?page_number=2&page_size=10');
+    } finally {
+      c.close();
+    }
+  });
+
+  it('never retries a POST itself: one 503 is one request', async () => {
+    seen.length = 0;
+    handler = (_req, res) => json(res, 503, { error: 'busy' });
+    const c = client();
+    try {
+      const err = await c.createDeal({ name: 'x' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).serviceMessage).toBe('busy');
+      expect(seen).toHaveLength(1);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a dropped connection → TransientError; a service echoing the key → key scrubbed', async () => {
+    handler = (req, res) => {
+      if (req.url?.includes('team-members')) json(res, 422, { error: `bad key ${KEY} and emails` });
+      else req.socket.destroy();
+    };
+    const c = client();
+    try {
+      const dropped = await c.createDeal({ name: 'x' }).catch((e: unknown) => e);
+      expect(dropped).toBeInstanceOf(TransientError);
+      expect((dropped as TransientError).maybeCommitted).toBe(true);
+      expectNoKey(dropped);
+      const echoed = await c.addTeamMembers({ emails: ['a@b.co'] }).catch((e: unknown) => e);
+      expect(echoed).toBeInstanceOf(RejectedError);
+      expect((echoed as RejectedError).serviceMessage).toContain('[redacted]');
+      expectNoKey(echoed);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a refused connection → TransientError that was never committed', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const freePort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const c = client({ baseUrl: `http://localhost:${freePort}/api/external` });
+    try {
+      const err = await c.createDeal({ name: 'x' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as CrmError).message).toContain('ECONNREFUSED');
+      expect((err as TransientError).maybeCommitted).toBe(false);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('util.inspect / JSON of the client do not show the key', () => {
+    const c = client();
+    try {
+      expectNoKey(c);
+      expect(inspect(c)).toContain('acme');
+    } finally {
+      c.close();
+    }
+  });
+});
