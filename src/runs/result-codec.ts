@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { FinalRowStatus, RowResult } from './run-types.js';
+
+/*
+ * A stored result is one hash value: a status character followed by compact JSON with
+ * one-letter keys. The row number is the hash field, so it is not repeated; `at` is epoch
+ * milliseconds (13 bytes instead of a 24-byte ISO string); succeeded and skipped rows keep no
+ * `original`. The Lua scripts read only the first character, so they never decode JSON.
+ */
+const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f' } as const satisfies Record<FinalRowStatus, string>;
+const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed' };
+
+const StoredResultSchema = z.object({
+  /** line */
+  l: z.number().int().optional(),
+  /** recordId */
+  d: z.string().optional(),
+  /** httpStatus */
+  h: z.number().int().optional(),
+  /** code */
+  c: z.string().optional(),
+  /** message */
+  m: z.string().optional(),
+  /** field errors as [field, message] pairs */
+  e: z.array(z.tuple([z.string(), z.string()])).optional(),
+  /** original values */
+  o: z.record(z.string(), z.string()).optional(),
+  /** at, epoch ms */
+  t: z.number(),
+});
+type StoredResult = z.infer<typeof StoredResultSchema>;
+
+export const FinalRowStatusSchema = z.enum(['succeeded', 'skipped', 'invalid', 'failed']);
+
+export function isProblem(status: FinalRowStatus): boolean {
+  return status === 'failed' || status === 'invalid';
+}
+
+export function encodeResult(result: RowResult): string {
+  const at = Date.parse(result.at);
+  const stored: StoredResult = { t: Number.isFinite(at) ? at : Date.now() };
+  if (result.line !== undefined) stored.l = result.line;
+  if (result.recordId !== undefined) stored.d = result.recordId;
+  if (result.httpStatus !== undefined) stored.h = result.httpStatus;
+  if (result.code !== undefined) stored.c = result.code;
+  if (result.message !== undefined) stored.m = result.message;
+  if (result.errors !== undefined && result.errors.length > 0) stored.e = result.errors.map((e) => [e.field, e.message]);
+  // Only rows someone may fix and re-import keep their source values: this is what lets a
+  // million-row run fit in Redis.
+  if (isProblem(result.status) && result.original !== undefined) stored.o = result.original;
+  return STATUS_CHAR[result.status] + JSON.stringify(stored);
+}
+
+export function decodeResult(row: number, value: string): RowResult {
+  const status = CHAR_STATUS[value.charAt(0)];
+  if (status === undefined) throw new Error(`stored result of row ${row} has an unknown status marker`);
+  const stored = StoredResultSchema.parse(JSON.parse(value.slice(1)));
+  const result: RowResult = { row, status, at: new Date(stored.t).toISOString() };
+  if (stored.l !== undefined) result.line = stored.l;
+  if (stored.d !== undefined) result.recordId = stored.d;
+  if (stored.h !== undefined) result.httpStatus = stored.h;
+  if (stored.c !== undefined) result.code = stored.c;
+  if (stored.m !== undefined) result.message = stored.m;
+  if (stored.e !== undefined) result.errors = stored.e.map(([field, message]) => ({ field, message }));
+  if (stored.o !== undefined) result.original = stored.o;
+  return result;
+}

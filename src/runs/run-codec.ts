@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import { OperationSchema } from '../crm/operations.js';
+import type { RunOptions, RunRecord } from './run-types.js';
+import { RUN_STATUSES } from './run-keys.js';
+
+/*
+ * A run is one Redis hash of flat string fields so the Lua scripts can HINCRBY counts and
+ * flip the status in place; structured fields (columns, options) are JSON strings.
+ */
+
+const RunOptionsSchema = z.object({
+  format: z.enum(['csv', 'ndjson', 'json']).optional(),
+  delimiter: z.string().optional(),
+  mapping: z.unknown().optional(),
+  dryRun: z.boolean().optional(),
+  reconcile: z.boolean().optional(),
+  matchKey: z.string().optional(),
+  inviteBatchSize: z.number().optional(),
+}) satisfies z.ZodType<RunOptions>;
+
+const Count = z.coerce.number().int();
+
+/** The run hash as stored. Unknown fields are ignored so later additions stay readable. */
+const RunHashSchema = z.object({
+  id: z.string(),
+  workspace: z.string(),
+  operation: z.union([OperationSchema, z.literal('deal.upsert')]),
+  source: z.string(),
+  syncName: z.string().optional(),
+  status: z.enum(RUN_STATUSES),
+  columns: z.string().default('[]'),
+  options: z.string().default('{}'),
+  createdAt: z.string(),
+  finishedAt: z.string().optional(),
+  reason: z.string().optional(),
+  producerDone: z.string().default('0'),
+  total: Count.default(0),
+  queued: Count.default(0),
+  succeeded: Count.default(0),
+  failed: Count.default(0),
+  skipped: Count.default(0),
+  invalid: Count.default(0),
+  maxRow: Count.default(0),
+});
+
+export interface DecodedRun {
+  record: RunRecord;
+  /** Highest row number with a recorded result (bounds result iteration). */
+  maxRow: number;
+}
+
+export function encodeRun(run: RunRecord): Record<string, string> {
+  const hash: Record<string, string> = {
+    id: run.id,
+    workspace: run.workspace,
+    operation: run.operation,
+    source: run.source,
+    status: run.status,
+    columns: JSON.stringify(run.columns),
+    options: JSON.stringify(run.options),
+    createdAt: run.createdAt,
+    createdMs: String(Date.parse(run.createdAt)),
+    producerDone: run.producerDone ? '1' : '0',
+    total: String(run.counts.total),
+    queued: String(run.counts.queued),
+    succeeded: String(run.counts.succeeded),
+    failed: String(run.counts.failed),
+    skipped: String(run.counts.skipped),
+    invalid: String(run.counts.invalid),
+    maxRow: '0',
+  };
+  if (run.syncName !== undefined) hash.syncName = run.syncName;
+  if (run.finishedAt !== undefined) hash.finishedAt = run.finishedAt;
+  if (run.reason !== undefined) hash.reason = run.reason;
+  return hash;
+}
+
+export function decodeRun(hash: Record<string, string>): DecodedRun {
+  const h = RunHashSchema.parse(hash);
+  const record: RunRecord = {
+    id: h.id,
+    workspace: h.workspace,
+    operation: h.operation,
+    source: h.source,
+    status: h.status,
+    counts: { total: h.total, queued: h.queued, succeeded: h.succeeded, failed: h.failed, skipped: h.skipped, invalid: h.invalid },
+    columns: z.array(z.string()).parse(JSON.parse(h.columns)),
+    options: RunOptionsSchema.parse(JSON.parse(h.options)),
+    createdAt: h.createdAt,
+    producerDone: h.producerDone === '1',
+  };
+  if (h.syncName !== undefined) record.syncName = h.syncName;
+  if (h.finishedAt !== undefined) record.finishedAt = h.finishedAt;
+  if (h.reason !== undefined) record.reason = h.reason;
+  return { record, maxRow: h.maxRow };
+}

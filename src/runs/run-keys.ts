@@ -1,0 +1,49 @@
+import type { RunStatus } from './run-types.js';
+
+export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
+
+/**
+ * Redis key names of the run store (the layout is documented at the top of run-store.ts).
+ * Kept in one place so the Lua scripts and the TypeScript side cannot disagree.
+ */
+export class RunKeys {
+  constructor(readonly prefix: string) {}
+
+  run(id: string): string {
+    return `${this.prefix}:run:${id}`;
+  }
+
+  results(id: string): string {
+    return `${this.prefix}:run:${id}:results`;
+  }
+
+  problems(id: string): string {
+    return `${this.prefix}:run:${id}:problems`;
+  }
+
+  allRuns(): string {
+    return `${this.prefix}:runs`;
+  }
+
+  byStatus(status: RunStatus): string {
+    return `${this.prefix}:runs:status:${status}`;
+  }
+
+  /** The four status indexes in RUN_STATUSES order: every status-changing script gets them all. */
+  statusIndexes(): string[] {
+    return RUN_STATUSES.map((status) => this.byStatus(status));
+  }
+
+  byWorkspace(workspace: string): string {
+    return `${this.prefix}:workspace:${workspace}:runs`;
+  }
+
+  bySync(syncName: string): string {
+    return `${this.prefix}:sync:${syncName}:runs`;
+  }
+
+  /** Scratch key for intersecting several list filters; deleted in the same transaction. */
+  scratch(token: string): string {
+    return `${this.prefix}:tmp:${token}`;
+  }
+}

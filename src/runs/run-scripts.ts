@@ -1,0 +1,135 @@
+import { LuaScript } from './lua-script.js';
+
+/*
+ * Every script gets KEYS[1] = the run hash and KEYS[2..5] = the status indexes (running,
+ * blocked, completed, failed), so a status change and its index move happen in the same
+ * atomic step as the counts that caused it. Scripts answer `RUN_NOT_FOUND` as an error reply
+ * when the run hash is gone; the store turns that into a CrmSyncError.
+ */
+const PRELUDE = `
+local run = KEYS[1]
+if redis.call('EXISTS', run) == 0 then return redis.error_reply('RUN_NOT_FOUND no such run') end
+local STATUS_INDEX = { running = KEYS[2], blocked = KEYS[3], completed = KEYS[4], failed = KEYS[5] }
+
+-- Moves the run to a status, keeping the status index, finishedAt and reason in step.
+local function set_status(status, now, reason)
+  local current = redis.call('HMGET', run, 'status', 'id', 'createdMs')
+  if current[1] ~= status then
+    if current[1] and STATUS_INDEX[current[1]] then redis.call('ZREM', STATUS_INDEX[current[1]], current[2]) end
+    redis.call('ZADD', STATUS_INDEX[status], current[3], current[2])
+    redis.call('HSET', run, 'status', status)
+  end
+  if status == 'completed' or status == 'failed' then
+    redis.call('HSET', run, 'finishedAt', now)
+  else
+    redis.call('HDEL', run, 'finishedAt')
+  end
+  if reason and reason ~= '' then
+    redis.call('HSET', run, 'reason', reason)
+  else
+    redis.call('HDEL', run, 'reason')
+  end
+end
+
+-- A running run whose producer is done and whose queue share is empty is complete.
+local function complete_if_done(now)
+  local f = redis.call('HMGET', run, 'status', 'producerDone', 'queued')
+  if f[1] == 'running' and f[2] == '1' and tonumber(f[3]) == 0 then
+    set_status('completed', now, nil)
+  end
+end
+`;
+
+const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid' }`;
+
+/**
+ * KEYS[6] results hash, KEYS[7] problems zset. ARGV[1] '1' when the rows came from the queue,
+ * ARGV[2] now (ISO), then pairs of row and encoded result (first character = status).
+ * Returns the counts in COUNTS order.
+ */
+export const RECORD_RESULTS = new LuaScript(`${PRELUDE}
+${COUNT_FIELDS}
+local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed' }
+local from_queue = ARGV[1] == '1'
+local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0 }
+local max_row = tonumber(redis.call('HGET', run, 'maxRow') or '0')
+for i = 3, #ARGV, 2 do
+  local row = ARGV[i]
+  local value = ARGV[i + 1]
+  local status = NAMES[string.sub(value, 1, 1)]
+  local previous = redis.call('HGET', KEYS[6], row)
+  if previous then
+    local p = NAMES[string.sub(previous, 1, 1)]
+    delta[p] = delta[p] - 1
+  elseif from_queue then
+    delta.queued = delta.queued - 1
+  else
+    delta.total = delta.total + 1
+  end
+  delta[status] = delta[status] + 1
+  redis.call('HSET', KEYS[6], row, value)
+  if status == 'failed' or status == 'invalid' then
+    redis.call('ZADD', KEYS[7], row, row)
+  else
+    redis.call('ZREM', KEYS[7], row)
+  end
+  local r = tonumber(row)
+  if r > max_row then max_row = r end
+end
+for _, field in ipairs(COUNTS) do
+  if delta[field] ~= 0 then redis.call('HINCRBY', run, field, delta[field]) end
+end
+redis.call('HSET', run, 'maxRow', max_row)
+complete_if_done(ARGV[2])
+return redis.call('HMGET', run, unpack(COUNTS))
+`);
+
+/** ARGV[1] count. Rows handed to the queue. */
+export const ADD_QUEUED = new LuaScript(`${PRELUDE}
+redis.call('HINCRBY', run, 'total', ARGV[1])
+redis.call('HINCRBY', run, 'queued', ARGV[1])
+return 1
+`);
+
+/** ARGV[1] now (ISO). */
+export const FINISH_PRODUCING = new LuaScript(`${PRELUDE}
+redis.call('HSET', run, 'producerDone', '1')
+complete_if_done(ARGV[1])
+return 1
+`);
+
+/** ARGV[1] status, ARGV[2] now (ISO), ARGV[3] reason ('' = none). */
+export const SET_STATUS = new LuaScript(`${PRELUDE}
+set_status(ARGV[1], ARGV[2], ARGV[3])
+return 1
+`);
+
+/**
+ * KEYS[6] results hash, KEYS[7] problems zset. ARGV[1] now (ISO), then row numbers.
+ * Failed/invalid rows among them lose their result and count as queued again; the run goes
+ * back to running when any row moved. Returns pairs of row and the removed encoded result,
+ * so the caller still has the original values to re-enqueue.
+ */
+export const REQUEUE_ROWS = new LuaScript(`${PRELUDE}
+local NAMES = { i = 'invalid', f = 'failed' }
+local moved = {}
+local queued = 0
+for i = 2, #ARGV do
+  local row = ARGV[i]
+  local previous = redis.call('HGET', KEYS[6], row)
+  local p = previous and NAMES[string.sub(previous, 1, 1)]
+  if p then
+    redis.call('HDEL', KEYS[6], row)
+    redis.call('ZREM', KEYS[7], row)
+    redis.call('HINCRBY', run, p, -1)
+    queued = queued + 1
+    moved[#moved + 1] = row
+    moved[#moved + 1] = previous
+  end
+end
+if queued > 0 then
+  redis.call('HINCRBY', run, 'queued', queued)
+  set_status('running', ARGV[1], nil)
+end
+return moved
+`);

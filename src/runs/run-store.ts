@@ -1,0 +1,339 @@
+/*
+ * Run store: run records and one final result per input row, in Redis.
+ *
+ * Key layout (<p> = prefix, default `crm-sync`):
+ *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
+ *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
+ *                                          createdAt, createdMs, finishedAt, reason, maxRow) and JSON
+ *                                          fields (columns, options)
+ *   <p>:run:<id>:results           hash    row number → encoded result (status char + compact JSON,
+ *                                          see result-codec.ts)
+ *   <p>:run:<id>:problems          zset    failed + invalid rows, score = member = row number
+ *   <p>:runs                       zset    every run id, score = createdAt (ms)
+ *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
+ *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
+ *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
+ *
+ * Counts, the problems index, the status index and completion change together inside Lua
+ * scripts (run-scripts.ts), so at-least-once delivery (the same row recorded twice) never
+ * counts a row twice and no reader sees a half-applied batch.
+ */
+import type { Redis } from 'ioredis';
+import { CrmSyncError } from '../errors/index.js';
+import { LuaScript } from './lua-script.js';
+import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
+import { RUN_STATUSES, RunKeys } from './run-keys.js';
+import { newRunId } from './run-id.js';
+import { ADD_QUEUED, FINISH_PRODUCING, RECORD_RESULTS, REQUEUE_ROWS, SET_STATUS } from './run-scripts.js';
+import { decodeResult, encodeResult } from './result-codec.js';
+import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
+
+export interface RunStoreOptions {
+  /** Connected ioredis client, owned by the caller (the store never closes it). */
+  redis: Redis;
+  /** Key prefix. Default `crm-sync`. */
+  prefix?: string;
+}
+
+export interface RecordResultsOptions {
+  /** The rows were counted by addQueued (true), or resolved at ingest (false). Default true. */
+  fromQueue?: boolean;
+}
+
+export interface ProblemsQuery {
+  /** Default 0. */
+  offset?: number;
+  /** Default 50. */
+  limit?: number;
+  /** Case-insensitive match on the message, code and field errors. Default: no filter. */
+  messageContains?: string;
+}
+
+export interface IterateResultsOptions {
+  /** Only failed and invalid rows. Default false. */
+  problemsOnly?: boolean;
+  /** Rows read per Redis round trip. Default 1000. */
+  batchSize?: number;
+}
+
+/** A row taken back from its failed/invalid result so it can be validated and enqueued again. */
+export interface RequeuedRow {
+  row: number;
+  line?: number;
+  original: Record<string, string>;
+}
+
+const DEFAULT_PREFIX = 'crm-sync';
+const DEFAULT_PAGE = 50;
+const DEFAULT_BATCH = 1000;
+/** Rows per Lua call: large enough to amortise round trips, small enough not to stall Redis. */
+const SCRIPT_CHUNK = 1000;
+
+function nonNegative(value: number | undefined, fallback: number): number {
+  return value === undefined || !Number.isFinite(value) || value < 0 ? fallback : Math.floor(value);
+}
+
+export class RunStore {
+  private readonly redis: Redis;
+  private readonly keys: RunKeys;
+
+  constructor(options: RunStoreOptions) {
+    this.redis = options.redis;
+    this.keys = new RunKeys(options.prefix ?? DEFAULT_PREFIX);
+  }
+
+  async createRun(input: CreateRunInput): Promise<RunRecord> {
+    const now = new Date();
+    const run: RunRecord = {
+      id: newRunId(now),
+      workspace: input.workspace,
+      operation: input.operation,
+      source: input.source,
+      status: input.status ?? 'running',
+      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0 },
+      columns: input.columns ?? [],
+      options: input.options ?? {},
+      createdAt: now.toISOString(),
+      producerDone: false,
+    };
+    if (input.syncName !== undefined) run.syncName = input.syncName;
+    const score = now.getTime();
+    const tx = this.redis
+      .multi()
+      .hset(this.keys.run(run.id), encodeRun(run))
+      .zadd(this.keys.allRuns(), score, run.id)
+      .zadd(this.keys.byStatus(run.status), score, run.id)
+      .zadd(this.keys.byWorkspace(run.workspace), score, run.id);
+    if (run.syncName !== undefined) tx.zadd(this.keys.bySync(run.syncName), score, run.id);
+    await tx.exec();
+    return run;
+  }
+
+  async getRun(id: string): Promise<RunRecord | null> {
+    return (await this.load(id))?.record ?? null;
+  }
+
+  async requireRun(id: string): Promise<RunRecord> {
+    return (await this.require(id)).record;
+  }
+
+  async listRuns(query: ListRunsQuery = {}): Promise<{ runs: RunRecord[]; total: number }> {
+    const offset = nonNegative(query.offset, 0);
+    const limit = nonNegative(query.limit, DEFAULT_PAGE);
+    const filters: string[] = [];
+    if (query.status !== undefined) filters.push(this.keys.byStatus(query.status));
+    if (query.workspace !== undefined) filters.push(this.keys.byWorkspace(query.workspace));
+    if (query.syncName !== undefined) filters.push(this.keys.bySync(query.syncName));
+
+    let ids: string[];
+    let total: number;
+    if (filters.length <= 1) {
+      const key = filters[0] ?? this.keys.allRuns();
+      [total, ids] = await Promise.all([this.redis.zcard(key), limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1)]);
+    } else {
+      // Several filters: intersect the indexes server-side; scores are all createdAt, so MAX keeps them.
+      const scratch = this.keys.scratch(newRunId());
+      const replies = await this.redis
+        .multi()
+        .zinterstore(scratch, filters.length, ...filters, 'AGGREGATE', 'MAX')
+        .zrevrange(scratch, offset, Math.max(offset, offset + limit - 1))
+        .del(scratch)
+        .exec();
+      total = Number(replies?.[0]?.[1] ?? 0);
+      ids = limit === 0 ? [] : ((replies?.[1]?.[1] as string[] | undefined) ?? []);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.run(id));
+    const replies = ids.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    const runs: RunRecord[] = [];
+    for (const [error, hash] of replies) {
+      if (error) throw error;
+      const fields = hash as Record<string, string>;
+      // A run deleted between the index read and this read is simply left out.
+      if (Object.keys(fields).length > 0) runs.push(decodeRun(fields).record);
+    }
+    return { runs, total };
+  }
+
+  async setColumns(id: string, columns: string[]): Promise<void> {
+    await this.require(id);
+    await this.redis.hset(this.keys.run(id), 'columns', JSON.stringify(columns));
+  }
+
+  async addQueued(id: string, count: number): Promise<void> {
+    if (!Number.isInteger(count) || count < 0) throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
+    if (count === 0) return;
+    await this.script(ADD_QUEUED, id, [], [count]);
+  }
+
+  async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
+    const fromQueue = options.fromQueue ?? true;
+    const encoded: string[] = [];
+    for (const result of results) {
+      if (!Number.isInteger(result.row) || result.row < 1) {
+        throw new CrmSyncError('USAGE', `a result needs a row number >= 1, got ${result.row}`);
+      }
+      encoded.push(String(result.row), encodeResult(result));
+    }
+    let counts: unknown = null;
+    // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
+    for (let i = 0; i < encoded.length || counts === null; i += SCRIPT_CHUNK * 2) {
+      const chunk = encoded.slice(i, i + SCRIPT_CHUNK * 2);
+      counts = await this.script(RECORD_RESULTS, id, [this.keys.results(id), this.keys.problems(id)], [
+        fromQueue ? '1' : '0',
+        new Date().toISOString(),
+        ...chunk,
+      ]);
+    }
+    const values = (counts as Array<string | null>).map((value) => Number(value ?? 0));
+    const [total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0] = values;
+    return { total, queued, succeeded, failed, skipped, invalid };
+  }
+
+  async finishProducing(id: string): Promise<RunRecord> {
+    await this.script(FINISH_PRODUCING, id, [], [new Date().toISOString()]);
+    return this.requireRun(id);
+  }
+
+  async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
+    if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
+    await this.script(SET_STATUS, id, [], [status, new Date().toISOString(), reason ?? '']);
+  }
+
+  async getResult(id: string, row: number): Promise<RowResult | null> {
+    const value = await this.redis.hget(this.keys.results(id), String(row));
+    return value === null ? null : decodeResult(row, value);
+  }
+
+  async problems(id: string, query: ProblemsQuery = {}): Promise<{ rows: RowResult[]; total: number }> {
+    const offset = nonNegative(query.offset, 0);
+    const limit = nonNegative(query.limit, DEFAULT_PAGE);
+    const needle = query.messageContains?.toLowerCase();
+    if (needle === undefined || needle === '') {
+      const key = this.keys.problems(id);
+      const [total, members] = await Promise.all([
+        this.redis.zcard(key),
+        limit === 0 ? Promise.resolve([]) : this.redis.zrange(key, offset, offset + limit - 1),
+      ]);
+      return { rows: await this.readRows(id, members.map(Number)), total };
+    }
+    // A text filter has to look at every problem row to know the total; it streams them in
+    // batches so memory stays bounded and Redis is never blocked by one long call.
+    const rows: RowResult[] = [];
+    let total = 0;
+    for await (const result of this.iterateResults(id, { problemsOnly: true })) {
+      if (!matches(result, needle)) continue;
+      if (total >= offset && rows.length < limit) rows.push(result);
+      total++;
+    }
+    return { rows, total };
+  }
+
+  async *iterateResults(id: string, options: IterateResultsOptions = {}): AsyncIterable<RowResult> {
+    const batchSize = Math.max(1, nonNegative(options.batchSize, DEFAULT_BATCH));
+    if (options.problemsOnly === true) {
+      // Cursor by row number, not by index, so rows requeued during the walk do not shift it.
+      let after = 0;
+      for (;;) {
+        const members = await this.redis.zrangebyscore(this.keys.problems(id), `(${after}`, '+inf', 'LIMIT', 0, batchSize);
+        if (members.length === 0) return;
+        const rows = members.map(Number);
+        yield* await this.readRows(id, rows);
+        after = rows[rows.length - 1] ?? after;
+      }
+    }
+    const run = await this.load(id);
+    if (run === null) return;
+    for (let first = 1; first <= run.maxRow; first += batchSize) {
+      const rows: number[] = [];
+      for (let row = first; row < first + batchSize && row <= run.maxRow; row++) rows.push(row);
+      yield* await this.readRows(id, rows);
+    }
+  }
+
+  async requeueRows(id: string, rows?: number[]): Promise<RequeuedRow[]> {
+    await this.require(id);
+    const requeued: RequeuedRow[] = [];
+    const requeueChunk = async (chunk: number[]): Promise<void> => {
+      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.results(id), this.keys.problems(id)], [
+        new Date().toISOString(),
+        ...chunk,
+      ])) as string[];
+      for (let i = 0; i + 1 < reply.length; i += 2) {
+        const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');
+        const entry: RequeuedRow = { row: result.row, original: result.original ?? {} };
+        if (result.line !== undefined) entry.line = result.line;
+        requeued.push(entry);
+      }
+    };
+    if (rows !== undefined) {
+      for (let i = 0; i < rows.length; i += SCRIPT_CHUNK) await requeueChunk(rows.slice(i, i + SCRIPT_CHUNK));
+      return requeued;
+    }
+    // All problem rows: take them from the front of the index until it is empty. Each chunk
+    // removes what it read, so the loop ends even while workers keep recording.
+    let cursor = 0;
+    for (;;) {
+      const members = await this.redis.zrangebyscore(this.keys.problems(id), `(${cursor}`, '+inf', 'LIMIT', 0, SCRIPT_CHUNK);
+      if (members.length === 0) return requeued;
+      const chunk = members.map(Number);
+      await requeueChunk(chunk);
+      cursor = chunk[chunk.length - 1] ?? cursor;
+    }
+  }
+
+  async deleteRun(id: string): Promise<void> {
+    const run = await this.load(id);
+    if (run === null) return;
+    const { record } = run;
+    const tx = this.redis
+      .multi()
+      // UNLINK frees a million-entry results hash in the background instead of blocking Redis.
+      .unlink(this.keys.run(id), this.keys.results(id), this.keys.problems(id))
+      .zrem(this.keys.allRuns(), id)
+      .zrem(this.keys.byWorkspace(record.workspace), id);
+    for (const key of this.keys.statusIndexes()) tx.zrem(key, id);
+    if (record.syncName !== undefined) tx.zrem(this.keys.bySync(record.syncName), id);
+    await tx.exec();
+  }
+
+  private async load(id: string): Promise<DecodedRun | null> {
+    const hash = await this.redis.hgetall(this.keys.run(id));
+    return Object.keys(hash).length === 0 ? null : decodeRun(hash);
+  }
+
+  private async require(id: string): Promise<DecodedRun> {
+    const run = await this.load(id);
+    if (run === null) throw runNotFound(id);
+    return run;
+  }
+
+  private async readRows(id: string, rows: number[]): Promise<RowResult[]> {
+    if (rows.length === 0) return [];
+    const values = await this.redis.hmget(this.keys.results(id), ...rows.map(String));
+    const results: RowResult[] = [];
+    rows.forEach((row, index) => {
+      const value = values[index];
+      if (value !== null && value !== undefined) results.push(decodeResult(row, value));
+    });
+    return results;
+  }
+
+  private async script(script: LuaScript, id: string, extraKeys: string[], args: Array<string | number>): Promise<unknown> {
+    try {
+      return await script.run(this.redis, [this.keys.run(id), ...this.keys.statusIndexes(), ...extraKeys], args);
+    } catch (error) {
+      if (error instanceof Error && error.message.includes('RUN_NOT_FOUND')) throw runNotFound(id);
+      throw error;
+    }
+  }
+}
+
+function runNotFound(id: string): CrmSyncError {
+  return new CrmSyncError('RUN_NOT_FOUND', `no run with id ${id}`);
+}
+
+function matches(result: RowResult, needle: string): boolean {
+  const haystack = [result.message ?? '', result.code ?? '', ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`)];
+  return haystack.some((text) => text.toLowerCase().includes(needle));
+}
