@@ -1,0 +1,93 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { stringify } from 'csv-stringify';
+import type { RunStore } from './run-store.js';
+import type { RowResult } from './run-types.js';
+
+/**
+ * Columns every export starts with. Prefixed so they never clash with a source column
+ * (a lead file has its own `status`); the source's columns follow in the run's order.
+ */
+export const EXPORT_META_COLUMNS = [
+  'crm_sync_run_id',
+  'crm_sync_row',
+  'crm_sync_line',
+  'crm_sync_result',
+  'crm_sync_record_id',
+  'crm_sync_http_status',
+  'crm_sync_error',
+] as const;
+
+export interface WriteResultsCsvOptions {
+  /** Only failed and invalid rows (the file to fix and re-import). Default false. */
+  problemsOnly?: boolean;
+}
+
+/** Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+/** A cell escapeCsvCell changed: one added quote, then (possibly quoted) formula start. */
+const ESCAPED = /^'+[=+\-@\t\r]/;
+/** Cells that need escaping: a formula start behind any number of quotes. */
+const NEEDS_ESCAPE = /^'*[=+\-@\t\r]/;
+
+/**
+ * Prefixes `'` to a cell a spreadsheet would run as a formula. A cell that already starts
+ * with quotes before a formula character gets one more, so unescapeCsvCell is an exact
+ * inverse (`'=x` from the source survives a round trip as `'=x`, not `=x`).
+ */
+export function escapeCsvCell(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? `'${value}` : value;
+}
+
+/** Undoes escapeCsvCell: strips the one quote it added, and nothing else. */
+export function unescapeCsvCell(value: string): string {
+  return ESCAPED.test(value) ? value.slice(1) : value;
+}
+
+/** True when a cell would be read as a formula if left unescaped. */
+export function isFormulaLike(value: string): boolean {
+  return FORMULA_START.test(value);
+}
+
+export function describeError(result: RowResult): string {
+  const parts: string[] = [];
+  if (result.message !== undefined && result.message !== '') parts.push(result.message);
+  for (const error of result.errors ?? []) parts.push(`${error.field}: ${error.message}`);
+  return parts.join('; ');
+}
+
+/**
+ * Streams a run's results as CSV into `out`, in row order. Redis is read in batches and the
+ * stream's back-pressure is respected, so any run size exports in bounded memory. `out` is
+ * not ended: the caller owns it (stdout must stay open; a file stream is closed by its
+ * opener).
+ */
+export async function writeResultsCsv(
+  store: RunStore,
+  runId: string,
+  out: NodeJS.WritableStream,
+  options: WriteResultsCsvOptions = {},
+): Promise<{ rows: number }> {
+  const run = await store.requireRun(runId);
+  const columns = run.columns;
+  let rows = 0;
+  async function* records(): AsyncGenerator<string[]> {
+    yield [...EXPORT_META_COLUMNS, ...columns].map(escapeCsvCell);
+    for await (const result of store.iterateResults(runId, { problemsOnly: options.problemsOnly ?? false })) {
+      rows++;
+      const meta = [
+        run.id,
+        String(result.row),
+        result.line === undefined ? '' : String(result.line),
+        result.status,
+        result.recordId ?? '',
+        result.httpStatus === undefined ? '' : String(result.httpStatus),
+        describeError(result),
+      ];
+      const original = result.original ?? {};
+      yield [...meta, ...columns.map((column) => original[column] ?? '')].map(escapeCsvCell);
+    }
+  }
+  await pipeline(Readable.from(records()), stringify(), out, { end: false });
+  return { rows };
+}
