@@ -30,6 +30,21 @@ const deal = {
   updated_at: ts,
 };
 
+const lead = {
+  id: 'l1',
+  name: 'Lead',
+  status: 'open',
+  unique_number: 'L-1',
+  email: 'a@b.co',
+  phone_number: '',
+  contact: { id: null, name: 'x' },
+  company: { id: null, name: null },
+  owner: null,
+  tags: [],
+  created_at: ts,
+  updated_at: ts,
+};
+
 interface Seen {
   method: string;
   url: string;
@@ -159,6 +174,27 @@ describe('CrmClient over real HTTP', () => {
     } finally {
       c.close();
     }
+  });
+
+  it('the pager yields a record once when it moves onto the next page, and stops at the empty page', async () => {
+    seen.length = 0;
+    const byPage: Record<string, string[]> = { '1': ['a', 'b'], '2': ['b', 'c'], '3': ['c', 'd'] };
+    handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const n = url.searchParams.get('page_number') ?? '1';
+      const ids = byPage[n] ?? [];
+      const pagination = { total_records: 4, current_page_number: Number(n), total_pages: 3, page_size: 2 };
+      json(res, 200, { leads: ids.map((id) => ({ ...lead, id })), pagination });
+    };
+    const c = client();
+    try {
+      const ids: string[] = [];
+      for await (const r of c.records('leads', { pageSize: 2, version: 'v1' })) ids.push(r.id);
+      expect(ids).toEqual(['a', 'b', 'c', 'd']);
+    } finally {
+      c.close();
+    }
+    expect(seen.map((s) => s.url)).toEqual([1, 2, 3, 4].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`));
   });
 
   it('never retries a POST itself: one 503 is one request', async () => {
