@@ -1,5 +1,12 @@
 import type { RunStatus } from './run-types.js';
 
+/**
+ * Results are split into hashes of this many consecutive rows. Small hashes stay in Redis'
+ * compact listpack encoding (default limit 128 entries of up to 64 bytes), which roughly
+ * halves the memory of a succeeded row compared with one big hashtable per run.
+ */
+export const RESULT_BUCKET_ROWS = 100;
+
 export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
 
 /**
@@ -13,8 +20,17 @@ export class RunKeys {
     return `${this.prefix}:run:${id}`;
   }
 
-  results(id: string): string {
+  /** Base of the result bucket keys; the Lua scripts append `:<bucket>` themselves. */
+  resultsBase(id: string): string {
     return `${this.prefix}:run:${id}:results`;
+  }
+
+  resultBucket(id: string, bucket: number): string {
+    return `${this.resultsBase(id)}:${bucket}`;
+  }
+
+  bucketOf(row: number): number {
+    return Math.floor(row / RESULT_BUCKET_ROWS);
   }
 
   problems(id: string): string {

@@ -1,4 +1,5 @@
 import { LuaScript } from './lua-script.js';
+import { RESULT_BUCKET_ROWS } from './run-keys.js';
 
 /*
  * Every script gets KEYS[1] = the run hash and KEYS[2..5] = the status indexes (running,
@@ -40,14 +41,23 @@ local function complete_if_done(now)
 end
 `;
 
+// Result buckets are derived from the row inside the script (one key per 100 rows cannot be
+// listed in KEYS up front). Fine on a single Redis; on Cluster they would need a {run} hash tag.
+const BUCKET = `
+local function bucket(row)
+  return KEYS[6] .. ':' .. math.floor(tonumber(row) / ${RESULT_BUCKET_ROWS})
+end
+`;
+
 const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid' }`;
 
 /**
- * KEYS[6] results hash, KEYS[7] problems zset. ARGV[1] '1' when the rows came from the queue,
+ * KEYS[6] results bucket base, KEYS[7] problems zset. ARGV[1] '1' when the rows came from the queue,
  * ARGV[2] now (ISO), then pairs of row and encoded result (first character = status).
  * Returns the counts in COUNTS order.
  */
 export const RECORD_RESULTS = new LuaScript(`${PRELUDE}
+${BUCKET}
 ${COUNT_FIELDS}
 local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed' }
 local from_queue = ARGV[1] == '1'
@@ -57,7 +67,8 @@ for i = 3, #ARGV, 2 do
   local row = ARGV[i]
   local value = ARGV[i + 1]
   local status = NAMES[string.sub(value, 1, 1)]
-  local previous = redis.call('HGET', KEYS[6], row)
+  local results = bucket(row)
+  local previous = redis.call('HGET', results, row)
   if previous then
     local p = NAMES[string.sub(previous, 1, 1)]
     delta[p] = delta[p] - 1
@@ -67,7 +78,7 @@ for i = 3, #ARGV, 2 do
     delta.total = delta.total + 1
   end
   delta[status] = delta[status] + 1
-  redis.call('HSET', KEYS[6], row, value)
+  redis.call('HSET', results, row, value)
   if status == 'failed' or status == 'invalid' then
     redis.call('ZADD', KEYS[7], row, row)
   else
@@ -105,21 +116,23 @@ return 1
 `);
 
 /**
- * KEYS[6] results hash, KEYS[7] problems zset. ARGV[1] now (ISO), then row numbers.
+ * KEYS[6] results bucket base, KEYS[7] problems zset. ARGV[1] now (ISO), then row numbers.
  * Failed/invalid rows among them lose their result and count as queued again; the run goes
  * back to running when any row moved. Returns pairs of row and the removed encoded result,
  * so the caller still has the original values to re-enqueue.
  */
 export const REQUEUE_ROWS = new LuaScript(`${PRELUDE}
+${BUCKET}
 local NAMES = { i = 'invalid', f = 'failed' }
 local moved = {}
 local queued = 0
 for i = 2, #ARGV do
   local row = ARGV[i]
-  local previous = redis.call('HGET', KEYS[6], row)
+  local results = bucket(row)
+  local previous = redis.call('HGET', results, row)
   local p = previous and NAMES[string.sub(previous, 1, 1)]
   if p then
-    redis.call('HDEL', KEYS[6], row)
+    redis.call('HDEL', results, row)
     redis.call('ZREM', KEYS[7], row)
     redis.call('HINCRBY', run, p, -1)
     queued = queued + 1

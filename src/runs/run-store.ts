@@ -6,8 +6,9 @@
  *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
  *                                          createdAt, createdMs, finishedAt, reason, maxRow) and JSON
  *                                          fields (columns, options)
- *   <p>:run:<id>:results           hash    row number → encoded result (status char + compact JSON,
- *                                          see result-codec.ts)
+ *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
+ *                                          char + compact JSON, see result-codec.ts); small buckets
+ *                                          keep Redis' compact listpack encoding
  *   <p>:run:<id>:problems          zset    failed + invalid rows, score = member = row number
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
@@ -179,7 +180,7 @@ export class RunStore {
     // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
     for (let i = 0; i < encoded.length || counts === null; i += SCRIPT_CHUNK * 2) {
       const chunk = encoded.slice(i, i + SCRIPT_CHUNK * 2);
-      counts = await this.script(RECORD_RESULTS, id, [this.keys.results(id), this.keys.problems(id)], [
+      counts = await this.script(RECORD_RESULTS, id, [this.keys.resultsBase(id), this.keys.problems(id)], [
         fromQueue ? '1' : '0',
         new Date().toISOString(),
         ...chunk,
@@ -201,7 +202,7 @@ export class RunStore {
   }
 
   async getResult(id: string, row: number): Promise<RowResult | null> {
-    const value = await this.redis.hget(this.keys.results(id), String(row));
+    const value = await this.redis.hget(this.keys.resultBucket(id, this.keys.bucketOf(row)), String(row));
     return value === null ? null : decodeResult(row, value);
   }
 
@@ -255,7 +256,7 @@ export class RunStore {
     await this.require(id);
     const requeued: RequeuedRow[] = [];
     const requeueChunk = async (chunk: number[]): Promise<void> => {
-      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.results(id), this.keys.problems(id)], [
+      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.resultsBase(id), this.keys.problems(id)], [
         new Date().toISOString(),
         ...chunk,
       ])) as string[];
@@ -286,10 +287,17 @@ export class RunStore {
     const run = await this.load(id);
     if (run === null) return;
     const { record } = run;
+    // Results first, in chunks (a million-row run has 10,000 buckets); the run record goes
+    // last so a delete interrupted half-way can simply be repeated.
+    const lastBucket = this.keys.bucketOf(run.maxRow);
+    for (let first = 0; first <= lastBucket; first += 1000) {
+      const keys: string[] = [];
+      for (let b = first; b < first + 1000 && b <= lastBucket; b++) keys.push(this.keys.resultBucket(id, b));
+      await this.redis.unlink(...keys);
+    }
     const tx = this.redis
       .multi()
-      // UNLINK frees a million-entry results hash in the background instead of blocking Redis.
-      .unlink(this.keys.run(id), this.keys.results(id), this.keys.problems(id))
+      .unlink(this.keys.run(id), this.keys.problems(id))
       .zrem(this.keys.allRuns(), id)
       .zrem(this.keys.byWorkspace(record.workspace), id);
     for (const key of this.keys.statusIndexes()) tx.zrem(key, id);
@@ -310,11 +318,25 @@ export class RunStore {
 
   private async readRows(id: string, rows: number[]): Promise<RowResult[]> {
     if (rows.length === 0) return [];
-    const values = await this.redis.hmget(this.keys.results(id), ...rows.map(String));
+    // One HMGET per bucket, all in one round trip; rows keep the order they were asked in.
+    const groups: number[][] = [];
+    for (const row of rows) {
+      const last = groups[groups.length - 1];
+      const lastRow = last?.[0];
+      if (last !== undefined && lastRow !== undefined && this.keys.bucketOf(lastRow) === this.keys.bucketOf(row)) last.push(row);
+      else groups.push([row]);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const group of groups) pipeline.hmget(this.keys.resultBucket(id, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
+    const replies = (await pipeline.exec()) ?? [];
     const results: RowResult[] = [];
-    rows.forEach((row, index) => {
-      const value = values[index];
-      if (value !== null && value !== undefined) results.push(decodeResult(row, value));
+    groups.forEach((group, g) => {
+      const [error, values] = replies[g] ?? [null, []];
+      if (error) throw error;
+      group.forEach((row, index) => {
+        const value = (values as Array<string | null>)[index];
+        if (value !== null && value !== undefined) results.push(decodeResult(row, value));
+      });
     });
     return results;
   }

@@ -251,6 +251,21 @@ describe('requeue', () => {
   });
 });
 
+describe('deleteRun', () => {
+  it('removes the run, every result bucket and its index entries', async () => {
+    const run = await newRun('deleted');
+    const rows = Array.from({ length: 450 }, (_, i) => result(i + 1, i % 7 === 0 ? 'failed' : 'succeeded'));
+    await store.recordResults(run.id, rows, { fromQueue: false });
+    expect(await redis.keys(`${prefix}:run:${run.id}*`)).toHaveLength(1 + 5 + 1);
+    await store.deleteRun(run.id);
+    expect(await redis.keys(`${prefix}:run:${run.id}*`)).toEqual([]);
+    expect((await store.listRuns({ workspace: 'deleted' })).total).toBe(0);
+    expect((await store.listRuns({ status: 'running' })).runs.map((r) => r.id)).not.toContain(run.id);
+    await expect(store.recordResults(run.id, [result(1, 'succeeded')])).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+    await store.deleteRun(run.id);
+  });
+});
+
 describe('durability', () => {
   it('reads the same run and results through a new connection and store', async () => {
     const run = await newRun('durable');
