@@ -30,7 +30,6 @@ const StoredResultSchema = z.object({
 });
 type StoredResult = z.infer<typeof StoredResultSchema>;
 
-export const FinalRowStatusSchema = z.enum(['succeeded', 'skipped', 'invalid', 'failed']);
 
 export function isProblem(status: FinalRowStatus): boolean {
   return status === 'failed' || status === 'invalid';
