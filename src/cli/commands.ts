@@ -1,4 +1,13 @@
 import type { Command } from 'commander';
+import { registerDemoCommand } from './demo-command.js';
+import { registerImportCommand } from './import-command.js';
+import { registerRunsCommand } from './runs-command.js';
+import { registerWorkerCommand } from './worker-command.js';
 
 /** Every CLI command's registration, in the order `--help` lists them. */
-export const COMMANDS: ReadonlyArray<(program: Command) => void> = [];
+export const COMMANDS: ReadonlyArray<(program: Command) => void> = [
+  registerImportCommand,
+  registerWorkerCommand,
+  registerRunsCommand,
+  registerDemoCommand,
+];

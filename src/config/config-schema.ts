@@ -22,6 +22,16 @@ export const WorkspaceFileSchema = z
     apiKeyFile: z.string().min(1).optional(),
     /** The CRM's known rate limit for this key; unknown limits are found by backing off on 429. */
     rateLimit: RateLimitSchema.optional(),
+    /** Retries of transient failures (5xx, timeouts, resets); 429s never count. */
+    retry: z
+      .object({
+        /** Attempts per row in all. Default 6. */
+        attempts: z.number().int().min(1).max(50).default(6),
+        /** First retry delay, doubled each attempt with 50% jitter. Default 1000 ms. */
+        backoffMs: z.number().int().min(1).max(600_000).default(1000),
+      })
+      .strict()
+      .default({ attempts: 6, backoffMs: 1000 }),
     /** Which list API version to page (the spec's list examples use v1). Default v2. */
     listVersion: z.enum(['v1', 'v2']).default('v2'),
   })

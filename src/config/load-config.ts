@@ -16,6 +16,7 @@ export interface WorkspaceConfig {
   baseUrl: string;
   apiKeySource: ApiKeySource;
   rateLimit?: RateLimit;
+  retry: { attempts: number; backoffMs: number };
   listVersion: 'v1' | 'v2';
 }
 
@@ -78,6 +79,7 @@ export function configFromObject(
       baseUrl: w.baseUrl.replace(/\/+$/, ''),
       apiKeySource: w.apiKeyEnv !== undefined ? { env: w.apiKeyEnv } : { file: resolve(baseDir, w.apiKeyFile ?? '') },
       ...(w.rateLimit ? { rateLimit: w.rateLimit } : {}),
+      retry: w.retry,
       listVersion: w.listVersion,
     };
   }

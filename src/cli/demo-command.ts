@@ -1,0 +1,20 @@
+import type { Command } from 'commander';
+import { runDemo } from '../demo/run-demo.js';
+import { createLogger } from '../log/index.js';
+import type { GlobalOptions } from './context.js';
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description(
+      'Run the whole product on embedded defaults: an in-process CRM simulator, a local Redis\n' +
+        '(REDIS_URL, else 127.0.0.1:6379, else a private redis-server), workers, and the files in samples/.\n' +
+        'Some rows fail on purpose; their CSVs are written to ./crm-sync-results.',
+    )
+    .option('--results-dir <dir>', 'where failed-row CSVs go', 'crm-sync-results')
+    .action(async (opts: { resultsDir: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const logger = createLogger({ level: globals.logLevel ?? 'warn' });
+      await runDemo({ logger, resultsDir: opts.resultsDir });
+    });
+}

@@ -1,0 +1,103 @@
+import { Option, type Command } from 'commander';
+import { OPERATIONS, type Operation } from '../crm/index.js';
+import { readMappingFile, type SourceFormat } from '../ingest/index.js';
+import { importFile } from '../queue/index.js';
+import { openRuntime } from '../runtime/index.js';
+import { startWorkerPool } from '../worker/index.js';
+import { getWorkspace } from '../config/index.js';
+import { cliContext } from './context.js';
+import { positiveInt } from './options.js';
+import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
+import { onShutdown } from './shutdown.js';
+
+interface ImportOptions {
+  op: Operation;
+  workspace: string;
+  mapping?: string;
+  format?: SourceFormat;
+  delimiter?: string;
+  dryRun?: boolean;
+  wait?: boolean;
+  work?: boolean;
+  concurrency?: number;
+  batchSize?: number;
+  highWater?: number;
+  json?: boolean;
+}
+
+export function registerImportCommand(program: Command): void {
+  program
+    .command('import')
+    .argument('<file>', 'CSV, NDJSON (.ndjson/.jsonl) or JSON array file')
+    .description(
+      'Validate every row of a file, queue the valid ones for the workers and record a result for each row.\n' +
+        'Invalid rows are reported with line, field and reason and never sent.',
+    )
+    .addOption(new Option('--op <operation>', 'what each row does').choices(OPERATIONS).makeOptionMandatory())
+    .requiredOption('-w, --workspace <name>', 'workspace from the config')
+    .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields (default: columns named like the fields)')
+    .addOption(new Option('--format <format>', 'input format (default: from the file extension)').choices(['csv', 'ndjson', 'json']))
+    .option('--delimiter <char>', 'CSV field delimiter (default ",")')
+    .option('--dry-run', 'validate and report only; send nothing')
+    .option('--wait', 'follow the run to the end (progress on stderr) and exit with its outcome')
+    .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')
+    .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
+    .option('--batch-size <n>', 'emails per team-members request (team.invite)', positiveInt, 50)
+    .option('--high-water <n>', 'pause reading while this many jobs wait in the queue', positiveInt, 10_000)
+    .option('--json', 'print the run as JSON on stdout at the end')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  crm-sync import deals.csv --op deal.update --workspace acme --wait
+  crm-sync import contacts.ndjson --op contact.update -w acme --mapping mapping.json --dry-run
+  crm-sync import invites.csv --op team.invite -w acme --work
+
+Without --wait the command returns once every row is queued; run "crm-sync worker" to process
+them and "crm-sync runs show <id>" to see the outcome.`,
+    )
+    .action(async (file: string, opts: ImportOptions, command: Command) => {
+      const { config, logger } = cliContext(command);
+      getWorkspace(config, opts.workspace);
+      const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
+      const runtime = await openRuntime(config, logger);
+      const pool = opts.work && !opts.dryRun
+        ? await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 })
+        : null;
+      const removeHandlers = onShutdown(async () => {
+        await pool?.close();
+        await runtime.close();
+        process.exit(130);
+      });
+      try {
+        const { run } = await importFile({
+          file,
+          op: opts.op,
+          workspace: opts.workspace,
+          queue: runtime.queue(opts.workspace),
+          store: runtime.store,
+          ...(mapping ? { mapping } : {}),
+          ...(opts.format ? { format: opts.format } : {}),
+          ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+          dryRun: Boolean(opts.dryRun),
+          inviteBatchSize: opts.batchSize ?? 50,
+          highWaterMark: opts.highWater ?? 10_000,
+          logger,
+          onRun: (r) => logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started`),
+        });
+        const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
+        if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
+        else process.stdout.write(`${formatRunSummary(final)}\n`);
+        if (!(opts.wait || opts.work || opts.dryRun)) {
+          process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
+          process.exitCode = final.counts.invalid > 0 ? 1 : 0;
+        } else {
+          process.exitCode = exitCodeFor(final);
+        }
+      } finally {
+        removeHandlers();
+        await pool?.close();
+        await runtime.close();
+      }
+    });
+}

@@ -1,0 +1,151 @@
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { Option, type Command } from 'commander';
+import { CrmSyncError } from '../errors/index.js';
+import { resumeWorkspace, retryRun } from '../queue/index.js';
+import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
+import { openRuntime, type Runtime } from '../runtime/index.js';
+import { startWorkerPool } from '../worker/index.js';
+import { cliContext } from './context.js';
+import { positiveInt, rowList } from './options.js';
+import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
+
+async function withRuntime<T>(command: Command, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const { config, logger } = cliContext(command);
+  const runtime = await openRuntime(config, logger);
+  try {
+    return await fn(runtime);
+  } finally {
+    await runtime.close();
+  }
+}
+
+function runLine(r: RunRecord): string {
+  const c = r.counts;
+  return [r.id, r.status.padEnd(9), r.workspace, r.operation, r.syncName ?? '-', `${c.succeeded}/${c.total} ok`, `${c.failed} failed`, `${c.invalid} invalid`, `${c.skipped} skipped`, r.createdAt].join('  ');
+}
+
+export function registerRunsCommand(program: Command): void {
+  const runs = program.command('runs').description('Inspect runs and their per-row results; export, retry or resume them');
+
+  runs
+    .command('list')
+    .description('Runs, newest first')
+    .addOption(new Option('--status <status>', 'only runs in this status').choices(['running', 'blocked', 'completed', 'failed']))
+    .option('-w, --workspace <name>', 'only this workspace')
+    .option('--sync <name>', 'only runs of this nightly sync')
+    .option('--limit <n>', 'how many', positiveInt, 20)
+    .option('--json', 'JSON output')
+    .action(async (opts: { status?: RunStatus; workspace?: string; sync?: string; limit: number; json?: boolean }, command: Command) => {
+      await withRuntime(command, async ({ store }) => {
+        const { runs: list, total } = await store.listRuns({
+          limit: opts.limit,
+          ...(opts.status ? { status: opts.status } : {}),
+          ...(opts.workspace ? { workspace: opts.workspace } : {}),
+          ...(opts.sync ? { syncName: opts.sync } : {}),
+        });
+        if (opts.json) return void process.stdout.write(`${JSON.stringify({ total, runs: list }, null, 2)}\n`);
+        if (list.length === 0) return void process.stdout.write('no runs\n');
+        process.stdout.write(`${list.map(runLine).join('\n')}\n${list.length < total ? `(${list.length} of ${total}; --limit for more)\n` : ''}`);
+      });
+    });
+
+  runs
+    .command('show')
+    .argument('<id>', 'run id')
+    .description('Counts and the first failed/invalid rows of a run')
+    .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, 20)
+    .option('--json', 'JSON output')
+    .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) => {
+      await withRuntime(command, async ({ store }) => {
+        const run = await store.requireRun(id);
+        const problems = await store.problems(id, { limit: opts.problems });
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify({ run, problems }, null, 2)}\n`);
+        } else {
+          process.stdout.write(`${formatRunSummary(run)}\n`);
+          for (const p of problems.rows) {
+            process.stdout.write(`  row ${p.row}${p.line ? ` (line ${p.line})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`);
+          }
+          if (problems.total > problems.rows.length) process.stdout.write(`  … ${problems.total - problems.rows.length} more\n`);
+        }
+        process.exitCode = exitCodeFor(run);
+      });
+    });
+
+  runs
+    .command('export')
+    .argument('<id>', 'run id')
+    .description('Write the results as CSV (safe to open in a spreadsheet): meta columns, then the original columns')
+    .option('--failed', 'only failed and invalid rows (fix them and pass the file to "runs retry --file")')
+    .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)')
+    .action(async (id: string, opts: { failed?: boolean; out?: string }, command: Command) => {
+      await withRuntime(command, async ({ store, config }) => {
+        await store.requireRun(id);
+        if (opts.out === '-') {
+          await writeResultsCsv(store, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
+          return;
+        }
+        let path = opts.out;
+        if (!path) {
+          mkdirSync(config.resultsDir, { recursive: true });
+          path = join(config.resultsDir, `${id}${opts.failed ? '-failed' : ''}.csv`);
+        }
+        const out = createWriteStream(path);
+        const { rows } = await writeResultsCsv(store, id, out, { problemsOnly: Boolean(opts.failed) });
+        out.end();
+        await finished(out);
+        process.stdout.write(`${rows} rows written to ${path}\n`);
+      });
+    });
+
+  runs
+    .command('retry')
+    .argument('<id>', 'run id')
+    .description('Queue the failed and invalid rows of a run again, or the rows of a corrected export')
+    .option('-f, --file <csv>', 'a corrected "runs export --failed" file: its values replace the stored ones')
+    .option('--rows <list>', 'only these rows, e.g. 3,7,10-12', rowList)
+    .option('--wait', 'follow the run to the end')
+    .option('--work', 'also process the queue in this process (implies --wait)')
+    .action(async (id: string, opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean }, command: Command) => {
+      const { config, logger } = cliContext(command);
+      const runtime = await openRuntime(config, logger);
+      try {
+        const run = await runtime.store.requireRun(id);
+        if (run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${id} is blocked; resume it first: crm-sync runs resume ${id}`);
+        const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [run.workspace] }) : null;
+        try {
+          const summary = await retryRun({
+            runId: id,
+            queue: runtime.queue(run.workspace),
+            store: runtime.store,
+            ...(opts.file ? { file: opts.file } : {}),
+            ...(opts.rows ? { rows: opts.rows } : {}),
+            logger,
+          });
+          process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
+          for (const i of summary.ignored.slice(0, 20)) process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
+          const final = opts.wait || opts.work ? await followRun(runtime.store, id) : summary.run;
+          process.stdout.write(`${formatRunSummary(final)}\n`);
+          process.exitCode = exitCodeFor(final);
+        } finally {
+          await pool?.close();
+        }
+      } finally {
+        await runtime.close();
+      }
+    });
+
+  runs
+    .command('resume')
+    .argument('<id>', 'a blocked run')
+    .description("Resume a run blocked by a refused API key (fix the key first); resumes the workspace's queue")
+    .action(async (id: string, _opts: unknown, command: Command) => {
+      await withRuntime(command, async (rt) => {
+        const run = await rt.store.requireRun(id);
+        const resumed = await resumeWorkspace({ queue: rt.queue(run.workspace), store: rt.store, workspace: run.workspace });
+        process.stdout.write(`workspace ${run.workspace} resumed; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`);
+      });
+    });
+}

@@ -1,0 +1,141 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { InviteOptions } from '../crm/index.js';
+import type { IngestedRow } from '../ingest/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import type { RowResult, RunStore } from '../runs/index.js';
+import type { InviteBatchJobData, InviteRow, RowJobData, SyncJobData, SyncJobName } from './job-data.js';
+import { rowJobId } from './queue-names.js';
+import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
+
+export interface ProducerOptions {
+  queue: WorkspaceQueue;
+  store: RunStore;
+  runId: string;
+  /** Jobs per `addBulk` call. Default 500. */
+  chunkSize?: number;
+  /** Reading pauses while the workspace queue holds more waiting jobs than this. Default 10,000. */
+  highWaterMark?: number;
+  /** Emails per team-members request. Default 50. */
+  inviteBatchSize?: number;
+  /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
+  generation?: number;
+  /** Validate and record only; send nothing (valid rows end `skipped`, "dry run"). Default false. */
+  dryRun?: boolean;
+  /** The rows were already counted as queued (a retry, after `requeueRows`). Default false. */
+  requeued?: boolean;
+  logger?: Logger;
+  onProgress?: (progress: ProducerProgress) => void;
+}
+
+export interface ProducerProgress {
+  read: number;
+  queued: number;
+  invalid: number;
+}
+
+interface PendingJob {
+  name: SyncJobName;
+  data: SyncJobData;
+  opts: { jobId: string };
+  rows: number;
+}
+
+/**
+ * Streams ingested rows into the workspace queue. It never holds more than one chunk plus the
+ * open invite batches, and it waits while the queue is above the high-water mark, so memory in
+ * this process and in Redis stays bounded for any file size. Invalid rows are recorded as
+ * results at once and never enqueued. The run is marked producer-done at the end.
+ */
+export async function produceRun(rows: AsyncIterable<IngestedRow>, options: ProducerOptions): Promise<ProducerProgress> {
+  const { queue, store, runId } = options;
+  const chunkSize = options.chunkSize ?? 500;
+  const highWater = options.highWaterMark ?? 10_000;
+  const batchSize = options.inviteBatchSize ?? 50;
+  const generation = options.generation ?? 0;
+  const logger = options.logger ?? silentLogger;
+  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
+  let jobs: PendingJob[] = [];
+  let results: RowResult[] = [];
+  const invites = new Map<string, { options: InviteOptions; rows: InviteRow[] }>();
+
+  const flushResults = async () => {
+    if (results.length === 0) return;
+    const batch = results;
+    results = [];
+    await store.recordResults(runId, batch, { fromQueue: options.requeued ?? false });
+  };
+  const flushJobs = async () => {
+    if (jobs.length === 0) return;
+    const batch = jobs;
+    jobs = [];
+    await waitForRoom(queue, highWater, logger);
+    const count = batch.reduce((n, j) => n + j.rows, 0);
+    // Count first: a worker may finish a job before addBulk returns.
+    if (!options.requeued) await store.addQueued(runId, count);
+    await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+    progress.queued += count;
+  };
+  const pushInviteBatch = (batch: { options: InviteOptions; rows: InviteRow[] }) => {
+    const first = batch.rows[0];
+    if (!first) return;
+    const data: InviteBatchJobData = { runId, rows: batch.rows, options: batch.options };
+    jobs.push({ name: 'team.invite', data, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: batch.rows.length });
+  };
+
+  for await (const row of rows) {
+    progress.read += 1;
+    const at = new Date().toISOString();
+    if (!row.payload) {
+      progress.invalid += 1;
+      results.push({
+        row: row.row,
+        line: row.line,
+        status: 'invalid',
+        code: row.code ?? 'ROW_INVALID',
+        message: (row.errors ?? []).map((e) => `${e.field}: ${e.message}`).join('; ') || 'invalid row',
+        errors: row.errors ?? [],
+        original: row.original,
+        at,
+      });
+    } else if (options.dryRun) {
+      results.push({ row: row.row, line: row.line, status: 'skipped', message: 'dry run: valid, not sent', at });
+    } else if (row.payload.op === 'team.invite') {
+      const key = inviteKey(row.payload.options);
+      const batch = invites.get(key) ?? { options: row.payload.options, rows: [] };
+      batch.rows.push({ row: row.row, line: row.line, email: row.payload.email, original: row.original });
+      invites.set(key, batch);
+      if (batch.rows.length >= batchSize) {
+        pushInviteBatch(batch);
+        invites.delete(key);
+      }
+    } else {
+      const data: RowJobData = { runId, row: row.row, line: row.line, payload: row.payload, original: row.original };
+      jobs.push({ name: row.payload.op, data, opts: { jobId: rowJobId(runId, row.row, generation) }, rows: 1 });
+    }
+    if (jobs.length >= chunkSize) await flushJobs();
+    if (results.length >= 500) await flushResults();
+    if (progress.read % 1000 === 0) options.onProgress?.(progress);
+  }
+  for (const batch of invites.values()) pushInviteBatch(batch);
+  await flushJobs();
+  await flushResults();
+  options.onProgress?.(progress);
+  return progress;
+}
+
+function inviteKey(options: InviteOptions): string {
+  return JSON.stringify([options.organization_role ?? null, options.invited_by ?? null, options.send_invitation_email ?? null]);
+}
+
+async function waitForRoom(queue: WorkspaceQueue, highWater: number, logger: Logger): Promise<void> {
+  let warned = false;
+  for (;;) {
+    const pending = await pendingJobCount(queue);
+    if (pending < highWater) return;
+    if (!warned && (await queue.isPaused())) {
+      logger.warn({ queue: queue.name }, 'workspace queue is paused (blocked run?); waiting for it to resume');
+      warned = true;
+    }
+    await sleep(100);
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Redis key layout: run data under `<prefix>:run…`, BullMQ under `<prefix>:q:<workspace>:…`,
+ * so a workspace can never be named like a run-store key.
+ */
+export function bullPrefix(prefix: string): string {
+  return `${prefix}:q`;
+}
+
+/** One queue per workspace: its API key is what the CRM limits, pauses and refuses. */
+export function queueName(workspace: string): string {
+  return workspace;
+}
+
+/**
+ * `${runId}-${row}`: re-adding the same row of the same run is a no-op (BullMQ dedupes on id,
+ * and forbids ':' in custom ids). A retry is a new generation with a new id, because the
+ * first job may still sit in the completed set.
+ */
+export function rowJobId(runId: string, row: number, generation = 0): string {
+  return generation === 0 ? `${runId}-${row}` : `${runId}-${row}-r${generation}`;
+}

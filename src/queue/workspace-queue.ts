@@ -1,0 +1,42 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { SyncJobData, SyncJobName } from './job-data.js';
+import { bullPrefix, queueName } from './queue-names.js';
+
+export type WorkspaceQueue = Queue<SyncJobData, unknown, SyncJobName>;
+
+export interface WorkspaceQueueOptions {
+  /** A connected ioredis client; BullMQ shares it (queues do not block). */
+  connection: Redis;
+  /** Key prefix from the config. */
+  prefix: string;
+  workspace: string;
+  /** Attempts for transient failures (5xx, timeouts, resets); 429s do not spend attempts. Default 6. */
+  attempts?: number;
+  /** First retry delay; doubles each attempt, with 50% jitter. Default 1000 ms. */
+  backoffMs?: number;
+}
+
+/**
+ * Completed jobs are dropped soon (results live in the run store, not in BullMQ); the events
+ * stream is capped, so Redis holds O(in-flight) queue data whatever the file size.
+ */
+export function openWorkspaceQueue(options: WorkspaceQueueOptions): WorkspaceQueue {
+  return new Queue<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), {
+    connection: options.connection,
+    prefix: bullPrefix(options.prefix),
+    streams: { events: { maxLen: 2000 } },
+    defaultJobOptions: {
+      attempts: options.attempts ?? 6,
+      backoff: { type: 'exponential', delay: options.backoffMs ?? 1000, jitter: 0.5 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+    },
+  });
+}
+
+/** Jobs waiting to run (not active, not finished): what the producer's high-water mark bounds. */
+export async function pendingJobCount(queue: WorkspaceQueue): Promise<number> {
+  const counts = await queue.getJobCounts('wait', 'prioritized', 'delayed');
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,56 @@
+import type { Redis } from 'ioredis';
+import { getWorkspace, readApiKey, type Config } from '../config/index.js';
+import { CrmClient } from '../crm/index.js';
+import type { Logger } from '../log/index.js';
+import { connectRedis, openWorkspaceQueue, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import { RunStore } from '../runs/index.js';
+
+/** The connected parts a command or process needs, built once from the config. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  redis: Redis;
+  store: RunStore;
+  /** The workspace's queue (cached; the workspace must be configured). */
+  queue(workspace: string): WorkspaceQueue;
+  close(): Promise<void>;
+}
+
+export async function openRuntime(config: Config, logger: Logger, role: RedisRole = 'client'): Promise<Runtime> {
+  const redis = await connectRedis(config.redisUrl, { role, name: `crm-sync-${role}` });
+  const store = new RunStore({ redis, prefix: config.prefix });
+  const queues = new Map<string, WorkspaceQueue>();
+  return {
+    config,
+    logger,
+    redis,
+    store,
+    queue(workspace) {
+      let q = queues.get(workspace);
+      if (!q) {
+        const ws = getWorkspace(config, workspace);
+        q = openWorkspaceQueue({ connection: redis, prefix: config.prefix, workspace, attempts: ws.retry.attempts, backoffMs: ws.retry.backoffMs });
+        queues.set(workspace, q);
+      }
+      return q;
+    },
+    async close() {
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      redis.disconnect();
+    },
+  };
+}
+
+/** An API client for a configured workspace; reads its key now (SECRET_MISSING names the source). */
+export function createCrmClient(config: Config, workspace: string, logger: Logger, options: { maxSockets?: number } = {}): CrmClient {
+  const ws = getWorkspace(config, workspace);
+  return new CrmClient({
+    workspace: ws.name,
+    baseUrl: ws.baseUrl,
+    apiKey: readApiKey(ws),
+    listVersion: ws.listVersion,
+    logger,
+    ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
+  });
+}
+export { startPrivateRedis, findOrStartRedis, redisAnswers, freePort, hasRedisServer, type PrivateRedis, type PrivateRedisOptions } from './local-redis.js';

@@ -1,0 +1,234 @@
+import { RateLimitError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  AuthError,
+  CrmError,
+  RateLimitedError,
+  RejectedError,
+  TransientError,
+  type CrmClient,
+} from '../crm/index.js';
+import { errorMessage } from '../errors/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import {
+  bullPrefix,
+  isInviteBatch,
+  openWorkspaceQueue,
+  queueName,
+  blockWorkspace,
+  type InviteBatchJobData,
+  type RowJobData,
+  type SyncJobData,
+  type SyncJobName,
+  type WorkspaceQueue,
+} from '../queue/index.js';
+import type { RowResult, RunStore } from '../runs/index.js';
+import { AdaptiveConcurrency } from './adaptive-concurrency.js';
+import { executeRow } from './execute-row.js';
+import { ResultWriter } from './result-writer.js';
+import { splitInviteBatch } from './invite-split.js';
+
+export interface SyncWorkerOptions {
+  workspace: string;
+  client: CrmClient;
+  store: RunStore;
+  /** A connection made with role `worker` (waits through Redis restarts). */
+  connection: Redis;
+  /** Key prefix from the config. */
+  prefix: string;
+  /**
+   * The key's known rate limit, enforced for all worker processes together through Redis.
+   * Default: none — concurrency adapts to 429s (halve on 429, creep back on success).
+   */
+  rateLimit?: { max: number; durationMs: number };
+  /** Jobs in flight in this process. Default 8. */
+  concurrency?: number;
+  /** Starts of one job, counting 429 requeues, before it fails for good. Default 100. */
+  maxStartedAttempts?: number;
+  /** Job lock; a crashed worker's jobs return to the queue after it. Default 30000 ms. */
+  lockDurationMs?: number;
+  /** How often to look for jobs of crashed workers. Default lockDurationMs. */
+  stalledIntervalMs?: number;
+  /** Graceful close waits this long for in-flight requests, then gives up on them. Default 30000 ms. */
+  closeTimeoutMs?: number;
+  logger?: Logger;
+}
+
+type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
+
+/**
+ * Processes one workspace's queue. Safe under at-least-once delivery: updates are idempotent,
+ * results are keyed by row, and a job completes only after its result is stored.
+ */
+export class SyncWorker {
+  readonly queue: WorkspaceQueue;
+  readonly worker: Worker<SyncJobData, unknown, SyncJobName>;
+  readonly #options: SyncWorkerOptions;
+  readonly #logger: Logger;
+  readonly #results: ResultWriter;
+  readonly #aimd: AdaptiveConcurrency | null;
+
+  private constructor(options: SyncWorkerOptions) {
+    this.#options = options;
+    this.#logger = (options.logger ?? silentLogger).child({ workspace: options.workspace });
+    this.#results = new ResultWriter(options.store);
+    const concurrency = options.concurrency ?? 8;
+    this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
+    this.queue = openWorkspaceQueue({ connection: options.connection, prefix: options.prefix, workspace: options.workspace });
+    const lockDuration = options.lockDurationMs ?? 30_000;
+    this.worker = new Worker<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), (job) => this.#process(job), {
+      connection: options.connection,
+      prefix: bullPrefix(options.prefix),
+      concurrency,
+      autorun: false,
+      maxStartedAttempts: options.maxStartedAttempts ?? 100,
+      lockDuration,
+      stalledInterval: options.stalledIntervalMs ?? lockDuration,
+      maxStalledCount: 5,
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+    });
+    this.worker.on('failed', (job, err) => {
+      if (job) void this.#recordBullFailure(job, err);
+    });
+    this.worker.on('error', (err) => this.#logger.warn({ err: errorMessage(err) }, 'worker connection error (retrying)'));
+  }
+
+  /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
+  static async start(options: SyncWorkerOptions): Promise<SyncWorker> {
+    const w = new SyncWorker(options);
+    if (options.rateLimit) await w.queue.setGlobalRateLimit(options.rateLimit.max, options.rateLimit.durationMs);
+    else await w.queue.removeGlobalRateLimit();
+    void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
+    await w.worker.waitUntilReady();
+    w.#logger.info({ concurrency: w.worker.concurrency, rateLimit: options.rateLimit ?? 'adaptive' }, 'worker started');
+    return w;
+  }
+
+  /** Stops taking jobs, lets in-flight ones finish (bounded), closes. BullMQ's close has no timeout. */
+  async close(): Promise<void> {
+    const timeoutMs = this.#options.closeTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const result = await Promise.race([this.worker.close(), timedOut]);
+    clearTimeout(timer);
+    if (result === 'timeout') {
+      this.#logger.warn({ timeoutMs }, 'in-flight jobs did not finish in time; they will be retried by another worker');
+      await this.worker.close(true);
+    }
+    await this.queue.close();
+    this.#options.client.close();
+  }
+
+  async #process(job: SyncJob): Promise<void> {
+    const data = job.data;
+    if (isInviteBatch(data)) return this.#processInvites(job, data);
+    return this.#processRow(job, data);
+  }
+
+  async #processRow(job: SyncJob, data: RowJobData): Promise<void> {
+    const base = { row: data.row, line: data.line };
+    try {
+      const recordId = await executeRow(this.#options.client, data.payload);
+      await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
+      this.#onSuccess();
+    } catch (err) {
+      await this.#handleError(job, data.runId, err, async (final) => {
+        await this.#results.write(data.runId, [failureResult(base, final, data.original)]);
+      });
+    }
+  }
+
+  async #processInvites(job: SyncJob, data: InviteBatchJobData): Promise<void> {
+    try {
+      await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
+      await this.#results.write(
+        data.runId,
+        data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() })),
+      );
+      this.#onSuccess();
+    } catch (err) {
+      await this.#handleError(job, data.runId, err, async (final) => {
+        if (final instanceof RejectedError && data.rows.length > 1) {
+          // The API rejects a whole request for one bad address: bisect so every good one still goes in.
+          await splitInviteBatch(this.queue, job, data);
+          return;
+        }
+        await this.#results.write(
+          data.runId,
+          data.rows.map((r) => failureResult({ row: r.row, line: r.line }, final, r.original)),
+        );
+      });
+    }
+  }
+
+  /** One place decides what each error class means for the job (DESIGN.md's table). */
+  async #handleError(job: SyncJob, runId: string, err: unknown, fail: (err: unknown) => Promise<void>): Promise<void> {
+    const log = this.#logger.child({ runId, jobId: job.id });
+    if (err instanceof RateLimitedError) {
+      const ms = err.retryAfterMs ?? 1000;
+      this.#onRateLimited();
+      log.debug({ ms }, '429: pausing the workspace queue');
+      await this.queue.rateLimit(ms);
+      throw new RateLimitError();
+    }
+    if (err instanceof AuthError) {
+      await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: err });
+      log.error({ status: err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
+      throw new RateLimitError();
+    }
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const permanent = err instanceof CrmError && !(err instanceof TransientError);
+    if (!permanent && !lastAttempt) {
+      log.debug({ attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
+      throw err;
+    }
+    await fail(err);
+  }
+
+  /** Jobs BullMQ failed itself (start cap reached, stalled too often): give their rows a result. */
+  async #recordBullFailure(job: SyncJob, err: Error): Promise<void> {
+    try {
+      if ((await job.getState()) !== 'failed') return;
+      const data = job.data;
+      const rows = isInviteBatch(data) ? data.rows : [{ row: data.row, line: data.line, original: data.original }];
+      const message = `gave up: ${err.message}`;
+      await this.#results.write(
+        data.runId,
+        rows.map((r) => ({ row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() })),
+      );
+    } catch (e) {
+      this.#logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
+    }
+  }
+
+  #onSuccess(): void {
+    if (!this.#aimd) return;
+    const next = this.#aimd.onSuccess();
+    if (next !== this.worker.concurrency) this.worker.concurrency = next;
+  }
+
+  #onRateLimited(): void {
+    if (!this.#aimd) return;
+    this.worker.concurrency = this.#aimd.onRateLimited();
+  }
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function failureResult(base: { row: number; line: number }, err: unknown, original: Record<string, string>): RowResult {
+  const crm = err instanceof CrmError ? err : undefined;
+  return {
+    ...base,
+    status: 'failed',
+    ...(crm?.status !== undefined ? { httpStatus: crm.status } : {}),
+    code: crm?.code ?? 'CRM_TRANSIENT',
+    message: crm?.serviceMessage ?? errorMessage(err),
+    original,
+    at: now(),
+  };
+}

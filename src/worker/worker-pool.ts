@@ -1,0 +1,64 @@
+import { getWorkspace, type Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
+import { SyncWorker } from './sync-worker.js';
+
+export interface WorkerPoolOptions {
+  config: Config;
+  logger: Logger;
+  /** Workspaces to serve. Default: every configured workspace. */
+  workspaces?: string[];
+  /** Jobs in flight per workspace in this process. Default 8. */
+  concurrency?: number;
+  /** Job lock (crash recovery delay). Default 30000 ms. */
+  lockDurationMs?: number;
+  /** Graceful close budget. Default 30000 ms. */
+  closeTimeoutMs?: number;
+}
+
+export interface WorkerPool {
+  runtime: Runtime;
+  workers: SyncWorker[];
+  close(): Promise<void>;
+}
+
+/** One SyncWorker per workspace, sharing one Redis connection made to ride out restarts. */
+export async function startWorkerPool(options: WorkerPoolOptions): Promise<WorkerPool> {
+  const { config, logger } = options;
+  const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
+  if (names.length === 0) throw new Error('no workspace configured: add one under "workspaces" in crm-sync.config.json');
+  const runtime = await openRuntime(config, logger, 'worker');
+  const workers: SyncWorker[] = [];
+  try {
+    for (const name of names) {
+      const ws = getWorkspace(config, name);
+      const concurrency = options.concurrency ?? 8;
+      workers.push(
+        await SyncWorker.start({
+          workspace: name,
+          client: createCrmClient(config, name, logger, { maxSockets: concurrency }),
+          store: runtime.store,
+          connection: runtime.redis,
+          prefix: config.prefix,
+          concurrency,
+          ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
+          ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
+          ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
+          logger,
+        }),
+      );
+    }
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.close()));
+    await runtime.close();
+    throw err;
+  }
+  return {
+    runtime,
+    workers,
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await runtime.close();
+    },
+  };
+}

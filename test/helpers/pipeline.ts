@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { configFromObject, type Config } from '../../src/config/index.js';
+import type { Operation } from '../../src/crm/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { importFile, type ImportFileOptions } from '../../src/queue/index.js';
+import type { RunRecord } from '../../src/runs/index.js';
+import { openRuntime, type Runtime } from '../../src/runtime/index.js';
+import { startSimulator, type SimFaults, type SimRateLimit, type Simulator, type SimWorkspace } from '../../src/sim/index.js';
+import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
+
+export interface HarnessOptions {
+  records?: number;
+  seed?: number;
+  /** The simulator's limit (what the CRM enforces). */
+  simRateLimit?: SimRateLimit | null;
+  /** What the config tells the workers (known limit); omit for adaptive. */
+  knownRateLimit?: { max: number; durationMs: number };
+  faults?: SimFaults;
+  latencyMs?: number;
+  redisUrl?: string;
+  /** Transient-retry policy written to the config. Default 6 attempts, 1000 ms. */
+  retry?: { attempts: number; backoffMs: number };
+}
+
+/**
+ * A whole crm-sync deployment in one test: the simulator on an ephemeral port, a config file
+ * pointing at it, a unique Redis key prefix (removed on close), a runtime, optional workers.
+ */
+export interface Harness {
+  sim: Simulator;
+  ws: SimWorkspace;
+  config: Config;
+  configPath: string;
+  /** Env a child `crm-sync` process needs (key variable and prefix). */
+  env: NodeJS.ProcessEnv;
+  dir: string;
+  apiKey: string;
+  runtime: Runtime;
+  startWorkers(options?: Partial<WorkerPoolOptions>): Promise<WorkerPool>;
+  file(name: string, content: string): string;
+  importFile(path: string, op: Operation, extra?: Partial<ImportFileOptions>): Promise<RunRecord>;
+  waitForRun(runId: string, timeoutMs?: number, until?: (r: RunRecord) => boolean): Promise<RunRecord>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const id = randomBytes(4).toString('hex');
+  const apiKey = `test-key-${id}`;
+  const keyEnv = `CRM_SYNC_TEST_KEY_${id.toUpperCase()}`;
+  const prefix = `crm-sync-test-${id}`;
+  process.env[keyEnv] = apiKey;
+  const sim = await startSimulator({
+    port: 0,
+    workspaces: [{ name: 'acme', apiKeys: [apiKey], records: options.records ?? 50, seed: options.seed ?? 7, rateLimit: options.simRateLimit ?? null }],
+    ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
+    ...(options.faults ? { faults: options.faults } : {}),
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sync-harness-'));
+  const redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
+  const raw = {
+    redisUrl,
+    resultsDir: join(dir, 'results'),
+    workspaces: {
+      acme: {
+        baseUrl: sim.baseUrl('acme'),
+        apiKeyEnv: keyEnv,
+        ...(options.knownRateLimit ? { rateLimit: options.knownRateLimit } : {}),
+        ...(options.retry ? { retry: options.retry } : {}),
+      },
+    },
+  };
+  const configPath = join(dir, 'crm-sync.config.json');
+  writeFileSync(configPath, JSON.stringify(raw, null, 2));
+  const env = { ...process.env, CRM_SYNC_PREFIX: prefix, [keyEnv]: apiKey, REDIS_URL: redisUrl };
+  const config = configFromObject(raw, { source: configPath, env, baseDir: dir });
+  const runtime = await openRuntime(config, silentLogger);
+  const pools: WorkerPool[] = [];
+
+  const harness: Harness = {
+    sim,
+    ws: sim.workspace('acme'),
+    config,
+    configPath,
+    env,
+    dir,
+    apiKey,
+    runtime,
+    async startWorkers(extra = {}) {
+      const pool = await startWorkerPool({ config, logger: silentLogger, concurrency: 8, closeTimeoutMs: 5000, ...extra });
+      pools.push(pool);
+      return pool;
+    },
+    file(name, content) {
+      const p = join(dir, name);
+      writeFileSync(p, content);
+      return p;
+    },
+    async importFile(path, op, extra = {}) {
+      const { run } = await importFile({ file: path, op, workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, ...extra });
+      return run;
+    },
+    async waitForRun(runId, timeoutMs = 20_000, until = (r) => r.status !== 'running') {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const run = await runtime.store.requireRun(runId);
+        if (until(run)) return run;
+        if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms: ${JSON.stringify(run.counts)}`);
+        await sleep(50);
+      }
+    },
+    async close() {
+      await Promise.all(pools.map((p) => p.close()));
+      await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
+      let cursor = '0';
+      do {
+        const [next, keys] = await runtime.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await runtime.redis.del(...keys);
+      } while (cursor !== '0');
+      await runtime.close();
+      await sim.close();
+      delete process.env[keyEnv];
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
+
+/** Every row 1..total has exactly one final result. */
+export async function resultsByRow(h: Harness, runId: string) {
+  const rows = [];
+  for await (const r of h.runtime.store.iterateResults(runId)) rows.push(r);
+  return rows;
+}
+
+/** CSV text from rows of values (quotes every cell). */
+export function csv(header: string[], rows: Array<Array<string | number>>): string {
+  const q = (v: string | number) => `"${String(v).replaceAll('"', '""')}"`;
+  return [header.map(q).join(','), ...rows.map((r) => r.map(q).join(','))].join('\n') + '\n';
+}

@@ -1,0 +1,70 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+
+let h: Harness | undefined;
+let redis: PrivateRedis | undefined;
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  await h?.close();
+  await redis?.stop();
+  h = undefined;
+  redis = undefined;
+});
+
+function spawnWorker(harness: Harness): ChildProcess {
+  const child = spawn(
+    process.execPath,
+    ['bin/crm-sync.js', '--config', harness.configPath, '--log-level', 'warn', 'worker', '--concurrency', '8', '--lock-ms', '2000'],
+    { env: harness.env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr?.resume();
+  children.push(child);
+  return child;
+}
+
+async function expectEveryRowOnce(harness: Harness, runId: string, total: number) {
+  const results = await resultsByRow(harness, runId);
+  expect(results.map((r) => r.row)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+}
+
+describe('crash recovery', () => {
+  it('a worker process killed with SIGKILL mid-run loses no row once another worker starts', async () => {
+    h = await startHarness({ records: 300, latencyMs: 15 });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `K ${i}`, i])));
+    const first = spawnWorker(h);
+    const run = await h.importFile(file, 'deal.update');
+    await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 60);
+    first.kill('SIGKILL');
+    await new Promise((resolve) => first.once('exit', resolve));
+    const mid = await h.runtime.store.requireRun(run.id);
+    expect(mid.counts.succeeded).toBeLessThan(300);
+    spawnWorker(h);
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts).toMatchObject({ total: 300, succeeded: 300, failed: 0, queued: 0 });
+    await expectEveryRowOnce(h, run.id, 300);
+    for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`K ${i}`);
+  }, 90_000);
+
+  it.skipIf(!hasRedisServer())('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
+    redis = await startPrivateRedis({ appendOnly: true });
+    h = await startHarness({ records: 200, latencyMs: 20, redisUrl: redis.url });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `R ${i}`, i])));
+    await h.startWorkers({ concurrency: 4, lockDurationMs: 3000 });
+    const run = await h.importFile(file, 'deal.update');
+    await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 40);
+    await redis.kill(true);
+    await sleep(1500);
+    await redis.restart();
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0, queued: 0 });
+    await expectEveryRowOnce(h, run.id, 200);
+  }, 90_000);
+});

@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { resumeWorkspace } from '../../src/queue/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+function dealUpdateFile(harness: Harness, count: number, name = 'deals.csv'): string {
+  const deals = [...harness.ws.deals.values()].slice(0, count);
+  return harness.file(name, csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 500 + i])));
+}
+
+describe('workers under faults', () => {
+  it('a 429 storm (limit far below demand) ends with every row succeeded and no attempt spent on 429s', async () => {
+    h = await startHarness({ records: 120, simRateLimit: { max: 10, windowMs: 500 } });
+    await h.startWorkers({ concurrency: 16 });
+    const run = await h.waitForRun((await h.importFile(dealUpdateFile(h, 120), 'deal.update')).id, 45_000);
+    expect(run.counts).toMatchObject({ total: 120, succeeded: 120, failed: 0 });
+    // Jobs have 6 attempts; far more 429s than that were absorbed, so 429s did not count.
+    expect(h.ws.stats.rateLimited).toBeGreaterThan(6);
+    expect(h.ws.stats.writes.dealUpdate).toBe(120);
+  }, 60_000);
+
+  it('with the limit known, workers stay under it: few or no 429s', async () => {
+    h = await startHarness({ records: 60, simRateLimit: { max: 40, windowMs: 1000 }, knownRateLimit: { max: 30, durationMs: 1000 } });
+    await h.startWorkers({ concurrency: 8 });
+    const run = await h.waitForRun((await h.importFile(dealUpdateFile(h, 60), 'deal.update')).id, 30_000);
+    expect(run.counts.succeeded).toBe(60);
+    expect(h.ws.stats.rateLimited).toBeLessThanOrEqual(2);
+  }, 40_000);
+
+  it('5xx answers and connection resets are retried until they pass', async () => {
+    h = await startHarness({ records: 60, faults: { errorRate: 0.1, resetRate: 0.1 }, retry: { attempts: 6, backoffMs: 100 } });
+    await h.startWorkers({ concurrency: 8 });
+    const queue = h.runtime.queue('acme');
+    const run = await h.importFile(dealUpdateFile(h, 60), 'deal.update');
+    const done = await h.waitForRun(run.id, 40_000);
+    expect(done.counts).toMatchObject({ total: 60, succeeded: 60, failed: 0 });
+    expect(h.ws.stats.errors5xx + h.ws.stats.resets).toBeGreaterThan(0);
+    expect(await queue.getFailedCount()).toBe(0);
+  }, 50_000);
+
+  it('a refused API key blocks the run without burning rows; resume finishes it', async () => {
+    h = await startHarness({ records: 30 });
+    await h.startWorkers({ concurrency: 4 });
+    h.ws.revokeApiKey(h.apiKey);
+    const run = await h.importFile(dealUpdateFile(h, 30), 'deal.update');
+    const blocked = await h.waitForRun(run.id, 15_000, (r) => r.status === 'blocked');
+    expect(blocked.reason).toMatch(/refused the API key/);
+    expect(blocked.reason).not.toContain(h.apiKey);
+    expect(blocked.counts.failed).toBe(0);
+    expect(blocked.counts.queued).toBe(30);
+    expect(await h.runtime.queue('acme').isPaused()).toBe(true);
+
+    h.ws.addApiKey(h.apiKey);
+    expect(await resumeWorkspace({ queue: h.runtime.queue('acme'), store: h.runtime.store, workspace: 'acme' })).toContain(run.id);
+    const done = await h.waitForRun(run.id, 20_000);
+    expect(done).toMatchObject({ status: 'completed', counts: { succeeded: 30, failed: 0 } });
+  }, 40_000);
+
+  it('a rejected invite batch is bisected: every good address is added, each bad one fails alone', async () => {
+    h = await startHarness({ records: 5 });
+    await h.startWorkers({ concurrency: 4 });
+    h.ws.blockEmailDomain('blocked.example');
+    const rows = Array.from({ length: 20 }, (_, i) => [i === 3 || i === 14 ? `bad${i}@blocked.example` : `ok${i}@good.example`]);
+    const run = await h.waitForRun((await h.importFile(h.file('inv.csv', csv(['email'], rows)), 'team.invite', { inviteBatchSize: 20 })).id);
+    expect(run.counts).toMatchObject({ total: 20, succeeded: 18, failed: 2 });
+    const results = await resultsByRow(h, run.id);
+    expect(results.filter((r) => r.status === 'failed').map((r) => r.row)).toEqual([4, 15]);
+    expect(results.find((r) => r.row === 4)?.message).toMatch(/bad3@blocked\.example/);
+    for (let i = 0; i < 20; i++) expect(h.ws.teamMembers.has(`ok${i}@good.example`)).toBe(i !== 3 && i !== 14);
+  }, 30_000);
+});
