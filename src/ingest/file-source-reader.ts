@@ -1,0 +1,61 @@
+import { statSync } from 'node:fs';
+import { readCsv } from './csv-reader.js';
+import { readJsonArray } from './json-reader.js';
+import { readNdjson } from './ndjson-reader.js';
+import type { ReaderContext, SourceFormat, SourceItem, SourceReader } from './source-types.js';
+import { readTextChunks } from './text-chunks.js';
+
+export interface FileSourceReaderSettings {
+  path: string;
+  format: SourceFormat;
+  delimiter: string;
+  maxRecordBytes: number;
+  maxColumns: number;
+}
+
+const READERS = {
+  csv: readCsv,
+  ndjson: readNdjson,
+  json: readJsonArray,
+} as const satisfies Record<SourceFormat, (text: AsyncIterable<string>, ctx: ReaderContext) => AsyncGenerator<SourceItem>>;
+
+/**
+ * A file as an async iterable of rows. Each iteration reads the file afresh (row numbers are
+ * the same every time); `columns` and `bytesRead` describe the iteration in progress.
+ */
+export class FileSourceReader implements SourceReader {
+  readonly format: SourceFormat;
+  readonly totalBytes: number;
+  private cols: string[] = [];
+  private read = 0;
+
+  constructor(private readonly settings: FileSourceReaderSettings) {
+    this.format = settings.format;
+    let size = 0;
+    try {
+      size = statSync(settings.path).size;
+    } catch {
+      // Reported as INPUT_UNREADABLE by the iterator, where fatal errors belong.
+    }
+    this.totalBytes = size;
+  }
+
+  get columns(): string[] {
+    return this.cols;
+  }
+
+  get bytesRead(): number {
+    return this.read;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<SourceItem> {
+    this.cols = [];
+    this.read = 0;
+    const { path, delimiter, maxRecordBytes, maxColumns } = this.settings;
+    const ctx: ReaderContext = { name: path, delimiter, maxRecordBytes, maxColumns, columns: this.cols };
+    const text = readTextChunks(path, (n) => {
+      this.read += n;
+    });
+    return READERS[this.format](text, ctx);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The reader contract the producer codes against. Types only: the readers live in their own
+ * files, and the producer imports all of this through `src/ingest/index.js`.
+ */
+
+export type SourceFormat = 'csv' | 'ndjson' | 'json';
+
+export interface ReadSourceOptions {
+  /** Default: from the extension (.csv, .tsv → csv; .ndjson, .jsonl → ndjson; .json → json). */
+  format?: SourceFormat;
+  /** CSV only, one character. Default ',' (or '\t' for a .tsv file). */
+  delimiter?: string;
+  /** Largest record accepted; a bigger one becomes an INPUT_TOO_LARGE row problem. Default 1 MiB. */
+  maxRecordBytes?: number;
+  /** Most columns a header (or the union of JSON keys) may have. Default 500. */
+  maxColumns?: number;
+}
+
+export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_COLUMNS = 500;
+
+/** A row read from the source. `values` may hold nested JSON; `original` is always strings. */
+export interface SourceRecord {
+  kind: 'record';
+  /** 1-based data row (header excluded); problems consume row numbers too, so rows are stable. */
+  row: number;
+  /** 1-based physical line where the row starts. */
+  line: number;
+  values: Record<string, unknown>;
+  original: Record<string, string>;
+}
+
+/** A row that could not be read; the rest of the file still runs. */
+export interface SourceProblem {
+  kind: 'problem';
+  row: number;
+  line: number;
+  code: 'INPUT_PARSE' | 'INPUT_TOO_LARGE';
+  message: string;
+  /** What could be recovered of the row (possibly `{}`; raw JSON text under RAW_TEXT_KEY). */
+  original: Record<string, string>;
+}
+
+export type SourceItem = SourceRecord | SourceProblem;
+
+export interface SourceReader extends AsyncIterable<SourceItem> {
+  readonly format: SourceFormat;
+  /** CSV header order; for JSON/NDJSON the keys in order of first appearance (grows while reading). */
+  readonly columns: string[];
+  readonly bytesRead: number;
+  readonly totalBytes: number;
+}
+
+/**
+ * Key under which a problem's `original` keeps the raw text of an unparseable JSON row, so the
+ * row is not lost from exports even though it has no columns.
+ */
+export const RAW_TEXT_KEY = '_raw';
+
+/** What a format reader needs besides the text. `columns` is shared with the SourceReader. */
+export interface ReaderContext {
+  /** File name for fatal error messages. */
+  readonly name: string;
+  readonly delimiter: string;
+  readonly maxRecordBytes: number;
+  readonly maxColumns: number;
+  readonly columns: string[];
+}
