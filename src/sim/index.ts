@@ -15,3 +15,4 @@ export { formatPrice } from './renderers.js';
 export { AUTH_ERROR } from './answer.js';
 export { MAX_EMAILS_PER_REQUEST } from './team-members.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './record-handlers.js';
+export { TokenBucket } from './token-bucket.js';
