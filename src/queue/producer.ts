@@ -33,6 +33,20 @@ export interface ProducerProgress {
   invalid: number;
 }
 
+/**
+ * A row whose final result is already known before sending (reconcile: unchanged → skipped,
+ * key matched nothing or several records → failed). Recorded at once, never enqueued.
+ */
+export interface RowOutcome {
+  status: 'skipped' | 'failed';
+  code?: string;
+  message: string;
+  recordId?: string;
+}
+
+/** What the producer consumes: an ingested row, optionally with a decided outcome. */
+export type ProducedRow = IngestedRow & { outcome?: RowOutcome };
+
 interface PendingJob {
   name: SyncJobName;
   data: SyncJobData;
@@ -46,7 +60,7 @@ interface PendingJob {
  * this process and in Redis stays bounded for any file size. Invalid rows are recorded as
  * results at once and never enqueued. The run is marked producer-done at the end.
  */
-export async function produceRun(rows: AsyncIterable<IngestedRow>, options: ProducerOptions): Promise<ProducerProgress> {
+export async function produceRun(rows: AsyncIterable<ProducedRow>, options: ProducerOptions): Promise<ProducerProgress> {
   const { queue, store, runId } = options;
   const chunkSize = options.chunkSize ?? 500;
   const highWater = options.highWaterMark ?? 10_000;
@@ -85,7 +99,19 @@ export async function produceRun(rows: AsyncIterable<IngestedRow>, options: Prod
   for await (const row of rows) {
     progress.read += 1;
     const at = new Date().toISOString();
-    if (!row.payload) {
+    if (row.outcome) {
+      const o = row.outcome;
+      results.push({
+        row: row.row,
+        line: row.line,
+        status: o.status,
+        message: o.message,
+        ...(o.code ? { code: o.code } : {}),
+        ...(o.recordId ? { recordId: o.recordId } : {}),
+        ...(o.status === 'failed' ? { original: row.original } : {}),
+        at,
+      });
+    } else if (!row.payload) {
       progress.invalid += 1;
       results.push({
         row: row.row,

@@ -10,6 +10,7 @@ import {
 } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
+import { METRIC, type MetricsRecorder } from '../metrics/index.js';
 import {
   bullPrefix,
   isInviteBatch,
@@ -52,6 +53,8 @@ export interface SyncWorkerOptions {
   /** Graceful close waits this long for in-flight requests, then gives up on them. Default 30000 ms. */
   closeTimeoutMs?: number;
   logger?: Logger;
+  /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
+  metrics?: MetricsRecorder;
 }
 
 type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
@@ -132,10 +135,12 @@ export class SyncWorker {
     const base = { row: data.row, line: data.line };
     try {
       const recordId = await executeRow(this.#options.client, data.payload);
+      this.#count(job.name, '2xx', 'succeeded', 1);
       await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
       this.#onSuccess();
     } catch (err) {
       await this.#handleError(job, data.runId, err, async (final) => {
+        this.#count(job.name, null, 'failed', 1);
         await this.#results.write(data.runId, [failureResult(base, final, data.original)]);
       });
     }
@@ -144,6 +149,7 @@ export class SyncWorker {
   async #processInvites(job: SyncJob, data: InviteBatchJobData): Promise<void> {
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
+      this.#count(job.name, '2xx', 'succeeded', data.rows.length);
       await this.#results.write(
         data.runId,
         data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() })),
@@ -156,6 +162,7 @@ export class SyncWorker {
           await splitInviteBatch(this.queue, job, data);
           return;
         }
+        this.#count(job.name, null, 'failed', data.rows.length);
         await this.#results.write(
           data.runId,
           data.rows.map((r) => failureResult({ row: r.row, line: r.line }, final, r.original)),
@@ -167,7 +174,9 @@ export class SyncWorker {
   /** One place decides what each error class means for the job (DESIGN.md's table). */
   async #handleError(job: SyncJob, runId: string, err: unknown, fail: (err: unknown) => Promise<void>): Promise<void> {
     const log = this.#logger.child({ runId, jobId: job.id });
+    this.#count(job.name, err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network', null, 0);
     if (err instanceof RateLimitedError) {
+      this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       const ms = err.retryAfterMs ?? 1000;
       this.#onRateLimited();
       log.debug({ ms }, '429: pausing the workspace queue');
@@ -183,6 +192,7 @@ export class SyncWorker {
     const permanent = err instanceof CrmError && !(err instanceof TransientError);
     if (!permanent && !lastAttempt) {
       log.debug({ attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
+      this.#options.metrics?.inc(METRIC.retries, { workspace: this.#options.workspace, operation: job.name });
       throw err;
     }
     await fail(err);
@@ -202,6 +212,15 @@ export class SyncWorker {
     } catch (e) {
       this.#logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
     }
+  }
+
+  /** `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final results. */
+  #count(operation: string, status: string | null, row: 'succeeded' | 'failed' | null, rows: number): void {
+    const m = this.#options.metrics;
+    if (!m) return;
+    const workspace = this.#options.workspace;
+    if (status !== null) m.inc(METRIC.requests, { workspace, operation, status });
+    if (row !== null && rows > 0) m.inc(METRIC.rows, { workspace, operation, status: row }, rows);
   }
 
   #onSuccess(): void {

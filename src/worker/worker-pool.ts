@@ -1,5 +1,6 @@
 import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import { MetricsRecorder } from '../metrics/index.js';
 import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { SyncWorker } from './sync-worker.js';
 
@@ -29,6 +30,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   if (names.length === 0) throw new Error('no workspace configured: add one under "workspaces" in crm-sync.config.json');
   const runtime = await openRuntime(config, logger, 'worker');
   const workers: SyncWorker[] = [];
+  const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
   try {
     for (const name of names) {
       const ws = getWorkspace(config, name);
@@ -45,11 +47,13 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
           logger,
+          metrics,
         }),
       );
     }
   } catch (err) {
     await Promise.all(workers.map((w) => w.close()));
+    await metrics.close();
     await runtime.close();
     throw err;
   }
@@ -58,6 +62,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     workers,
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      await metrics.close();
       await runtime.close();
     },
   };

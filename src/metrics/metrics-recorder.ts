@@ -1,0 +1,72 @@
+import type { Redis } from 'ioredis';
+
+export interface MetricsRecorderOptions {
+  redis: Redis;
+  /** Key prefix from the config. */
+  prefix: string;
+  /** How often buffered increments go to Redis. Default 1000 ms. */
+  flushMs?: number;
+}
+
+export interface CounterSample {
+  metric: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+export function metricsKey(prefix: string): string {
+  return `${prefix}:metrics`;
+}
+
+const field = (metric: string, labels: Record<string, string>) =>
+  `${metric}|${JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b))))}`;
+
+/**
+ * Counters that only worker processes observe (requests by status, 429s, retries) are summed
+ * in one Redis hash, so the dashboard's /metrics shows the whole fleet, not one process.
+ * Increments are buffered and flushed once a second: metrics must never slow the hot path.
+ */
+export class MetricsRecorder {
+  readonly #redis: Redis;
+  readonly #key: string;
+  #buffer = new Map<string, number>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(options: MetricsRecorderOptions) {
+    this.#redis = options.redis;
+    this.#key = metricsKey(options.prefix);
+    this.#timer = setInterval(() => void this.flush(), options.flushMs ?? 1000);
+    this.#timer.unref();
+  }
+
+  inc(metric: string, labels: Record<string, string>, n = 1): void {
+    const f = field(metric, labels);
+    this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+  }
+
+  async flush(): Promise<void> {
+    if (this.#buffer.size === 0) return;
+    const batch = this.#buffer;
+    this.#buffer = new Map();
+    const multi = this.#redis.multi();
+    for (const [f, n] of batch) multi.hincrby(this.#key, f, n);
+    await multi.exec().catch(() => {
+      // Redis away: keep the counts for the next flush rather than lose them.
+      for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+    });
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flush();
+  }
+}
+
+/** Every counter recorded by any worker process. */
+export async function readCounters(redis: Redis, prefix: string): Promise<CounterSample[]> {
+  const all = await redis.hgetall(metricsKey(prefix));
+  return Object.entries(all).map(([f, v]) => {
+    const bar = f.indexOf('|');
+    return { metric: f.slice(0, bar), labels: JSON.parse(f.slice(bar + 1)) as Record<string, string>, value: Number(v) };
+  });
+}
