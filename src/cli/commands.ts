@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerDemoCommand } from './demo-command.js';
 import { registerImportCommand } from './import-command.js';
 import { registerRunsCommand } from './runs-command.js';
+import { registerSimCommand } from './sim-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 
 /** Every CLI command's registration, in the order `--help` lists them. */
@@ -10,4 +11,5 @@ export const COMMANDS: ReadonlyArray<(program: Command) => void> = [
   registerWorkerCommand,
   registerRunsCommand,
   registerDemoCommand,
+  registerSimCommand,
 ];

@@ -16,3 +16,4 @@ export { AUTH_ERROR } from './answer.js';
 export { MAX_EMAILS_PER_REQUEST } from './team-members.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './record-handlers.js';
 export { TokenBucket } from './token-bucket.js';
+export { parseRateLimit } from './rate-spec.js';
