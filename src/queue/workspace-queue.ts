@@ -22,7 +22,7 @@ export interface WorkspaceQueueOptions {
  * stream is capped, so Redis holds O(in-flight) queue data whatever the file size.
  */
 export function openWorkspaceQueue(options: WorkspaceQueueOptions): WorkspaceQueue {
-  return new Queue<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), {
+  const queue = new Queue<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), {
     connection: options.connection,
     prefix: bullPrefix(options.prefix),
     streams: { events: { maxLen: 2000 } },
@@ -33,6 +33,10 @@ export function openWorkspaceQueue(options: WorkspaceQueueOptions): WorkspaceQue
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
     },
   });
+  // While Redis restarts, ioredis reconnects by itself and the next command reports any failure;
+  // without a listener BullMQ would print every reconnect attempt.
+  queue.on('error', () => undefined);
+  return queue;
 }
 
 /** Jobs waiting to run (not active, not finished): what the producer's high-water mark bounds. */

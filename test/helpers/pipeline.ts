@@ -105,10 +105,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async waitForRun(runId, timeoutMs = 20_000, until = (r) => r.status !== 'running') {
       const deadline = Date.now() + timeoutMs;
+      let last = 'not read yet';
       for (;;) {
-        const run = await runtime.store.requireRun(runId);
-        if (until(run)) return run;
-        if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms: ${JSON.stringify(run.counts)}`);
+        // The test's own connection fails fast while Redis is down (restart tests): keep polling.
+        const run = await runtime.store.requireRun(runId).catch((err: Error) => {
+          last = err.message;
+          return null;
+        });
+        if (run && until(run)) return run;
+        if (run) last = `${run.status} ${JSON.stringify(run.counts)}`;
+        if (Date.now() > deadline) throw new Error(`run ${runId} did not get there in ${timeoutMs} ms: ${last}`);
         await sleep(50);
       }
     },
