@@ -16,17 +16,30 @@ export interface SeedData extends SimReferenceData {
   deals: SimDeal[];
 }
 
-function uniqueId(prng: Prng, prefix: string, taken: Set<string>): string {
-  for (;;) {
-    const id = prefix + prng.hex(20);
-    if (!taken.has(id)) {
-      taken.add(id);
-      return id;
+/**
+ * Makes `base` unique by a numeric suffix. Remembers the last suffix per base so that many
+ * collisions (100k deals over a few hundred name stems) stay linear.
+ */
+function uniquifier(format: (base: string, n: number) => string): (base: string) => string {
+  const taken = new Set<string>();
+  const next = new Map<string, number>();
+  return (base) => {
+    let candidate = base;
+    for (let n = next.get(base) ?? 2; taken.has(candidate); n++) {
+      candidate = format(base, n);
+      next.set(base, n + 1);
     }
-  }
+    taken.add(candidate);
+    return candidate;
+  };
 }
 
-function reference(seed: number, ids: Set<string>): SimReferenceData {
+/** 80 random bits per id: a collision among even millions of seeded records is not a practical concern. */
+function newId(prng: Prng, prefix: string): string {
+  return prefix + prng.hex(20);
+}
+
+function reference(seed: number): SimReferenceData {
   const prng = new Prng(streamSeed(seed, 'reference'));
   const owners: SimOwner[] = [];
   const ownerNames = new Set<string>();
@@ -36,14 +49,14 @@ function reference(seed: number, ids: Set<string>): SimReferenceData {
     const name = `${first} ${last}`;
     if (ownerNames.has(name)) continue;
     ownerNames.add(name);
-    owners.push({ id: uniqueId(prng, 'usr_', ids), name, email: `${slug(first)}.${slug(last)}@crm-team.example` });
+    owners.push({ id: newId(prng, 'usr_'), name, email: `${slug(first)}.${slug(last)}@crm-team.example` });
   }
-  const pipelines = PIPELINES.map((p) => ({ id: uniqueId(prng, 'pip_', ids), name: p.name }));
+  const pipelines = PIPELINES.map((p) => ({ id: newId(prng, 'pip_'), name: p.name }));
   const stages = PIPELINES.flatMap((p, i) =>
-    p.stages.map((name) => ({ id: uniqueId(prng, 'stg_', ids), name, pipelineId: pipelines[i]?.id ?? '' })),
+    p.stages.map((name) => ({ id: newId(prng, 'stg_'), name, pipelineId: pipelines[i]?.id ?? '' })),
   );
-  const tags = TAGS.map((t) => ({ id: uniqueId(prng, 'tag_', ids), name: t.name, style: t.style }));
-  const companies = COMPANY_NAMES.map((name) => ({ id: uniqueId(prng, 'cmp_', ids), name, domain: `${slug(name)}.example` }));
+  const tags = TAGS.map((t) => ({ id: newId(prng, 'tag_'), name: t.name, style: t.style }));
+  const companies = COMPANY_NAMES.map((name) => ({ id: newId(prng, 'cmp_'), name, domain: `${slug(name)}.example` }));
   return { owners, pipelines, stages, tags, companies };
 }
 
@@ -57,24 +70,22 @@ function seedClock(prng: Prng): () => { created: string; updated: string } {
   };
 }
 
-function contacts(seed: number, count: number, ref: SimReferenceData, ids: Set<string>): SimContact[] {
+function contacts(seed: number, count: number, ref: SimReferenceData): SimContact[] {
   const prng = new Prng(streamSeed(seed, 'contacts'));
   const clock = seedClock(prng);
-  const emails = new Set<string>();
+  // The suffix goes on the local part: jane.doe2@acme.example.
+  const uniqueEmail = uniquifier((base, n) => base.replace('@', `${n}@`));
   const out: SimContact[] = [];
   for (let i = 0; i < count; i++) {
     const first = prng.pick(FIRST_NAMES);
     const last = prng.pick(LAST_NAMES);
     const company = prng.chance(0.85) ? prng.pick(ref.companies) : null;
     const domain = company ? company.domain : prng.pick(FREEMAIL_DOMAINS);
-    const local = `${slug(first)}.${slug(last)}`;
-    let email = `${local}@${domain}`;
-    for (let n = 2; emails.has(email); n++) email = `${local}${n}@${domain}`;
-    emails.add(email);
+    const email = uniqueEmail(`${slug(first)}.${slug(last)}@${domain}`);
     const phone = prng.chance(0.1) ? '' : `+1 ${prng.int(201, 989)}-555-${String(prng.int(0, 9999)).padStart(4, '0')}`;
     const { created, updated } = clock();
     out.push({
-      id: uniqueId(prng, 'con_', ids),
+      id: newId(prng, 'con_'),
       name: `${first} ${last}`,
       email,
       phone_number: phone,
@@ -88,7 +99,7 @@ function contacts(seed: number, count: number, ref: SimReferenceData, ids: Set<s
   return out;
 }
 
-function leads(seed: number, contactList: SimContact[], ref: SimReferenceData, ids: Set<string>): SimLead[] {
+function leads(seed: number, contactList: SimContact[], ref: SimReferenceData): SimLead[] {
   const prng = new Prng(streamSeed(seed, 'leads'));
   const clock = seedClock(prng);
   const statuses: SimLeadStatus[] = ['open', 'open', 'open', 'open', 'converted', 'converted', 'archived'];
@@ -96,7 +107,7 @@ function leads(seed: number, contactList: SimContact[], ref: SimReferenceData, i
   return contactList.map((contact, i) => {
     const { created, updated } = clock();
     return {
-      id: uniqueId(prng, 'led_', ids),
+      id: newId(prng, 'led_'),
       name: contact.name,
       status: prng.pick(statuses),
       unique_number: `L-${String(i + 1).padStart(6, '0')}`,
@@ -110,25 +121,22 @@ function leads(seed: number, contactList: SimContact[], ref: SimReferenceData, i
   });
 }
 
-function deals(seed: number, count: number, contactList: SimContact[], ref: SimReferenceData, ids: Set<string>): SimDeal[] {
+function deals(seed: number, count: number, contactList: SimContact[], ref: SimReferenceData): SimDeal[] {
   const prng = new Prng(streamSeed(seed, 'deals'));
   const clock = seedClock(prng);
   const statuses: SimDealStatus[] = ['in_progress', 'in_progress', 'in_progress', 'won', 'won', 'lost'];
-  const names = new Set<string>();
+  const uniqueName = uniquifier((base, n) => `${base} #${n}`);
   const out: SimDeal[] = [];
   for (let i = 0; i < count; i++) {
     const contact = contactList.length > 0 && prng.chance(0.9) ? prng.pick(contactList) : null;
     const companyId = contact ? contact.company_id : prng.pick(ref.companies).id;
     const companyName = ref.companies.find((c) => c.id === companyId)?.name ?? contact?.name ?? 'Unknown';
-    const base = `${companyName} - ${prng.pick(DEAL_PRODUCTS)}`;
-    let name = base;
-    for (let n = 2; names.has(name); n++) name = `${base} #${n}`;
-    names.add(name);
+    const name = uniqueName(`${companyName} - ${prng.pick(DEAL_PRODUCTS)}`);
     const pipeline = prng.pick(ref.pipelines);
     const stage = prng.pick(ref.stages.filter((s) => s.pipelineId === pipeline.id));
     const { created, updated } = clock();
     out.push({
-      id: uniqueId(prng, 'del_', ids),
+      id: newId(prng, 'del_'),
       name,
       status: prng.pick(statuses),
       value: prng.int(5, 2000) * 50,
@@ -150,8 +158,7 @@ function deals(seed: number, count: number, contactList: SimContact[], ref: SimR
 
 /** The whole seed of one workspace: a pure function of (seed, records). */
 export function generateSeedData(seed: number, records: number): SeedData {
-  const ids = new Set<string>();
-  const ref = reference(seed, ids);
-  const contactList = contacts(seed, records, ref, ids);
-  return { ...ref, contacts: contactList, leads: leads(seed, contactList, ref, ids), deals: deals(seed, records, contactList, ref, ids) };
+  const ref = reference(seed);
+  const contactList = contacts(seed, records, ref);
+  return { ...ref, contacts: contactList, leads: leads(seed, contactList, ref), deals: deals(seed, records, contactList, ref) };
 }
