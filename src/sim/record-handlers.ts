@@ -18,7 +18,7 @@ function answer<T>(result: WriteResult<T>, status: number, render: (r: T) => unk
 export function createDeal(ws: WorkspaceState, body: unknown): SimAnswer {
   const parsed = parseBody(DealBodySchema, body);
   if ('error' in parsed) return parsed.error;
-  if (parsed.data.deal.name === undefined) return fail(422, 'deal.name: is required');
+  if (parsed.data.deal.name === undefined) return fail(422, 'deal.name is required');
   const result = writeDeal(ws, undefined, parsed.data.deal);
   if (result.ok) ws.stats.writes.dealCreate++;
   return answer(result, 201, (d) => ({ deal: ws.dealJson(d) }));
@@ -30,7 +30,7 @@ export function updateDeal(ws: WorkspaceState, id: string, body: unknown): SimAn
   if (!deal) return fail(404, `Deal not found: ${id}`);
   const parsed = parseBody(DealBodySchema, body);
   if ('error' in parsed) return parsed.error;
-  if (parsed.data.deal.name === undefined) return fail(422, 'deal.name: is required on every deal update');
+  if (parsed.data.deal.name === undefined) return fail(422, 'deal.name is required on every deal update');
   const result = writeDeal(ws, deal, parsed.data.deal);
   if (result.ok) ws.stats.writes.dealUpdate++;
   return answer(result, 200, (d) => ({ deal: ws.dealJson(d) }));

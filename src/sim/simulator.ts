@@ -179,20 +179,14 @@ class SimulatorServer implements Simulator {
   }
 }
 
-/** Quiet about every request: under load the simulator would drown its own log. */
-class QuietRequests extends LogController {
-  constructor() {
-    super({ disableRequestLogging: true });
-  }
-}
-
 /** Starts a simulator that speaks the spec on real HTTP; `close()` it when done. */
 export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
   const logger = options.logger ?? silentLogger;
   const app = Fastify({
     // fastify types its logger generically; pino's Logger satisfies the base interface.
     loggerInstance: logger as FastifyBaseLogger,
-    logController: new QuietRequests(),
+    // Quiet about every request: under load the simulator would drown its own log.
+    logController: new LogController({ disableRequestLogging: true }),
     // Clients keep sockets alive between requests; close() must still end promptly.
     forceCloseConnections: true,
     keepAliveTimeout: 65_000,
