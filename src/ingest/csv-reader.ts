@@ -1,6 +1,6 @@
 import { CrmSyncError } from '../errors/index.js';
 import { CsvTokenizer, type CsvRawRecord } from './csv-tokenizer.js';
-import { emptyRecord } from './records.js';
+import { recordOf } from './records.js';
 import type { ReaderContext, SourceItem } from './source-types.js';
 
 /** Header names are trimmed: spreadsheets often carry stray spaces that nobody can see. */
@@ -35,15 +35,6 @@ function checkHeader(ctx: ReaderContext, header: CsvRawRecord): string[] {
   return names;
 }
 
-/** The fields keyed by column; extra fields of a too-long row keep their position as a key. */
-function originalOf(columns: readonly string[], fields: readonly string[]): Record<string, string> {
-  const original = emptyRecord<string>();
-  fields.forEach((value, i) => {
-    original[columns[i] ?? `_extra_${i + 1}`] = value;
-  });
-  return original;
-}
-
 /** CSV text chunks → records and row problems. The first non-blank record is the header. */
 export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext): AsyncGenerator<SourceItem> {
   const tokenizer = new CsvTokenizer({ delimiter: ctx.delimiter, maxRecordBytes: ctx.maxRecordBytes });
@@ -59,7 +50,7 @@ export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext):
       }
       row++;
       if (rec.error !== undefined) {
-        yield { kind: 'problem', row, line: rec.line, code: rec.error.code, message: rec.error.message, original: originalOf(columns, rec.fields) };
+        yield { kind: 'problem', row, line: rec.line, code: rec.error.code, message: rec.error.message, original: recordOf(columns, rec.fields) };
       } else if (rec.fields.length !== columns.length) {
         yield {
           kind: 'problem',
@@ -69,11 +60,10 @@ export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext):
           message:
             `line ${rec.line}: expected ${columns.length} fields, found ${rec.fields.length}` +
             (rec.fields.length > columns.length ? ` (a value containing ${JSON.stringify(ctx.delimiter)} must be quoted)` : ''),
-          original: originalOf(columns, rec.fields),
+          original: recordOf(columns, rec.fields),
         };
       } else {
-        const values = originalOf(columns, rec.fields);
-        yield { kind: 'record', row, line: rec.line, values, original: { ...values } };
+        yield { kind: 'record', row, line: rec.line, values: recordOf(columns, rec.fields), original: recordOf(columns, rec.fields) };
       }
     }
     batch.length = 0;

@@ -89,13 +89,25 @@ export class CsvTokenizer {
           }
           break;
         case UNQUOTED:
-          // A quote inside an unquoted field (5" screen) is kept literally, as spreadsheets mean it.
-          if (c === this.delim || isCr || isLf) {
-            this.append(chunk, seg, i);
-            this.endField();
-            this.state = FIELD_START;
-            if (c !== this.delim) this.endRecord(out);
+          if (c !== this.delim && !isCr && !isLf) {
+            // Fast path for the common case: run to the end of the field without per-character
+            // bookkeeping (nothing skipped here is a line break, a CR or a delimiter).
+            let j = i + 1;
+            while (j < n) {
+              const d = chunk.charCodeAt(j);
+              if (d === this.delim || d === LF || d === CR) break;
+              j++;
+            }
+            this.recordChars += j - 1 - i;
+            if (this.recordChars > this.maxRecordBytes && !this.tooLarge) this.markTooLarge();
+            i = j - 1;
+            break;
           }
+          // A quote inside an unquoted field (5" screen) was kept literally above, as spreadsheets mean it.
+          this.append(chunk, seg, i);
+          this.endField();
+          this.state = FIELD_START;
+          if (c !== this.delim) this.endRecord(out);
           break;
         case QUOTED:
           if (c === QUOTE) {

@@ -1,7 +1,6 @@
 import { CrmSyncError } from '../errors/index.js';
 import { JsonArraySplitter, type JsonPiece } from './json-array-splitter.js';
 import { jsonRow, tooLarge } from './json-row.js';
-import { emptyRecord } from './records.js';
 import type { ReaderContext, SourceItem } from './source-types.js';
 
 /** A JSON array of objects, streamed element by element (never parsed whole). */
@@ -20,7 +19,7 @@ export async function* readJsonArray(text: AsyncIterable<string>, ctx: ReaderCon
           yield tooLarge(++row, piece.line, ctx.maxRecordBytes);
           break;
         case 'broken':
-          yield { kind: 'problem', row: ++row, line: piece.line, code: 'INPUT_PARSE', message: piece.message, original: emptyRecord<string>() };
+          yield { kind: 'problem', row: ++row, line: piece.line, code: 'INPUT_PARSE', message: piece.message, original: {} };
           break;
         case 'not-array':
           throw new CrmSyncError(

@@ -1,4 +1,4 @@
-import { emptyRecord } from './records.js';
+import { setField } from './records.js';
 import { RAW_TEXT_KEY, type ReaderContext, type SourceItem } from './source-types.js';
 
 function describe(value: unknown): string {
@@ -18,9 +18,7 @@ function asText(value: unknown): string {
 }
 
 function rawOriginal(text: string): Record<string, string> {
-  const original = emptyRecord<string>();
-  original[RAW_TEXT_KEY] = text;
-  return original;
+  return { [RAW_TEXT_KEY]: text };
 }
 
 /**
@@ -63,8 +61,8 @@ export function jsonRow(ctx: ReaderContext, seenColumns: Set<string>, row: numbe
     seenColumns.add(k);
     ctx.columns.push(k);
   }
-  const original = emptyRecord<string>();
-  for (const k of keys) original[k] = asText(values[k]);
+  const original: Record<string, string> = {};
+  for (const k of keys) setField(original, k, asText(values[k]));
   return { kind: 'record', row, line, values, original };
 }
 
@@ -75,6 +73,6 @@ export function tooLarge(row: number, line: number, limit: number): SourceItem {
     line,
     code: 'INPUT_TOO_LARGE',
     message: `line ${line}: the row is larger than the limit of ${limit} bytes`,
-    original: emptyRecord<string>(),
+    original: {},
   };
 }

@@ -9,7 +9,8 @@ export async function* readNdjson(text: AsyncIterable<string>, ctx: ReaderContex
   let pending = '';
   let pendingTooLarge = false;
 
-  function* finish(lineText: string): Generator<SourceItem> {
+  function* finish(raw: string): Generator<SourceItem> {
+    const lineText = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     const wasTooLarge = 
       pendingTooLarge ||
       lineText.length > ctx.maxRecordBytes ||

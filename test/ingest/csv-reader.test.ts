@@ -111,6 +111,14 @@ describe('CSV reader', () => {
     expect(first.map((i) => i.row)).toEqual([1, 2, 3]);
   });
 
+  it('treats a column named __proto__ as an ordinary column', async () => {
+    const reader = openSource(await files.write('proto.csv', '__proto__,name\nx,A\n'));
+    const [item] = await collect(reader);
+    expect(item?.kind === 'record' && Object.hasOwn(item.values, '__proto__')).toBe(true);
+    expect(item?.kind === 'record' && item.values['__proto__']).toBe('x');
+    expect(Object.getPrototypeOf(item?.kind === 'record' ? item.values : null)).toBe(Object.prototype);
+  });
+
   it('yields nothing for an empty file', async () => {
     expect(await read('nothing.csv', '')).toEqual([]);
   });
