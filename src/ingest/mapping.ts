@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { Operation } from '../crm/operations.js';
+import {
+  ContactUpdateFieldsSchema,
+  DealCreateFieldsSchema,
+  DealUpdateFieldsSchema,
+  InviteOptionsSchema,
+  LeadUpdateFieldsSchema,
+} from '../crm/request-bodies.js';
+import { CrmSyncError } from '../errors/index.js';
+
+export const COLUMN_TYPES = ['string', 'number', 'integer', 'list', 'boolean-string'] as const;
+export const ColumnTypeSchema = z.enum(COLUMN_TYPES, `must be one of ${COLUMN_TYPES.join(', ')}`);
+export type ColumnType = z.infer<typeof ColumnTypeSchema>;
+
+const ColumnRuleSchema = z.strictObject(
+  {
+    field: z.string('must be the name of an API field').min(1, 'must not be empty'),
+    /** Default: inferred from the target field (see inferType). */
+    type: ColumnTypeSchema.optional(),
+    /** list only. Default ';'. */
+    separator: z.string('must be text').min(1, 'must not be empty').optional(),
+    /** Default true. */
+    trim: z.boolean('must be true or false').optional(),
+  },
+  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim` : undefined) },
+);
+
+/**
+ * A mapping file: source column → API field, or a rule with a coercion, or null to ignore the
+ * column explicitly (useful with `unmapped: "error"`).
+ */
+export const MappingSchema = z
+  .strictObject({
+    columns: z.record(
+      z.string(),
+      z.union([z.string().min(1), z.null(), ColumnRuleSchema], {
+        error: 'must be a field name, null, or an object like {"field": "value", "type": "number"}',
+      }),
+      'must be an object of "source column": "api_field"',
+    ),
+    /** What to do with source columns the mapping does not name. Default "ignore". */
+    unmapped: z.enum(['ignore', 'error'], 'must be "ignore" or "error"').default('ignore'),
+  },
+  {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use columns and unmapped`
+        : iss.code === 'invalid_type'
+          ? 'must be an object like {"columns": {"Source column": "api_field"}}'
+          : undefined,
+  })
+  .superRefine((mapping, ctx) => {
+    const byField = new Map<string, string>();
+    for (const [column, target] of Object.entries(mapping.columns)) {
+      const field = typeof target === 'string' ? target : target?.field;
+      if (field === undefined) continue;
+      const other = byField.get(field);
+      if (other !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['columns', column], message: `maps to "${field}", which column "${other}" already maps to` });
+      }
+      byField.set(field, column);
+    }
+  });
+export type Mapping = z.infer<typeof MappingSchema>;
+
+/** A mapping entry with every default applied. */
+export interface ColumnRule {
+  column: string;
+  field: string;
+  type: ColumnType;
+  separator: string;
+  trim: boolean;
+}
+
+const ROW_FIELDS: Record<Operation, readonly string[]> = {
+  'deal.update': ['id', ...Object.keys(DealUpdateFieldsSchema.shape)],
+  'deal.create': Object.keys(DealCreateFieldsSchema.shape),
+  'lead.update': ['id', ...Object.keys(LeadUpdateFieldsSchema.shape)],
+  'contact.update': ['id', ...Object.keys(ContactUpdateFieldsSchema.shape)],
+  'team.invite': ['email', ...Object.keys(InviteOptionsSchema.shape)],
+};
+
+/** The row-level fields an operation takes (the names a mapping may target). */
+export function fieldsOf(op: Operation): readonly string[] {
+  return ROW_FIELDS[op];
+}
+
+const FIELD_TYPES: Readonly<Record<string, ColumnType>> = {
+  value: 'number',
+  position: 'integer',
+  tag_ids: 'list',
+  send_invitation_email: 'boolean-string',
+};
+
+/** The coercion a field gets when the mapping does not say. */
+export function inferType(field: string): ColumnType {
+  return FIELD_TYPES[field] ?? 'string';
+}
+
+function jsonPath(path: readonly PropertyKey[]): string {
+  return '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_]\w*$/.test(String(p)) ? `.${String(p)}` : `[${JSON.stringify(String(p))}]`)).join('');
+}
+
+/** Validates a parsed mapping document. `source` names it in errors (a file name, "run x"). */
+export function parseMapping(raw: unknown, source: string): Mapping {
+  const result = MappingSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const issues = result.error.issues.flatMap((issue) => {
+    // A union only says "none of the shapes fit"; for an object entry the rule's own reason helps more.
+    const value = issue.path.reduce<unknown>((v, p) => (v as Record<PropertyKey, unknown> | undefined)?.[p], raw);
+    if (issue.code !== 'invalid_union' || value === null || typeof value !== 'object' || Array.isArray(value)) return [issue];
+    const inner = ColumnRuleSchema.safeParse(value);
+    return inner.success ? [issue] : inner.error.issues.map((i) => ({ ...i, path: [...issue.path, ...i.path] }));
+  });
+  const problems = issues.slice(0, 5).map((i) => `at ${jsonPath(i.path)}: ${i.message}`);
+  throw new CrmSyncError('MAPPING_INVALID', `${source}: ${problems.join('; ')}`);
+}
+
+/** Reads and validates a mapping file, keeping the raw document (a run stores it for retries). */
+export function readMappingFile(path: string): { mapping: Mapping; raw: unknown } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'the file does not exist' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
+    throw new CrmSyncError('MAPPING_INVALID', `cannot read mapping file ${path}: ${reason}`, { cause: err });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new CrmSyncError('MAPPING_INVALID', `${path}: not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  return { mapping: parseMapping(raw, path), raw };
+}
+
+export function loadMapping(path: string): Mapping {
+  return readMappingFile(path).mapping;
+}
+
+const DEFAULT_RULES = Object.fromEntries(
+  Object.entries(ROW_FIELDS).map(([op, fields]) => [
+    op,
+    fields.map((field): ColumnRule => ({ column: field, field, type: inferType(field), separator: ';', trim: true })),
+  ]),
+) as Record<Operation, ColumnRule[]>;
+
+const ruleCache = new WeakMap<Mapping, Map<Operation, ColumnRule[]>>();
+
+/**
+ * The mapping's rules for `op`, checked against the operation's fields (MAPPING_INVALID when a
+ * column targets a field the operation does not have). Without a mapping, every field maps
+ * from the column of the same name.
+ */
+export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[] {
+  const fields = fieldsOf(op);
+  if (mapping === undefined) return DEFAULT_RULES[op];
+  const cached = ruleCache.get(mapping)?.get(op);
+  if (cached !== undefined) return cached;
+  const rules: ColumnRule[] = [];
+  const wrong: string[] = [];
+  for (const [column, target] of Object.entries(mapping.columns)) {
+    if (target === null) continue;
+    const rule = typeof target === 'string' ? { field: target } : target;
+    if (!fields.includes(rule.field)) wrong.push(`column "${column}" maps to "${rule.field}"`);
+    rules.push({
+      column,
+      field: rule.field,
+      type: rule.type ?? inferType(rule.field),
+      separator: rule.separator ?? ';',
+      trim: rule.trim ?? true,
+    });
+  }
+  if (wrong.length > 0) {
+    throw new CrmSyncError(
+      'MAPPING_INVALID',
+      `mapping: ${wrong.join('; ')}, which ${op} does not have; valid fields are ${fields.join(', ')}`,
+    );
+  }
+  const perOp = ruleCache.get(mapping) ?? new Map<Operation, ColumnRule[]>();
+  perOp.set(op, rules);
+  ruleCache.set(mapping, perOp);
+  return rules;
+}
+
+/** With `unmapped: "error"`, a source column the mapping does not name is fatal. */
+export function assertKnownColumns(mapping: Mapping, columns: readonly string[]): void {
+  if (mapping.unmapped !== 'error') return;
+  const unknown = columns.filter((c) => !Object.hasOwn(mapping.columns, c));
+  if (unknown.length > 0) {
+    throw new CrmSyncError(
+      'MAPPING_INVALID',
+      `the file has column(s) the mapping does not name: ${unknown.map((c) => JSON.stringify(c)).join(', ')} ` +
+        '(map them, set them to null to ignore them, or use "unmapped": "ignore")',
+    );
+  }
+}

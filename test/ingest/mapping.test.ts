@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { CrmSyncError } from '../../src/errors/index.js';
+import { fieldsOf, loadMapping, mapRow, parseMapping, readMappingFile } from '../../src/ingest/index.js';
+import { fixtureDir } from './fixtures.js';
+
+const files = fixtureDir();
+
+function thrown(fn: () => unknown): CrmSyncError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof CrmSyncError) return err;
+    throw err;
+  }
+  throw new Error('expected a CrmSyncError');
+}
+
+const EXAMPLE = {
+  columns: {
+    'Deal ID': 'id',
+    'Deal name': 'name',
+    Amount: { field: 'value', type: 'number' },
+    Tags: { field: 'tag_ids', type: 'list', separator: ';' },
+    Stage: { field: 'stage_id', trim: true },
+    Position: { field: 'position', type: 'integer' },
+    Notes: null,
+  },
+  unmapped: 'ignore',
+};
+
+describe('mapping files', () => {
+  it('loads the documented example and keeps the raw document', async () => {
+    const path = await files.write('m.json', JSON.stringify(EXAMPLE));
+    expect(loadMapping(path).columns['Deal ID']).toBe('id');
+    expect(readMappingFile(path).raw).toEqual(EXAMPLE);
+    expect(parseMapping({ columns: {} }, 'x').unmapped).toBe('ignore');
+  });
+
+  it('names the file and the JSON path of a problem', async () => {
+    const path = await files.write('bad.json', JSON.stringify({ columns: { Amount: { field: 'value', type: 'money' } } }));
+    const err = thrown(() => loadMapping(path));
+    expect(err.code).toBe('MAPPING_INVALID');
+    expect(err.message).toContain(path);
+    expect(err.message).toContain('at $.columns.Amount.type: must be one of string, number, integer, list, boolean-string');
+    await files.write('garbage.json', '{"columns": ');
+    const notJson = thrown(() => loadMapping(files.path('missing.json')));
+    expect(notJson.message).toContain('does not exist');
+    const garbage = thrown(() => readMappingFile(files.path('garbage.json')));
+    expect(garbage.message).toMatch(/garbage\.json: not valid JSON/);
+  });
+
+  it('rejects two columns mapped to one field', () => {
+    const err = thrown(() => parseMapping({ columns: { A: 'name', B: { field: 'name' } } }, 'dup.json'));
+    expect(err.message).toMatch(/dup\.json: at \$\.columns\.B: maps to "name", which column "A" already maps to/);
+  });
+
+  it('rejects a field the operation does not have, naming column, field and the valid fields', () => {
+    const mapping = parseMapping({ columns: { Email: 'email' } }, 'm.json');
+    const err = thrown(() => mapRow('deal.update', { Email: 'a@b.co' }, mapping));
+    expect(err.code).toBe('MAPPING_INVALID');
+    expect(err.message).toContain('column "Email" maps to "email"');
+    expect(err.message).toContain('deal.update');
+    expect(err.message).toContain(fieldsOf('deal.update').join(', '));
+  });
+
+  it('lists the row fields of every operation', () => {
+    expect(fieldsOf('deal.update')).toEqual(['id', 'name', 'value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'position', 'tag_ids']);
+    expect(fieldsOf('deal.create')).not.toContain('id');
+    expect(fieldsOf('lead.update')).toEqual(['id', 'name', 'status', 'owner_id', 'tag_ids']);
+    expect(fieldsOf('contact.update')).toEqual(['id', 'name', 'email', 'phone_number', 'company_id', 'owner_id', 'tag_ids']);
+    expect(fieldsOf('team.invite')).toEqual(['email', 'organization_role', 'invited_by', 'send_invitation_email']);
+  });
+});
+
+describe('mapRow coercions', () => {
+  const mapping = parseMapping(EXAMPLE, 'example');
+
+  it('applies each type, trims, and omits empty cells', () => {
+    const { fields, errors } = mapRow(
+      'deal.update',
+      { 'Deal ID': ' 42 ', 'Deal name': '  Big deal ', Amount: ' 1200.50 ', Tags: ' a ; ;b;', Stage: '  ', Position: '3', Notes: 'ignored', Other: 'x' },
+      mapping,
+    );
+    expect(errors).toEqual([]);
+    expect(fields).toEqual({ id: '42', name: 'Big deal', value: 1200.5, tag_ids: ['a', 'b'], position: 3 });
+    expect(Object.keys(fields)).not.toContain('stage_id');
+  });
+
+  it('keeps spaces when trim is false', () => {
+    const m = parseMapping({ columns: { N: { field: 'name', trim: false } } }, 'm');
+    expect(mapRow('deal.update', { N: ' x ' }, m).fields).toEqual({ name: ' x ' });
+  });
+
+  it('turns yes/no/1/0/true/false into the API strings for send_invitation_email', () => {
+    const m = parseMapping({ columns: { Send: { field: 'send_invitation_email', type: 'boolean-string' } } }, 'm');
+    const values = ['yes', 'No', '1', '0', 'TRUE', 'false'].map((v) => mapRow('team.invite', { Send: v }, m).fields.send_invitation_email);
+    expect(values).toEqual(['true', 'false', 'true', 'false', 'true', 'false']);
+    expect(mapRow('team.invite', { Send: 'maybe' }, m).errors).toEqual([
+      { field: 'Send (send_invitation_email)', message: '"maybe" is not yes or no (use true, false, yes, no, 1 or 0)' },
+    ]);
+  });
+
+  it('reports a coercion failure as a field error named by the source column', () => {
+    const { fields, errors } = mapRow('deal.update', { 'Deal ID': '1', Amount: '12,5x', Position: '2.5' }, mapping);
+    expect(fields).toEqual({ id: '1' });
+    expect(errors).toEqual([
+      { field: 'Amount (value)', message: '"12,5x" is not a number (use a dot for decimals and no thousands separators)' },
+      { field: 'Position (position)', message: '"2.5" is not a whole number' },
+    ]);
+  });
+
+  it('infers types from the target field when the mapping gives none', () => {
+    const m = parseMapping({ columns: { Amount: 'value', Tags: { field: 'tag_ids', separator: '|' }, Pos: 'position' } }, 'm');
+    expect(mapRow('deal.update', { Amount: '7', Tags: 'x|y', Pos: '4' }, m).fields).toEqual({ value: 7, tag_ids: ['x', 'y'], position: 4 });
+  });
+
+  it('without a mapping, maps columns named like API fields with inferred coercions and ignores the rest', () => {
+    const { fields, errors } = mapRow('deal.update', { id: '9', name: 'N', value: '5', position: '1', tag_ids: 't1;t2', Comment: 'x', status: '' }, undefined);
+    expect(errors).toEqual([]);
+    expect(fields).toEqual({ id: '9', name: 'N', value: 5, position: 1, tag_ids: ['t1', 't2'] });
+    expect(mapRow('team.invite', { email: 'a@b.co', send_invitation_email: 'no' }).fields).toEqual({ email: 'a@b.co', send_invitation_email: 'false' });
+  });
+
+  it('takes JSON values as they are, and keeps an explicit empty list', () => {
+    const { fields, errors } = mapRow('deal.update', { id: 12, name: 'N', value: 3.5, tag_ids: [], position: null }, undefined);
+    expect(errors).toEqual([]);
+    expect(fields).toEqual({ id: '12', name: 'N', value: 3.5, tag_ids: [] });
+    expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([{ field: 'name', message: 'must be text, not an object' }]);
+  });
+
+});
