@@ -36,6 +36,12 @@ export interface SimWorkspace {
   readonly companies: readonly SimCompany[];
   addApiKey(key: string): void;
   revokeApiKey(key: string): void;
+  /**
+   * Team-member requests naming an address at this domain are refused with 422 (as a CRM that
+   * refuses disposable domains would): a rejection that client-side validation cannot foresee.
+   */
+  blockEmailDomain(domain: string): void;
+  readonly blockedEmailDomains: ReadonlySet<string>;
   setRateLimit(limit: SimRateLimit | null): void;
   /** Per-workspace override of the global faults (null = use the global ones). */
   setFaults(faults: SimFaults | null): void;
@@ -118,6 +124,12 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
 
   revokeApiKey(key: string): void {
     this.apiKeys.delete(key);
+  }
+
+  readonly blockedEmailDomains = new Set<string>();
+
+  blockEmailDomain(domain: string): void {
+    this.blockedEmailDomains.add(domain.toLowerCase());
   }
 
   isValidKey(key: string | undefined): boolean {

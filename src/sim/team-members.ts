@@ -28,6 +28,8 @@ function validate(ws: WorkspaceState, body: unknown): string | null {
   if (emails.length > MAX_EMAILS_PER_REQUEST) return `emails: at most ${MAX_EMAILS_PER_REQUEST} per request (got ${emails.length})`;
   const bad = emails.filter((e) => !isEmail(e));
   if (bad.length > 0) return `Invalid email addresses: ${bad.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))).join(', ')}`;
+  const refused = (emails as string[]).filter((e) => ws.blockedEmailDomains.has(e.slice(e.lastIndexOf('@') + 1).toLowerCase()));
+  if (refused.length > 0) return `Invalid email addresses: ${refused.join(', ')} (domain not allowed)`;
   if (role !== undefined && (typeof role !== 'string' || !ws.roles.has(role))) {
     return `organization_role: must be one of the workspace roles (${[...ws.roles].join(', ')})`;
   }

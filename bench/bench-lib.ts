@@ -1,0 +1,131 @@
+/**
+ * Shared parts of the benchmarks: a simulator in a child process (so it does not share an
+ * event loop with what is measured), worker processes, Redis memory sampling, peak RSS of
+ * processes. Everything targets loopback and stops by itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { freePort } from '../src/runtime/index.js';
+
+export const ROOT = new URL('..', import.meta.url).pathname;
+
+export interface SimProcess {
+  port: number;
+  baseUrl: string;
+  apiKey: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** `crm-sync sim` in its own process. */
+export async function startSimProcess(args: { records: number; rate?: string; latencyMs?: number }): Promise<SimProcess> {
+  const port = await freePort();
+  const apiKey = 'bench-key';
+  const child = spawn(
+    process.execPath,
+    ['bin/crm-sync.js', '--log-level', 'error', 'sim', '--port', String(port), '--workspace', `acme:${apiKey}`, '--records', String(args.records), '--seed', '7',
+      ...(args.rate ? ['--rate', args.rate] : []), ...(args.latencyMs ? ['--latency', String(args.latencyMs)] : [])],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`sim exited ${code}`)));
+    child.stdout?.on('data', (d: Buffer) => {
+      if (d.toString().includes('http://')) resolve();
+    });
+  });
+  child.stdout?.resume();
+  return {
+    port,
+    apiKey,
+    child,
+    baseUrl: `http://acme.localhost:${port}/api/external`,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+export interface BenchEnv {
+  dir: string;
+  configPath: string;
+  env: NodeJS.ProcessEnv;
+  prefix: string;
+}
+
+/** A config file + env for worker processes, with a unique Redis prefix. */
+export function benchConfig(sim: SimProcess, rateLimit?: { max: number; durationMs: number }): BenchEnv {
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-'));
+  const prefix = `crm-sync-bench-${Date.now().toString(36)}`;
+  const configPath = join(dir, 'crm-sync.config.json');
+  writeFileSync(configPath, JSON.stringify({ workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } } }));
+  return { dir, configPath, prefix, env: { ...process.env, BENCH_KEY: sim.apiKey, CRM_SYNC_PREFIX: prefix, CRM_SYNC_CONFIG: configPath } };
+}
+
+export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {
+  return spawn(process.execPath, ['bin/crm-sync.js', '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
+    cwd: ROOT,
+    env: b.env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+export async function stopProcesses(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(async (c) => {
+      if (c.exitCode !== null) return;
+      c.kill('SIGTERM');
+      await new Promise((r) => c.once('exit', r));
+    }),
+  );
+}
+
+/** Peak resident set of a process so far (Linux VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** Samples Redis used_memory every 250 ms; returns a stop function giving the peak in MB. */
+export function sampleRedisMemory(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): () => Promise<{ peakMb: number; startMb: number }> {
+  const redis = new Redis(url);
+  let peak = 0;
+  let start = -1;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const info = await redis.info('memory');
+      const used = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0) / 1024 / 1024;
+      if (start < 0) start = used;
+      peak = Math.max(peak, used);
+      await sleep(250);
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+    redis.disconnect();
+    return { peakMb: peak, startMb: start };
+  };
+}
+
+/** Removes every key under the prefix (benchmarks clean up after themselves). */
+export async function dropPrefix(prefix: string, url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<void> {
+  const redis = new Redis(url);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+export function fmt(n: number, digits = 1): string {
+  return n.toFixed(digits);
+}
