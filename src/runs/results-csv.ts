@@ -52,7 +52,11 @@ export function isFormulaLike(value: string): boolean {
 export function describeError(result: RowResult): string {
   const parts: string[] = [];
   if (result.message !== undefined && result.message !== '') parts.push(result.message);
-  for (const error of result.errors ?? []) parts.push(`${error.field}: ${error.message}`);
+  for (const error of result.errors ?? []) {
+    const text = `${error.field}: ${error.message}`;
+    // Producers often summarise the field errors in the message already: say each once.
+    if (!result.message?.includes(text)) parts.push(text);
+  }
   return parts.join('; ');
 }
 
