@@ -26,6 +26,8 @@ export const ERROR_CODES = {
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
+  RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',
+  RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -23,6 +23,7 @@ import {
   type SyncJobName,
   type WorkspaceQueue,
 } from '../queue/index.js';
+import { DuplicateSafeCreate } from '../reconcile/index.js';
 import type { RowResult, RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { executeRow } from './execute-row.js';
@@ -70,11 +71,13 @@ export class SyncWorker {
   readonly #logger: Logger;
   readonly #results: ResultWriter;
   readonly #aimd: AdaptiveConcurrency | null;
+  readonly #creates: DuplicateSafeCreate;
 
   private constructor(options: SyncWorkerOptions) {
     this.#options = options;
     this.#logger = (options.logger ?? silentLogger).child({ workspace: options.workspace });
     this.#results = new ResultWriter(options.store);
+    this.#creates = new DuplicateSafeCreate({ client: options.client, redis: options.connection, prefix: options.prefix, store: options.store, logger: this.#logger });
     const concurrency = options.concurrency ?? 8;
     this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
     this.queue = openWorkspaceQueue({ connection: options.connection, prefix: options.prefix, workspace: options.workspace });
@@ -134,7 +137,9 @@ export class SyncWorker {
   async #processRow(job: SyncJob, data: RowJobData): Promise<void> {
     const base = { row: data.row, line: data.line };
     try {
-      const recordId = await executeRow(this.#options.client, data.payload);
+      // A create retried after a possibly committed attempt must find its deal, not make another.
+      const attempt = { runId: data.runId, row: data.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
+      const recordId = await executeRow(this.#options.client, data.payload, (fields) => this.#creates.create(attempt, fields));
       this.#count(job.name, '2xx', 'succeeded', 1);
       await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
       this.#onSuccess();

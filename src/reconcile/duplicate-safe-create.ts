@@ -1,0 +1,114 @@
+import type { Redis } from 'ioredis';
+import type { CrmClient, DealCreateFields } from '../crm/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import type { RunStore } from '../runs/index.js';
+import { packRecord, unpackRecord, diffFields } from './compare.js';
+
+export interface FindCreatedDealOptions {
+  /** Only deals created at or after this instant (ISO), less `skewMs`, can be ours. */
+  since: string;
+  /** Deals already recorded by other rows of the run. */
+  claimed: ReadonlySet<string>;
+  /** Tolerated clock difference between us and the CRM. Default 60 000 ms. */
+  skewMs?: number;
+  /** Records per list page. Default 100. */
+  pageSize?: number;
+}
+
+/**
+ * Deals an earlier, possibly committed attempt of `fields` may have created: same name and
+ * every other sent field equal, created since the run began, not claimed by another row.
+ * Oldest first. Pages the whole list: the spec promises no order to stop early on.
+ */
+export async function findPossiblyCreatedDeals(client: CrmClient, fields: DealCreateFields, options: FindCreatedDealOptions): Promise<string[]> {
+  const since = Date.parse(options.since) - (options.skewMs ?? 60_000);
+  const name = fields.name.trim();
+  const found: Array<{ id: string; at: number }> = [];
+  for await (const deal of client.records('deals', { pageSize: options.pageSize ?? 100 })) {
+    if (deal.name.trim() !== name || options.claimed.has(deal.id)) continue;
+    const at = Date.parse(deal.created_at);
+    if (!(at >= since)) continue;
+    const changes = diffFields('deals', fields, unpackRecord('deals', packRecord('deals', deal)), ['id', 'position']);
+    if (changes.length === 0) found.push({ id: deal.id, at });
+  }
+  return found.sort((a, b) => a.at - b.at).map((d) => d.id);
+}
+
+/** The first possibly-created deal, or undefined (see findPossiblyCreatedDeals). */
+export async function findPossiblyCreatedDeal(client: CrmClient, fields: DealCreateFields, options: FindCreatedDealOptions): Promise<string | undefined> {
+  return (await findPossiblyCreatedDeals(client, fields, options))[0];
+}
+
+export interface DuplicateSafeCreateOptions {
+  client: CrmClient;
+  /** Connection used for the per-run set of claimed deal ids. */
+  redis: Redis;
+  /** Key prefix from the config. */
+  prefix: string;
+  /** To read the run's createdAt. */
+  store: RunStore;
+  /** See FindCreatedDealOptions. Default 60 000 ms. */
+  skewMs?: number;
+  /** Lifetime of a run's claimed set. Default 7 days. */
+  claimTtlSeconds?: number;
+  logger?: Logger;
+}
+
+/** Where a job stands: BullMQ's counters of the job being processed. */
+export interface CreateAttempt {
+  runId: string;
+  row: number;
+  /** Times the job was started, this one included (a crash mid-request shows as > 1). */
+  attemptsStarted: number;
+  /** Failed attempts so far. */
+  attemptsMade: number;
+}
+
+export function claimedKey(prefix: string, runId: string): string {
+  return `${prefix}:reconcile:claimed:${runId}`;
+}
+
+/**
+ * Creates a deal at most once per row. A POST that timed out or lost its connection may have
+ * been applied; a job started before (failed, stalled, rate-limited) first looks for the deal
+ * it may have made and records that one. Every deal a row records is claimed in a per-run
+ * Redis set, so two rows with the same fields never record the same deal.
+ */
+export class DuplicateSafeCreate {
+  readonly #o: DuplicateSafeCreateOptions;
+  readonly #logger: Logger;
+
+  constructor(options: DuplicateSafeCreateOptions) {
+    this.#o = options;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  async create(attempt: CreateAttempt, fields: DealCreateFields): Promise<string> {
+    const key = claimedKey(this.#o.prefix, attempt.runId);
+    if (attempt.attemptsStarted > 1 || attempt.attemptsMade > 0) {
+      const run = await this.#o.store.getRun(attempt.runId);
+      const claimed = new Set(await this.#o.redis.smembers(key));
+      const candidates = await findPossiblyCreatedDeals(this.#o.client, fields, {
+        since: run?.createdAt ?? new Date(0).toISOString(),
+        claimed,
+        ...(this.#o.skewMs !== undefined ? { skewMs: this.#o.skewMs } : {}),
+      });
+      for (const id of candidates) {
+        if (await this.#claim(key, id)) {
+          this.#logger.info({ runId: attempt.runId, row: attempt.row, dealId: id }, 'create retried: the earlier attempt had created the deal; recording it');
+          return id;
+        }
+      }
+    }
+    const deal = await this.#o.client.createDeal(fields);
+    if (!(await this.#claim(key, deal.id))) {
+      this.#logger.warn({ runId: attempt.runId, row: attempt.row, dealId: deal.id }, 'a deal this row created was already claimed by another row');
+    }
+    return deal.id;
+  }
+
+  async #claim(key: string, id: string): Promise<boolean> {
+    const replies = await this.#o.redis.multi().sadd(key, id).expire(key, this.#o.claimTtlSeconds ?? 7 * 24 * 3600).exec();
+    return Number(replies?.[0]?.[1] ?? 0) === 1;
+  }
+}

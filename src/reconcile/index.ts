@@ -1,0 +1,38 @@
+export {
+  RECONCILE_OPERATIONS,
+  RECONCILE_RESOURCE,
+  COMPARABLE_FIELDS,
+  MATCH_KEYS,
+  DEFAULT_MATCH_KEY,
+  isReconcileOperation,
+  checkMatchKey,
+  normaliseKey,
+  writeOperation,
+  type ReconcileOperation,
+} from './resource-fields.js';
+export { diffFields, canonicalFromRow, canonicalFromRecord, type FieldChange, type IndexedRecord } from './compare.js';
+export { RecordIndex, type BuildIndexOptions } from './record-index.js';
+export { planRows, RowPlanner, keyColumnOf, PLAN_ACTIONS, type PlanAction, type PlannedRow, type PlanRowsOptions } from './plan-rows.js';
+export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
+export {
+  reconcileImport,
+  planReconcile,
+  buildIndexFor,
+  defaultMatchKey,
+  type ReconcileSourceOptions,
+  type ReconcileImportOptions,
+  type ReconcileImportResult,
+  type PlanReconcileOptions,
+  type PlanResult,
+  type IndexStats,
+} from './reconcile-import.js';
+export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';
+export {
+  DuplicateSafeCreate,
+  findPossiblyCreatedDeal,
+  findPossiblyCreatedDeals,
+  claimedKey,
+  type DuplicateSafeCreateOptions,
+  type FindCreatedDealOptions,
+  type CreateAttempt,
+} from './duplicate-safe-create.js';

@@ -1,0 +1,33 @@
+import { stringify } from 'csv-stringify/sync';
+import { describeError, escapeCsvCell, type RowResult } from '../runs/index.js';
+import { showCanonical } from './compare.js';
+import type { PlanAction, PlannedRow } from './plan-rows.js';
+
+export const PLAN_CSV_COLUMNS = ['row', 'line', 'action', 'record_id', 'key', 'changes', 'message'] as const;
+
+export type PlanCounts = Record<PlanAction, number>;
+
+export function emptyPlanCounts(): PlanCounts {
+  return { update: 0, create: 0, skip: 0, 'not-found': 0, ambiguous: 0, invalid: 0 };
+}
+
+function messageOf(row: PlannedRow): string {
+  if (row.outcome) return row.outcome.message;
+  if (row.errors) return describeError({ row: row.row, status: 'invalid', errors: row.errors, at: '' } satisfies RowResult);
+  return '';
+}
+
+/** One CSV line (with newline) for a planned row; cells are spreadsheet-safe. */
+export function planCsvLine(row: PlannedRow): string {
+  const changes = (row.changes ?? []).map((c) => `${c.field}: ${showCanonical(c.current)} -> ${showCanonical(c.wanted)}`).join('; ');
+  return stringify([[String(row.row), String(row.line), row.action, row.recordId ?? '', row.key ?? '', changes, messageOf(row)].map(escapeCsvCell)]);
+}
+
+export function planCsvHeader(): string {
+  return stringify([[...PLAN_CSV_COLUMNS]]);
+}
+
+/** `update 3, create 0, skip 20, not-found 1, ambiguous 0, invalid 1` */
+export function formatPlanCounts(counts: PlanCounts): string {
+  return (Object.entries(counts) as Array<[PlanAction, number]>).map(([k, v]) => `${k} ${v}`).join(', ');
+}

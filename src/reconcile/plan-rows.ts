@@ -1,0 +1,150 @@
+import { mapRow, validateRow, ROW_FIELD, type Mapping, type SourceItem, type SourceRecord } from '../ingest/index.js';
+import type { ProducedRow } from '../queue/index.js';
+import type { FieldError } from '../runs/index.js';
+import { diffFields, type FieldChange } from './compare.js';
+import type { RecordIndex } from './record-index.js';
+import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
+
+/** What reconcile decided for one row. */
+export type PlanAction = 'update' | 'create' | 'skip' | 'not-found' | 'ambiguous' | 'invalid';
+export const PLAN_ACTIONS: readonly PlanAction[] = ['update', 'create', 'skip', 'not-found', 'ambiguous', 'invalid'];
+
+/** A row ready for the producer, plus the decision and its reasons (for the plan CSV). */
+export type PlannedRow = ProducedRow & {
+  action: PlanAction;
+  /** The normalised match key value, when the row was matched by key. */
+  key?: string;
+  recordId?: string;
+  /** Fields that differ from the CRM (update) — empty for skip. */
+  changes?: FieldChange[];
+};
+
+export interface PlanRowsOptions {
+  op: ReconcileOperation;
+  index: RecordIndex;
+  /** Default: columns named like the API fields. */
+  mapping?: Mapping;
+  /**
+   * Source column holding the match key. Default: the column the mapping maps to the key's
+   * field, else the column named like the key (e.g. `email`, `unique_number`).
+   */
+  keyColumn?: string;
+}
+
+const SINGULAR = { deals: 'deal', leads: 'lead', contacts: 'contact' } as const;
+
+/** The source column a row's match key is read from. */
+export function keyColumnOf(matchKey: string, mapping?: Mapping, keyColumn?: string): string {
+  if (keyColumn !== undefined) return keyColumn;
+  for (const [column, target] of Object.entries(mapping?.columns ?? {})) {
+    const field = typeof target === 'string' ? target : target?.field;
+    if (field === matchKey) return column;
+  }
+  return matchKey;
+}
+
+/**
+ * Decides every row of a source against the index: resolve the id (by id, or by match key),
+ * fill a deal update's required name from the CRM, validate, and diff. Rows equal to the CRM
+ * come out `skipped`, unmatched and ambiguous ones `failed` (never sent), the rest as payloads.
+ */
+export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanRowsOptions): AsyncGenerator<PlannedRow> {
+  const planner = new RowPlanner(options);
+  for await (const item of items) yield planner.plan(item);
+}
+
+/** One planner per source: it remembers which keys an upsert creates, so a repeated key never creates twice. */
+export class RowPlanner {
+  readonly #options: PlanRowsOptions;
+  readonly #keyColumn: string;
+  readonly #creates = new Map<string, number>();
+
+  constructor(options: PlanRowsOptions) {
+    this.#options = options;
+    this.#keyColumn = keyColumnOf(options.index.matchKey, options.mapping, options.keyColumn);
+  }
+
+  plan(item: SourceItem): PlannedRow {
+    const base = { row: item.row, line: item.line, original: item.original };
+    if (item.kind === 'problem') return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+    return this.#planRecord(item, base);
+  }
+
+  #planRecord(item: SourceRecord, base: { row: number; line: number; original: Record<string, string> }): PlannedRow {
+    const { op, index, mapping } = this.#options;
+    const resource = RECONCILE_RESOURCE[op];
+    const noun = SINGULAR[resource];
+    const wop = writeOperation(op);
+    const mapped = mapRow(wop, item.values, mapping);
+    if (mapped.errors.length > 0) return invalid(base, mapped.errors);
+    const { id: rawId, ...fields } = mapped.fields;
+    const givenId = typeof rawId === 'string' ? rawId.trim() : '';
+    const failed = (action: 'not-found' | 'ambiguous', code: string, message: string, key?: string): PlannedRow => ({
+      ...base,
+      action,
+      ...(key !== undefined ? { key } : {}),
+      outcome: { status: 'failed', code, message },
+    });
+
+    let key: string | undefined;
+    let match;
+    if (givenId !== '') {
+      match = index.byId(givenId);
+      if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with id "${givenId}" in the CRM; not sent`);
+    } else {
+      const matchKey = index.matchKey;
+      const raw = item.values[this.#keyColumn];
+      const found = matchKey === 'id' ? [] : index.lookup(raw);
+      key = matchKey === 'id' || raw === undefined || raw === null ? '' : String(raw).trim();
+      if (key === '') {
+        const column = matchKey === 'id' ? 'id' : this.#keyColumn;
+        return invalid(base, [{ field: column, message: `is empty: a row without an id needs ${matchKey === 'id' ? 'one' : `a ${matchKey} to match`}` }]);
+      }
+      if (found.length > 1) {
+        const ids = found.map((r) => r.id).join(', ');
+        return failed('ambiguous', 'RECONCILE_AMBIGUOUS', `${matchKey} "${key}" matches ${found.length} ${resource} (${ids}); not sent`, key);
+      }
+      if (found.length === 0) {
+        if (op !== 'deal.upsert') return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with ${matchKey} "${key}"; not sent`, key);
+        return this.#planCreate(base, fields, key);
+      }
+      match = found[0];
+    }
+    if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} matched; not sent`, key);
+
+    const ignore = ['id'];
+    if (wop === 'deal.update' && (fields.name === undefined || fields.name === '')) {
+      // The API requires a name on every deal update; an unnamed row keeps the CRM's.
+      fields.name = match.name;
+      ignore.push('name');
+    }
+    const checked = validateRow(wop, { ...fields, id: match.id });
+    if (!checked.ok) return invalid(base, checked.errors, key);
+    const changes = diffFields(resource, fields, match, ignore);
+    const keyPart = key !== undefined ? { key } : {};
+    if (changes.length === 0) {
+      return { ...base, ...keyPart, action: 'skip', recordId: match.id, changes, outcome: { status: 'skipped', message: 'unchanged', recordId: match.id } };
+    }
+    return { ...base, ...keyPart, action: 'update', recordId: match.id, changes, payload: checked.payload };
+  }
+
+  #planCreate(base: { row: number; line: number; original: Record<string, string> }, fields: Record<string, unknown>, key: string): PlannedRow {
+    const earlier = this.#creates.get(key);
+    if (earlier !== undefined) {
+      return {
+        ...base,
+        action: 'ambiguous',
+        key,
+        outcome: { status: 'failed', code: 'RECONCILE_AMBIGUOUS', message: `${this.#options.index.matchKey} "${key}" is also in row ${earlier}, which creates it; not sent` },
+      };
+    }
+    const checked = validateRow('deal.create', fields);
+    if (!checked.ok) return invalid(base, checked.errors, key);
+    this.#creates.set(key, base.row);
+    return { ...base, action: 'create', key, payload: checked.payload };
+  }
+}
+
+function invalid(base: { row: number; line: number; original: Record<string, string> }, errors: FieldError[], key?: string): PlannedRow {
+  return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: 'ROW_INVALID', errors };
+}

@@ -1,0 +1,189 @@
+import { once } from 'node:events';
+import type { CrmClient } from '../crm/index.js';
+import { errorMessage } from '../errors/index.js';
+import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import { produceRun, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
+import type { RunRecord, RunStore } from '../runs/index.js';
+import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
+import { planRows, type PlannedRow } from './plan-rows.js';
+import { RecordIndex } from './record-index.js';
+import { DEFAULT_MATCH_KEY, RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
+
+export interface ReconcileSourceOptions {
+  file: string;
+  op: ReconcileOperation;
+  workspace: string;
+  /** Client of the workspace; its listVersion decides v1/v2 unless `listVersion` is given. */
+  client: CrmClient;
+  /** Default: `email` for contacts and leads, `unique_number` for deal updates, `name` for deal upserts. */
+  matchKey?: string;
+  /** Source column holding the key. Default: the column mapped to the key's field, else one named like it. */
+  keyColumn?: string;
+  /** Default: columns named like the API fields. */
+  mapping?: { mapping: Mapping; raw: unknown };
+  /** Default: from the file extension. */
+  format?: SourceFormat;
+  /** CSV delimiter. Default ','. */
+  delimiter?: string;
+  /** Records per list page. Default 100. */
+  pageSize?: number;
+  /** Default: the client's. */
+  listVersion?: 'v1' | 'v2';
+  /** Default: silent. */
+  logger?: Logger;
+}
+
+export interface IndexStats {
+  pages: number;
+  records: number;
+  ms: number;
+}
+
+export function defaultMatchKey(op: ReconcileOperation): string {
+  return op === 'deal.upsert' ? 'name' : DEFAULT_MATCH_KEY[RECONCILE_RESOURCE[op]];
+}
+
+/** Pages the resource the operation writes into an index by the match key. */
+export async function buildIndexFor(options: ReconcileSourceOptions): Promise<{ index: RecordIndex; stats: IndexStats }> {
+  const started = Date.now();
+  const index = await RecordIndex.build(options.client, {
+    resource: RECONCILE_RESOURCE[options.op],
+    matchKey: options.matchKey ?? defaultMatchKey(options.op),
+    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+    ...(options.listVersion ? { version: options.listVersion } : {}),
+  });
+  return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
+}
+
+function openReader(options: ReconcileSourceOptions): SourceReader {
+  return openSource(options.file, {
+    ...(options.format ? { format: options.format } : {}),
+    ...(options.delimiter ? { delimiter: options.delimiter } : {}),
+  });
+}
+
+export interface PlanReconcileOptions extends ReconcileSourceOptions {
+  /** Where the plan CSV goes (one line per row). Default: nowhere. */
+  out?: NodeJS.WritableStream;
+}
+
+export interface PlanResult {
+  counts: PlanCounts;
+  rows: number;
+  index: IndexStats;
+}
+
+/** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
+export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
+  const { index, stats } = await buildIndexFor(options);
+  const reader = openReader(options);
+  const counts = emptyPlanCounts();
+  let rows = 0;
+  const write = async (text: string) => {
+    if (options.out && !options.out.write(text)) await once(options.out, 'drain');
+  };
+  await write(planCsvHeader());
+  for await (const row of planRows(reader, { op: options.op, index, ...mappingOf(options) })) {
+    rows++;
+    counts[row.action]++;
+    await write(planCsvLine(row));
+  }
+  return { counts, rows, index: stats };
+}
+
+export interface ReconcileImportOptions extends ReconcileSourceOptions {
+  queue: WorkspaceQueue;
+  store: RunStore;
+  /** Set for runs of a nightly sync. Default none. */
+  syncName?: string;
+  /** Plan and record only: rows that would be sent end `skipped` ("dry run"). Default false. */
+  dryRun?: boolean;
+  /** Producer settings; defaults as in produceRun. */
+  chunkSize?: number;
+  highWaterMark?: number;
+  /**
+   * Checked before each row is queued; once true, every remaining row is recorded `failed`
+   * (RUN_ABORTED, not sent). Default: never.
+   */
+  shouldStop?: () => boolean;
+  /** Called with the run as soon as it exists. */
+  onRun?: (run: RunRecord) => void;
+}
+
+export interface ReconcileImportResult {
+  run: RunRecord;
+  progress: ProducerProgress;
+  counts: PlanCounts;
+  index: IndexStats;
+}
+
+/**
+ * A reconciled run: create the run, page the CRM into an index, plan every row and hand the
+ * rows to the producer — unchanged, unmatched and ambiguous rows are recorded at once, only
+ * real changes (and an upsert's creates) are queued.
+ */
+export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
+  const logger = options.logger ?? silentLogger;
+  const matchKey = options.matchKey ?? defaultMatchKey(options.op);
+  const reader = openReader(options);
+  const { store } = options;
+  const run = await store.createRun({
+    workspace: options.workspace,
+    operation: options.op,
+    source: options.file,
+    ...(options.syncName ? { syncName: options.syncName } : {}),
+    options: {
+      format: reader.format,
+      ...(options.delimiter ? { delimiter: options.delimiter } : {}),
+      ...(options.mapping ? { mapping: options.mapping.raw } : {}),
+      ...(options.dryRun ? { dryRun: true } : {}),
+      reconcile: true,
+      matchKey,
+    },
+  });
+  options.onRun?.(run);
+  const counts = emptyPlanCounts();
+  let index: IndexStats = { pages: 0, records: 0, ms: 0 };
+  let progress: ProducerProgress;
+  try {
+    const built = await buildIndexFor({ ...options, matchKey });
+    index = built.stats;
+    logger.info({ runId: run.id, ...index }, 'reconcile index built');
+    const planned = planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) });
+    progress = await produceRun(counted(planned, counts, options.shouldStop), {
+      queue: options.queue,
+      store,
+      runId: run.id,
+      logger,
+      ...(options.dryRun ? { dryRun: true } : {}),
+      ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
+      ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+    });
+  } catch (err) {
+    await store.setColumns(run.id, reader.columns);
+    await store.setStatus(run.id, 'failed', errorMessage(err));
+    throw err;
+  }
+  await store.setColumns(run.id, reader.columns);
+  return { run: await store.finishProducing(run.id), progress, counts, index };
+}
+
+async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: () => boolean): AsyncGenerator<PlannedRow> {
+  for await (const row of rows) {
+    if ((row.payload !== undefined || row.action === 'update' || row.action === 'create') && shouldStop?.()) {
+      const { payload: _unsent, ...rest } = row;
+      yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: 'not sent: the run was aborted (too many failed rows)' } };
+      continue;
+    }
+    counts[row.action]++;
+    yield row;
+  }
+}
+
+function mappingOf(options: ReconcileSourceOptions): { mapping?: Mapping; keyColumn?: string } {
+  return {
+    ...(options.mapping ? { mapping: options.mapping.mapping } : {}),
+    ...(options.keyColumn !== undefined ? { keyColumn: options.keyColumn } : {}),
+  };
+}

@@ -1,0 +1,85 @@
+import type { CrmClient, ListResource } from '../crm/index.js';
+import { packRecord, unpackRecord, type IndexedRecord } from './compare.js';
+import { checkMatchKey, normaliseKey, recordKey, type AnyRecord } from './resource-fields.js';
+
+export interface BuildIndexOptions {
+  resource: ListResource;
+  /** Key rows are matched by (`id`, `email`, `unique_number`, `name`, …). Default: `id` only. */
+  matchKey?: string;
+  /** Records per list request. Default 100 (the spec's recommended maximum). */
+  pageSize?: number;
+  /** List version. Default: the client's (the workspace's `listVersion`). */
+  version?: 'v1' | 'v2';
+  /** Stops paging. Default none. */
+  signal?: AbortSignal;
+  /** Called after each page with the pages and records read so far. Default none. */
+  onPage?: (progress: { pages: number; records: number }) => void;
+}
+
+/**
+ * The CRM's current records of one resource, by id and by a match key, kept as one packed
+ * string per record (id + canonical comparable fields) so 100,000 records stay a few tens of
+ * MB. A key held by several records keeps them all: such rows are ambiguous, never guessed.
+ */
+export class RecordIndex {
+  readonly resource: ListResource;
+  readonly matchKey: string;
+  /** List requests answered while building, the closing empty page included (0 for an index filled by hand). */
+  pages = 0;
+  readonly #byId = new Map<string, string>();
+  readonly #byKey = new Map<string, string | string[]>();
+
+  constructor(resource: ListResource, matchKey = 'id') {
+    this.resource = resource;
+    this.matchKey = checkMatchKey(resource, matchKey);
+  }
+
+  /** Pages the whole list (until the empty page, retrying 429 and transient failures). */
+  static async build(client: CrmClient, options: BuildIndexOptions): Promise<RecordIndex> {
+    const index = new RecordIndex(options.resource, options.matchKey ?? 'id');
+    const pages = client.pages(options.resource, {
+      pageSize: options.pageSize ?? 100,
+      ...(options.version ? { version: options.version } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    for await (const page of pages) {
+      index.pages += 1;
+      for (const record of page.records) index.add(record);
+      options.onPage?.({ pages: index.pages, records: index.size });
+    }
+    index.pages += 1;
+    return index;
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  add(record: AnyRecord): void {
+    const packed = packRecord(this.resource, record);
+    this.#byId.set(record.id, packed);
+    if (this.matchKey === 'id') return;
+    const key = recordKey(record, this.matchKey);
+    if (key === '') return;
+    const held = this.#byKey.get(key);
+    if (held === undefined) this.#byKey.set(key, packed);
+    else if (typeof held === 'string') this.#byKey.set(key, [held, packed]);
+    else held.push(packed);
+  }
+
+  byId(id: string): IndexedRecord | undefined {
+    const packed = this.#byId.get(id.trim());
+    return packed === undefined ? undefined : unpackRecord(this.resource, packed);
+  }
+
+  /** Every record whose match key equals `value` (normalised like the records' keys). */
+  lookup(value: unknown): IndexedRecord[] {
+    if (this.matchKey === 'id') {
+      const one = this.byId(normaliseKey('id', value));
+      return one ? [one] : [];
+    }
+    const held = this.#byKey.get(normaliseKey(this.matchKey, value));
+    if (held === undefined) return [];
+    return (typeof held === 'string' ? [held] : held).map((p) => unpackRecord(this.resource, p));
+  }
+}

@@ -1,0 +1,96 @@
+import { once } from 'node:events';
+import { stringify } from 'csv-stringify/sync';
+import type { CrmClient, ListResource, Operation } from '../crm/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { mapRow, openSource, parseMapping, type Mapping } from '../ingest/index.js';
+import { escapeCsvCell, type RunStore } from '../runs/index.js';
+import { diffFields, showCanonical } from './compare.js';
+import { RecordIndex } from './record-index.js';
+
+export interface VerifyRunOptions {
+  runId: string;
+  store: RunStore;
+  /** Client of the run's workspace. */
+  client: CrmClient;
+  /** Drift CSV (row,line,record_id,field,sent,current), one line per differing field. Default: none. */
+  out?: NodeJS.WritableStream;
+  /** Records per list page. Default 100. */
+  pageSize?: number;
+}
+
+export interface VerifyResult {
+  runId: string;
+  /** Succeeded rows compared with the CRM. */
+  checked: number;
+  matching: number;
+  /** Rows whose record differs from what was sent. */
+  drifted: number;
+  /** Rows whose record is no longer in the CRM's list. */
+  missing: number;
+  /** Drifted rows per field. */
+  byField: Record<string, number>;
+  listPages: number;
+}
+
+export const VERIFY_CSV_COLUMNS = ['row', 'line', 'record_id', 'field', 'sent', 'current'] as const;
+
+const RESOURCE_OF: Partial<Record<Operation | 'deal.upsert', { resource: ListResource; mapOp: Exclude<Operation, 'team.invite'> }>> = {
+  'deal.update': { resource: 'deals', mapOp: 'deal.update' },
+  'deal.upsert': { resource: 'deals', mapOp: 'deal.update' },
+  'deal.create': { resource: 'deals', mapOp: 'deal.create' },
+  'lead.update': { resource: 'leads', mapOp: 'lead.update' },
+  'contact.update': { resource: 'contacts', mapOp: 'contact.update' },
+};
+
+/**
+ * After a run: pages the CRM again and compares every succeeded row's record with what the
+ * row sent. What was sent is recomputed from the run's source file and stored mapping (results
+ * of succeeded rows do not keep their values), so the source must still be there, unchanged.
+ * `position` is left out: the API never reports it, so it cannot drift visibly.
+ */
+export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult> {
+  const { store, runId } = options;
+  const run = await store.requireRun(runId);
+  const kind = RESOURCE_OF[run.operation];
+  if (!kind) throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
+  const mapping: Mapping | undefined = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+
+  const sent = new Map<number, string>();
+  for await (const result of store.iterateResults(runId)) {
+    if (result.status === 'succeeded' && result.recordId !== undefined) sent.set(result.row, result.recordId);
+  }
+  const index = await RecordIndex.build(options.client, { resource: kind.resource, ...(options.pageSize ? { pageSize: options.pageSize } : {}) });
+  const outcome: VerifyResult = { runId, checked: 0, matching: 0, drifted: 0, missing: 0, byField: {}, listPages: index.pages };
+  const write = async (cells: string[]) => {
+    if (options.out && !options.out.write(stringify([cells.map(escapeCsvCell)]))) await once(options.out, 'drain');
+  };
+  await write([...VERIFY_CSV_COLUMNS]);
+
+  const reader = openSource(run.source, {
+    ...(run.options.format ? { format: run.options.format } : {}),
+    ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
+  });
+  for await (const item of reader) {
+    const recordId = sent.get(item.row);
+    if (item.kind !== 'record' || recordId === undefined) continue;
+    outcome.checked++;
+    const record = index.byId(recordId);
+    if (!record) {
+      outcome.missing++;
+      await write([String(item.row), String(item.line), recordId, '(record)', 'exists', 'missing']);
+      continue;
+    }
+    const { fields } = mapRow(kind.mapOp, item.values, mapping);
+    const changes = diffFields(kind.resource, fields, record, ['id', 'position']);
+    if (changes.length === 0) {
+      outcome.matching++;
+      continue;
+    }
+    outcome.drifted++;
+    for (const c of changes) {
+      outcome.byField[c.field] = (outcome.byField[c.field] ?? 0) + 1;
+      await write([String(item.row), String(item.line), recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)]);
+    }
+  }
+  return outcome;
+}
