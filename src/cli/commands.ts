@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerDashboardCommand } from './dashboard-command.js';
 import { registerDemoCommand } from './demo-command.js';
 import { registerImportCommand } from './import-command.js';
 import { registerRunsCommand } from './runs-command.js';
@@ -10,6 +11,7 @@ export const COMMANDS: ReadonlyArray<(program: Command) => void> = [
   registerImportCommand,
   registerWorkerCommand,
   registerRunsCommand,
+  registerDashboardCommand,
   registerDemoCommand,
   registerSimCommand,
 ];

@@ -1,0 +1,89 @@
+/*
+ * The dashboard's only CSS and script, served from /static so the pages can run under a
+ * Content-Security-Policy without inline code.
+ */
+
+export const DASHBOARD_CSS = `
+:root { --fg:#1d2330; --muted:#5b6475; --line:#dde1e8; --bg:#f5f6f8; --card:#fff; --accent:#2457c5;
+  --ok:#1f7a3f; --ok-bg:#e3f4e8; --warn:#8a5a00; --warn-bg:#fdf1d8; --bad:#a8242c; --bad-bg:#fbe4e5;
+  --run:#1d4fb8; --run-bg:#e3ebfb; --block:#8d2f00; --block-bg:#ffe6d5; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
+header.top { display:flex; align-items:center; gap:24px; padding:10px 24px; background:#1d2330; color:#fff; }
+header.top .brand { font-weight:700; font-size:16px; letter-spacing:.2px; }
+header.top nav { display:flex; gap:16px; flex:1; }
+header.top a { color:#cfd7e6; text-decoration:none; }
+header.top a.active, header.top a:hover { color:#fff; text-decoration:underline; }
+header.top form { margin:0; }
+header.top button { background:transparent; color:#cfd7e6; border:1px solid #4a5366; }
+main { padding:20px 24px 40px; max-width:1400px; margin:0 auto; }
+h1 { font-size:22px; margin:0 0 4px; }
+h2 { font-size:17px; margin:24px 0 8px; }
+.sub { color:var(--muted); margin:0 0 16px; }
+.card { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:14px 16px; margin:12px 0; }
+table { border-collapse:collapse; width:100%; background:var(--card); }
+th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
+th { font-size:12px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); background:#fafbfc; white-space:nowrap; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+tr:hover td { background:#fafcff; }
+.scroll { overflow-x:auto; border:1px solid var(--line); border-radius:8px; }
+.scroll table { border:0; }
+a { color:var(--accent); }
+.badge { display:inline-block; padding:2px 8px; border-radius:10px; font-size:12.5px; font-weight:600; white-space:nowrap; }
+.badge.ok { color:var(--ok); background:var(--ok-bg); }
+.badge.warn { color:var(--warn); background:var(--warn-bg); }
+.badge.bad { color:var(--bad); background:var(--bad-bg); }
+.badge.running { color:var(--run); background:var(--run-bg); }
+.badge.blocked { color:var(--block); background:var(--block-bg); }
+.bar { width:120px; height:8px; background:#e6e9ef; border-radius:4px; overflow:hidden; margin-top:4px; }
+.bar > span { display:block; height:100%; background:var(--run); }
+.counts { display:flex; flex-wrap:wrap; gap:10px; margin:12px 0; }
+.counts div { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:8px 14px; min-width:110px; }
+.counts b { display:block; font-size:20px; font-variant-numeric:tabular-nums; }
+.counts span { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.4px; }
+.counts .bad b { color:var(--bad); } .counts .ok b { color:var(--ok); }
+form.filters { display:flex; flex-wrap:wrap; gap:10px; align-items:flex-end; margin:10px 0; }
+form.filters label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:3px; }
+input, select, button { font:inherit; padding:6px 10px; border:1px solid #c4cad5; border-radius:6px; background:#fff; color:var(--fg); }
+button { cursor:pointer; background:#eef1f6; }
+button.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
+button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
+.actions { display:flex; flex-wrap:wrap; gap:10px; align-items:center; }
+.actions form { margin:0; display:inline-flex; gap:8px; align-items:center; }
+.notice { border-radius:8px; padding:10px 14px; margin:12px 0; border:1px solid; }
+.notice.ok { background:var(--ok-bg); border-color:#b6dfc3; color:#164f2b; }
+.notice.warn { background:var(--warn-bg); border-color:#efd49a; color:#5c3d00; }
+.notice.bad { background:var(--bad-bg); border-color:#f0b8bb; color:#7a1a20; }
+.pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
+.muted { color:var(--muted); }
+.err { color:var(--bad); max-width:420px; }
+code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
+.login { max-width:380px; margin:80px auto; }
+.login input { width:100%; margin:6px 0 12px; }
+`;
+
+/*
+ * Reload while a run is in progress, unless the operator is in the middle of something
+ * (a ticked row, a chosen file, typing): a reload would throw that away.
+ */
+export const DASHBOARD_JS = `
+(function () {
+  var seconds = Number(document.body.getAttribute('data-refresh') || 0);
+  if (!seconds) return;
+  function busy() {
+    if (document.querySelector('input[type=checkbox]:checked')) return true;
+    var files = document.querySelectorAll('input[type=file]');
+    for (var i = 0; i < files.length; i++) if (files[i].files && files[i].files.length) return true;
+    var a = document.activeElement;
+    return !!a && (a.tagName === 'INPUT' || a.tagName === 'SELECT' || a.tagName === 'TEXTAREA');
+  }
+  setInterval(function () { if (!busy()) location.reload(); }, seconds * 1000);
+})();
+document.addEventListener('change', function (e) {
+  var t = e.target;
+  if (t && t.id === 'select-all') {
+    var boxes = document.querySelectorAll('input[name=row]');
+    for (var i = 0; i < boxes.length; i++) boxes[i].checked = t.checked;
+  }
+});
+`;

@@ -1,0 +1,26 @@
+import { createBullBoard } from '@bull-board/api';
+import type { IServerAdapter } from '@bull-board/api/typings/app';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Runtime } from '../runtime/index.js';
+
+export const BULL_BOARD_PATH = '/queues';
+
+/**
+ * Bull Board's raw queue view, one entry per workspace queue. It sits behind the same auth
+ * hook as every page (the hook is global); its API's PUT/POST calls pass the same-origin check
+ * but carry no form token, which Bull Board's client cannot send.
+ */
+export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, workspaces: string[]): Promise<void> {
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(BULL_BOARD_PATH);
+  createBullBoard({
+    queues: workspaces.map((w) => new BullMQAdapter(runtime.queue(w))),
+    // @bull-board/fastify 9.10.1 pins its own @bull-board/api 9.10.1 next to our 9.10.2: the same
+    // interface, but TypeScript sees two declarations of the adapters' private fields.
+    serverAdapter: serverAdapter as unknown as IServerAdapter,
+    options: { uiConfig: { boardTitle: 'crm-sync queues' } },
+  });
+  await app.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PATH });
+}

@@ -1,0 +1,42 @@
+/** Markup that is already escaped (or written by us): `html` inserts it as is. */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+
+  toString(): string {
+    return this.value;
+  }
+}
+
+/** What a template may interpolate. Strings and numbers are escaped; arrays are joined. */
+export type HtmlValue = SafeHtml | string | number | boolean | null | undefined | readonly HtmlValue[];
+
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ENTITIES[c] ?? c);
+}
+
+function render(value: HtmlValue): string {
+  if (value instanceof SafeHtml) return value.value;
+  if (value === null || value === undefined || value === false || value === true) return '';
+  if (Array.isArray(value)) return (value as readonly HtmlValue[]).map(render).join('');
+  return escapeHtml(String(value));
+}
+
+/**
+ * Tagged template that escapes every interpolated value unless it is SafeHtml. Row values are
+ * untrusted input (a cell may hold `<script>`), so escaping is the default, never an opt-in.
+ */
+export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): SafeHtml {
+  let out = strings[0] ?? '';
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + (strings[i + 1] ?? '');
+  return new SafeHtml(out);
+}
+
+/** A query string from defined values (for links that keep the current filters). */
+export function query(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') search.set(k, String(v));
+  const s = search.toString();
+  return s === '' ? '' : `?${s}`;
+}

@@ -1,0 +1,43 @@
+import { html, type SafeHtml } from './html.js';
+
+export interface PageOptions {
+  title: string;
+  body: SafeHtml;
+  /** Which top-menu entry is current. Default none. */
+  nav?: 'runs' | 'workspaces' | 'queues';
+  /** Reload the page every N seconds (while a run is in progress). Default: never. */
+  refreshSeconds?: number;
+  /** The session's form token, for the sign-out button; omit on pages without a session. */
+  csrf?: string;
+  /** Show the sign-out button. Default false. */
+  canSignOut?: boolean;
+}
+
+export function page(options: PageOptions): string {
+  const navLink = (key: PageOptions['nav'], href: string, label: string) =>
+    html`<a href="${href}" class="${options.nav === key ? 'active' : ''}">${label}</a>`;
+  const signOut =
+    options.canSignOut && options.csrf !== undefined
+      ? html`<form method="post" action="/logout"><input type="hidden" name="_csrf" value="${options.csrf}"><button type="submit">Sign out</button></form>`
+      : '';
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${options.title} · crm-sync</title>
+<link rel="stylesheet" href="/static/dashboard.css">
+<script src="/static/dashboard.js" defer></script>
+</head>
+<body data-refresh="${options.refreshSeconds ?? 0}">
+<header class="top">
+  <span class="brand">crm-sync</span>
+  <nav>${navLink('runs', '/', 'Runs')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
+  ${signOut}
+</header>
+<main>
+${options.body}
+</main>
+</body>
+</html>`.value;
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Runtime } from '../runtime/index.js';
+import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.js';
+
+export interface OpsRoutesOptions {
+  runtime: Runtime;
+  registry: Registry;
+  /** How long /readyz waits for Redis to answer PING. */
+  readyTimeoutMs: number;
+}
+
+/** Probes, metrics and the static assets: the routes that are not pages. */
+export function registerOpsRoutes(app: FastifyInstance, options: OpsRoutesOptions): void {
+  const { runtime, registry } = options;
+
+  app.get('/healthz', async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'));
+
+  app.get('/readyz', async (_request, reply) => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), options.readyTimeoutMs);
+    });
+    try {
+      const answer = await Promise.race([runtime.redis.ping(), timeout]);
+      if (answer !== 'PONG') throw new Error(`unexpected answer ${answer}`);
+      return reply.type('text/plain; charset=utf-8').send('ready\n');
+    } catch {
+      return reply.code(503).type('text/plain; charset=utf-8').send('not ready: Redis does not answer\n');
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+
+  app.get('/static/dashboard.css', async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('Cache-Control', 'public, max-age=300').send(DASHBOARD_CSS),
+  );
+  app.get('/static/dashboard.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('Cache-Control', 'public, max-age=300').send(DASHBOARD_JS),
+  );
+}

@@ -1,0 +1,92 @@
+import { basename } from 'node:path';
+import type { RunRecord, RunStatus } from '../runs/index.js';
+import { html, query, type SafeHtml } from './html.js';
+import { formatDuration, formatTime, operationWords, progress, runDurationMs, statusWords } from './status-words.js';
+
+export interface RunsFilter {
+  status?: RunStatus;
+  workspace?: string;
+  sync?: string;
+  /** 1-based. */
+  page: number;
+}
+
+export interface RunsPageData {
+  runs: RunRecord[];
+  total: number;
+  pageSize: number;
+  filter: RunsFilter;
+  workspaces: string[];
+}
+
+const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
+  ['', 'Any status'],
+  ['running', 'Running'],
+  ['blocked', 'Blocked'],
+  ['completed', 'Completed'],
+  ['failed', 'Failed'],
+];
+
+export function statusBadge(run: RunRecord): SafeHtml {
+  const { text, tone } = statusWords(run);
+  return html`<span class="badge ${tone}">${text}</span>`;
+}
+
+export function progressBar(run: RunRecord): SafeHtml | '' {
+  if (run.status !== 'running') return '';
+  const p = progress(run);
+  const pct = p === null ? 0 : Math.round(p * 100);
+  return html`<div class="bar" role="progressbar" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" title="${pct}% done"><span style="width:${pct}%"></span></div>`;
+}
+
+function runRow(run: RunRecord): SafeHtml {
+  const c = run.counts;
+  const name = run.syncName !== undefined ? html`<b>${run.syncName}</b>` : html`${basename(run.source)}`;
+  return html`<tr>
+  <td class="mono"><a href="/runs/${encodeURIComponent(run.id)}">${run.id}</a></td>
+  <td>${name}</td>
+  <td>${run.workspace}</td>
+  <td>${operationWords(run.operation)}</td>
+  <td>${statusBadge(run)}${progressBar(run)}</td>
+  <td class="num">${c.total.toLocaleString('en-US')}</td>
+  <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
+  <td class="num">${c.skipped.toLocaleString('en-US')}</td>
+  <td class="num">${c.failed.toLocaleString('en-US')}</td>
+  <td class="num">${c.invalid.toLocaleString('en-US')}</td>
+  <td>${formatTime(run.createdAt)}</td>
+  <td>${formatDuration(runDurationMs(run))}</td>
+</tr>`;
+}
+
+export function runsPageBody(data: RunsPageData): SafeHtml {
+  const { filter, total, pageSize } = data;
+  const pages = Math.max(1, Math.ceil(total / pageSize));
+  const keep = { status: filter.status, workspace: filter.workspace, sync: filter.sync };
+  const first = total === 0 ? 0 : (filter.page - 1) * pageSize + 1;
+  const last = Math.min(total, filter.page * pageSize);
+  const pager = html`<div class="pager">
+  ${filter.page > 1 ? html`<a href="/${query({ ...keep, page: filter.page - 1 })}">← Newer</a>` : ''}
+  <span>${total === 0 ? 'No runs' : `Runs ${first.toLocaleString('en-US')}–${last.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}`}</span>
+  ${filter.page < pages ? html`<a href="/${query({ ...keep, page: filter.page + 1 })}">Older →</a>` : ''}
+</div>`;
+  return html`<h1>Runs</h1>
+<p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
+<form class="filters" method="get" action="/">
+  <label>Status<select name="status">${STATUS_CHOICES.map(
+    ([value, label]) => html`<option value="${value}"${(filter.status ?? '') === value ? html` selected` : ''}>${label}</option>`,
+  )}</select></label>
+  <label>Workspace<select name="workspace"><option value="">All workspaces</option>${data.workspaces.map(
+    (w) => html`<option value="${w}"${filter.workspace === w ? html` selected` : ''}>${w}</option>`,
+  )}</select></label>
+  <label>Nightly sync<input name="sync" value="${filter.sync ?? ''}" placeholder="sync name"></label>
+  <button type="submit">Filter</button>
+  ${filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
+</form>
+<div class="scroll"><table>
+<thead><tr><th>Run</th><th>Sync / file</th><th>Workspace</th><th>Operation</th><th>Status</th>
+<th class="num">Rows</th><th class="num">Succeeded</th><th class="num">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
+<th>Started</th><th>Duration</th></tr></thead>
+<tbody>${data.runs.length === 0 ? html`<tr><td colspan="12" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
+</table></div>
+${pager}`;
+}

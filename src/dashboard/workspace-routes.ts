@@ -1,0 +1,92 @@
+import type { FastifyInstance } from 'fastify';
+import { CrmSyncError } from '../errors/index.js';
+import { resumeWorkspace } from '../queue/index.js';
+import type { Runtime } from '../runtime/index.js';
+import { formTokenFor, formTokenGuard } from './auth-hooks.js';
+import { html, type SafeHtml } from './html.js';
+import { sendPage, wantsJson } from './http-answers.js';
+import { page } from './layout.js';
+import { queueDepth, type QueueDepth } from './queue-depth.js';
+import type { SessionAuth } from './session-auth.js';
+
+export interface WorkspaceRoutesOptions {
+  runtime: Runtime;
+  auth: SessionAuth;
+  workspaces: string[];
+}
+
+interface WorkspaceState {
+  name: string;
+  depth: QueueDepth;
+  blockedRuns: number;
+  runningRuns: number;
+}
+
+function stateWords(s: WorkspaceState): SafeHtml {
+  if (s.blockedRuns > 0) return html`<span class="badge blocked">Paused — API key refused</span>`;
+  if (s.depth.paused) return html`<span class="badge warn">Paused</span>`;
+  return html`<span class="badge ok">Active</span>`;
+}
+
+function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
+  const name = encodeURIComponent(s.name);
+  const action = s.depth.paused
+    ? html`<form method="post" action="/workspaces/${name}/resume"><input type="hidden" name="_csrf" value="${csrf}"><button class="primary" type="submit">Resume</button></form>`
+    : html`<form method="post" action="/workspaces/${name}/pause"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">Pause</button></form>`;
+  return html`<tr>
+  <td><b>${s.name}</b></td>
+  <td>${stateWords(s)}${s.blockedRuns > 0 ? html`<div class="muted">Fix the API key first, then resume.</div>` : ''}</td>
+  <td class="num">${s.depth.waiting.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.active.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.delayed.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.failed.toLocaleString('en-US')}</td>
+  <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
+  <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
+  <td><div class="actions">${action}</div></td>
+</tr>`;
+}
+
+export function registerWorkspaceRoutes(app: FastifyInstance, options: WorkspaceRoutesOptions): void {
+  const { runtime, auth, workspaces } = options;
+  const known = (name: string): string => {
+    if (!workspaces.includes(name)) throw new CrmSyncError('WORKSPACE_UNKNOWN', `workspace "${name}" is not served by this dashboard`);
+    return name;
+  };
+
+  app.get('/workspaces', async (request, reply) => {
+    const states: WorkspaceState[] = await Promise.all(
+      workspaces.map(async (name) => {
+        const [depth, blocked, running] = await Promise.all([
+          queueDepth(runtime.queue(name)),
+          runtime.store.listRuns({ workspace: name, status: 'blocked', limit: 0 }),
+          runtime.store.listRuns({ workspace: name, status: 'running', limit: 0 }),
+        ]);
+        return { name, depth, blockedRuns: blocked.total, runningRuns: running.total };
+      }),
+    );
+    if (wantsJson(request)) return { workspaces: states };
+    const csrf = formTokenFor(auth, request);
+    const body = html`<h1>Workspaces</h1>
+<p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
+<div class="scroll"><table>
+<thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th></th></tr></thead>
+<tbody>${states.length === 0 ? html`<tr><td colspan="9" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
+</table></div>`;
+    return sendPage(reply, page({ title: 'Workspaces', body, nav: 'workspaces', canSignOut: !auth.insecure, csrf }));
+  });
+
+  app.post<{ Params: { name: string } }>('/workspaces/:name/pause', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
+    const name = known(request.params.name);
+    await runtime.queue(name).pause();
+    if (wantsJson(request)) return { workspace: name, paused: true };
+    return reply.redirect('/workspaces', 303);
+  });
+
+  app.post<{ Params: { name: string } }>('/workspaces/:name/resume', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
+    const name = known(request.params.name);
+    // resumeWorkspace also un-blocks runs stopped by a refused key; for a plain pause it is queue.resume().
+    const resumed = await resumeWorkspace({ queue: runtime.queue(name), store: runtime.store, workspace: name });
+    if (wantsJson(request)) return { workspace: name, paused: false, resumed };
+    return reply.redirect('/workspaces', 303);
+  });
+}
