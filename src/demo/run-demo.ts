@@ -39,6 +39,8 @@ export interface DemoOptions {
   resultsDir?: string;
   /** Write progress lines here. Default stdout. */
   out?: NodeJS.WritableStream;
+  /** Redis key prefix. Default `crm-sync-demo` (apart from real runs). */
+  prefix?: string;
 }
 
 export interface DemoResult {
@@ -76,7 +78,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         acme: { baseUrl: sim.baseUrl('acme'), apiKeyEnv: 'CRM_SYNC_DEMO_API_KEY', rateLimit: { max: 35, durationMs: 1000 }, retry: { attempts: 5, backoffMs: 200 } },
       },
     },
-    { source: 'demo', env: { ...process.env, CRM_SYNC_PREFIX: 'crm-sync-demo' } },
+    { source: 'demo', env: { ...process.env, CRM_SYNC_PREFIX: options.prefix ?? 'crm-sync-demo' } },
   );
   const runtime = await openRuntime(config, options.logger);
   const pool = await startWorkerPool({ config, logger: options.logger, concurrency: 8, closeTimeoutMs: 5000 });
