@@ -15,6 +15,8 @@ export interface WorkerPoolOptions {
   lockDurationMs?: number;
   /** Graceful close budget. Default 30000 ms. */
   closeTimeoutMs?: number;
+  /** Starts of one job (429 requeues included) before it fails. Default 100. */
+  maxStartedAttempts?: number;
 }
 
 export interface WorkerPool {
@@ -46,6 +48,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
+          ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
           logger,
           metrics,
         }),

@@ -52,6 +52,25 @@ describe('crash recovery', () => {
     for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`K ${i}`);
   }, 90_000);
 
+  it('SIGTERM finishes in-flight requests and exits 0; the next worker takes the rest', async () => {
+    h = await startHarness({ records: 200, latencyMs: 15 });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `T ${i}`])));
+    const first = spawnWorker(h);
+    const run = await h.importFile(file, 'deal.update');
+    await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 30);
+    first.kill('SIGTERM');
+    const code = await new Promise((resolve) => first.once('exit', resolve));
+    expect(code).toBe(0);
+    const mid = await h.runtime.store.requireRun(run.id);
+    expect(mid.counts.failed).toBe(0);
+    expect(mid.counts.succeeded).toBeLessThan(200);
+    spawnWorker(h);
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0 });
+    await expectEveryRowOnce(h, run.id, 200);
+  }, 90_000);
+
   it.skipIf(!hasRedisServer())('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
     redis = await startPrivateRedis({ appendOnly: true });
     h = await startHarness({ records: 200, latencyMs: 20, redisUrl: redis.url });

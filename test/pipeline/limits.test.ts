@@ -1,0 +1,49 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pendingJobCount } from '../../src/queue/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('bounds', () => {
+  it('the producer never lets more than the high-water mark (plus one chunk) wait in Redis', async () => {
+    h = await startHarness({ records: 600, latencyMs: 10 });
+    await h.startWorkers({ concurrency: 2 });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `HW ${i}`])));
+    const queue = h.runtime.queue('acme');
+    let peak = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, await pendingJobCount(queue));
+        await sleep(20);
+      }
+    })();
+    const run = await h.importFile(file, 'deal.update', { highWaterMark: 100, chunkSize: 50 });
+    const done = await h.waitForRun(run.id, 60_000);
+    sampling = false;
+    await sampler;
+    expect(done.counts.succeeded).toBe(600);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(150);
+  }, 70_000);
+
+  it('a row rate-limited on every start gives up after maxStartedAttempts instead of looping forever', async () => {
+    h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 1000 } });
+    await h.startWorkers({ concurrency: 4, maxStartedAttempts: 2 });
+    const deals = [...h.ws.deals.values()].slice(0, 6);
+    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Capped'])));
+    const run = await h.waitForRun((await h.importFile(file, 'deal.update')).id, 40_000);
+    expect(run.counts.total).toBe(6);
+    expect(run.counts.queued).toBe(0);
+    expect(run.counts.failed).toBeGreaterThan(0);
+    const results = await resultsByRow(h, run.id);
+    expect(results).toHaveLength(6);
+    for (const r of results.filter((x) => x.status === 'failed')) expect(r.message).toMatch(/gave up/);
+  }, 50_000);
+});
