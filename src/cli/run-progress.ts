@@ -51,7 +51,8 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
       );
     }
   }
-  bar?.update(done(run), payload(run, 0));
+  const average = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
+  bar?.update(done(run), payload(run, average));
   bar?.stop();
   return run;
 }

@@ -39,7 +39,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
   const opts = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: options.base ?? {} };
   if (usePretty) {
-    return pino(opts, pretty({ destination: 2, sync: true, colorize: true, ignore: 'pid,hostname' }));
+    return pino(opts, pretty({ destination: 2, sync: true, colorize: true, singleLine: true, ignore: 'pid,hostname' }));
   }
   return pino(opts, pino.destination({ dest: 2, sync: true }));
 }
