@@ -103,10 +103,10 @@ export interface ReconcileImportOptions extends ReconcileSourceOptions {
   chunkSize?: number;
   highWaterMark?: number;
   /**
-   * Checked before each row is queued; once true, every remaining row is recorded `failed`
-   * (RUN_ABORTED, not sent). Default: never.
+   * Checked (with the plan counts so far) before each row that would be sent; once true, every
+   * remaining such row is recorded `failed` (RUN_ABORTED, not sent). Default: never.
    */
-  shouldStop?: () => boolean;
+  shouldStop?: (counts: PlanCounts) => boolean;
   /** Called with the run as soon as it exists. */
   onRun?: (run: RunRecord) => void;
 }
@@ -169,9 +169,9 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
   return { run: await store.finishProducing(run.id), progress, counts, index };
 }
 
-async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: () => boolean): AsyncGenerator<PlannedRow> {
+async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean): AsyncGenerator<PlannedRow> {
   for await (const row of rows) {
-    if ((row.payload !== undefined || row.action === 'update' || row.action === 'create') && shouldStop?.()) {
+    if (row.payload !== undefined && shouldStop?.(counts)) {
       const { payload: _unsent, ...rest } = row;
       yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: 'not sent: the run was aborted (too many failed rows)' } };
       continue;

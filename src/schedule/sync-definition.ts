@@ -1,0 +1,145 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { CrmSyncError } from '../errors/index.js';
+import { RECONCILE_OPERATIONS } from '../reconcile/index.js';
+
+/** Sync names become BullMQ scheduler ids and Redis key parts. */
+export const SYNC_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
+
+const CRON_FIELD = /^[\d*,/\-?LW#A-Za-z]+$/;
+function cronLooksValid(cron: string): boolean {
+  const fields = cron.trim().split(/\s+/);
+  return (fields.length === 5 || fields.length === 6) && fields.every((f) => CRON_FIELD.test(f));
+}
+
+function timezoneExists(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const SyncDefinitionSchema = z.strictObject({
+  /** Unique among the definitions; the scheduler id and the `runs list --sync` filter. */
+  name: z.string('must be text').regex(SYNC_NAME, 'must use letters, digits, - and _ only (max 63), starting with a letter or digit'),
+  /** A workspace from the config. */
+  workspace: z.string('must be text').min(1, 'must not be empty'),
+  /** deal.update, lead.update, contact.update, or deal.upsert (update by key, create what is missing). */
+  operation: z.enum(RECONCILE_OPERATIONS, `must be one of ${RECONCILE_OPERATIONS.join(', ')}`),
+  /** File path or glob (`*`, `?` in the file name; the newest match wins), relative to this definition's directory. */
+  source: z.string('must be a file path or glob').min(1, 'must not be empty'),
+  /** Mapping file, relative to this definition's directory. Default: columns named like the API fields. */
+  mapping: z.string('must be a file path').min(1, 'must not be empty').optional(),
+  /** Default: email (contacts, leads), unique_number (deal.update), name (deal.upsert). */
+  matchKey: z.string('must be text').min(1, 'must not be empty').optional(),
+  /** Source column of the key. Default: the column mapped to the key's field, else one named like it. */
+  keyColumn: z.string('must be text').min(1, 'must not be empty').optional(),
+  schedule: z.strictObject({
+    /** 5 or 6 field cron pattern, e.g. "0 2 * * *". */
+    cron: z.string('must be a cron pattern').refine(cronLooksValid, 'must be a cron pattern of 5 or 6 fields, e.g. "0 2 * * *"'),
+    /** IANA time zone of the pattern. Default UTC. */
+    timezone: z.string('must be an IANA time zone').refine(timezoneExists, 'is not a known IANA time zone (e.g. Europe/Berlin)').default('UTC'),
+  }),
+  options: z
+    .strictObject({
+      /** Plan and record only, send nothing. Default false. */
+      dryRun: z.boolean('must be true or false').default(false),
+      /** Abort the run (status failed, remaining rows not sent) once this many rows failed. Default: never. */
+      maxFailures: z.number('must be a number').int('must be a whole number').min(1, 'must be 1 or more').optional(),
+      /** POST the run summary as JSON here. Default: none. */
+      notifyUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    })
+    .default({ dryRun: false }),
+});
+
+export type SyncDefinitionInput = z.input<typeof SyncDefinitionSchema>;
+
+/** A validated definition and where it came from (relative paths resolve against `dir`). */
+export type SyncDefinition = z.infer<typeof SyncDefinitionSchema> & { file: string; dir: string };
+
+function fail(file: string, message: string): never {
+  throw new CrmSyncError('SYNC_DEFINITION_INVALID', `${file}: ${message}`);
+}
+
+/** Reads and validates one definition file; errors name the file and the field. */
+export function loadDefinitionFile(path: string): SyncDefinition {
+  const file = resolve(path);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    fail(path, (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file does not exist' : `not valid JSON (${(err as Error).message})`);
+  }
+  const parsed = SyncDefinitionSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 5).map((i) => {
+      const where = i.path.map(String).join('.');
+      if (i.code === 'unrecognized_keys') return `${where ? `${where}: ` : ''}unknown field(s) ${i.keys.join(', ')}`;
+      return `${where || '(definition)'}: ${i.message}`;
+    });
+    fail(path, issues.join('; '));
+  }
+  return { ...parsed.data, file, dir: dirname(file) };
+}
+
+/** Every `*.json` in `dir`, validated; names must be unique. A missing directory has none. */
+export function loadDefinitions(dir: string): SyncDefinition[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const defs = names.map((n) => loadDefinitionFile(join(dir, n)));
+  const seen = new Map<string, string>();
+  for (const d of defs) {
+    const other = seen.get(d.name);
+    if (other !== undefined) fail(d.file, `name: "${d.name}" is already used by ${other}`);
+    seen.set(d.name, d.file);
+  }
+  return defs;
+}
+
+export function findDefinition(dir: string, name: string): SyncDefinition {
+  const def = loadDefinitions(dir).find((d) => d.name === name);
+  if (!def) throw new CrmSyncError('SYNC_NOT_FOUND', `no sync definition named "${name}" in ${dir}`);
+  return def;
+}
+
+export function resolvePath(def: SyncDefinition, path: string): string {
+  return isAbsolute(path) ? path : resolve(def.dir, path);
+}
+
+function globToRegExp(pattern: string): RegExp {
+  const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '[^/]*').replaceAll('?', '[^/]');
+  return new RegExp(`^${body}$`);
+}
+
+/** The file a run reads: the source itself, or the newest file matching its glob. */
+export function resolveSource(def: SyncDefinition): string {
+  const path = resolvePath(def, def.source);
+  const name = basename(path);
+  if (!/[*?]/.test(name)) return path;
+  const dir = dirname(path);
+  if (/[*?]/.test(dir)) throw new CrmSyncError('SYNC_DEFINITION_INVALID', `${def.file}: source: wildcards are allowed in the file name only`);
+  const re = globToRegExp(name);
+  let newest: { path: string; mtime: number } | undefined;
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    entries = [];
+  }
+  for (const entry of entries) {
+    if (!re.test(entry)) continue;
+    const full = join(dir, entry);
+    const st = statSync(full);
+    if (st.isFile() && (!newest || st.mtimeMs > newest.mtime)) newest = { path: full, mtime: st.mtimeMs };
+  }
+  if (!newest) throw new CrmSyncError('INPUT_UNREADABLE', `sync ${def.name}: no file matches ${path}`);
+  return newest.path;
+}
