@@ -56,6 +56,10 @@ button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .notice.bad { background:var(--bad-bg); border-color:#f0b8bb; color:#7a1a20; }
 .pager { display:flex; gap:12px; align-items:center; margin:10px 0; color:var(--muted); }
 .muted { color:var(--muted); }
+.small { font-size:11.5px; }
+.nowrap { white-space:nowrap; }
+td.run { min-width:230px; } td.run .mono { white-space:nowrap; }
+td.status { max-width:230px; } td.status .badge { white-space:normal; }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
 .login { max-width:380px; margin:80px auto; }

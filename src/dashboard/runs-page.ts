@@ -41,20 +41,19 @@ export function progressBar(run: RunRecord): SafeHtml | '' {
 
 function runRow(run: RunRecord): SafeHtml {
   const c = run.counts;
-  const name = run.syncName !== undefined ? html`<b>${run.syncName}</b>` : html`${basename(run.source)}`;
+  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
   return html`<tr>
-  <td class="mono"><a href="/runs/${encodeURIComponent(run.id)}">${run.id}</a></td>
-  <td>${name}</td>
+  <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
   <td>${run.workspace}</td>
-  <td>${operationWords(run.operation)}</td>
-  <td>${statusBadge(run)}${progressBar(run)}</td>
+  <td class="nowrap">${operationWords(run.operation)}</td>
+  <td class="status">${statusBadge(run)}${progressBar(run)}</td>
   <td class="num">${c.total.toLocaleString('en-US')}</td>
   <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
   <td class="num">${c.skipped.toLocaleString('en-US')}</td>
   <td class="num">${c.failed.toLocaleString('en-US')}</td>
   <td class="num">${c.invalid.toLocaleString('en-US')}</td>
-  <td>${formatTime(run.createdAt)}</td>
-  <td>${formatDuration(runDurationMs(run))}</td>
+  <td class="nowrap">${formatTime(run.createdAt)}</td>
+  <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
 </tr>`;
 }
 
@@ -83,10 +82,10 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
   ${filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
 </form>
 <div class="scroll"><table>
-<thead><tr><th>Run</th><th>Sync / file</th><th>Workspace</th><th>Operation</th><th>Status</th>
+<thead><tr><th>Run</th><th>Workspace</th><th>Operation</th><th>Status</th>
 <th class="num">Rows</th><th class="num">Succeeded</th><th class="num">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
 <th>Started</th><th>Duration</th></tr></thead>
-<tbody>${data.runs.length === 0 ? html`<tr><td colspan="12" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
+<tbody>${data.runs.length === 0 ? html`<tr><td colspan="11" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
 </table></div>
 ${pager}`;
 }
