@@ -29,6 +29,7 @@ import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { executeRow } from './execute-row.js';
 import { ResultWriter } from './result-writer.js';
 import { splitInviteBatch } from './invite-split.js';
+import { smoothRateLimit } from './smooth-rate-limit.js';
 
 export interface SyncWorkerOptions {
   workspace: string;
@@ -103,7 +104,10 @@ export class SyncWorker {
   /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
   static async start(options: SyncWorkerOptions): Promise<SyncWorker> {
     const w = new SyncWorker(options);
-    if (options.rateLimit) await w.queue.setGlobalRateLimit(options.rateLimit.max, options.rateLimit.durationMs);
+    if (options.rateLimit) {
+      const smooth = smoothRateLimit(options.rateLimit);
+      await w.queue.setGlobalRateLimit(smooth.max, smooth.durationMs);
+    }
     else await w.queue.removeGlobalRateLimit();
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
