@@ -2,7 +2,9 @@ import { Option, type Command } from 'commander';
 import { OPERATIONS, type Operation } from '../crm/index.js';
 import { readMappingFile, type SourceFormat } from '../ingest/index.js';
 import { importFile } from '../queue/index.js';
-import { openRuntime } from '../runtime/index.js';
+import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { startWorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
@@ -23,6 +25,10 @@ interface ImportOptions {
   batchSize?: number;
   highWater?: number;
   json?: boolean;
+  reconcile?: boolean;
+  match?: string;
+  keyColumn?: string;
+  upsert?: boolean;
 }
 
 export function registerImportCommand(program: Command): void {
@@ -45,6 +51,10 @@ export function registerImportCommand(program: Command): void {
     .option('--batch-size <n>', 'emails per team-members request (team.invite)', positiveInt, 50)
     .option('--high-water <n>', 'pause reading while this many jobs wait in the queue', positiveInt, 10_000)
     .option('--json', 'print the run as JSON on stdout at the end')
+    .option('--reconcile', 'page the CRM first: match rows without ids, send only rows that differ (see "crm-sync reconcile")')
+    .option('--match <key>', 'with --reconcile: match rows without an id by this key (email, unique_number, name)')
+    .option('--key-column <column>', 'with --reconcile: source column holding the key')
+    .option('--upsert', 'with --reconcile and a deal op: update deals that match, create the missing ones')
     .addHelpText(
       'after',
       `
@@ -70,7 +80,31 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         process.exit(130);
       });
       try {
-        const { run } = await importFile({
+        const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
+        const op = opts.upsert ? 'deal.upsert' : opts.op;
+        if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
+          throw new CrmSyncError('USAGE', `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`);
+        }
+        const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
+        const { run } = client && isReconcileOperation(op)
+          ? await reconcileImport({
+              file,
+              op,
+              workspace: opts.workspace,
+              client,
+              queue: runtime.queue(opts.workspace),
+              store: runtime.store,
+              ...(opts.match ? { matchKey: opts.match } : {}),
+              ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
+              ...(mapping ? { mapping } : {}),
+              ...(opts.format ? { format: opts.format } : {}),
+              ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+              dryRun: Boolean(opts.dryRun),
+              highWaterMark: opts.highWater ?? 10_000,
+              logger,
+              onRun: (r) => logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started (reconciled)`),
+            }).finally(() => client.close())
+          : await importFile({
           file,
           op: opts.op,
           workspace: opts.workspace,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { startSyncScheduler } from '../schedule/index.js';
 import { startWorkerPool } from '../worker/index.js';
 import { cliContext } from './context.js';
 import { list, positiveInt } from './options.js';
@@ -9,6 +10,8 @@ interface WorkerOptions {
   concurrency?: number;
   lockMs?: number;
   closeTimeoutMs?: number;
+  withScheduler?: boolean;
+  jobsDir?: string;
 }
 
 export function registerWorkerCommand(program: Command): void {
@@ -22,6 +25,8 @@ export function registerWorkerCommand(program: Command): void {
     .option('--concurrency <n>', 'requests in flight per workspace in this process', positiveInt, 8)
     .option('--lock-ms <ms>', "job lock: a crashed worker's rows return to the queue after this", positiveInt, 30_000)
     .option('--close-timeout-ms <ms>', 'how long shutdown waits for in-flight requests', positiveInt, 30_000)
+    .option('--with-scheduler', 'also turn ticks of the installed sync schedules into runs (see "crm-sync scheduler")')
+    .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', 'jobs')
     .addHelpText('after', '\nScale out by starting more worker processes (or containers); they share the limit.')
     .action(async (opts: WorkerOptions, command: Command) => {
       const { config, logger } = cliContext(command);
@@ -33,8 +38,12 @@ export function registerWorkerCommand(program: Command): void {
         lockDurationMs: opts.lockMs ?? 30_000,
         closeTimeoutMs: opts.closeTimeoutMs ?? 30_000,
       });
+      const scheduler = opts.withScheduler
+        ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir ?? 'jobs' })
+        : null;
       await new Promise<void>((resolve) => {
         onShutdown(async () => {
+          await scheduler?.close();
           await pool.close();
           logger.info('worker stopped');
           resolve();

@@ -1,0 +1,105 @@
+import type { Command } from 'commander';
+import { openRuntime, type Runtime } from '../runtime/index.js';
+import { findDefinition, listSchedules, loadDefinitions, openSyncQueue, removeSchedule, runSync, syncSchedules, type SyncQueue } from '../schedule/index.js';
+import { startWorkerPool } from '../worker/index.js';
+import { cliContext } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { positiveInt } from './options.js';
+
+interface JobsOption {
+  jobsDir: string;
+}
+
+async function withQueue<T>(command: Command, fn: (queue: SyncQueue, runtime: Runtime) => Promise<T>): Promise<T> {
+  const { config, logger } = cliContext(command);
+  const runtime = await openRuntime(config, logger);
+  const queue = openSyncQueue(runtime.redis, config.prefix);
+  try {
+    return await fn(queue, runtime);
+  } finally {
+    await queue.close();
+    await runtime.close();
+  }
+}
+
+export function registerScheduleCommand(program: Command): void {
+  const schedule = program
+    .command('schedule')
+    .description('Nightly syncs: install the definitions in jobs/ as schedules, list, run or remove them')
+    .addHelpText(
+      'after',
+      `
+A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the
+installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler")
+turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.`,
+    );
+  const jobsDir = (cmd: Command) => cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs');
+
+  jobsDir(schedule.command('list').description('definitions and installed schedules with their next tick')).action(async (opts: JobsOption, command: Command) => {
+    await withQueue(command, async (queue) => {
+      const defs = loadDefinitions(opts.jobsDir);
+      const installed = new Map((await listSchedules(queue)).map((s) => [s.name, s]));
+      for (const d of defs) {
+        const s = installed.get(d.name);
+        installed.delete(d.name);
+        const state = s ? `installed, next ${s.next ?? '?'}` : 'not installed (run "crm-sync schedule sync")';
+        process.stdout.write(`${d.name}  ${d.operation} -> ${d.workspace}  "${d.schedule.cron}" ${d.schedule.timezone}  ${state}\n`);
+      }
+      for (const s of installed.values()) process.stdout.write(`${s.name}  installed, but no definition in ${opts.jobsDir} (removed by "schedule sync")\n`);
+      if (defs.length === 0 && installed.size === 0) process.stdout.write(`no sync definitions in ${opts.jobsDir}\n`);
+    });
+  });
+
+  jobsDir(schedule.command('sync').description('install or update every definition; remove schedules whose definition is gone')).action(
+    async (opts: JobsOption, command: Command) => {
+      await withQueue(command, async (queue) => {
+        // Load (and so validate) everything first: one bad file changes nothing.
+        const defs = loadDefinitions(opts.jobsDir);
+        const { installed, removed } = await syncSchedules(queue, defs);
+        process.stdout.write(`installed: ${installed.join(', ') || '-'}\nremoved: ${removed.join(', ') || '-'}\n`);
+      });
+    },
+  );
+
+  schedule
+    .command('remove')
+    .argument('<name>', 'sync name')
+    .description('remove an installed schedule (the definition file stays)')
+    .action(async (name: string, _opts: unknown, command: Command) => {
+      await withQueue(command, async (queue) => {
+        const removed = await removeSchedule(queue, name);
+        process.stdout.write(removed ? `removed ${name}\n` : `no schedule named ${name}\n`);
+        process.exitCode = removed ? EXIT.OK : EXIT.USAGE;
+      });
+    });
+
+  jobsDir(
+    schedule
+      .command('run')
+      .argument('<name>', 'sync name')
+      .description('run a sync now, in this process, and wait for it (workers must be running, or pass --work)')
+      .option('--work', 'also process the rows in this process')
+      .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
+      .option('--json', 'print the summary as JSON'),
+  ).action(async (name: string, opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean }, command: Command) => {
+    const { config, logger } = cliContext(command);
+    const def = findDefinition(opts.jobsDir, name);
+    const runtime = await openRuntime(config, logger);
+    const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [def.workspace], concurrency: opts.concurrency ?? 8 }) : null;
+    try {
+      const summary = await runSync(def, { runtime });
+      const c = summary.counts;
+      process.stdout.write(
+        opts.json
+          ? `${JSON.stringify(summary, null, 2)}\n`
+          : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
+              `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
+              `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
+      );
+      process.exitCode = summary.status === 'completed' && c.failed + c.invalid === 0 ? EXIT.OK : EXIT.ROWS_FAILED;
+    } finally {
+      await pool?.close();
+      await runtime.close();
+    }
+  });
+}

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { startSyncScheduler } from '../schedule/index.js';
+import { cliContext } from './context.js';
+import { positiveInt } from './options.js';
+import { onShutdown } from './shutdown.js';
+
+export function registerSchedulerCommand(program: Command): void {
+  program
+    .command('scheduler')
+    .description(
+      'Turn each tick of the installed sync schedules into a reconciled run (rows are sent by "crm-sync worker").\n' +
+        'A sync never overlaps itself: a tick that finds its previous run still going is skipped and recorded.',
+    )
+    .option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs')
+    .option('--concurrency <n>', 'syncs handled at once', positiveInt, 4)
+    .action(async (opts: { jobsDir: string; concurrency?: number }, command: Command) => {
+      const { config, logger } = cliContext(command);
+      const scheduler = await startSyncScheduler({ config, logger, jobsDir: opts.jobsDir, concurrency: opts.concurrency ?? 4 });
+      await new Promise<void>((resolve) => {
+        onShutdown(async () => {
+          await scheduler.close();
+          logger.info('scheduler stopped');
+          resolve();
+        });
+      });
+    });
+}

@@ -1,0 +1,46 @@
+import { createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { verifyRun } from '../reconcile/index.js';
+import { createCrmClient, openRuntime } from '../runtime/index.js';
+import { cliContext } from './context.js';
+import { positiveInt } from './options.js';
+
+export function registerVerifyCommand(program: Command): void {
+  program
+    .command('verify')
+    .argument('<runId>', 'a finished run')
+    .description(
+      "Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift).\n" +
+        "What was sent is re-read from the run's source file with the run's mapping, so the file must be unchanged.",
+    )
+    .option('-o, --out <file>', 'write the drift (row,line,record_id,field,sent,current) as CSV; "-" for stdout')
+    .option('--page-size <n>', 'records per list request', positiveInt, 100)
+    .option('--json', 'print the counts as JSON')
+    .action(async (runId: string, opts: { out?: string; pageSize?: number; json?: boolean }, command: Command) => {
+      const { config, logger } = cliContext(command);
+      const runtime = await openRuntime(config, logger);
+      const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
+      try {
+        const run = await runtime.store.requireRun(runId);
+        const client = createCrmClient(config, run.workspace, logger);
+        try {
+          const report = await verifyRun({ runId, store: runtime.store, client, pageSize: opts.pageSize ?? 100, ...(out ? { out } : {}) });
+          const fields = Object.entries(report.byField).map(([f, n]) => `${f} ${n}`).join(', ');
+          const text = opts.json
+            ? JSON.stringify(report, null, 2)
+            : `verify ${runId}: ${report.checked} rows checked, ${report.matching} match, ${report.drifted} drifted${fields ? ` (${fields})` : ''}, ${report.missing} missing`;
+          (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
+          process.exitCode = report.drifted + report.missing > 0 ? 1 : 0;
+        } finally {
+          client.close();
+        }
+      } finally {
+        if (out && out !== process.stdout) {
+          out.end();
+          await finished(out);
+        }
+        await runtime.close();
+      }
+    });
+}
