@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# One image for every crm-sync process (worker, scheduler, dashboard, sim): the command decides.
+
+# --- build: compile TypeScript to dist/ -----------------------------------------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime: production dependencies + compiled code, no sources, no dev tools --------------
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# bin/crm-sync.js runs dist/cli.js when src/ is absent, as it is here.
+COPY bin ./bin
+# Sync definitions (mount your own over /app/jobs) and the demo's sample files.
+COPY jobs ./jobs
+COPY samples ./samples
+USER node
+EXPOSE 3000 4010
+ENTRYPOINT ["node", "bin/crm-sync.js"]
+CMD ["--help"]
