@@ -49,7 +49,7 @@ function blockedNotice(run: RunRecord, csrf: string): SafeHtml | '' {
   return html`<div class="notice warn" role="alert">
   <p><b>This run is waiting: the CRM refused the API key of workspace “${run.workspace}”.</b></p>
   ${run.reason !== undefined ? html`<p>${run.reason}</p>` : ''}
-  <p>No rows were lost; they wait in the queue. First fix the key in the configuration (and restart the workers if it comes from an environment variable), then resume.</p>
+  <p>No rows were lost: they wait in the queue. First fix the key, then resume.</p>
   <form method="post" action="/runs/${encodeURIComponent(run.id)}/resume">${hidden(csrf)}<button class="primary" type="submit">Resume workspace ${run.workspace}</button></form>
 </div>`;
 }
@@ -67,6 +67,9 @@ function problemsSection(data: RunPageData): SafeHtml {
   ${page < pages ? html`<a href="/runs/${id}${query({ q, page: page + 1 })}">Next →</a>` : ''}
 </div>`;
   const empty = q !== '' ? 'No failed or invalid row matches that text.' : 'No failed or invalid rows.';
+  if (problems.total === 0 && q === '' && page === 1) {
+    return html`<h2 id="problems">Failed and invalid rows</h2><p class="muted">${empty}</p>`;
+  }
   return html`<h2 id="problems">Failed and invalid rows</h2>
 <form class="filters" method="get" action="/runs/${id}">
   <label>Error contains<input name="q" value="${q}" placeholder="e.g. stage"></label>
