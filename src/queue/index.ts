@@ -5,4 +5,5 @@ export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type Workspac
 export { produceRun, type ProducerOptions, type ProducerProgress, type ProducedRow, type RowOutcome } from './producer.js';
 export { blockWorkspace, resumeWorkspace } from './workspace-control.js';
 export { importFile, type ImportFileOptions } from './import-file.js';
+export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
 export { retryRun, type RetryRunOptions, type RetrySummary } from './retry-run.js';

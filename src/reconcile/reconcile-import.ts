@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import type { CrmClient } from '../crm/index.js';
-import { errorMessage } from '../errors/index.js';
 import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { produceRun, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
+import { produceSource, sourceRunOptions, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { planRows, type PlannedRow } from './plan-rows.js';
@@ -127,46 +126,32 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
   const logger = options.logger ?? silentLogger;
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const reader = openReader(options);
-  const { store } = options;
-  const run = await store.createRun({
-    workspace: options.workspace,
-    operation: options.op,
-    source: options.file,
-    ...(options.syncName ? { syncName: options.syncName } : {}),
-    options: {
-      format: reader.format,
-      ...(options.delimiter ? { delimiter: options.delimiter } : {}),
-      ...(options.mapping ? { mapping: options.mapping.raw } : {}),
-      ...(options.dryRun ? { dryRun: true } : {}),
-      reconcile: true,
-      matchKey,
-    },
-  });
-  options.onRun?.(run);
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
-  let progress: ProducerProgress;
-  try {
-    const built = await buildIndexFor({ ...options, matchKey });
-    index = built.stats;
-    logger.info({ runId: run.id, ...index }, 'reconcile index built');
-    const planned = planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) });
-    progress = await produceRun(counted(planned, counts, options.shouldStop), {
-      queue: options.queue,
-      store,
-      runId: run.id,
-      logger,
-      ...(options.dryRun ? { dryRun: true } : {}),
-      ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
-      ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
-    });
-  } catch (err) {
-    await store.setColumns(run.id, reader.columns);
-    await store.setStatus(run.id, 'failed', errorMessage(err));
-    throw err;
-  }
-  await store.setColumns(run.id, reader.columns);
-  return { run: await store.finishProducing(run.id), progress, counts, index };
+  const { run, progress } = await produceSource({
+    store: options.store,
+    queue: options.queue,
+    reader,
+    logger,
+    ...(options.dryRun ? { dryRun: true } : {}),
+    ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
+    ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+    ...(options.onRun ? { onRun: options.onRun } : {}),
+    run: {
+      workspace: options.workspace,
+      operation: options.op,
+      source: options.file,
+      ...(options.syncName ? { syncName: options.syncName } : {}),
+      options: { ...sourceRunOptions(reader, options), reconcile: true, matchKey },
+    },
+    rows: async (created) => {
+      const built = await buildIndexFor({ ...options, matchKey });
+      index = built.stats;
+      logger.info({ runId: created.id, ...index }, 'reconcile index built');
+      return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }), counts, options.shouldStop);
+    },
+  });
+  return { run, progress, counts, index };
 }
 
 async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean): AsyncGenerator<PlannedRow> {

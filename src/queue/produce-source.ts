@@ -1,0 +1,49 @@
+import { errorMessage } from '../errors/index.js';
+import type { Mapping, SourceReader } from '../ingest/index.js';
+import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
+import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
+
+export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 'store' | 'onProgress' | 'requeued' | 'generation'> {
+  store: RunStore;
+  /** The run to create (its columns come from the reader at the end). */
+  run: Omit<CreateRunInput, 'columns'>;
+  reader: SourceReader;
+  /** The rows to produce, once the run exists (reconcile builds its index first). */
+  rows: (run: RunRecord) => AsyncIterable<ProducedRow> | Promise<AsyncIterable<ProducedRow>>;
+  onRun?: (run: RunRecord, reader: SourceReader) => void;
+  onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
+}
+
+/** Run options every file-based run records, so a retry reads and maps rows the same way. */
+export function sourceRunOptions(
+  reader: SourceReader,
+  o: { delimiter?: string | undefined; mapping?: { mapping: Mapping; raw: unknown } | undefined; dryRun?: boolean | undefined },
+): RunOptions {
+  return {
+    format: reader.format,
+    ...(o.delimiter ? { delimiter: o.delimiter } : {}),
+    ...(o.mapping ? { mapping: o.mapping.raw } : {}),
+    ...(o.dryRun ? { dryRun: true } : {}),
+  };
+}
+
+/**
+ * The life of a file-based run: create it, stream its rows into the queue, record the source's
+ * columns and mark it producer-done. If producing fails (the file turns out unreadable, Redis
+ * goes away), the run is marked failed with the reason before the error propagates.
+ */
+export async function produceSource(options: ProduceSourceOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
+  const { store, reader, run: input, rows, onRun, onProgress, ...producer } = options;
+  const run = await store.createRun(input);
+  onRun?.(run, reader);
+  let progress: ProducerProgress;
+  try {
+    progress = await produceRun(await rows(run), { ...producer, store, runId: run.id, onProgress: (p) => onProgress?.(p, reader) });
+  } catch (err) {
+    await store.setColumns(run.id, reader.columns);
+    await store.setStatus(run.id, 'failed', errorMessage(err));
+    throw err;
+  }
+  await store.setColumns(run.id, reader.columns);
+  return { run: await store.finishProducing(run.id), progress };
+}
