@@ -23,7 +23,9 @@ async function withRuntime<T>(command: Command, fn: (rt: Runtime) => Promise<T>)
 
 function runLine(r: RunRecord): string {
   const c = r.counts;
-  return [r.id, r.status.padEnd(9), r.workspace, r.operation, r.syncName ?? '-', `${c.succeeded}/${c.total} ok`, `${c.failed} failed`, `${c.invalid} invalid`, `${c.skipped} skipped`, r.createdAt].join('  ');
+  const line = [r.id, r.status.padEnd(9), r.workspace, r.operation, r.syncName ?? '-', `${c.succeeded}/${c.total} ok`, `${c.failed} failed`, `${c.invalid} invalid`, `${c.skipped} skipped`, r.createdAt].join('  ');
+  // Blocked, failed and skipped-tick runs say why on the same line.
+  return r.reason ? `${line}  (${r.reason})` : line;
 }
 
 export function registerRunsCommand(program: Command): void {
