@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CrmClient, DealCreateFields } from '../crm/index.js';
+import { TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunStore } from '../runs/index.js';
 import { packRecord, unpackRecord, diffFields } from './compare.js';
@@ -68,11 +68,19 @@ export function claimedKey(prefix: string, runId: string): string {
   return `${prefix}:reconcile:claimed:${runId}`;
 }
 
+/** Set while a row's POST is on the wire; left behind only when it may have been applied. */
+export function inFlightKey(prefix: string, runId: string, row: number): string {
+  return `${prefix}:reconcile:creating:${runId}:${row}`;
+}
+
 /**
  * Creates a deal at most once per row. A POST that timed out or lost its connection may have
- * been applied; a job started before (failed, stalled, rate-limited) first looks for the deal
- * it may have made and records that one. Every deal a row records is claimed in a per-run
- * Redis set, so two rows with the same fields never record the same deal.
+ * been applied, and so may one whose worker died mid-request. A marker is set before each POST
+ * and removed once the answer proves the outcome (a deal, or a refusal such as 429 or 422); a
+ * later attempt that still finds the marker looks for the deal it may have made and records
+ * that one. Paging the whole deal list is costly, so only a real doubt pays for it: a job
+ * merely requeued after a 429 does not. Every deal a row records is claimed in a per-run Redis
+ * set, so two rows with the same fields never record the same deal.
  */
 export class DuplicateSafeCreate {
   readonly #o: DuplicateSafeCreateOptions;
@@ -84,10 +92,13 @@ export class DuplicateSafeCreate {
   }
 
   async create(attempt: CreateAttempt, fields: DealCreateFields): Promise<string> {
-    const key = claimedKey(this.#o.prefix, attempt.runId);
-    if (attempt.attemptsStarted > 1 || attempt.attemptsMade > 0) {
+    const { redis, prefix } = this.#o;
+    const key = claimedKey(prefix, attempt.runId);
+    const marker = inFlightKey(prefix, attempt.runId, attempt.row);
+    const ttl = this.#o.claimTtlSeconds ?? 7 * 24 * 3600;
+    if ((attempt.attemptsStarted > 1 || attempt.attemptsMade > 0) && (await redis.exists(marker)) === 1) {
       const run = await this.#o.store.getRun(attempt.runId);
-      const claimed = new Set(await this.#o.redis.smembers(key));
+      const claimed = new Set(await redis.smembers(key));
       const candidates = await findPossiblyCreatedDeals(this.#o.client, fields, {
         since: run?.createdAt ?? new Date(0).toISOString(),
         claimed,
@@ -95,16 +106,25 @@ export class DuplicateSafeCreate {
       });
       for (const id of candidates) {
         if (await this.#claim(key, id)) {
+          await redis.del(marker);
           this.#logger.info({ runId: attempt.runId, row: attempt.row, dealId: id }, 'create retried: the earlier attempt had created the deal; recording it');
           return id;
         }
       }
     }
-    const deal = await this.#o.client.createDeal(fields);
-    if (!(await this.#claim(key, deal.id))) {
-      this.#logger.warn({ runId: attempt.runId, row: attempt.row, dealId: deal.id }, 'a deal this row created was already claimed by another row');
+    await redis.set(marker, '1', 'EX', ttl);
+    let id: string;
+    try {
+      id = (await this.#o.client.createDeal(fields)).id;
+    } catch (err) {
+      if (!(err instanceof TransientError && err.maybeCommitted)) await redis.del(marker);
+      throw err;
     }
-    return deal.id;
+    if (!(await this.#claim(key, id))) {
+      this.#logger.warn({ runId: attempt.runId, row: attempt.row, dealId: id }, 'a deal this row created was already claimed by another row');
+    }
+    await redis.del(marker);
+    return id;
   }
 
   async #claim(key: string, id: string): Promise<boolean> {

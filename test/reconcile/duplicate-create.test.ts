@@ -35,6 +35,19 @@ describe('duplicate-safe deal creates', () => {
     for (const r of results) expect(h.ws.deals.get(r.recordId!)?.name).toBe(`Dup-safe deal ${r.row}`);
   }, 60_000);
 
+  it('a create requeued after a 429 does not page the deal list (only a possibly committed attempt does)', async () => {
+    const before = h.ws.deals.size;
+    h.ws.resetStats();
+    h.ws.setRateLimit({ max: 2, windowMs: 200 });
+    const file = h.file('limited.csv', csv(['name', 'value'], Array.from({ length: 30 }, (_, i) => [`Limited deal ${i + 1}`, i])));
+    const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 40_000);
+    h.ws.setRateLimit(null);
+    expect(h.ws.stats.rateLimited).toBeGreaterThan(0);
+    expect(run.counts).toMatchObject({ total: 30, succeeded: 30 });
+    expect(h.ws.stats.listPages).toBe(0);
+    expect(h.ws.deals.size).toBe(before + 30);
+  }, 45_000);
+
   it('finds a deal by name and sent fields, created since the run, unless claimed', async () => {
     const since = new Date().toISOString();
     const made = h.ws.createDeal({ name: 'Possibly created', value: 5, status: 'won' });
