@@ -8,15 +8,17 @@ import type { Runtime } from '../runtime/index.js';
 export const BULL_BOARD_PATH = '/queues';
 
 /**
- * Bull Board's raw queue view, one entry per workspace queue. It sits behind the same auth
- * hook as every page (the hook is global); its API's PUT/POST calls pass the same-origin check
- * but carry no form token, which Bull Board's client cannot send.
+ * Bull Board's raw queue view, one entry per workspace queue, behind the same auth hook as
+ * every page (the hook is global). Read-only: cleaning, removing, retrying or promoting a job
+ * there would bypass the run store, so its rows would end with no result and their run would
+ * never complete. Row actions belong to the run pages (retry, upload) and pause/resume to the
+ * workspaces page, which keep the results in step.
  */
 export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, workspaces: string[]): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
-    queues: workspaces.map((w) => new BullMQAdapter(runtime.queue(w))),
+    queues: workspaces.map((w) => new BullMQAdapter(runtime.queue(w), { readOnlyMode: true })),
     // @bull-board/fastify 9.10.1 pins its own @bull-board/api 9.10.1 next to our 9.10.2: the same
     // interface, but TypeScript sees two declarations of the adapters' private fields.
     serverAdapter: serverAdapter as unknown as IServerAdapter,

@@ -79,6 +79,29 @@ describe('pages', () => {
     expect(api.statusCode).toBe(200);
     expect(JSON.stringify(api.json())).toContain('acme');
   });
+
+  it('Bull Board is read-only: cleaning or removing queued jobs is refused and the job stays', async () => {
+    const queue = d.h.runtime.queue('acme');
+    // Delayed an hour, so the running workers leave it alone while the test pokes at it.
+    const job = await queue.add('contact.update', { runId: 'bull-board-probe', row: 1, line: 2, payload: { op: 'contact.update', id: 'x', body: {} }, original: {} } as never, {
+      jobId: 'bull-board-probe',
+      delay: 3_600_000,
+    });
+    try {
+      const listed = (await d.get('/queues/api/queues', d.bearer)).json() as { queues: Array<{ name: string; readOnlyMode: boolean }> };
+      const name = listed.queues.find((q) => q.name.includes('acme'))?.name;
+      expect(name).toBeDefined();
+      expect(listed.queues.every((q) => q.readOnlyMode)).toBe(true);
+      const put = (url: string) => d.app.inject({ method: 'PUT', url, headers: { ...d.bearer, origin: ORIGIN } });
+      for (const url of [`/queues/api/queues/${name}/clean/delayed`, `/queues/api/queues/${name}/bull-board-probe/clean`, `/queues/api/queues/${name}/empty`]) {
+        const res = await put(url);
+        expect(res.statusCode, url).toBe(405);
+      }
+      expect(await queue.getJobState(job.id!)).toBe('delayed');
+    } finally {
+      await queue.remove('bull-board-probe');
+    }
+  });
 });
 
 describe('downloads', () => {
