@@ -53,11 +53,18 @@ export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanR
   for await (const item of items) yield planner.plan(item);
 }
 
-/** One planner per source: it remembers which keys an upsert creates, so a repeated key never creates twice. */
+/**
+ * One planner per source. It remembers which keys an upsert creates and which CRM records rows
+ * matched, so a second row for the same key or record is reported ambiguous instead of being
+ * sent: two rows for one record would otherwise race in concurrent workers and the CRM would
+ * end with whichever landed last.
+ */
 export class RowPlanner {
   readonly #options: PlanRowsOptions;
   readonly #keyColumn: string;
   readonly #creates = new Map<string, number>();
+  /** Record id → the row that matched it first. */
+  readonly #matched = new Map<string, number>();
 
   constructor(options: PlanRowsOptions) {
     this.#options = options;
@@ -111,6 +118,10 @@ export class RowPlanner {
       match = found[0];
     }
     if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} matched; not sent`, key);
+    const earlier = this.#matched.get(match.id);
+    if (earlier !== undefined) {
+      return failed('ambiguous', 'RECONCILE_AMBIGUOUS', `${noun} ${match.id} is also matched by row ${earlier}; not sent`, key);
+    }
 
     const ignore = ['id'];
     if (wop === 'deal.update' && (fields.name === undefined || fields.name === '')) {
@@ -122,6 +133,7 @@ export class RowPlanner {
     if (!checked.ok) return invalid(base, checked.errors, key);
     const changes = diffFields(resource, fields, match, ignore);
     const keyPart = key !== undefined ? { key } : {};
+    this.#matched.set(match.id, base.row);
     if (changes.length === 0) {
       return { ...base, ...keyPart, action: 'skip', recordId: match.id, changes, outcome: { status: 'skipped', message: 'unchanged', recordId: match.id } };
     }

@@ -99,6 +99,32 @@ describe('reconcile against the simulator', () => {
     expect(rows[3]).toMatchObject({ status: 'invalid' });
   });
 
+  it('reports later rows for a CRM record an earlier row already matched as ambiguous, and sends only the first', async () => {
+    const c = [...h.ws.contacts.values()][50]!;
+    const file = h.file(
+      'same-record.csv',
+      csv(['id', 'name', 'email', 'phone_number'], [
+        ['', c.name, c.email, '+1 555-000-0001'],
+        [c.id, `${c.name} II`, '', c.phone_number],
+        ['', c.name, c.email.toUpperCase(), c.phone_number], // unchanged on its own, still a second row for the record
+      ]),
+    );
+    h.ws.resetStats();
+    const res = await reconcile(h, file, { op: 'contact.update', matchKey: 'email' });
+    const run = await h.waitForRun(res.run.id);
+    expect(res.counts).toMatchObject({ update: 1, ambiguous: 2, skip: 0 });
+    expect(run.counts).toMatchObject({ total: 3, succeeded: 1, failed: 2 });
+    expect(h.ws.stats.writes.contactUpdate).toBe(1);
+    expect(h.ws.contacts.get(c.id)).toMatchObject({ name: c.name, phone_number: '+1 555-000-0001' });
+    const rows = await resultsByRow(h, res.run.id);
+    expect(rows.map((r) => [r.status, r.code])).toEqual([
+      ['succeeded', undefined],
+      ['failed', 'RECONCILE_AMBIGUOUS'],
+      ['failed', 'RECONCILE_AMBIGUOUS'],
+    ]);
+    expect(rows[1]!.message).toBe(`contact ${c.id} is also matched by row 1; not sent`);
+  });
+
   it('upsert creates only the missing deals and takes an update\'s name from the CRM', async () => {
     const deals = [...h.ws.deals.values()].slice(0, 6);
     const before = h.ws.deals.size;
