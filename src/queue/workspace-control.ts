@@ -14,14 +14,16 @@ export async function blockWorkspace(args: { queue: WorkspaceQueue; store: RunSt
     `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}). ` +
     `Fix the key (restart the workers if it comes from an env variable), then resume the run.`;
   const { runs } = await store.listRuns({ workspace, status: 'running', limit: 1000 });
-  for (const run of runs) await store.setStatus(run.id, 'blocked', reason);
+  // blockRun only moves runs still running: one that completed meanwhile stays completed.
+  for (const run of runs) await store.blockRun(run.id, reason);
 }
 
 /** Resumes a workspace queue and its blocked runs; returns the ids of the runs resumed. */
 export async function resumeWorkspace(args: { queue: WorkspaceQueue; store: RunStore; workspace: string }): Promise<string[]> {
   const { queue, store, workspace } = args;
   const { runs } = await store.listRuns({ workspace, status: 'blocked', limit: 1000 });
-  for (const run of runs) await store.setStatus(run.id, 'running');
+  const resumed: string[] = [];
+  for (const run of runs) if (await store.resumeRun(run.id)) resumed.push(run.id);
   await queue.resume();
-  return runs.map((r) => r.id);
+  return resumed;
 }

@@ -69,23 +69,28 @@ for i = 3, #ARGV, 2 do
   local status = NAMES[string.sub(value, 1, 1)]
   local results = bucket(row)
   local previous = redis.call('HGET', results, row)
-  if previous then
-    local p = NAMES[string.sub(previous, 1, 1)]
-    delta[p] = delta[p] - 1
-  elseif from_queue then
-    delta.queued = delta.queued - 1
-  else
-    delta.total = delta.total + 1
+  -- A queued row only becomes failed after it succeeded when a stale job was delivered again
+  -- (a retry first removes the result): the success is what the CRM holds, so it stands.
+  local stale = from_queue and previous and string.sub(previous, 1, 1) == 's' and status == 'failed'
+  if not stale then
+    if previous then
+      local p = NAMES[string.sub(previous, 1, 1)]
+      delta[p] = delta[p] - 1
+    elseif from_queue then
+      delta.queued = delta.queued - 1
+    else
+      delta.total = delta.total + 1
+    end
+    delta[status] = delta[status] + 1
+    redis.call('HSET', results, row, value)
+    if status == 'failed' or status == 'invalid' then
+      redis.call('ZADD', KEYS[7], row, row)
+    else
+      redis.call('ZREM', KEYS[7], row)
+    end
+    local r = tonumber(row)
+    if r > max_row then max_row = r end
   end
-  delta[status] = delta[status] + 1
-  redis.call('HSET', results, row, value)
-  if status == 'failed' or status == 'invalid' then
-    redis.call('ZADD', KEYS[7], row, row)
-  else
-    redis.call('ZREM', KEYS[7], row)
-  end
-  local r = tonumber(row)
-  if r > max_row then max_row = r end
 end
 for _, field in ipairs(COUNTS) do
   if delta[field] ~= 0 then redis.call('HINCRBY', run, field, delta[field]) end
@@ -105,6 +110,31 @@ return 1
 /** ARGV[1] now (ISO). */
 export const FINISH_PRODUCING = new LuaScript(`${PRELUDE}
 redis.call('HSET', run, 'producerDone', '1')
+complete_if_done(ARGV[1])
+return 1
+`);
+
+/** ARGV[1] now (ISO). A retry is producing again: the run must not complete between its chunks. */
+export const BEGIN_PRODUCING = new LuaScript(`${PRELUDE}
+redis.call('HSET', run, 'producerDone', '0')
+set_status('running', ARGV[1], nil)
+return 1
+`);
+
+/** ARGV[1] now (ISO), ARGV[2] reason. Only a running run can be blocked; returns 1 when it was. */
+export const BLOCK_RUN = new LuaScript(`${PRELUDE}
+if redis.call('HGET', run, 'status') ~= 'running' then return 0 end
+set_status('blocked', ARGV[1], ARGV[2])
+return 1
+`);
+
+/**
+ * ARGV[1] now (ISO). Only a blocked run resumes; if its last rows finished while it was
+ * blocked, it completes now instead of waiting for results that will never come.
+ */
+export const RESUME_RUN = new LuaScript(`${PRELUDE}
+if redis.call('HGET', run, 'status') ~= 'blocked' then return 0 end
+set_status('running', ARGV[1], nil)
 complete_if_done(ARGV[1])
 return 1
 `);

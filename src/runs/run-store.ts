@@ -25,7 +25,7 @@ import { LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys } from './run-keys.js';
 import { newRunId } from './run-id.js';
-import { ADD_QUEUED, FINISH_PRODUCING, RECORD_RESULTS, REQUEUE_ROWS, SET_STATUS } from './run-scripts.js';
+import { ADD_QUEUED, BEGIN_PRODUCING, BLOCK_RUN, FINISH_PRODUCING, RECORD_RESULTS, REQUEUE_ROWS, RESUME_RUN, SET_STATUS } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
 
@@ -194,6 +194,21 @@ export class RunStore {
   async finishProducing(id: string): Promise<RunRecord> {
     await this.script(FINISH_PRODUCING, id, [], [new Date().toISOString()]);
     return this.requireRun(id);
+  }
+
+  /** A retry produces again: the run stays running (not completed) until finishProducing. */
+  async beginProducing(id: string): Promise<void> {
+    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString()]);
+  }
+
+  /** running → blocked with the reason; a run in any other status is left alone. */
+  async blockRun(id: string, reason: string): Promise<boolean> {
+    return (await this.script(BLOCK_RUN, id, [], [new Date().toISOString(), reason])) === 1;
+  }
+
+  /** blocked → running, completing it at once if nothing is left; other statuses are left alone. */
+  async resumeRun(id: string): Promise<boolean> {
+    return (await this.script(RESUME_RUN, id, [], [new Date().toISOString()])) === 1;
   }
 
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
