@@ -2,7 +2,6 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
-import { CrmSyncError } from '../errors/index.js';
 import { resumeWorkspace, retryRun } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
 import { openRuntime, type Runtime } from '../runtime/index.js';
@@ -115,7 +114,6 @@ export function registerRunsCommand(program: Command): void {
       const runtime = await openRuntime(config, logger);
       try {
         const run = await runtime.store.requireRun(id);
-        if (run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${id} is blocked; resume it first: crm-sync runs resume ${id}`);
         const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [run.workspace] }) : null;
         try {
           const summary = await retryRun({

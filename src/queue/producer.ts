@@ -153,7 +153,8 @@ function inviteKey(options: InviteOptions): string {
   return JSON.stringify([options.organization_role ?? null, options.invited_by ?? null, options.send_invitation_email ?? null]);
 }
 
-async function waitForRoom(queue: WorkspaceQueue, highWater: number, logger: Logger): Promise<void> {
+/** Resolves once fewer than `highWater` jobs wait in the queue (polls; logs once if it is paused). */
+export async function waitForRoom(queue: WorkspaceQueue, highWater: number, logger: Logger): Promise<void> {
   let warned = false;
   for (;;) {
     const pending = await pendingJobCount(queue);

@@ -2,8 +2,8 @@ import type { Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { ingestValues, openSource, parseMapping, type IngestedRow, type Mapping } from '../ingest/index.js';
 import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
-import type { Logger } from '../log/index.js';
-import { produceRun, type ProducerProgress } from './producer.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import { produceRun, waitForRoom, type ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
 export interface RetryRunOptions {
@@ -15,6 +15,8 @@ export interface RetryRunOptions {
   /** A corrected export (`runs export --failed`, edited): its values replace the stored ones. */
   file?: string;
   logger?: Logger;
+  /** Rows are detached from the store only while the queue is below this. Default 10,000. */
+  highWaterMark?: number;
 }
 
 export interface RetrySummary {
@@ -29,6 +31,10 @@ const CHUNK = 500;
 /**
  * Re-enqueues a run's failed and invalid rows, re-validated with the run's own mapping. Each
  * retry is a new job generation, so it is not deduped against the first attempt's jobs.
+ *
+ * Rows are taken from the store a chunk at a time, and only once the queue has room, so at
+ * any moment at most one chunk is detached from the store and not yet in the queue (a crash
+ * then can cost at most those). The run is not complete until the last chunk is queued.
  */
 export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> {
   const { store, runId } = options;
@@ -37,20 +43,26 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     throw new CrmSyncError('RUN_STATE', `run ${runId} is a reconciled sync; re-run the sync instead of retrying rows`);
   }
   if (run.options.dryRun) throw new CrmSyncError('RUN_STATE', `run ${runId} was a dry run: nothing to retry; import the file for real`);
+  if (run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${runId} is blocked (API key refused); resume it first: crm-sync runs resume ${runId}`);
   const op: Operation = run.operation;
   const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   const ignored: RetrySummary['ignored'] = [];
+  const logger = options.logger ?? silentLogger;
+  const highWater = options.highWaterMark ?? 10_000;
+  const room = () => waitForRoom(options.queue, highWater, logger);
+  await store.beginProducing(runId);
   const rows = options.file
-    ? fromCorrectedFile(options.file, run, op, mapping, store, ignored)
-    : fromStoredRows(options.rows, run, op, mapping, store);
+    ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room)
+    : fromStoredRows(options.rows, run, op, mapping, store, room);
   const progress = await produceRun(rows, {
+    highWaterMark: highWater,
     queue: options.queue,
     store,
     runId,
     requeued: true,
     generation: Date.now(),
     ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger,
   });
   return { run: await store.finishProducing(runId), progress, ignored };
 }
@@ -61,9 +73,28 @@ async function* fromStoredRows(
   op: Operation,
   mapping: Mapping | undefined,
   store: RunStore,
+  room: () => Promise<void>,
 ): AsyncIterable<IngestedRow> {
-  const requeued = await store.requeueRows(run.id, only);
-  for (const r of requeued) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+  const requeueChunk = async (rows: number[]) => {
+    await room();
+    return store.requeueRows(run.id, rows);
+  };
+  if (only) {
+    for (let i = 0; i < only.length; i += CHUNK) {
+      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+    }
+    return;
+  }
+  // Walk the problems by row number: rows still invalid after re-validation go back into the
+  // index behind the cursor, so each row is retried once per call.
+  let chunk: number[] = [];
+  for await (const problem of store.iterateResults(run.id, { problemsOnly: true, batchSize: CHUNK })) {
+    chunk.push(problem.row);
+    if (chunk.length < CHUNK) continue;
+    for (const r of await requeueChunk(chunk)) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+    chunk = [];
+  }
+  for (const r of await requeueChunk(chunk)) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
 }
 
 async function* fromCorrectedFile(
@@ -73,11 +104,13 @@ async function* fromCorrectedFile(
   mapping: Mapping | undefined,
   store: RunStore,
   ignored: RetrySummary['ignored'],
+  room: () => Promise<void>,
 ): AsyncIterable<IngestedRow> {
   const reader = openSource(file);
   let chunk: Array<{ row: number; line: number; original: Record<string, string> }> = [];
   const flush = async function* () {
     const byRow = new Map(chunk.map((c) => [c.row, c]));
+    await room();
     const requeued = await store.requeueRows(run.id, [...byRow.keys()]);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {
