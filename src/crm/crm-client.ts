@@ -215,7 +215,7 @@ export class CrmClient {
       throw this.#fail({ kind: 'invalid', statusCode, problem: 'not-json' }, ctx);
     }
     const parsed = spec.schema.safeParse(json);
-    if (!parsed.success) throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error }, ctx);
+    if (!parsed.success) throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, ctx);
     this.#logger.debug({ method: spec.method, path: ctx.path, status: statusCode }, 'crm request ok');
     return parsed.data as z.infer<S>;
   }
@@ -236,4 +236,14 @@ export class CrmClient {
     const key = this.#apiKey.reveal();
     return key.length > 0 ? text.split(key).join('[redacted]') : text;
   }
+}
+
+/** The id of `{ <wrapper>: { id } }`, the shape of every write answer, if the body has one. */
+function wrappedId(json: unknown): string | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  for (const value of Object.values(json)) {
+    const id = typeof value === 'object' && value !== null ? (value as { id?: unknown }).id : undefined;
+    if (typeof id === 'string' && id !== '') return id;
+  }
+  return undefined;
 }

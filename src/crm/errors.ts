@@ -98,10 +98,17 @@ export class RejectedError extends CrmError {
   }
 }
 
-/** A 2xx whose body is not JSON or does not match the schema. */
+/**
+ * A 2xx whose body is not JSON or does not match the schema. The write was applied all the
+ * same; `recordId` is the record's id when the body still names one, so a caller can record
+ * the row as done instead of failing it (and a retry would create a deal twice).
+ */
 export class BadResponseError extends CrmError {
-  constructor(message: string, init: CrmErrorInit) {
+  readonly recordId: string | undefined;
+
+  constructor(message: string, init: CrmErrorInit & { recordId?: string | undefined }) {
     super('CRM_BAD_RESPONSE', message, init);
+    this.recordId = init.recordId;
   }
 }
 
@@ -135,7 +142,7 @@ export function parseRetryAfter(header: string | undefined, now: number = Date.n
 export type CrmFailure =
   | { kind: 'response'; statusCode: number; headers: IncomingHttpHeaders; body: string }
   | { kind: 'transport'; error: unknown }
-  | { kind: 'invalid'; statusCode: number; problem: 'not-json' | z.ZodError };
+  | { kind: 'invalid'; statusCode: number; problem: 'not-json' | z.ZodError; recordId?: string | undefined };
 
 /** Codes for which the request provably never reached the service (nothing can have been applied). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN']);
@@ -166,7 +173,11 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
 
   if (failure.kind === 'invalid') {
     const detail = failure.problem === 'not-json' ? 'the body is not JSON' : describeZodError(failure.problem);
-    return new BadResponseError(`${where}: unexpected ${failure.statusCode} answer: ${detail}`, { ...base, status: failure.statusCode });
+    return new BadResponseError(`${where}: unexpected ${failure.statusCode} answer: ${detail}`, {
+      ...base,
+      status: failure.statusCode,
+      recordId: failure.recordId,
+    });
   }
 
   const status = failure.statusCode;

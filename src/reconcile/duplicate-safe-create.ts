@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
+import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunStore } from '../runs/index.js';
 import { packRecord, unpackRecord, diffFields } from './compare.js';
@@ -64,6 +64,12 @@ export interface CreateAttempt {
   attemptsMade: number;
 }
 
+/** An answer that says the POST was refused (4xx, or a connection that never carried it). */
+function provesNotApplied(err: unknown): boolean {
+  if (err instanceof TransientError) return !err.maybeCommitted;
+  return err instanceof CrmError && err.status !== undefined && err.status >= 400 && err.status < 500;
+}
+
 export function claimedKey(prefix: string, runId: string): string {
   return `${prefix}:reconcile:claimed:${runId}`;
 }
@@ -96,7 +102,8 @@ export class DuplicateSafeCreate {
     const key = claimedKey(prefix, attempt.runId);
     const marker = inFlightKey(prefix, attempt.runId, attempt.row);
     const ttl = this.#o.claimTtlSeconds ?? 7 * 24 * 3600;
-    if ((attempt.attemptsStarted > 1 || attempt.attemptsMade > 0) && (await redis.exists(marker)) === 1) {
+    // Checked on every attempt: a retry of the run (`runs retry`) is a new job that starts at 1.
+    if ((await redis.exists(marker)) === 1) {
       const run = await this.#o.store.getRun(attempt.runId);
       const claimed = new Set(await redis.smembers(key));
       const candidates = await findPossiblyCreatedDeals(this.#o.client, fields, {
@@ -117,8 +124,13 @@ export class DuplicateSafeCreate {
     try {
       id = (await this.#o.client.createDeal(fields)).id;
     } catch (err) {
-      if (!(err instanceof TransientError && err.maybeCommitted)) await redis.del(marker);
-      throw err;
+      if (err instanceof BadResponseError && err.recordId !== undefined) {
+        // Created, but the answer is off-spec: the deal exists, so this row has made it.
+        id = err.recordId;
+      } else {
+        if (provesNotApplied(err)) await redis.del(marker);
+        throw err;
+      }
     }
     if (!(await this.#claim(key, id))) {
       this.#logger.warn({ runId: attempt.runId, row: attempt.row, dealId: id }, 'a deal this row created was already claimed by another row');

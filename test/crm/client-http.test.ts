@@ -143,6 +143,7 @@ describe('CrmClient over real HTTP', () => {
       expect(err).toBeInstanceOf(BadResponseError);
       expect((err as BadResponseError).message).toContain('not JSON');
       expect((err as BadResponseError).message).not.toContain('maintenance');
+      expect((err as BadResponseError).recordId).toBeUndefined();
       expectNoKey(err);
     } finally {
       c.close();
@@ -158,6 +159,8 @@ describe('CrmClient over real HTTP', () => {
       expect((err as BadResponseError).message).toContain('contact.email');
       expect((err as BadResponseError).message).not.toContain('Hidden Person');
       expect((err as BadResponseError).status).toBe(200);
+      // The write was applied: the error still names the record so the row is not failed.
+      expect((err as BadResponseError).recordId).toBe('c1');
     } finally {
       c.close();
     }
