@@ -1,14 +1,7 @@
 import { RateLimitError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  AuthError,
-  CrmError,
-  RateLimitedError,
-  RejectedError,
-  TransientError,
-  type CrmClient,
-} from '../crm/index.js';
-import { errorMessage } from '../errors/index.js';
+import { AuthError, BadResponseError, CrmError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
 import {
@@ -54,6 +47,10 @@ export interface SyncWorkerOptions {
   stalledIntervalMs?: number;
   /** Graceful close waits this long for in-flight requests, then gives up on them. Default 30000 ms. */
   closeTimeoutMs?: number;
+  /** The workspace's transient-retry policy, for jobs this worker adds (invite halves). Default 6 / 1000 ms. */
+  retry?: { attempts: number; backoffMs: number };
+  /** How often jobs BullMQ failed by itself are checked for a missing row result. Default 60000 ms. */
+  sweepIntervalMs?: number;
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -72,6 +69,8 @@ export class SyncWorker {
   readonly #logger: Logger;
   readonly #results: ResultWriter;
   readonly #aimd: AdaptiveConcurrency | null;
+  readonly #maxStarts: number;
+  #sweepTimer: NodeJS.Timeout | undefined;
   readonly #creates: DuplicateSafeCreate;
 
   private constructor(options: SyncWorkerOptions) {
@@ -81,14 +80,22 @@ export class SyncWorker {
     this.#creates = new DuplicateSafeCreate({ client: options.client, redis: options.connection, prefix: options.prefix, store: options.store, logger: this.#logger });
     const concurrency = options.concurrency ?? 8;
     this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
-    this.queue = openWorkspaceQueue({ connection: options.connection, prefix: options.prefix, workspace: options.workspace });
+    this.queue = openWorkspaceQueue({
+      connection: options.connection,
+      prefix: options.prefix,
+      workspace: options.workspace,
+      ...(options.retry ? { attempts: options.retry.attempts, backoffMs: options.retry.backoffMs } : {}),
+    });
+    this.#maxStarts = options.maxStartedAttempts ?? 100;
     const lockDuration = options.lockDurationMs ?? 30_000;
     this.worker = new Worker<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), (job) => this.#process(job), {
       connection: options.connection,
       prefix: bullPrefix(options.prefix),
       concurrency,
       autorun: false,
-      maxStartedAttempts: options.maxStartedAttempts ?? 100,
+      // One more than our own cap: the processor records the row's result on its last start
+      // itself, so BullMQ failing the job on its own is only a backstop (see #sweepFailed).
+      maxStartedAttempts: (options.maxStartedAttempts ?? 100) + 1,
       lockDuration,
       stalledInterval: options.stalledIntervalMs ?? lockDuration,
       maxStalledCount: 5,
@@ -96,7 +103,7 @@ export class SyncWorker {
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
     });
     this.worker.on('failed', (job, err) => {
-      if (job) void this.#recordBullFailure(job, err);
+      if (job) void this.#recordBullFailure(job, err.message);
     });
     this.worker.on('error', (err) => this.#logger.warn({ err: errorMessage(err) }, 'worker connection error (retrying)'));
   }
@@ -111,12 +118,16 @@ export class SyncWorker {
     else await w.queue.removeGlobalRateLimit();
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
+    w.#sweepTimer = setInterval(() => void w.#sweepFailed(), options.sweepIntervalMs ?? 60_000);
+    w.#sweepTimer.unref();
+    void w.#sweepFailed();
     w.#logger.info({ concurrency: w.worker.concurrency, rateLimit: options.rateLimit ?? 'adaptive' }, 'worker started');
     return w;
   }
 
   /** Stops taking jobs, lets in-flight ones finish (bounded), closes. BullMQ's close has no timeout. */
   async close(): Promise<void> {
+    clearInterval(this.#sweepTimer);
     const timeoutMs = this.#options.closeTimeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
@@ -140,30 +151,35 @@ export class SyncWorker {
 
   async #processRow(job: SyncJob, data: RowJobData): Promise<void> {
     const base = { row: data.row, line: data.line };
+    let recordId: string;
     try {
       // A create retried after a possibly committed attempt must find its deal, not make another.
       const attempt = { runId: data.runId, row: data.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
-      const recordId = await executeRow(this.#options.client, data.payload, (fields) => this.#creates.create(attempt, fields));
-      this.#count(job.name, '2xx', 'succeeded', 1);
-      await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
-      this.#onSuccess();
+      recordId = await executeRow(this.#options.client, data.payload, (fields) => this.#creates.create(attempt, fields));
     } catch (err) {
+      if (err instanceof BadResponseError && err.recordId !== undefined) {
+        // A 2xx naming the record: the write happened even though the body is off-spec.
+        this.#logger.warn({ runId: data.runId, row: data.row, err: err.message }, 'write applied, answer did not match the spec');
+        const message = `applied; the CRM's answer did not match the spec (${err.message})`;
+        this.#count(job.name, '2xx', 'succeeded', 1);
+        await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId: err.recordId, message, at: now() }]);
+        return;
+      }
+      // Only the CRM's answer is classified here: a failure to store a result is not the CRM's.
       await this.#handleError(job, data.runId, err, async (final) => {
         this.#count(job.name, null, 'failed', 1);
         await this.#results.write(data.runId, [failureResult(base, final, data.original)]);
       });
+      return;
     }
+    this.#count(job.name, '2xx', 'succeeded', 1);
+    await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
+    this.#onSuccess();
   }
 
   async #processInvites(job: SyncJob, data: InviteBatchJobData): Promise<void> {
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
-      this.#count(job.name, '2xx', 'succeeded', data.rows.length);
-      await this.#results.write(
-        data.runId,
-        data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() })),
-      );
-      this.#onSuccess();
     } catch (err) {
       await this.#handleError(job, data.runId, err, async (final) => {
         if (final instanceof RejectedError && data.rows.length > 1) {
@@ -177,16 +193,31 @@ export class SyncWorker {
           data.rows.map((r) => failureResult({ row: r.row, line: r.line }, final, r.original)),
         );
       });
+      return;
     }
+    this.#count(job.name, '2xx', 'succeeded', data.rows.length);
+    await this.#results.write(
+      data.runId,
+      data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() })),
+    );
+    this.#onSuccess();
   }
 
   /** One place decides what each error class means for the job (DESIGN.md's table). */
   async #handleError(job: SyncJob, runId: string, err: unknown, fail: (err: unknown) => Promise<void>): Promise<void> {
     const log = this.#logger.child({ runId, jobId: job.id });
     this.#count(job.name, err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network', null, 0);
+    // On its last allowed start a job that is still being sent back gets its final result here,
+    // so no row depends on BullMQ's own failure path (and an event that may be lost).
+    const lastStart = job.attemptsStarted >= this.#maxStarts;
+    if (lastStart && (err instanceof RateLimitedError || err instanceof AuthError)) {
+      await fail(new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`));
+      return;
+    }
     if (err instanceof RateLimitedError) {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
-      const ms = err.retryAfterMs ?? 1000;
+      // Retry-After 0 or a past date must not turn into a tight requeue loop.
+      const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, err.retryAfterMs ?? 1000);
       this.#onRateLimited();
       log.debug({ ms }, '429: pausing the workspace queue');
       await this.queue.rateLimit(ms);
@@ -198,8 +229,7 @@ export class SyncWorker {
       throw new RateLimitError();
     }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    const permanent = err instanceof CrmError && !(err instanceof TransientError);
-    if (!permanent && !lastAttempt) {
+    if (!isPermanent(err) && !lastAttempt) {
       log.debug({ attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
       this.#options.metrics?.inc(METRIC.retries, { workspace: this.#options.workspace, operation: job.name });
       throw err;
@@ -207,19 +237,34 @@ export class SyncWorker {
     await fail(err);
   }
 
-  /** Jobs BullMQ failed itself (start cap reached, stalled too often): give their rows a result. */
-  async #recordBullFailure(job: SyncJob, err: Error): Promise<void> {
+  /**
+   * Jobs BullMQ failed by itself (stalled too often, start cap) never reached our processor's
+   * result step: give each of their rows a failed result unless it already has one.
+   */
+  async #recordBullFailure(job: SyncJob, reason: string): Promise<void> {
     try {
       if ((await job.getState()) !== 'failed') return;
       const data = job.data;
       const rows = isInviteBatch(data) ? data.rows : [{ row: data.row, line: data.line, original: data.original }];
-      const message = `gave up: ${err.message}`;
+      const missing = [];
+      for (const r of rows) if ((await this.#options.store.getResult(data.runId, r.row)) === null) missing.push(r);
+      if (missing.length === 0) return;
+      const message = `gave up: ${reason}`;
       await this.#results.write(
         data.runId,
-        rows.map((r) => ({ row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() })),
+        missing.map((r) => ({ row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() })),
       );
     } catch (e) {
       this.#logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
+    }
+  }
+
+  /** The `failed` event is lost if this process dies at that moment: look at the failed set too. */
+  async #sweepFailed(): Promise<void> {
+    try {
+      for (const job of await this.queue.getFailed(0, 199)) await this.#recordBullFailure(job, job.failedReason || 'failed');
+    } catch (e) {
+      this.#logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
     }
   }
 
@@ -244,6 +289,9 @@ export class SyncWorker {
   }
 }
 
+/** Floor for a 429's pause: a Retry-After of 0 must not spin the job through its starts. */
+const MIN_RATE_LIMIT_PAUSE_MS = 500;
+
 function now(): string {
   return new Date().toISOString();
 }
@@ -254,7 +302,7 @@ function failureResult(base: { row: number; line: number }, err: unknown, origin
     ...base,
     status: 'failed',
     ...(crm?.status !== undefined ? { httpStatus: crm.status } : {}),
-    code: crm?.code ?? 'CRM_TRANSIENT',
+    code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT',
     message: crm?.serviceMessage ?? errorMessage(err),
     original,
     at: now(),

@@ -1,4 +1,5 @@
 import { getWorkspace, type Config } from '../config/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
@@ -29,7 +30,9 @@ export interface WorkerPool {
 export async function startWorkerPool(options: WorkerPoolOptions): Promise<WorkerPool> {
   const { config, logger } = options;
   const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
-  if (names.length === 0) throw new Error('no workspace configured: add one under "workspaces" in crm-sync.config.json');
+  if (names.length === 0) {
+    throw new CrmSyncError('CONFIG_INVALID', `no workspace configured${config.source ? ` in ${config.source}` : ''}: add one under "workspaces" in crm-sync.config.json`);
+  }
   const runtime = await openRuntime(config, logger, 'worker');
   const workers: SyncWorker[] = [];
   const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
@@ -46,6 +49,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           prefix: config.prefix,
           concurrency,
           ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
+          retry: ws.retry,
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
           ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
