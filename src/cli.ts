@@ -2,7 +2,7 @@ import { CommanderError } from 'commander';
 import { buildProgram } from './cli/program.js';
 import { COMMANDS } from './cli/commands.js';
 import { EXIT } from './cli/exit-codes.js';
-import { isCrmSyncError } from './errors/index.js';
+import { USER_ERROR_CODES, isCrmSyncError } from './errors/index.js';
 
 // The entry point only parses arguments and maps failures to exit codes; commands call the library.
 async function main(argv: string[]): Promise<number> {
@@ -16,8 +16,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (isCrmSyncError(err)) {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
-      const usage = ['USAGE', 'CONFIG_INVALID', 'CONFIG_NOT_FOUND', 'SECRET_MISSING', 'WORKSPACE_UNKNOWN', 'INPUT_UNREADABLE', 'INPUT_ENCODING', 'MAPPING_INVALID', 'RUN_NOT_FOUND', 'RUN_STATE', 'SYNC_DEFINITION_INVALID', 'SYNC_NOT_FOUND'];
-      return usage.includes(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
+      return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
     }
     process.stderr.write(`crm-sync: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return EXIT.INTERNAL;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { runDemo } from '../demo/run-demo.js';
+import { runDemo } from '../demo/index.js';
 import { createLogger } from '../log/index.js';
 import type { GlobalOptions } from './context.js';
 

@@ -12,8 +12,6 @@ export {
   TeamMembersResponseSchema,
   RECORD_SCHEMAS,
   LIST_RESOURCES,
-  DEAL_STATUS_VALUES,
-  LEAD_STATUS_VALUES,
   listPageSchema,
   tagIdOf,
   tagNameOf,

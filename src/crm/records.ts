@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEAL_STATUSES, LEAD_STATUSES } from './request-bodies.js';
 
 /**
  * Response records of the CRM (spec §2). Objects are loose: the real service may add fields
@@ -25,13 +26,11 @@ const looseTags = z.array(z.unknown()).transform((items): unknown[] =>
   }),
 );
 
-export const DEAL_STATUS_VALUES = ['in_progress', 'won', 'lost'] as const;
-export const LEAD_STATUS_VALUES = ['open', 'converted', 'archived'] as const;
 
 export const DealSchema = z.looseObject({
   id,
   name: z.string(),
-  status: z.enum(DEAL_STATUS_VALUES),
+  status: z.enum(DEAL_STATUSES),
   value: z.number(),
   currency: z.string(),
   price: z.string(),
@@ -50,7 +49,7 @@ export type Deal = z.infer<typeof DealSchema>;
 export const LeadSchema = z.looseObject({
   id,
   name: z.string(),
-  status: z.enum(LEAD_STATUS_VALUES),
+  status: z.enum(LEAD_STATUSES),
   unique_number: z.string(),
   email: z.string(),
   phone_number: z.string(),

@@ -9,6 +9,7 @@ import { readMappingFile } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
 import { importFile } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord } from '../runs/index.js';
+import { redactRedisUrl } from '../queue/index.js';
 import { findOrStartRedis, openRuntime } from '../runtime/index.js';
 import { startSimulator } from '../sim/index.js';
 import { startWorkerPool } from '../worker/index.js';
@@ -57,7 +58,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const out = options.out ?? process.stdout;
   const say = (line: string) => out.write(`${line}\n`);
   const { url: redisUrl, started } = await findOrStartRedis();
-  say(`Redis: ${started ? `started a private redis-server at ${redisUrl}` : redisUrl}`);
+  say(`Redis: ${started ? `started a private redis-server at ${redisUrl}` : redactRedisUrl(redisUrl)}`);
   const apiKey = `demo-${randomBytes(8).toString('hex')}`;
   const sim = await startSimulator({
     port: 0,

@@ -28,6 +28,29 @@ export const ERROR_CODES = {
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
+  RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * Errors the person running a command can fix in what they typed or set up (arguments, config,
+ * keys, input files, run ids): the CLI exits with the usage code for these, the internal code
+ * for the rest.
+ */
+export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'USAGE',
+  'CONFIG_INVALID',
+  'CONFIG_NOT_FOUND',
+  'SECRET_MISSING',
+  'WORKSPACE_UNKNOWN',
+  'INPUT_UNREADABLE',
+  'INPUT_ENCODING',
+  'INPUT_PARSE',
+  'INPUT_TOO_LARGE',
+  'MAPPING_INVALID',
+  'RUN_NOT_FOUND',
+  'RUN_STATE',
+  'SYNC_DEFINITION_INVALID',
+  'SYNC_NOT_FOUND',
+]);

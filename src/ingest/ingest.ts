@@ -1,5 +1,5 @@
-import type { Operation, OperationPayload } from '../crm/operations.js';
-import type { FieldError } from '../runs/run-types.js';
+import type { Operation, OperationPayload } from '../crm/index.js';
+import type { FieldError } from '../runs/index.js';
 import { labelOf, mapRow } from './map-row.js';
 import { assertKnownColumns, rulesFor, type Mapping } from './mapping.js';
 import { openSource } from './open-source.js';

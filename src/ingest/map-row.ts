@@ -1,5 +1,5 @@
-import type { Operation } from '../crm/operations.js';
-import type { FieldError } from '../runs/run-types.js';
+import type { Operation } from '../crm/index.js';
+import type { FieldError } from '../runs/index.js';
 import { coerce } from './coerce.js';
 import { rulesFor, type ColumnRule, type Mapping } from './mapping.js';
 

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Operation } from '../crm/operations.js';
+import type { Operation } from '../crm/index.js';
 import {
   ContactUpdateFieldsSchema,
   DealCreateFieldsSchema,
   DealUpdateFieldsSchema,
   InviteOptionsSchema,
   LeadUpdateFieldsSchema,
-} from '../crm/request-bodies.js';
+} from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'list', 'boolean-string'] as const;

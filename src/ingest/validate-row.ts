@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { OperationPayloadSchema, type Operation, type OperationPayload } from '../crm/operations.js';
-import type { FieldError } from '../runs/run-types.js';
+import { OperationPayloadSchema, type Operation, type OperationPayload } from '../crm/index.js';
+import type { FieldError } from '../runs/index.js';
 import { fieldsOf } from './mapping.js';
 
 /** Field name for errors about the row as a whole (e.g. "needs at least one field"). */

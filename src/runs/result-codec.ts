@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CrmSyncError } from '../errors/index.js';
 import type { FinalRowStatus, RowResult } from './run-types.js';
 
 /*
@@ -52,7 +53,7 @@ export function encodeResult(result: RowResult): string {
 
 export function decodeResult(row: number, value: string): RowResult {
   const status = CHAR_STATUS[value.charAt(0)];
-  if (status === undefined) throw new Error(`stored result of row ${row} has an unknown status marker`);
+  if (status === undefined) throw new CrmSyncError('RESULT_UNREADABLE', `stored result of row ${row} has an unknown status marker`);
   const stored = StoredResultSchema.parse(JSON.parse(value.slice(1)));
   const result: RowResult = { row, status, at: new Date(stored.t).toISOString() };
   if (stored.l !== undefined) result.line = stored.l;

@@ -1,4 +1,4 @@
-import type { Operation } from '../crm/operations.js';
+import type { Operation } from '../crm/index.js';
 
 /** A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue. */
 export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/run-demo.js';
+import { runDemo } from '../../src/demo/index.js';
 import { silentLogger } from '../../src/log/index.js';
 
 const prefix = `crm-sync-demo-test-${process.pid}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CrmSyncError, ERROR_CODES, isCrmSyncError } from '../../src/errors/index.js';
+import { CrmSyncError, ERROR_CODES, USER_ERROR_CODES, isCrmSyncError } from '../../src/errors/index.js';
 
 describe('error code registry', () => {
   it('has unique, upper-snake codes that equal their keys', () => {
@@ -19,5 +19,11 @@ describe('error code registry', () => {
     expect(isCrmSyncError(err, 'RUN_NOT_FOUND')).toBe(true);
     expect(isCrmSyncError(err, 'USAGE')).toBe(false);
     expect(isCrmSyncError(new Error('x'))).toBe(false);
+  });
+});
+
+describe('user error codes', () => {
+  it('are all registered codes', () => {
+    for (const code of USER_ERROR_CODES) expect(Object.keys(ERROR_CODES)).toContain(code);
   });
 });
