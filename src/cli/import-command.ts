@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { OPERATIONS, type Operation } from '../crm/index.js';
 import { readMappingFile, type SourceFormat } from '../ingest/index.js';
 import { importFile } from '../queue/index.js';
+import type { RunRecord } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
@@ -74,11 +75,23 @@ them and "crm-sync runs show <id>" to see the outcome.`,
       const pool = opts.work && !opts.dryRun
         ? await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 })
         : null;
-      const removeHandlers = onShutdown(async () => {
+      // While the file is still being read, an interrupted import would leave a run that stays
+      // "running" forever (its unread rows never get a result): mark it failed, with the reason.
+      let producing: { runId: string } | null = null;
+      const removeHandlers = onShutdown(async (signal) => {
+        if (producing) {
+          await runtime.store
+            .setStatus(producing.runId, 'failed', `interrupted (${signal}) while reading the file; rows not read were not sent: import the file again`)
+            .catch(() => undefined);
+        }
         await pool?.close();
         await runtime.close();
         process.exit(130);
       });
+      const started = (r: RunRecord, how: string) => {
+        producing = { runId: r.id };
+        logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
+      };
       try {
         const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
         const op = opts.upsert ? 'deal.upsert' : opts.op;
@@ -102,7 +115,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
               dryRun: Boolean(opts.dryRun),
               highWaterMark: opts.highWater ?? 10_000,
               logger,
-              onRun: (r) => logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started (reconciled)`),
+              onRun: (r) => started(r, ' (reconciled)'),
             }).finally(() => client.close())
           : await importFile({
           file,
@@ -117,8 +130,9 @@ them and "crm-sync runs show <id>" to see the outcome.`,
           inviteBatchSize: opts.batchSize ?? 50,
           highWaterMark: opts.highWater ?? 10_000,
           logger,
-          onRun: (r) => logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started`),
+          onRun: (r) => started(r, ''),
         });
+        producing = null;
         const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);

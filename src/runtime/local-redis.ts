@@ -80,6 +80,8 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
       if (await redisAnswers(url, 200)) return;
       await sleep(50);
     }
+    // A server that never answered must not outlive us (it would keep the CLI alive).
+    await kill(true);
     throw new CrmSyncError('REDIS_UNAVAILABLE', `private redis-server on port ${port} did not start`);
   };
   const kill = async (hard = false) => {
