@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker, type Job } from 'bullmq';
 import type { Config } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
@@ -19,6 +20,12 @@ export interface SyncSchedulerOptions {
   runtime?: Runtime;
   /** Passed to runSync. Default: its defaults. */
   runSync?: Omit<RunSyncOptions, 'runtime' | 'client'>;
+  /**
+   * How long `close` waits for the syncs in hand before it stops waiting. Default 30 000 ms.
+   * A sync can take hours; its run goes on in the workspace queue without this process (the
+   * sync lock expires, and later ticks skip while the run is still going).
+   */
+  closeTimeoutMs?: number;
 }
 
 export interface SyncScheduler {
@@ -42,9 +49,16 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
       return findDefinition(jobsDir, data.sync);
     }
   };
+  const inHand = new Set<Promise<SyncSummary>>();
+  const handle = (job: Job<SyncTickData, SyncSummary, string>): Promise<SyncSummary> => {
+    const sync = runSync(load(job.data), { runtime, ...options.runSync });
+    inHand.add(sync);
+    void sync.finally(() => inHand.delete(sync)).catch(() => undefined);
+    return sync;
+  };
   const worker = new Worker<SyncTickData, SyncSummary, string>(
     SYNC_QUEUE,
-    async (job: Job<SyncTickData, SyncSummary, string>) => runSync(load(job.data), { runtime, ...options.runSync }),
+    async (job: Job<SyncTickData, SyncSummary, string>) => handle(job),
     { connection: runtime.redis, prefix: bullPrefix(config.prefix), concurrency: options.concurrency ?? 4, autorun: true },
   );
   worker.on('failed', (job, err) => logger.error({ sync: job?.data.sync, err: err.message }, 'sync tick failed'));
@@ -54,7 +68,18 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
   return {
     worker,
     async close() {
-      await worker.close();
+      const timeoutMs = options.closeTimeoutMs ?? 30_000;
+      // Take no new tick, then give the ones in hand a while. worker.close() alone would wait
+      // for them however long they take, and a later close(true) only joins that wait.
+      await worker.pause(true);
+      const timer = new AbortController();
+      const drained = await Promise.race([
+        Promise.allSettled([...inHand]).then(() => true),
+        sleep(timeoutMs, false, { signal: timer.signal }).catch(() => false),
+      ]);
+      timer.abort();
+      if (!drained) logger.warn({ timeoutMs, syncs: inHand.size }, 'syncs still in hand at the close timeout: their runs go on in the workspace queues');
+      await worker.close(!drained);
       if (!options.runtime) await runtime.close();
     },
   };
