@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { CrmClient } from '../crm/index.js';
+import { AuthError, type CrmClient } from '../crm/index.js';
 import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { produceSource, sourceRunOptions, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
@@ -102,10 +102,11 @@ export interface ReconcileImportOptions extends ReconcileSourceOptions {
   chunkSize?: number;
   highWaterMark?: number;
   /**
-   * Checked (with the plan counts so far) before each row that would be sent; once true, every
-   * remaining such row is recorded `failed` (RUN_ABORTED, not sent). Default: never.
+   * Checked (with the plan counts so far) before each row that would be sent; once it answers
+   * true or a reason, every remaining such row is recorded `failed` (RUN_ABORTED, not sent,
+   * the reason in its message). Default: never.
    */
-  shouldStop?: (counts: PlanCounts) => boolean;
+  shouldStop?: (counts: PlanCounts) => boolean | string;
   /** Called with the run as soon as it exists. */
   onRun?: (run: RunRecord) => void;
 }
@@ -121,6 +122,10 @@ export interface ReconcileImportResult {
  * A reconciled run: create the run, page the CRM into an index, plan every row and hand the
  * rows to the producer — unchanged, unmatched and ambiguous rows are recorded at once, only
  * real changes (and an upsert's creates) are queued.
+ *
+ * If the CRM refuses the API key while the index is paged, the run ends `blocked` (as a 401
+ * blocks a run in the workers) with no rows read; the result's run says so. Any other error
+ * fails the run and is thrown.
  */
 export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
   const logger = options.logger ?? silentLogger;
@@ -145,7 +150,15 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       options: { ...sourceRunOptions(reader, options), reconcile: true, matchKey },
     },
     rows: async (created) => {
-      const built = await buildIndexFor({ ...options, matchKey });
+      let built;
+      try {
+        built = await buildIndexFor({ ...options, matchKey });
+      } catch (err) {
+        if (!(err instanceof AuthError)) throw err;
+        await options.store.setStatus(created.id, 'blocked', indexAuthReason(options.workspace, err));
+        logger.error({ runId: created.id, status: err.status }, 'the CRM refused the API key while the reconcile index was built: run blocked, nothing sent');
+        return noRows();
+      }
       index = built.stats;
       logger.info({ runId: created.id, ...index }, 'reconcile index built');
       return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }), counts, options.shouldStop);
@@ -154,11 +167,27 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
   return { run, progress, counts, index };
 }
 
-async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean): AsyncGenerator<PlannedRow> {
+/**
+ * What a run blocked while its index was paged says. Resuming it cannot help: it read no rows
+ * and has none queued, and the plan needs a fresh index anyway — the sync has to run again.
+ */
+function indexAuthReason(workspace: string, error: AuthError): string {
+  return (
+    `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}) ` +
+    `while the reconcile index was being built; no row was read or sent. Fix the key (restart the workers if it comes from an env variable), ` +
+    `then run the sync again: resuming this run does nothing, the index has to be built again.`
+  );
+}
+
+async function* noRows(): AsyncGenerator<PlannedRow> {}
+
+async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean | string): AsyncGenerator<PlannedRow> {
   for await (const row of rows) {
-    if (row.payload !== undefined && shouldStop?.(counts)) {
+    const stop = row.payload !== undefined ? shouldStop?.(counts) : false;
+    if (stop) {
       const { payload: _unsent, ...rest } = row;
-      yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: 'not sent: the run was aborted (too many failed rows)' } };
+      const why = typeof stop === 'string' ? stop : 'the run was aborted (too many failed rows)';
+      yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${why}` } };
       continue;
     }
     counts[row.action]++;

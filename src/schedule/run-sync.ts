@@ -11,6 +11,7 @@ import { writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from 
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
 import { resolvePath, resolveSource, type SyncDefinition } from './sync-definition.js';
+import { blockedSkipReason, findPreviousRun, previousRunState } from './previous-run.js';
 import { SyncLock } from './sync-lock.js';
 
 export interface RunSyncOptions {
@@ -23,6 +24,12 @@ export interface RunSyncOptions {
   lockTtlMs?: number;
   /** Timeout of the notify POST. Default 10 000 ms. */
   notifyTimeoutMs?: number;
+  /**
+   * Return as soon as the run is blocked (the CRM refused the key). Default false: the
+   * scheduler keeps the lock and watches a blocked run until it ends, so maxFailures still
+   * applies once it is resumed. The CLI sets it: a person is waiting and has to fix the key.
+   */
+  returnWhenBlocked?: boolean;
 }
 
 /** What a sync reports when it ends (to the log, and as JSON to the notify URL). */
@@ -47,48 +54,78 @@ export interface SyncSummary {
   dryRun: boolean;
 }
 
+const LOCK_BUSY = 'a tick of this sync is still being handled';
+
 /**
- * One tick of a sync: never alongside another run of the same sync (skipped and recorded as a
- * completed run whose reason says so), otherwise a reconciled run that is followed to its end
- * (aborted once `maxFailures` rows failed), then summarised to the log and the notify URL.
+ * One tick of a sync: never alongside another run of the same sync that is still going or
+ * blocked (skipped and recorded as a completed run whose reason says so), otherwise a
+ * reconciled run that is followed to its end — aborted once `maxFailures` rows failed or when
+ * the sync lock is lost — then summarised to the log and the notify URL.
  */
 export async function runSync(def: SyncDefinition, options: RunSyncOptions): Promise<SyncSummary> {
   const { runtime } = options;
   const { store, logger, config } = runtime;
   const log = logger.child({ sync: def.name });
   const started = new Date();
+  const skip = async (why: string) => finish(def, options, await recordSkip(def, runtime, why), started, true);
   const lock = new SyncLock(runtime.redis, config.prefix, def.name, options.lockTtlMs);
-  const previous = (await store.listRuns({ syncName: def.name, status: 'running', limit: 1 })).runs[0];
-  if (!(await lock.acquire())) return finish(def, options, await recordSkip(def, runtime, 'a tick of this sync is still being handled'), started, true);
+  if (!(await lock.acquire())) {
+    const going = await findPreviousRun(store, def.name);
+    return skip(going && previousRunState(going) === 'blocked' ? blockedSkipReason(going) : LOCK_BUSY);
+  }
+  const stopWatching = new AbortController();
+  let watching: Promise<void> = Promise.resolve();
   let client: CrmClient | undefined;
   try {
-    if (previous) {
-      if (previous.producerDone) {
-        return await finish(def, options, await recordSkip(def, runtime, `previous run ${previous.id} still running`), started, true);
+    // Read under the lock: read before it, a run that finished producing in between would be
+    // taken for an orphan below.
+    let previous = await findPreviousRun(store, def.name);
+    if (previous && previousRunState(previous) === 'orphan') {
+      // Its producer is gone — or it lost the lock and stops at its next renewal. Make sure the
+      // lock is still ours and the run still orphaned before failing it.
+      if (!(await lock.held())) return await skip(LOCK_BUSY);
+      previous = await store.requireRun(previous.id);
+      if (previousRunState(previous) === 'orphan') {
+        await store.setStatus(previous.id, 'failed', 'its producer stopped before reading the whole file');
+        log.warn({ runId: previous.id }, 'previous run of this sync had lost its producer: marked failed');
       }
-      // The lock was free, so whoever produced that run is gone: it will never finish producing.
-      await store.setStatus(previous.id, 'failed', 'its producer stopped before reading the whole file');
     }
+    if (previous) {
+      const state = previousRunState(previous);
+      if (state === 'blocked') return await skip(blockedSkipReason(previous));
+      if (state === 'running') return await skip(`previous run ${previous.id} still running`);
+    }
+
     const source = resolveSource(def);
     const mapping = def.mapping !== undefined ? readMappingFile(resolvePath(def, def.mapping)) : undefined;
     client = options.client ?? createCrmClient(config, def.workspace, logger);
     const max = def.options.maxFailures;
-    let aborted = false;
-    let watching: Promise<void> | undefined;
     const queue = runtime.queue(def.workspace);
-    const abort = async (runId: string, failed: number) => {
-      if (aborted) return;
-      aborted = true;
-      const reason = `aborted: ${failed} rows failed (maxFailures ${max ?? 0})`;
-      const removed = await abortRun(store, queue, runId, reason);
-      log.warn({ runId, failed, removed }, 'sync run aborted: too many failed rows');
+    let abortReason: string | undefined;
+    let watchError: unknown;
+    /** Why the run must stop now, if it must (first reason wins). */
+    const stopReason = (failed: number): string | undefined => {
+      if (abortReason !== undefined) return abortReason;
+      if (lock.lost) return `aborted: ${lock.lostReason ?? 'the sync lock was lost'}; another tick may be running this sync`;
+      if (watchError !== undefined) return `aborted: the run could not be watched (${errorMessage(watchError)})`;
+      if (max !== undefined && failed >= max) return `aborted: ${failed} rows failed (maxFailures ${max})`;
+      return undefined;
     };
-    const watch = async (runId: string) => {
-      for (;;) {
+    /** Fails the run and removes its waiting jobs (RUN_ABORTED); safe to repeat. */
+    const abort = async (runId: string, reason: string) => {
+      if (abortReason === undefined) log.warn({ runId, reason }, 'sync run aborted');
+      abortReason = reason;
+      const removed = await abortRun(store, queue, runId, reason);
+      if (removed > 0) log.info({ runId, removed }, 'waiting rows of the aborted run removed');
+    };
+    const stillGoing = (run: RunRecord) => run.status === 'running' || (run.status === 'blocked' && !options.returnWhenBlocked && previousRunState(run) === 'blocked');
+    const watch = async (runId: string, signal: AbortSignal) => {
+      while (!signal.aborted) {
         const run = await store.requireRun(runId);
-        if (max !== undefined && run.counts.failed >= max && !aborted) await abort(runId, run.counts.failed);
-        if (run.status !== 'running' || aborted) return;
-        await sleep(options.pollMs ?? 500);
+        const why = stopReason(run.counts.failed);
+        if (why !== undefined) return abort(runId, why);
+        if (!stillGoing(run)) return;
+        await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => undefined);
       }
     };
     const result = await reconcileImport({
@@ -104,20 +141,31 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
       ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),
-      shouldStop: (plan) => aborted || (max !== undefined && plan['not-found'] + plan.ambiguous >= max),
+      shouldStop: (plan) => stopReason(0) ?? (max !== undefined && plan['not-found'] + plan.ambiguous >= max),
       onRun: (run) => {
         log.info({ runId: run.id, source }, 'sync run started');
-        watching = watch(run.id);
+        // Handled at once: a rejection here must not wait (unhandled) for reconcileImport to end.
+        watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
+          watchError = err;
+          log.error({ runId: run.id, err: errorMessage(err) }, 'could not watch the sync run');
+        });
       },
     });
     await watching;
     let run = await store.requireRun(result.run.id);
-    if (max !== undefined && run.counts.failed >= max && !aborted) await abort(run.id, run.counts.failed);
-    run = await store.requireRun(result.run.id);
+    // Again after the producer is done: it may have queued its last chunk after a first sweep.
+    const why = stopReason(run.counts.failed);
+    if (why !== undefined) {
+      await abort(run.id, why);
+      run = await store.requireRun(run.id);
+    }
+    if (watchError !== undefined) throw watchError;
     return await finish(def, options, run, started, false, result.counts);
   } finally {
+    stopWatching.abort();
+    await watching;
     if (client && !options.client) client.close();
-    await lock.release();
+    await lock.release().catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'could not release the sync lock (it expires on its own)'));
   }
 }
 
