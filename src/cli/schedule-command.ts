@@ -5,6 +5,7 @@ import { startWorkerPool } from '../worker/index.js';
 import { cliContext } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { positiveInt } from './options.js';
+import { exitCodeFor } from './run-progress.js';
 
 interface JobsOption {
   jobsDir: string;
@@ -87,7 +88,8 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
     const runtime = await openRuntime(config, logger);
     const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [def.workspace], concurrency: opts.concurrency ?? 8 }) : null;
     try {
-      const summary = await runSync(def, { runtime });
+      // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
+      const summary = await runSync(def, { runtime, returnWhenBlocked: true });
       const c = summary.counts;
       process.stdout.write(
         opts.json
@@ -96,7 +98,7 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
               `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
               `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
       );
-      process.exitCode = summary.status === 'completed' && c.failed + c.invalid === 0 ? EXIT.OK : EXIT.ROWS_FAILED;
+      process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
     } finally {
       await pool?.close();
       await runtime.close();

@@ -57,4 +57,15 @@ describe('crm-sync reconcile / import --reconcile / verify / schedule (child pro
     expect((JSON.parse(history.stdout) as { total: number }).total).toBe(2);
     expect((await cli(['schedule', 'remove', 'nightly-deals'])).stdout).toContain('removed nightly-deals');
   }, 60_000);
+
+  it('schedule run exits 3 (blocked) when the CRM refuses the key, and says to fix it and run the sync again', async () => {
+    h.ws.revokeApiKey(h.apiKey);
+    try {
+      const res = await cli(['schedule', 'run', 'nightly-contacts']);
+      expect(res.stdout).toMatch(/^sync nightly-contacts: run \S+ blocked \(The CRM refused the API key of workspace "acme" \(HTTP 401.*run the sync again/);
+      expect(res.code).toBe(3);
+    } finally {
+      h.ws.addApiKey(h.apiKey);
+    }
+  }, 60_000);
 });
