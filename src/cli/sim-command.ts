@@ -4,10 +4,17 @@ import { isCrmSyncError } from '../errors/index.js';
 import { parseRateLimit, startSimulator, type SimRateLimit, type SimWorkspaceOptions } from '../sim/index.js';
 import type { GlobalOptions } from './context.js';
 
+/** A workspace and one key for it; `env` names the variable the key came from (never printed then). */
+interface WorkspaceSpec {
+  name: string;
+  key: string;
+  env?: string;
+}
+
 interface SimCommandOptions {
   port: number;
   host: string;
-  workspace?: Array<{ name: string; key: string }>;
+  workspace?: WorkspaceSpec[];
   records: number;
   seed: number;
   rate?: SimRateLimit;
@@ -17,7 +24,7 @@ interface SimCommandOptions {
   dropRate: number;
 }
 
-const DEFAULT_WORKSPACE = { name: 'acme', key: 'sim-key-acme' };
+const DEFAULT_WORKSPACE: WorkspaceSpec = { name: 'acme', key: 'sim-key-acme' };
 
 function wholeNumber(min: number) {
   return (value: string): number => {
@@ -33,12 +40,22 @@ function probability(value: string): number {
   return n;
 }
 
-function workspaceSpec(value: string, previous: SimCommandOptions['workspace'] = []): SimCommandOptions['workspace'] {
+const ENV_KEY = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/**
+ * `NAME:KEY`, or `NAME:env:VARIABLE` to read the key from the environment — so it stays out of
+ * argv, which `ps` and `docker inspect` show to anyone on the host.
+ */
+function workspaceSpec(value: string, previous: WorkspaceSpec[] = [], env: NodeJS.ProcessEnv = process.env): WorkspaceSpec[] {
   const at = value.indexOf(':');
   const name = value.slice(0, at).trim().toLowerCase();
-  const key = value.slice(at + 1);
-  if (at < 1 || key === '') throw new InvalidArgumentError('must be NAME:API_KEY, e.g. acme:sim-key-acme');
-  return [...previous, { name, key }];
+  const rest = value.slice(at + 1);
+  if (at < 1 || rest === '') throw new InvalidArgumentError('must be NAME:API_KEY or NAME:env:VARIABLE, e.g. acme:sim-key-acme');
+  const fromEnv = ENV_KEY.exec(rest)?.[1];
+  if (fromEnv === undefined) return [...previous, { name, key: rest }];
+  const key = env[fromEnv];
+  if (key === undefined || key === '') throw new InvalidArgumentError(`env variable ${fromEnv} (the key of workspace ${name}) is not set`);
+  return [...previous, { name, key, env: fromEnv }];
 }
 
 function rate(value: string): SimRateLimit {
@@ -50,8 +67,7 @@ function rate(value: string): SimRateLimit {
 }
 
 /** Keys given twice for one workspace name add up: `--workspace acme:K1 --workspace acme:K2`. */
-function workspaces(o: SimCommandOptions): SimWorkspaceOptions[] {
-  const specs = o.workspace ?? [DEFAULT_WORKSPACE];
+function workspaces(o: SimCommandOptions, specs: WorkspaceSpec[]): SimWorkspaceOptions[] {
   const byName = new Map<string, SimWorkspaceOptions>();
   for (const { name, key } of specs) {
     const ws = byName.get(name) ?? { name, apiKeys: [], records: o.records, seed: o.seed, rateLimit: o.rate ?? null };
@@ -59,6 +75,11 @@ function workspaces(o: SimCommandOptions): SimWorkspaceOptions[] {
     byName.set(name, ws);
   }
   return [...byName.values()];
+}
+
+/** How the banner shows a key: as given on the command line, or only the variable it came from. */
+function shownKey(spec: WorkspaceSpec): string {
+  return spec.env !== undefined ? `$${spec.env}` : spec.key;
 }
 
 function waitForSignal(): Promise<NodeJS.Signals> {
@@ -80,7 +101,11 @@ export function registerSimCommand(program: Command): void {
     .description('run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)')
     .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), 4010)
     .option('--host <address>', 'interface to listen on', '127.0.0.1')
-    .option('--workspace <name:key>', `a workspace (its subdomain) and an API key for it; repeat for more workspaces or keys (default ${DEFAULT_WORKSPACE.name}:${DEFAULT_WORKSPACE.key})`, workspaceSpec)
+    .option(
+      '--workspace <name:key>',
+      `a workspace (its subdomain) and an API key for it, or name:env:VARIABLE to read the key from the environment; repeat for more workspaces or keys (default ${DEFAULT_WORKSPACE.name}:${DEFAULT_WORKSPACE.key})`,
+      (value: string, previous?: WorkspaceSpec[]) => workspaceSpec(value, previous),
+    )
     .option('--records <n>', 'seeded deals, leads and contacts (each) per workspace', wholeNumber(0), 100)
     .option('--seed <n>', 'seed of the generated data: the same seed gives the same records', wholeNumber(0), 1)
     .option('--rate <limit>', 'per-workspace rate limit (token bucket), e.g. 50/s, 100/10s, 3000/min; over it → 429 + Retry-After (default unlimited)', rate)
@@ -91,10 +116,12 @@ export function registerSimCommand(program: Command): void {
     .addHelpText('after', `
 Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external.
 Example:
-  crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s`)
+  crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s
+  SIM_KEY_ACME=... crm-sync sim --workspace acme:env:SIM_KEY_ACME   (the key stays out of the process list)`)
     .action(async (o: SimCommandOptions, command: Command) => {
       const logger = createLogger({ level: command.optsWithGlobals<GlobalOptions>().logLevel ?? 'info' });
-      const list = workspaces(o);
+      const specs = o.workspace ?? [DEFAULT_WORKSPACE];
+      const list = workspaces(o, specs);
       const sim = await startSimulator({
         port: o.port,
         host: o.host,
@@ -104,10 +131,15 @@ Example:
         logger,
       });
       const lines = [`CRM simulator listening on ${sim.origin} (Ctrl-C to stop)`];
-      for (const ws of list) lines.push(`  ${ws.name}  base_url ${sim.baseUrl(ws.name)}  X-Api-Key ${ws.apiKeys.join(', ')}`);
-      const first = list[0];
+      for (const ws of list) {
+        const keys = specs.filter((s) => s.name === ws.name).map(shownKey);
+        lines.push(`  ${ws.name}  base_url ${sim.baseUrl(ws.name)}  X-Api-Key ${keys.join(', ')}`);
+      }
+      const first = specs[0];
       if (first) {
-        lines.push('Try:', `  curl -H 'X-Api-Key: ${first.apiKeys[0] ?? ''}' '${sim.baseUrl(first.name)}/v2/contacts?page_size=5'`);
+        // Double quotes when the key is a variable, so the shell expands it.
+        const header = first.env !== undefined ? `"X-Api-Key: $${first.env}"` : `'X-Api-Key: ${first.key}'`;
+        lines.push('Try:', `  curl -H ${header} '${sim.baseUrl(first.name)}/v2/contacts?page_size=5'`);
       }
       process.stdout.write(`${lines.join('\n')}\n`);
       const signal = await waitForSignal();
