@@ -103,13 +103,13 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     const queue = runtime.queue(def.workspace);
     let abortReason: string | undefined;
     let watchError: unknown;
-    /** Why the run must stop now, if it must (first reason wins). */
+    const failuresReason = (failed: number) => (max !== undefined && failed >= max ? `aborted: ${failed} rows failed (maxFailures ${max})` : undefined);
+    /** Why a run still going must stop now, if it must (the first reason sticks). */
     const stopReason = (failed: number): string | undefined => {
       if (abortReason !== undefined) return abortReason;
       if (lock.lost) return `aborted: ${lock.lostReason ?? 'the sync lock was lost'}; another tick may be running this sync`;
       if (watchError !== undefined) return `aborted: the run could not be watched (${errorMessage(watchError)})`;
-      if (max !== undefined && failed >= max) return `aborted: ${failed} rows failed (maxFailures ${max})`;
-      return undefined;
+      return failuresReason(failed);
     };
     /** Fails the run and removes its waiting jobs (RUN_ABORTED); safe to repeat. */
     const abort = async (runId: string, reason: string) => {
@@ -122,9 +122,10 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     const watch = async (runId: string, signal: AbortSignal) => {
       while (!signal.aborted) {
         const run = await store.requireRun(runId);
+        // A run that ended is judged once more after the producer is done (below).
+        if (!stillGoing(run)) return;
         const why = stopReason(run.counts.failed);
         if (why !== undefined) return abort(runId, why);
-        if (!stillGoing(run)) return;
         await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => undefined);
       }
     };
@@ -154,7 +155,9 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     await watching;
     let run = await store.requireRun(result.run.id);
     // Again after the producer is done: it may have queued its last chunk after a first sweep.
-    const why = stopReason(run.counts.failed);
+    // A run that completed is only failed for its failures, never for a lock lost afterwards.
+    const going = run.status === 'running' || run.status === 'blocked';
+    const why = going || abortReason !== undefined ? stopReason(run.counts.failed) : failuresReason(run.counts.failed);
     if (why !== undefined) {
       await abort(run.id, why);
       run = await store.requireRun(run.id);
