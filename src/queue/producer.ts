@@ -23,6 +23,11 @@ export interface ProducerOptions {
   dryRun?: boolean;
   /** The rows were already counted as queued (a retry, after `requeueRows`). Default false. */
   requeued?: boolean;
+  /**
+   * Asked before each chunk goes to the queue; a reason means the run was aborted, and the
+   * chunk's rows are recorded failed (RUN_ABORTED) instead of sent. Default: never.
+   */
+  shouldStop?: () => string | undefined;
   logger?: Logger;
   onProgress?: (progress: ProducerProgress) => void;
 }
@@ -83,6 +88,12 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     const batch = jobs;
     jobs = [];
     await waitForRoom(queue, highWater, logger);
+    const stop = options.shouldStop?.();
+    if (stop !== undefined) {
+      // Rows held here when the run was aborted would otherwise reach the CRM after it.
+      results.push(...batch.flatMap((j) => abortedResults(j.data, stop)));
+      return;
+    }
     const count = batch.reduce((n, j) => n + j.rows, 0);
     // Count first: a worker may finish a job before addBulk returns.
     if (!options.requeued) await store.addQueued(runId, count);
@@ -147,6 +158,12 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   await flushResults();
   options.onProgress?.(progress);
   return progress;
+}
+
+function abortedResults(data: SyncJobData, reason: string): RowResult[] {
+  const rows = 'rows' in data ? data.rows : [data];
+  const at = new Date().toISOString();
+  return rows.map((r) => ({ row: r.row, line: r.line, status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${reason}`, original: r.original, at }));
 }
 
 function inviteKey(options: InviteOptions): string {

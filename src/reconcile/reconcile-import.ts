@@ -142,6 +142,8 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
     ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
     ...(options.onRun ? { onRun: options.onRun } : {}),
+    // Rows already handed to the producer when the run is aborted are stopped there too.
+    shouldStop: () => abortReason(options.shouldStop?.(counts)),
     run: {
       workspace: options.workspace,
       operation: options.op,
@@ -155,7 +157,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
         built = await buildIndexFor({ ...options, matchKey });
       } catch (err) {
         if (!(err instanceof AuthError)) throw err;
-        await options.store.setStatus(created.id, 'blocked', indexAuthReason(options.workspace, err));
+        await options.store.blockRun(created.id, indexAuthReason(options.workspace, err));
         logger.error({ runId: created.id, status: err.status }, 'the CRM refused the API key while the reconcile index was built: run blocked, nothing sent');
         return noRows();
       }
@@ -181,12 +183,16 @@ function indexAuthReason(workspace: string, error: AuthError): string {
 
 async function* noRows(): AsyncGenerator<PlannedRow> {}
 
+function abortReason(stop: boolean | string | undefined): string | undefined {
+  if (!stop) return undefined;
+  return typeof stop === 'string' ? stop : 'the run was aborted (too many failed rows)';
+}
+
 async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean | string): AsyncGenerator<PlannedRow> {
   for await (const row of rows) {
-    const stop = row.payload !== undefined ? shouldStop?.(counts) : false;
-    if (stop) {
+    const why = row.payload !== undefined ? abortReason(shouldStop?.(counts)) : undefined;
+    if (why !== undefined) {
       const { payload: _unsent, ...rest } = row;
-      const why = typeof stop === 'string' ? stop : 'the run was aborted (too many failed rows)';
       yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${why}` } };
       continue;
     }

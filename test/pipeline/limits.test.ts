@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pendingJobCount } from '../../src/queue/index.js';
+import { ingest } from '../../src/ingest/index.js';
+import { pendingJobCount, produceSource } from '../../src/queue/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness | undefined;
@@ -46,4 +47,27 @@ describe('bounds', () => {
     expect(results).toHaveLength(6);
     for (const r of results.filter((x) => x.status === 'failed')) expect(r.message).toMatch(/gave up/);
   }, 50_000);
+
+  it('rows the producer still holds when the run is aborted are recorded RUN_ABORTED, never queued', async () => {
+    h = await startHarness({ records: 50 });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Stop'])));
+    const { reader, rows } = ingest(file, { op: 'deal.update' });
+    let asked = 0;
+    const { run } = await produceSource({
+      store: h.runtime.store,
+      queue: h.runtime.queue('acme'),
+      reader,
+      rows: () => rows,
+      chunkSize: 10,
+      run: { workspace: 'acme', operation: 'deal.update', source: file },
+      // The first two chunks go out; the run is aborted before the third.
+      shouldStop: () => (++asked > 2 ? 'too many failed rows' : undefined),
+    });
+    expect(run.counts).toMatchObject({ total: 50, queued: 20, failed: 30 });
+    expect(await h.runtime.queue('acme').getWaitingCount()).toBe(20);
+    const aborted = await h.runtime.store.getResult(run.id, 21);
+    expect(aborted).toMatchObject({ status: 'failed', code: 'RUN_ABORTED', message: 'not sent: too many failed rows' });
+    expect(h.ws.stats.requests).toBe(0);
+  });
 });
