@@ -45,6 +45,10 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   if (run.options.dryRun) throw new CrmSyncError('RUN_STATE', `run ${runId} was a dry run: nothing to retry; import the file for real`);
   if (run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${runId} is blocked (API key refused); resume it first: crm-sync runs resume ${runId}`);
   const op: Operation = run.operation;
+  if (await options.queue.isPaused()) {
+    // Rows would wait in a paused queue, and a caller (a dashboard request) with them.
+    throw new CrmSyncError('RUN_STATE', `the queue of workspace ${run.workspace} is paused: resume the workspace before retrying rows`);
+  }
   const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   const ignored: RetrySummary['ignored'] = [];
   const logger = options.logger ?? silentLogger;

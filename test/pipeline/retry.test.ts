@@ -66,4 +66,18 @@ describe('export → fix → retry', () => {
     expect(done.counts).toMatchObject({ succeeded: 4, failed: 0 });
     for (const d of deals) expect(h.ws.deals.get(d.id)?.name).toBe('Retry me');
   }, 30_000);
+
+  it('refuses to retry into a paused workspace queue instead of waiting on it', async () => {
+    const d = [...h.ws.deals.values()][15]!;
+    const run = await h.waitForRun((await h.importFile(h.file('p.csv', csv(['id', 'name'], [[d.id, '']])), 'deal.update')).id);
+    expect(run.counts.invalid).toBe(1);
+    const queue = h.runtime.queue('acme');
+    await queue.pause();
+    try {
+      await expect(retryRun({ runId: run.id, queue, store: h.runtime.store })).rejects.toThrow(/paused: resume the workspace/);
+      expect((await h.runtime.store.requireRun(run.id)).counts.invalid).toBe(1);
+    } finally {
+      await queue.resume();
+    }
+  });
 });
