@@ -4,7 +4,7 @@
  * processes. Everything targets loopback and stops by itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +21,12 @@ export interface SimProcess {
   stop(): Promise<void>;
 }
 
+const spawned = new Set<ChildProcess>();
+// A benchmark that throws must not leave its simulator and workers running.
+process.on('exit', () => {
+  for (const c of spawned) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
 /** `crm-sync sim` in its own process. */
 export async function startSimProcess(args: { records: number; rate?: string; latencyMs?: number }): Promise<SimProcess> {
   const port = await freePort();
@@ -31,6 +37,7 @@ export async function startSimProcess(args: { records: number; rate?: string; la
       ...(args.rate ? ['--rate', args.rate] : []), ...(args.latencyMs ? ['--latency', String(args.latencyMs)] : [])],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  spawned.add(child);
   await new Promise<void>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`sim exited ${code}`)));
     child.stdout?.on('data', (d: Buffer) => {
@@ -67,11 +74,18 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
 }
 
 export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {
-  return spawn(process.execPath, ['bin/crm-sync.js', '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
+  const child = spawn(process.execPath, ['bin/crm-sync.js', '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
     cwd: ROOT,
     env: b.env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'ignore', 'ignore'],
   });
+  spawned.add(child);
+  return child;
+}
+
+/** Removes a benchmark's temp dir (the generated files can be large). */
+export function removeBenchDir(b: BenchEnv): void {
+  rmSync(b.dir, { recursive: true, force: true });
 }
 
 export async function stopProcesses(children: ChildProcess[]): Promise<void> {

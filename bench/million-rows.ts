@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { benchConfig, dropPrefix, fmt, peakRssMb, ROOT, sampleRedisMemory, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import { benchConfig, dropPrefix, removeBenchDir, fmt, peakRssMb, ROOT, sampleRedisMemory, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -68,4 +68,5 @@ console.log(`  run counts: ${JSON.stringify(Object.fromEntries(Object.entries(co
 redis.disconnect();
 await stopProcesses(workers);
 await dropPrefix(b.prefix);
+removeBenchDir(b);
 await sim.stop();

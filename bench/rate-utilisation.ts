@@ -11,7 +11,7 @@ import { silentLogger } from '../src/log/index.js';
 import { readCounters, METRIC } from '../src/metrics/index.js';
 import { importFile } from '../src/queue/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { benchConfig, dropPrefix, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import { benchConfig, dropPrefix, removeBenchDir, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 3000);
@@ -50,6 +50,7 @@ for (const processes of [2, 4]) {
   await stopProcesses(workers);
   await runtime.close();
   await dropPrefix(b.prefix);
+  removeBenchDir(b);
   await sleep(1500);
 }
 await sim.stop();

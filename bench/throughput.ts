@@ -13,7 +13,7 @@ import { loopbackLookup } from '../src/crm/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { importFile } from '../src/queue/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { benchConfig, dropPrefix, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import { benchConfig, dropPrefix, removeBenchDir, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 20_000);
@@ -68,4 +68,5 @@ console.log(`  ratio:          ${fmt(pipeline / bare, 2)}`);
 await stopProcesses([worker]);
 await runtime.close();
 await dropPrefix(b.prefix);
+removeBenchDir(b);
 await sim.stop();

@@ -137,7 +137,8 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
         if (!(opts.wait || opts.work || opts.dryRun)) {
-          process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
+          // --json output stays one JSON document for scripts.
+          if (!opts.json) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
           process.exitCode = final.counts.invalid > 0 ? 1 : 0;
         } else {
           process.exitCode = exitCodeFor(final);
