@@ -41,6 +41,14 @@ describe('crm-sync import / runs (child processes, as a user runs them)', () => 
     expect(retried.code).toBe(1);
   }, 90_000);
 
+  it('--json without --wait prints one JSON document (the run, queued)', async () => {
+    const d = [...h.ws.deals.values()][9]!;
+    const queued = await cli(['import', h.file('q.csv', csv(['id', 'name'], [[d.id, 'Q']])), '--op', 'deal.update', '-w', 'acme', '--json']);
+    expect(queued.code).toBe(0);
+    const run = JSON.parse(queued.stdout) as { id: string; producerDone: boolean; counts: { queued: number } };
+    expect(run).toMatchObject({ producerDone: true, counts: { queued: 1 } });
+  }, 30_000);
+
   it('explains bad usage with exit code 2 and sends nothing', async () => {
     const before = h.ws.stats.requests;
     const noOp = await cli(['import', h.file('x.csv', 'id,name\n1,a\n'), '-w', 'acme']);
