@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/runtime/index.js';
+import { deleteKeysWithPrefix, freePort } from '../src/runtime/index.js';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -131,12 +131,7 @@ export function sampleRedisMemory(url = process.env.REDIS_URL ?? 'redis://127.0.
 /** Removes every key under the prefix (benchmarks clean up after themselves). */
 export async function dropPrefix(prefix: string, url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<void> {
   const redis = new Redis(url);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
+  await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
 }
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFromObject } from '../src/config/index.js';
 import { silentLogger } from '../src/log/index.js';
-import { openRuntime } from '../src/runtime/index.js';
+import { deleteKeysWithPrefix, openRuntime } from '../src/runtime/index.js';
 import { loadDefinitionFile, runSync } from '../src/schedule/index.js';
 import { startSimulator } from '../src/sim/index.js';
 import { startWorkerPool } from '../src/worker/index.js';
@@ -62,12 +62,7 @@ try {
 } finally {
   await pool.close();
   await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
-  let cursor = '0';
-  do {
-    const [next, keys] = await runtime.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await runtime.redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysWithPrefix(runtime.redis, prefix);
   await runtime.close();
   await sim.close();
   rmSync(dir, { recursive: true, force: true });

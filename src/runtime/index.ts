@@ -54,3 +54,4 @@ export function createCrmClient(config: Config, workspace: string, logger: Logge
   });
 }
 export { startPrivateRedis, findOrStartRedis, redisAnswers, freePort, hasRedisServer, type PrivateRedis, type PrivateRedisOptions } from './local-redis.js';
+export { deleteKeysWithPrefix } from './delete-prefix.js';

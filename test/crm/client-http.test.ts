@@ -4,6 +4,7 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { BadResponseError, CrmClient, CrmError, RejectedError, TransientError, isLoopbackName } from '../../src/crm/index.js';
+import { leadRecord, ts } from './fixtures.js';
 
 /**
  * The client against a tiny real HTTP server whose answers the test chooses: the malformed
@@ -11,7 +12,6 @@ import { BadResponseError, CrmClient, CrmError, RejectedError, TransientError, i
  */
 
 const KEY = 'k-test-9f8e7d6c5b4a';
-const ts = '2025-01-02T03:04:05.000Z';
 const deal = {
   id: 'd/1 x',
   name: 'n',
@@ -30,20 +30,7 @@ const deal = {
   updated_at: ts,
 };
 
-const lead = {
-  id: 'l1',
-  name: 'Lead',
-  status: 'open',
-  unique_number: 'L-1',
-  email: 'a@b.co',
-  phone_number: '',
-  contact: { id: null, name: 'x' },
-  company: { id: null, name: null },
-  owner: null,
-  tags: [],
-  created_at: ts,
-  updated_at: ts,
-};
+const lead = leadRecord;
 
 interface Seen {
   method: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ContactSchema, DealSchema, LeadSchema, listPageSchema, tagIdOf, tagNameOf } from '../../src/crm/index.js';
+import { leadRecord, ts } from './fixtures.js';
 
-const ts = '2025-01-02T03:04:05.000Z';
 const deal = {
   id: 'd1',
   name: 'Big deal',
@@ -53,20 +53,7 @@ describe('record schemas', () => {
   });
 
   it('lead contact/company ids may be null', () => {
-    const lead = {
-      id: 'l1',
-      name: 'Lead',
-      status: 'open',
-      unique_number: 'L-1',
-      email: 'a@b.co',
-      phone_number: '',
-      contact: { id: null, name: 'x' },
-      company: { id: null, name: null },
-      owner: null,
-      tags: [],
-      created_at: ts,
-      updated_at: ts,
-    };
+    const lead = leadRecord;
     expect(LeadSchema.safeParse(lead).success).toBe(true);
     expect(LeadSchema.safeParse({ ...lead, status: 'won' }).success).toBe(false);
   });

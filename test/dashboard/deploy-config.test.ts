@@ -7,6 +7,7 @@ import { configFromObject } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { httpRequest } from '../helpers/http.js';
+import { startSimProcess } from '../helpers/sim-process.js';
 
 const DEPLOY = join(import.meta.dirname, '..', '..', 'docs', 'deploy');
 const read = (name: string): unknown => JSON.parse(readFileSync(join(DEPLOY, name), 'utf8'));
@@ -80,15 +81,8 @@ describe('crm-sync sim --workspace name:env:VARIABLE', () => {
 
   it('reads the key from the variable, accepts it, and never prints it', async () => {
     const key = 'sim-env-key-5f2c9a';
-    const child = start(['--workspace', 'acme:env:SIM_TEST_KEY'], { ...process.env, SIM_TEST_KEY: key });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const { child, out, port } = await startSimProcess(['--records', '3', '--workspace', 'acme:env:SIM_TEST_KEY'], { ...process.env, SIM_TEST_KEY: key });
     try {
-      while (!out.includes('curl ')) {
-        if (child.exitCode !== null) throw new Error(`sim exited early with ${child.exitCode}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const port = Number(/127\.0\.0\.1:(\d+)/.exec(out)?.[1]);
       expect(out).toContain('X-Api-Key $SIM_TEST_KEY');
       expect(out).toContain(`curl -H "X-Api-Key: $SIM_TEST_KEY" 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`);
       expect(out).not.toContain(key);

@@ -6,14 +6,14 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
 import { silentLogger } from '../../src/log/index.js';
+import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
 
 const prefix = `crm-sync-demo-test-${process.pid}`;
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-demo-'));
 
 afterAll(async () => {
   const redis = new Redis();
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length) await redis.del(...keys);
+  await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
   rmSync(dir, { recursive: true, force: true });
 });

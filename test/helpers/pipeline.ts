@@ -8,7 +8,7 @@ import type { Operation } from '../../src/crm/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { importFile, type ImportFileOptions } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
-import { openRuntime, type Runtime } from '../../src/runtime/index.js';
+import { deleteKeysWithPrefix, openRuntime, type Runtime } from '../../src/runtime/index.js';
 import { startSimulator, type SimFaults, type SimRateLimit, type Simulator, type SimWorkspace } from '../../src/sim/index.js';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
 
@@ -121,12 +121,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await Promise.all(pools.map((p) => p.close()));
       await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
-      let cursor = '0';
-      do {
-        const [next, keys] = await runtime.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await runtime.redis.del(...keys);
-      } while (cursor !== '0');
+      await deleteKeysWithPrefix(runtime.redis, prefix);
       await runtime.close();
       await sim.close();
       delete process.env[keyEnv];

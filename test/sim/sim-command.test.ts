@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { parseRateLimit } from '../../src/sim/index.js';
 import { httpRequest } from '../helpers/http.js';
+import { startSimProcess } from '../helpers/sim-process.js';
 
 describe('parseRateLimit', () => {
   it.each([
@@ -22,19 +22,8 @@ describe('parseRateLimit', () => {
 
 describe('crm-sync sim', () => {
   it('prints base_urls and a curl example, serves seeded data, stops cleanly on SIGTERM', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', 'sim', '--port', '0', '--workspace', 'acme:K1', '--workspace', 'globex:K2', '--records', '12', '--seed', '7', '--rate', '100/s', '--log-level', 'silent'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const { child, out, port } = await startSimProcess(['--workspace', 'acme:K1', '--workspace', 'globex:K2', '--records', '12', '--seed', '7', '--rate', '100/s']);
     try {
-      while (!out.includes('curl ')) {
-        if (child.exitCode !== null) throw new Error(`sim exited early with ${child.exitCode}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const port = Number(/127\.0\.0\.1:(\d+)/.exec(out)?.[1]);
       expect(out).toContain(`base_url http://acme.localhost:${port}/api/external`);
       expect(out).toContain(`base_url http://globex.localhost:${port}/api/external`);
       expect(out).toContain(`curl -H 'X-Api-Key: K1' 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`);
