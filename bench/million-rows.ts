@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { benchConfig, dropPrefix, removeBenchDir, fmt, peakRssMb, ROOT, sampleRedisMemory, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import { benchConfig, CLI, dropPrefix, removeBenchDir, fmt, peakRssMb, ROOT, sampleRedisMemory, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -33,7 +33,7 @@ const stopSampling = sampleRedisMemory();
 const started = Date.now();
 const producer = spawn(
   process.execPath,
-  ['bin/crm-sync.js', '--log-level', 'warn', 'import', file, '--op', 'deal.update', '--workspace', 'acme', '--high-water', String(HIGH_WATER), '--json'],
+  [CLI, '--log-level', 'warn', 'import', file, '--op', 'deal.update', '--workspace', 'acme', '--high-water', String(HIGH_WATER), '--json'],
   { cwd: ROOT, env: b.env, stdio: ['ignore', 'pipe', 'inherit'] },
 );
 let producerPeak = 0;

@@ -1,12 +1,12 @@
 import { CommanderError } from 'commander';
 import { buildProgram } from './cli/program.js';
-import { COMMANDS } from './cli/commands.js';
+import { registrationsFor } from './cli/commands.js';
 import { EXIT } from './cli/exit-codes.js';
 import { USER_ERROR_CODES, isCrmSyncError } from './errors/index.js';
 
 // The entry point only parses arguments and maps failures to exit codes; commands call the library.
 async function main(argv: string[]): Promise<number> {
-  const program = buildProgram(COMMANDS);
+  const program = buildProgram(await registrationsFor(argv.slice(2)));
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.OK;
@@ -22,5 +22,11 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.INTERNAL;
   }
 }
+
+// `crm-sync runs export … | head` closes the pipe early: that is not an error worth a stack.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
 
 process.exitCode = await main(process.argv);
