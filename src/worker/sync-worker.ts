@@ -114,8 +114,9 @@ export class SyncWorker {
     if (options.rateLimit) {
       const smooth = smoothRateLimit(options.rateLimit);
       await w.queue.setGlobalRateLimit(smooth.max, smooth.durationMs);
+    } else {
+      await w.queue.removeGlobalRateLimit();
     }
-    else await w.queue.removeGlobalRateLimit();
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
     w.#sweepTimer = setInterval(() => void w.#sweepFailed(), options.sweepIntervalMs ?? 60_000);
