@@ -1,12 +1,17 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { configFromObject, getWorkspace, loadConfig, readApiKey, Secret } from '../../src/config/index.js';
 import { isCrmSyncError } from '../../src/errors/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-config-'));
+const empty = mkdtempSync(join(tmpdir(), 'crm-sync-empty-'));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(empty, { recursive: true, force: true });
+});
 const write = (name: string, content: string) => {
   const p = join(dir, name);
   writeFileSync(p, content);
@@ -38,7 +43,6 @@ describe('config', () => {
   it('uses CRM_SYNC_CONFIG, and defaults when no file exists', () => {
     const path = write('other.json', JSON.stringify(valid));
     expect(loadConfig({ env: { CRM_SYNC_CONFIG: path }, cwd: dir }).source).toBe(path);
-    const empty = mkdtempSync(join(tmpdir(), 'crm-sync-empty-'));
     const defaults = loadConfig({ env: {}, cwd: empty });
     expect(defaults.source).toBeNull();
     expect(defaults.redisUrl).toBe('redis://127.0.0.1:6379');

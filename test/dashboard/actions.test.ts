@@ -1,5 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
 import { csv } from '../helpers/pipeline.js';
 import { HOST, ORIGIN, csrfOf, multipart, startDashboardHarness, type DashboardHarness } from './dashboard-fixture.js';
 
@@ -224,6 +225,21 @@ describe('/metrics', () => {
     expect(text).toContain('crm_sync_queue_paused{workspace="acme"} 0');
     expect(text).toMatch(/crm_sync_run_duration_seconds_count\{operation="deal.update"\} [1-9]/);
     expect(text).not.toContain(d.h.apiKey);
+  });
+
+  it('exposes the 429 and retry counters workers record', async () => {
+    const recorder = new MetricsRecorder({ redis: d.h.runtime.redis, prefix: d.h.config.prefix });
+    recorder.inc(METRIC.rateLimited, { workspace: 'metrics-probe' }, 3);
+    recorder.inc(METRIC.retries, { workspace: 'metrics-probe', operation: 'deal.update' }, 2);
+    await recorder.close();
+    // A scrape reuses a snapshot for up to a second: poll until the new counters show.
+    let text = '';
+    for (let i = 0; i < 30 && !text.includes('metrics-probe'); i++) {
+      text = (await d.get('/metrics', d.bearer)).body;
+      if (!text.includes('metrics-probe')) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(text).toContain('crm_sync_rate_limited_total{workspace="metrics-probe"} 3');
+    expect(text).toContain('crm_sync_retries_total{workspace="metrics-probe",operation="deal.update"} 2');
   });
 });
 

@@ -6,15 +6,21 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
+import { deleteKeysWithPrefix, redisAnswers } from '../../src/runtime/index.js';
 
 const prefix = `crm-sync-demo-test-${process.pid}`;
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-demo-'));
 
+let redisUrl: string | undefined;
+
 afterAll(async () => {
-  const redis = new Redis();
-  await deleteKeysWithPrefix(redis, prefix);
-  redis.disconnect();
+  // The demo may have used a private redis-server (already stopped): clean where it ran.
+  if (redisUrl && (await redisAnswers(redisUrl))) {
+    const redis = new Redis(redisUrl);
+    await deleteKeysWithPrefix(redis, prefix);
+    redis.disconnect();
+  }
+  delete process.env.CRM_SYNC_DEMO_API_KEY;
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -24,6 +30,7 @@ describe('npm run demo', () => {
     let text = '';
     out.on('data', (d: Buffer) => (text += d.toString()));
     const result = await runDemo({ logger: silentLogger, resultsDir: dir, out, prefix });
+    redisUrl = result.redisUrl;
     const byFile = Object.fromEntries(result.runs.map((r) => [r.run.source.split('/').pop(), r.run.counts]));
     expect(byFile['deals-update.csv']).toMatchObject({ total: 40, succeeded: 36, failed: 2, invalid: 2, queued: 0 });
     expect(byFile['deals-create.csv']).toMatchObject({ total: 11, succeeded: 10, invalid: 1 });

@@ -16,8 +16,13 @@ export async function startSimProcess(args: string[], env: NodeJS.ProcessEnv = p
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.resume();
+  const deadline = Date.now() + 20_000;
   while (!out.includes('curl ')) {
     if (child.exitCode !== null) throw new Error(`sim exited early with ${child.exitCode}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`sim did not start within 20 s; it printed: ${out}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return { child, out, port: Number(/127\.0\.0\.1:(\d+)/.exec(out)?.[1]) };

@@ -35,7 +35,8 @@ async function expectEveryRowOnce(harness: Harness, runId: string, total: number
 
 describe('crash recovery', () => {
   it('a worker process killed with SIGKILL mid-run loses no row once another worker starts', async () => {
-    h = await startHarness({ records: 300, latencyMs: 15 });
+    // 60 ms per request at concurrency 8: ~2 s of work left when the worker is killed.
+    h = await startHarness({ records: 300, latencyMs: 60 });
     const deals = [...h.ws.deals.values()];
     const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `K ${i}`, i])));
     const first = spawnWorker(h);
@@ -53,7 +54,7 @@ describe('crash recovery', () => {
   }, 90_000);
 
   it('SIGTERM finishes in-flight requests and exits 0; the next worker takes the rest', async () => {
-    h = await startHarness({ records: 200, latencyMs: 15 });
+    h = await startHarness({ records: 200, latencyMs: 60 });
     const deals = [...h.ws.deals.values()];
     const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `T ${i}`])));
     const first = spawnWorker(h);
@@ -65,25 +66,30 @@ describe('crash recovery', () => {
     const mid = await h.runtime.store.requireRun(run.id);
     expect(mid.counts.failed).toBe(0);
     expect(mid.counts.succeeded).toBeLessThan(200);
+    // Every request it had sent was answered and recorded before it exited: none left active.
+    expect(h.ws.stats.writes.dealUpdate).toBe(mid.counts.succeeded);
+    expect(await h.runtime.queue('acme').getActiveCount()).toBe(0);
     spawnWorker(h);
     const done = await h.waitForRun(run.id, 60_000);
     expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0 });
     await expectEveryRowOnce(h, run.id, 200);
   }, 90_000);
 
-  it.skipIf(!hasRedisServer())('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
+  // Skipped only on a developer machine without redis-server; CI installs it, so there it must run.
+  it.skipIf(!hasRedisServer() && !process.env.CI)('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
     redis = await startPrivateRedis({ appendOnly: true });
-    h = await startHarness({ records: 200, latencyMs: 20, redisUrl: redis.url });
+    h = await startHarness({ records: 400, latencyMs: 50, redisUrl: redis.url });
     const deals = [...h.ws.deals.values()];
     const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `R ${i}`, i])));
     await h.startWorkers({ concurrency: 4, lockDurationMs: 3000 });
     const run = await h.importFile(file, 'deal.update');
-    await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 40);
+    const before = await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 40);
+    expect(before.counts.succeeded).toBeLessThan(300); // the outage really lands mid-run
     await redis.kill(true);
     await sleep(1500);
     await redis.restart();
     const done = await h.waitForRun(run.id, 60_000);
-    expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0, queued: 0 });
-    await expectEveryRowOnce(h, run.id, 200);
+    expect(done.counts).toMatchObject({ total: 400, succeeded: 400, failed: 0, queued: 0 });
+    await expectEveryRowOnce(h, run.id, 400);
   }, 90_000);
 });

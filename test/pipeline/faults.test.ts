@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { METRIC, readCounters } from '../../src/metrics/index.js';
 import { resumeWorkspace } from '../../src/queue/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
@@ -26,6 +27,11 @@ describe('workers under faults', () => {
     const completed = await h.runtime.queue('acme').getCompleted(0, 200);
     expect(completed.some((j) => j.attemptsStarted > 1)).toBe(true); // requeued by 429s…
     expect(completed.every((j) => j.attemptsMade === 1)).toBe(true); // …and done on their one attempt
+    // Every 429 the CRM sent reaches the fleet counters behind /metrics (flushed once a second).
+    const limited = async () =>
+      (await readCounters(h!.runtime.redis, h!.config.prefix)).filter((c) => c.metric === METRIC.rateLimited).reduce((n, c) => n + c.value, 0);
+    for (let i = 0; i < 40 && (await limited()) < h.ws.stats.rateLimited; i++) await sleep(100);
+    expect(await limited()).toBe(h.ws.stats.rateLimited);
   }, 60_000);
 
   it('a 429 pauses the whole workspace queue for Retry-After, not just the one job', async () => {

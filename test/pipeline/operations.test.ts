@@ -20,6 +20,7 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     rows.push([deals[1]!.id, 'Bad stage', 5, 'stg_nope', '']); // row 23: 422
     const file = h.file('deals.csv', csv(['id', 'name', 'value', 'stage_id', 'tag_ids'], rows));
     const before = h.ws.stats.writes.dealUpdate;
+    const answered = { ...h.ws.stats.byStatus };
     const run = await h.waitForRun((await h.importFile(file, 'deal.update')).id);
 
     expect(run.status).toBe('completed');
@@ -36,6 +37,9 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     expect(rejected.original).toMatchObject({ id: deals[1]!.id, stage_id: 'stg_nope' });
     // 20 good rows applied, the invalid row never sent; failed rows did not change anything.
     expect(h.ws.stats.writes.dealUpdate - before).toBe(20);
+    // Permanent answers are final: each failed row was sent exactly once.
+    expect((h.ws.stats.byStatus[404] ?? 0) - (answered[404] ?? 0)).toBe(1);
+    expect((h.ws.stats.byStatus[422] ?? 0) - (answered[422] ?? 0)).toBe(1);
     for (const [i, d] of deals.entries()) {
       const now = h.ws.deals.get(d.id)!;
       expect(now).toMatchObject({ name: `Renamed ${i}`, value: 1000 + i, stage_id: stage.id, tag_ids: tags });
@@ -50,7 +54,8 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     expect(run.counts).toMatchObject({ total: 4, succeeded: 2, invalid: 2 });
     expect(h.ws.deals.size - before).toBe(2);
     const results = await resultsByRow(h, run.id);
-    for (const r of results.filter((x) => x.status === 'succeeded')) expect(h.ws.deals.get(r.recordId!)).toBeDefined();
+    expect(h.ws.deals.get(results[0]!.recordId!)).toMatchObject({ name: 'Alpha', value: 10, status: 'won' });
+    expect(h.ws.deals.get(results[1]!.recordId!)).toMatchObject({ name: 'Beta', value: 20, status: 'in_progress' });
     expect(results.find((r) => r.row === 4)?.message).toMatch(/status/);
   });
 
@@ -81,11 +86,13 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
 
   it('dry run validates and records every row, sends nothing', async () => {
     const writes = { ...h.ws.stats.writes };
+    const requests = h.ws.stats.requests;
     const d = [...h.ws.deals.values()][30]!;
     const file = h.file('dry.csv', csv(['id', 'name'], [[d.id, 'Dry'], ['', 'No id']]));
     const run = await h.waitForRun((await h.importFile(file, 'deal.update', { dryRun: true })).id);
     expect(run.counts).toMatchObject({ total: 2, skipped: 1, invalid: 1 });
     expect(h.ws.stats.writes).toEqual(writes);
+    expect(h.ws.stats.requests).toBe(requests); // not even a rejected request
     expect(h.ws.deals.get(d.id)?.name).not.toBe('Dry');
   });
 });

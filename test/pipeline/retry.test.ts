@@ -54,13 +54,18 @@ describe('export → fix → retry', () => {
 
   it('retries stored failed rows as they were once the cause is gone', async () => {
     const deals = [...h.ws.deals.values()].slice(10, 14);
+    const errorsBefore = h.ws.stats.errors5xx;
     h.ws.setFaults({ errorRate: 1 });
     const file = h.file('deals2.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Retry me'])));
     const { id } = await h.importFile(file, 'deal.update');
-    // Every answer a 5xx: the rows fail once their 3 attempts are spent.
-    const failed = await h.waitForRun(id, 60_000);
-    expect(failed.counts.failed).toBe(4);
-    h.ws.setFaults(null);
+    try {
+      // Every answer a 5xx: the rows fail once their 3 attempts are spent.
+      const failed = await h.waitForRun(id, 60_000);
+      expect(failed.counts.failed).toBe(4);
+      expect(h.ws.stats.errors5xx - errorsBefore).toBe(4 * 3); // each row tried its 3 attempts, no more
+    } finally {
+      h.ws.setFaults(null); // later tests share this simulator
+    }
     await retryRun({ runId: id, queue: h.runtime.queue('acme'), store: h.runtime.store });
     const done = await h.waitForRun(id);
     expect(done.counts).toMatchObject({ succeeded: 4, failed: 0 });

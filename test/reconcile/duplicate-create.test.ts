@@ -9,6 +9,7 @@ describe('duplicate-safe deal creates', () => {
   beforeAll(async () => {
     // Short backoff: the test is about what a retry does, not how long it waits.
     h = await startHarness({ records: 5, seed: 3, retry: { attempts: 12, backoffMs: 5 } });
+    await h.startWorkers({ concurrency: 16 });
   });
   afterAll(async () => {
     await h?.close();
@@ -19,10 +20,12 @@ describe('duplicate-safe deal creates', () => {
     const rows = Array.from({ length: 1000 }, (_, i) => [`Dup-safe deal ${i + 1}`, 100 + i, i % 2 ? 'won' : 'in_progress']);
     const file = h.file('creates.csv', csv(['name', 'value', 'status'], rows));
     h.ws.setFaults({ commitThenDropRate: 0.2 });
-    await h.startWorkers({ concurrency: 16 });
-    const run = await h.importFile(file, 'deal.create');
-    const done = await h.waitForRun(run.id, 55_000);
-    h.ws.setFaults(null);
+    let done;
+    try {
+      done = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 45_000);
+    } finally {
+      h.ws.setFaults(null);
+    }
 
     expect(h.ws.stats.drops).toBeGreaterThan(100); // the fault really fired
     expect(done.counts).toMatchObject({ total: 1000, succeeded: 1000, failed: 0 });
@@ -30,7 +33,7 @@ describe('duplicate-safe deal creates', () => {
     const names = new Set([...h.ws.deals.values()].map((d) => d.name));
     expect(names.size).toBe(h.ws.deals.size);
     // Every row recorded a distinct deal, and it is the one with the row's name.
-    const results = await resultsByRow(h, run.id);
+    const results = await resultsByRow(h, done.id);
     expect(new Set(results.map((r) => r.recordId)).size).toBe(1000);
     for (const r of results) expect(h.ws.deals.get(r.recordId!)?.name).toBe(`Dup-safe deal ${r.row}`);
   }, 60_000);
@@ -40,8 +43,12 @@ describe('duplicate-safe deal creates', () => {
     h.ws.resetStats();
     h.ws.setRateLimit({ max: 2, windowMs: 200 });
     const file = h.file('limited.csv', csv(['name', 'value'], Array.from({ length: 30 }, (_, i) => [`Limited deal ${i + 1}`, i])));
-    const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 40_000);
-    h.ws.setRateLimit(null);
+    let run;
+    try {
+      run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 40_000);
+    } finally {
+      h.ws.setRateLimit(null);
+    }
     expect(h.ws.stats.rateLimited).toBeGreaterThan(0);
     expect(run.counts).toMatchObject({ total: 30, succeeded: 30 });
     expect(h.ws.stats.listPages).toBe(0);

@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpRequest } from '../helpers/http.js';
+import { startHarness, type Harness } from '../helpers/pipeline.js';
+import { runCli } from '../helpers/run-cli.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ records: 1 });
+});
+afterAll(async () => h?.close());
+
+describe('crm-sync dashboard', () => {
+  it('refuses to start without a token and says how to give one', async () => {
+    const env = { ...h.env };
+    delete env.CRM_SYNC_DASHBOARD_TOKEN;
+    const res = await runCli(['--config', h.configPath, 'dashboard', '--port', '0'], env);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/needs a token: set CRM_SYNC_DASHBOARD_TOKEN.*--insecure-no-auth/);
+  }, 30_000);
+
+  it('starts with a token, answers /healthz, and stops on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'dashboard', '--port', '0'], {
+      env: { ...h.env, CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-123456' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.resume();
+    try {
+      for (let i = 0; i < 300 && !/on http:\/\//.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      const port = Number(/:(\d+)/.exec(out.slice(out.indexOf('http://')))?.[1]);
+      expect(port).toBeGreaterThan(0);
+      expect((await httpRequest({ port, host: `127.0.0.1:${port}`, path: '/healthz' })).status).toBe(200);
+      expect((await httpRequest({ port, host: `127.0.0.1:${port}`, path: '/metrics' })).status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+  }, 30_000);
+});
