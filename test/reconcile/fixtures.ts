@@ -25,7 +25,10 @@ export async function reconcile(h: Harness, file: string, extra: Partial<Reconci
   }
 }
 
+/**
+ * Write requests the CRM received, applied or not: every request that was not a list page.
+ * (The simulator's `writes` counters count only applied writes; a rejected one is still sent.)
+ */
 export function writes(h: Harness): number {
-  const w = h.ws.stats.writes;
-  return w.dealCreate + w.dealUpdate + w.leadUpdate + w.contactUpdate;
+  return h.ws.stats.requests - h.ws.stats.listPages;
 }
