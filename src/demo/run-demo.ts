@@ -120,6 +120,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const s = sim.workspace('acme').stats;
     say(`CRM saw ${s.requests} requests: ${s.rateLimited} answered 429, ${s.errors5xx} answered 5xx (retried).`);
     for (const r of result.runs) if (r.failedCsv) say(`failed rows of ${r.run.id}: ${r.failedCsv}`);
+    say(`The demo's runs stay in Redis: CRM_SYNC_PREFIX=${options.prefix ?? 'crm-sync-demo'} npx crm-sync runs show <run id>`);
     say('Fix a failed-rows CSV and retry it with: crm-sync runs retry <run id> --file <csv>  (against a real workspace).');
   } finally {
     await pool.close();
