@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { deleteKeysWithPrefix, freePort } from '../src/runtime/index.js';
+import { configFromObject, type Config } from '../src/config/index.js';
+import { importFile } from '../src/queue/index.js';
+import type { RunRecord } from '../src/runs/index.js';
+import { deleteKeysWithPrefix, freePort, type Runtime } from '../src/runtime/index.js';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -72,6 +75,8 @@ export interface BenchEnv {
   configPath: string;
   env: NodeJS.ProcessEnv;
   prefix: string;
+  /** The same config, loaded, for the benchmark process itself. */
+  config: Config;
 }
 
 /** A config file + env for worker processes, with a unique Redis prefix. */
@@ -79,8 +84,23 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-'));
   const prefix = `crm-sync-bench-${Date.now().toString(36)}`;
   const configPath = join(dir, 'crm-sync.config.json');
-  writeFileSync(configPath, JSON.stringify({ workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } } }));
-  return { dir, configPath, prefix, env: { ...process.env, BENCH_KEY: sim.apiKey, CRM_SYNC_PREFIX: prefix, CRM_SYNC_CONFIG: configPath } };
+  const raw = { workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } } };
+  writeFileSync(configPath, JSON.stringify(raw));
+  const env = { ...process.env, BENCH_KEY: sim.apiKey, CRM_SYNC_PREFIX: prefix, CRM_SYNC_CONFIG: configPath };
+  process.env.BENCH_KEY = sim.apiKey;
+  return { dir, configPath, prefix, env, config: configFromObject(raw, { source: configPath, env }) };
+}
+
+/** Imports a deal-update file through the library and waits for the run to end. */
+export async function importAndWait(runtime: Runtime, file: string, pollMs = 100): Promise<{ run: RunRecord; startedAt: number }> {
+  const startedAt = Date.now();
+  const { run } = await importFile({ file, op: 'deal.update', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store });
+  let final = run;
+  while (final.status === 'running') {
+    await sleep(pollMs);
+    final = await runtime.store.requireRun(run.id);
+  }
+  return { run: final, startedAt };
 }
 
 export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {

@@ -6,12 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configFromObject } from '../src/config/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { readCounters, METRIC } from '../src/metrics/index.js';
-import { importFile } from '../src/queue/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { benchConfig, dropPrefix, removeBenchDir, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import { benchConfig, dropPrefix, importAndWait, removeBenchDir, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 3000);
@@ -25,18 +23,10 @@ for (const processes of [2, 4]) {
   const b = benchConfig(sim, { max: LIMIT, durationMs: 1000 });
   const file = join(b.dir, 'deals.csv');
   writeFileSync(file, `id,name\n${ids.map((id, i) => `${id},Bench ${processes}-${i}`).join('\n')}\n`);
-  const config = configFromObject(JSON.parse(JSON.stringify({ workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', rateLimit: { max: LIMIT, durationMs: 1000 } } } })), { source: 'bench', env: b.env });
-  process.env.BENCH_KEY = sim.apiKey;
-  const runtime = await openRuntime(config, silentLogger);
+  const runtime = await openRuntime(b.config, silentLogger);
   const workers = Array.from({ length: processes }, () => spawnWorkerProcess(b, 8));
   await sleep(2500); // workers connect and apply the shared limit
-  const started = Date.now();
-  const { run } = await importFile({ file, op: 'deal.update', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store });
-  let final = run;
-  while (final.status === 'running') {
-    await sleep(200);
-    final = await runtime.store.requireRun(run.id);
-  }
+  const { run: final, startedAt: started } = await importAndWait(runtime, file, 200);
   const seconds = (Date.parse(final.finishedAt ?? new Date().toISOString()) - started) / 1000;
   await sleep(1200); // workers flush their counters every second
   const counters = await readCounters(runtime.redis, b.prefix);

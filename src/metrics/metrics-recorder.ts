@@ -18,8 +18,18 @@ export function metricsKey(prefix: string): string {
   return `${prefix}:metrics`;
 }
 
-const field = (metric: string, labels: Record<string, string>) =>
-  `${metric}|${JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b))))}`;
+const fieldCache = new Map<string, string>();
+
+/** The hash field of a counter: metric + labels in key order (memoised: inc is on the hot path). */
+function field(metric: string, labels: Record<string, string>): string {
+  const quick = `${metric}\u0000${Object.keys(labels).join('\u0001')}\u0000${Object.values(labels).join('\u0001')}`;
+  let f = fieldCache.get(quick);
+  if (f === undefined) {
+    f = `${metric}|${JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b))))}`;
+    if (fieldCache.size < 10_000) fieldCache.set(quick, f);
+  }
+  return f;
+}
 
 /**
  * Counters that only worker processes observe (requests by status, 429s, retries) are summed
