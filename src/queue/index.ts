@@ -7,3 +7,4 @@ export { blockWorkspace, resumeWorkspace } from './workspace-control.js';
 export { importFile, type ImportFileOptions } from './import-file.js';
 export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
 export { retryRun, type RetryRunOptions, type RetrySummary } from './retry-run.js';
+export { keepProducerAlive, PRODUCER_HEARTBEAT_MS, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';

@@ -1,6 +1,7 @@
 import { errorMessage } from '../errors/index.js';
 import type { Mapping, SourceReader } from '../ingest/index.js';
 import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
+import { keepProducerAlive } from './producer-heartbeat.js';
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
 
 export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 'store' | 'onProgress' | 'requeued' | 'generation'> {
@@ -36,6 +37,7 @@ export async function produceSource(options: ProduceSourceOptions): Promise<{ ru
   const { store, reader, run: input, rows, onRun, onProgress, ...producer } = options;
   const run = await store.createRun(input);
   onRun?.(run, reader);
+  const stopHeartbeat = keepProducerAlive(store, run.id);
   let progress: ProducerProgress;
   try {
     progress = await produceRun(await rows(run), { ...producer, store, runId: run.id, onProgress: (p) => onProgress?.(p, reader) });
@@ -43,6 +45,8 @@ export async function produceSource(options: ProduceSourceOptions): Promise<{ ru
     await store.setColumns(run.id, reader.columns);
     await store.setStatus(run.id, 'failed', errorMessage(err));
     throw err;
+  } finally {
+    stopHeartbeat();
   }
   await store.setColumns(run.id, reader.columns);
   return { run: await store.finishProducing(run.id), progress };

@@ -3,6 +3,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { ingestValues, openSource, parseMapping, type IngestedRow, type Mapping } from '../ingest/index.js';
 import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
+import { keepProducerAlive } from './producer-heartbeat.js';
 import { produceRun, waitForRoom, type ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -58,6 +59,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   const rows = options.file
     ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room)
     : fromStoredRows(options.rows, run, op, mapping, store, room);
+  const stopHeartbeat = keepProducerAlive(store, runId);
   const progress = await produceRun(rows, {
     highWaterMark: highWater,
     queue: options.queue,
@@ -67,7 +69,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     generation: Date.now(),
     ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
     logger,
-  });
+  }).finally(stopHeartbeat);
   return { run: await store.finishProducing(runId), progress, ignored };
 }
 

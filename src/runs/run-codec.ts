@@ -34,6 +34,7 @@ const RunHashSchema = z.object({
   finishedAt: z.string().optional(),
   reason: z.string().optional(),
   producerDone: z.string().default('0'),
+  producerSeenAt: z.string().optional(),
   total: Count.default(0),
   queued: Count.default(0),
   succeeded: Count.default(0),
@@ -72,6 +73,7 @@ export function encodeRun(run: RunRecord): Record<string, string> {
   if (run.syncName !== undefined) hash.syncName = run.syncName;
   if (run.finishedAt !== undefined) hash.finishedAt = run.finishedAt;
   if (run.reason !== undefined) hash.reason = run.reason;
+  if (run.producerSeenAt !== undefined) hash.producerSeenAt = run.producerSeenAt;
   return hash;
 }
 
@@ -92,5 +94,6 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   if (h.syncName !== undefined) record.syncName = h.syncName;
   if (h.finishedAt !== undefined) record.finishedAt = h.finishedAt;
   if (h.reason !== undefined) record.reason = h.reason;
+  if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
   return { record, maxRow: h.maxRow };
 }

@@ -114,9 +114,28 @@ complete_if_done(ARGV[1])
 return 1
 `);
 
+/** ARGV[1] now (ISO). The producer is alive (a heartbeat). */
+export const TOUCH_PRODUCER = new LuaScript(`${PRELUDE}
+redis.call('HSET', run, 'producerSeenAt', ARGV[1])
+return 1
+`);
+
+/**
+ * ARGV[1] now (ISO), ARGV[2] oldest acceptable producerSeenAt (ISO), ARGV[3] reason. A run still
+ * reading its source whose producer went silent is failed; returns 1 when it was.
+ */
+export const FAIL_IF_PRODUCER_GONE = new LuaScript(`${PRELUDE}
+local f = redis.call('HMGET', run, 'status', 'producerDone', 'producerSeenAt', 'createdAt')
+if (f[1] ~= 'running' and f[1] ~= 'blocked') or f[2] == '1' then return 0 end
+local seen = f[3] or f[4]
+if seen >= ARGV[2] then return 0 end
+set_status('failed', ARGV[1], ARGV[3])
+return 1
+`);
+
 /** ARGV[1] now (ISO). A retry is producing again: the run must not complete between its chunks. */
 export const BEGIN_PRODUCING = new LuaScript(`${PRELUDE}
-redis.call('HSET', run, 'producerDone', '0')
+redis.call('HSET', run, 'producerDone', '0', 'producerSeenAt', ARGV[1])
 set_status('running', ARGV[1], nil)
 return 1
 `);

@@ -25,7 +25,18 @@ import { LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys } from './run-keys.js';
 import { newRunId } from './run-id.js';
-import { ADD_QUEUED, BEGIN_PRODUCING, BLOCK_RUN, FINISH_PRODUCING, RECORD_RESULTS, REQUEUE_ROWS, RESUME_RUN, SET_STATUS } from './run-scripts.js';
+import {
+  ADD_QUEUED,
+  BEGIN_PRODUCING,
+  BLOCK_RUN,
+  FAIL_IF_PRODUCER_GONE,
+  FINISH_PRODUCING,
+  RECORD_RESULTS,
+  REQUEUE_ROWS,
+  RESUME_RUN,
+  SET_STATUS,
+  TOUCH_PRODUCER,
+} from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
 
@@ -96,6 +107,7 @@ export class RunStore {
       options: input.options ?? {},
       createdAt: now.toISOString(),
       producerDone: false,
+      producerSeenAt: now.toISOString(),
     };
     if (input.syncName !== undefined) run.syncName = input.syncName;
     const score = now.getTime();
@@ -194,6 +206,32 @@ export class RunStore {
   async finishProducing(id: string): Promise<RunRecord> {
     await this.script(FINISH_PRODUCING, id, [], [new Date().toISOString()]);
     return this.requireRun(id);
+  }
+
+  /** The producer's heartbeat (see RunRecord.producerSeenAt). */
+  async touchProducer(id: string): Promise<void> {
+    await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()]);
+  }
+
+  /**
+   * Fails the workspace's runs whose producer stopped mid-file (its process was killed): they
+   * would otherwise stay running forever. Returns the ids failed.
+   */
+  async failSilentProducers(workspace: string, silentForMs: number): Promise<string[]> {
+    const now = Date.now();
+    const oldest = new Date(now - silentForMs).toISOString();
+    const failed: string[] = [];
+    for (const status of ['running', 'blocked'] as const) {
+      const { runs } = await this.listRuns({ workspace, status, limit: 1000 });
+      for (const run of runs) {
+        if (run.producerDone) continue;
+        const reason =
+          `the process reading ${run.source} stopped after ${run.counts.total} rows (no sign of life since ${run.producerSeenAt ?? run.createdAt}); ` +
+          'rows not read were not sent: import the file again';
+        if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, [], [new Date(now).toISOString(), oldest, reason])) === 1) failed.push(run.id);
+      }
+    }
+    return failed;
   }
 
   /** A retry produces again: the run stays running (not completed) until finishProducing. */

@@ -48,6 +48,11 @@ export interface RunRecord {
   reason?: string;
   /** True once the producer has read the whole source: `total` is final. */
   producerDone: boolean;
+  /**
+   * Last sign of life from the process reading the source (ISO), renewed every few seconds
+   * while it produces. A run whose producer went silent was cut off (the process died).
+   */
+  producerSeenAt?: string;
 }
 
 export interface FieldError {

@@ -8,6 +8,7 @@ import {
   bullPrefix,
   isInviteBatch,
   openWorkspaceQueue,
+  PRODUCER_SILENCE_MS,
   queueName,
   blockWorkspace,
   type InviteBatchJobData,
@@ -51,6 +52,8 @@ export interface SyncWorkerOptions {
   retry?: { attempts: number; backoffMs: number };
   /** How often jobs BullMQ failed by itself are checked for a missing row result. Default 60000 ms. */
   sweepIntervalMs?: number;
+  /** A run whose producer was silent this long is failed (its process died mid-file). Default 120000 ms. */
+  producerSilenceMs?: number;
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -260,10 +263,17 @@ export class SyncWorker {
     }
   }
 
-  /** The `failed` event is lost if this process dies at that moment: look at the failed set too. */
+  /**
+   * Periodic checks no single event can be trusted with: the `failed` event is lost if this
+   * process dies at that moment, and a producer killed mid-file leaves its run running.
+   */
   async #sweepFailed(): Promise<void> {
     try {
       for (const job of await this.queue.getFailed(0, 199)) await this.#recordBullFailure(job, job.failedReason || 'failed');
+      const silence = this.#options.producerSilenceMs ?? PRODUCER_SILENCE_MS;
+      for (const id of await this.#options.store.failSilentProducers(this.#options.workspace, silence)) {
+        this.#logger.warn({ runId: id }, 'the process reading this run\'s file stopped mid-file: run failed');
+      }
     } catch (e) {
       this.#logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
     }

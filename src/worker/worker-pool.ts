@@ -18,6 +18,10 @@ export interface WorkerPoolOptions {
   closeTimeoutMs?: number;
   /** Starts of one job (429 requeues included) before it fails. Default 100. */
   maxStartedAttempts?: number;
+  /** Period of the worker's housekeeping sweep. Default 60000 ms. */
+  sweepIntervalMs?: number;
+  /** A run whose producer was silent this long is failed. Default 120000 ms. */
+  producerSilenceMs?: number;
 }
 
 export interface WorkerPool {
@@ -53,6 +57,8 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
           ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
+          ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+          ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
           logger,
           metrics,
         }),

@@ -75,6 +75,36 @@ describe('crash recovery', () => {
     await expectEveryRowOnce(h, run.id, 200);
   }, 90_000);
 
+  it('an import killed with SIGKILL while reading its file leaves no run running forever', async () => {
+    h = await startHarness({ records: 1500 });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `P ${i}`])));
+    // No workers yet and a high-water mark of 20: after its first 500-row chunk the import
+    // stops reading and waits for room, alive but mid-file.
+    const importer = spawn(
+      process.execPath,
+      ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'import', file, '--op', 'deal.update', '-w', 'acme', '--high-water', '20'],
+      { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    importer.stderr?.resume();
+    children.push(importer);
+    let runId: string | undefined;
+    for (let i = 0; i < 200 && !runId; i++) {
+      runId = (await h.runtime.store.listRuns({ workspace: 'acme' })).runs[0]?.id;
+      await sleep(50);
+    }
+    await h.waitForRun(runId!, 20_000, (r) => r.counts.queued >= 500);
+    expect(importer.exitCode).toBeNull();
+    const exited = new Promise((resolve) => importer.once('exit', resolve));
+    importer.kill('SIGKILL');
+    await exited;
+    expect(await h.runtime.store.requireRun(runId!)).toMatchObject({ status: 'running', producerDone: false });
+    await h.startWorkers({ sweepIntervalMs: 200, producerSilenceMs: 1000 });
+    const failed = await h.waitForRun(runId!, 20_000, (r) => r.status === 'failed');
+    expect(failed.reason).toMatch(/stopped after \d+ rows.*import the file again/);
+    expect(failed.counts.total).toBeLessThan(1500);
+  }, 60_000);
+
   // Skipped only on a developer machine without redis-server; CI installs it, so there it must run.
   it.skipIf(!hasRedisServer() && !process.env.CI)('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
     redis = await startPrivateRedis({ appendOnly: true });

@@ -58,4 +58,26 @@ describe('run lifecycle guards', () => {
     await store.recordResults(run.id, [ok(2), ok(3)]);
     expect((await store.finishProducing(run.id)).status).toBe('completed');
   });
+
+  it('a run whose producer went silent mid-file is failed with the reason; live and finished producers are left alone', async () => {
+    const stalled = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'big.csv' });
+    await store.addQueued(stalled.id, 3);
+    const finished = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'done.csv' });
+    await store.addQueued(finished.id, 1);
+    await store.finishProducing(finished.id);
+    await store.blockRun(finished.id, 'key refused');
+    // Nobody has been silent for an hour: nothing happens.
+    expect(await store.failSilentProducers('quiet', 3_600_000)).toEqual([]);
+    // Everyone has been silent for "minus one second": only the unfinished producer is failed.
+    expect(await store.failSilentProducers('quiet', -1000)).toEqual([stalled.id]);
+    const failed = await store.requireRun(stalled.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.reason).toMatch(/reading big\.csv stopped after 3 rows.*import the file again/);
+    expect((await store.requireRun(finished.id)).status).toBe('blocked');
+    // A heartbeat keeps a producer alive.
+    const live = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'live.csv' });
+    await new Promise((r) => setTimeout(r, 20));
+    await store.touchProducer(live.id);
+    expect(await store.failSilentProducers('quiet', 10)).toEqual([]);
+  });
 });
