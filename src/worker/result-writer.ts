@@ -44,14 +44,15 @@ export class ResultWriter {
     const batch = this.#pending;
     this.#pending = [];
     const byRun = new Map<string, Pending[]>();
-    for (const p of batch) byRun.set(p.runId, [...(byRun.get(p.runId) ?? []), p]);
+    for (const p of batch) {
+      const items = byRun.get(p.runId);
+      if (items) items.push(p);
+      else byRun.set(p.runId, [p]);
+    }
     await Promise.all(
       [...byRun].map(async ([runId, items]) => {
         try {
-          await this.store.recordResults(
-            runId,
-            items.map((i) => i.result),
-          );
+          await this.store.recordResults(runId, items.map((i) => i.result));
           for (const i of items) i.resolve();
         } catch (err) {
           for (const i of items) i.reject(err);
