@@ -4,21 +4,9 @@ import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
 import { resumeWorkspace, retryRun } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
-import { openRuntime, type Runtime } from '../runtime/index.js';
-import { startWorkerPool } from '../worker/index.js';
-import { cliContext } from './context.js';
+import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
 import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
-
-async function withRuntime<T>(command: Command, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const { config, logger } = cliContext(command);
-  const runtime = await openRuntime(config, logger);
-  try {
-    return await fn(runtime);
-  } finally {
-    await runtime.close();
-  }
-}
 
 function runLine(r: RunRecord): string {
   const c = r.counts;
@@ -39,7 +27,7 @@ export function registerRunsCommand(program: Command): void {
     .option('--limit <n>', 'how many', positiveInt, 20)
     .option('--json', 'JSON output')
     .action(async (opts: { status?: RunStatus; workspace?: string; sync?: string; limit: number; json?: boolean }, command: Command) => {
-      await withRuntime(command, async ({ store }) => {
+      await withRuntime(command, async ({ runtime: { store } }) => {
         const { runs: list, total } = await store.listRuns({
           limit: opts.limit,
           ...(opts.status ? { status: opts.status } : {}),
@@ -59,7 +47,7 @@ export function registerRunsCommand(program: Command): void {
     .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, 20)
     .option('--json', 'JSON output')
     .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) => {
-      await withRuntime(command, async ({ store }) => {
+      await withRuntime(command, async ({ runtime: { store } }) => {
         const run = await store.requireRun(id);
         const problems = await store.problems(id, { limit: opts.problems });
         if (opts.json) {
@@ -82,7 +70,7 @@ export function registerRunsCommand(program: Command): void {
     .option('--failed', 'only failed and invalid rows (fix them and pass the file to "runs retry --file")')
     .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)')
     .action(async (id: string, opts: { failed?: boolean; out?: string }, command: Command) => {
-      await withRuntime(command, async ({ store, config }) => {
+      await withRuntime(command, async ({ runtime: { store }, config }) => {
         await store.requireRun(id);
         if (opts.out === '-') {
           await writeResultsCsv(store, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
@@ -110,12 +98,10 @@ export function registerRunsCommand(program: Command): void {
     .option('--wait', 'follow the run to the end')
     .option('--work', 'also process the queue in this process (implies --wait)')
     .action(async (id: string, opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean }, command: Command) => {
-      const { config, logger } = cliContext(command);
-      const runtime = await openRuntime(config, logger);
-      try {
+      await withRuntime(command, async (scope) => {
+        const { runtime, logger } = scope;
         const run = await runtime.store.requireRun(id);
-        const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [run.workspace] }) : null;
-        try {
+        await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
           const summary = await retryRun({
             runId: id,
             queue: runtime.queue(run.workspace),
@@ -129,12 +115,8 @@ export function registerRunsCommand(program: Command): void {
           const final = opts.wait || opts.work ? await followRun(runtime.store, id) : summary.run;
           process.stdout.write(`${formatRunSummary(final)}\n`);
           process.exitCode = exitCodeFor(final);
-        } finally {
-          await pool?.close();
-        }
-      } finally {
-        await runtime.close();
-      }
+        });
+      });
     });
 
   runs
@@ -142,7 +124,7 @@ export function registerRunsCommand(program: Command): void {
     .argument('<id>', 'a blocked run')
     .description("Resume a run blocked by a refused API key (fix the key first); resumes the workspace's queue")
     .action(async (id: string, _opts: unknown, command: Command) => {
-      await withRuntime(command, async (rt) => {
+      await withRuntime(command, async ({ runtime: rt }) => {
         const run = await rt.store.requireRun(id);
         const resumed = await resumeWorkspace({ queue: rt.queue(run.workspace), store: rt.store, workspace: run.workspace });
         process.stdout.write(`workspace ${run.workspace} resumed; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`);

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { openRuntime, type Runtime } from '../runtime/index.js';
+import type { Runtime } from '../runtime/index.js';
 import { findDefinition, listSchedules, loadDefinitions, openSyncQueue, removeSchedule, runSync, syncSchedules, type SyncQueue } from '../schedule/index.js';
-import { startWorkerPool } from '../worker/index.js';
-import { cliContext } from './context.js';
+import { withRuntime, withWorkers } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { positiveInt } from './options.js';
 import { exitCodeFor } from './run-progress.js';
@@ -12,15 +11,14 @@ interface JobsOption {
 }
 
 async function withQueue<T>(command: Command, fn: (queue: SyncQueue, runtime: Runtime) => Promise<T>): Promise<T> {
-  const { config, logger } = cliContext(command);
-  const runtime = await openRuntime(config, logger);
-  const queue = openSyncQueue(runtime.redis, config.prefix);
-  try {
-    return await fn(queue, runtime);
-  } finally {
-    await queue.close();
-    await runtime.close();
-  }
+  return withRuntime(command, async ({ runtime, config }) => {
+    const queue = openSyncQueue(runtime.redis, config.prefix);
+    try {
+      return await fn(queue, runtime);
+    } finally {
+      await queue.close();
+    }
+  });
 }
 
 export function registerScheduleCommand(program: Command): void {
@@ -83,25 +81,22 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
       .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
       .option('--json', 'print the summary as JSON'),
   ).action(async (name: string, opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean }, command: Command) => {
-    const { config, logger } = cliContext(command);
     const def = findDefinition(opts.jobsDir, name);
-    const runtime = await openRuntime(config, logger);
-    const pool = opts.work ? await startWorkerPool({ config, logger, workspaces: [def.workspace], concurrency: opts.concurrency ?? 8 }) : null;
-    try {
-      // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
-      const summary = await runSync(def, { runtime, returnWhenBlocked: true });
-      const c = summary.counts;
-      process.stdout.write(
-        opts.json
-          ? `${JSON.stringify(summary, null, 2)}\n`
-          : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
-              `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
-              `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
-      );
-      process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
-    } finally {
-      await pool?.close();
-      await runtime.close();
-    }
+    await withRuntime(command, async (scope) => {
+      const { runtime } = scope;
+      await withWorkers(scope, { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency ?? 8 }, async () => {
+        // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
+        const summary = await runSync(def, { runtime, returnWhenBlocked: true });
+        const c = summary.counts;
+        process.stdout.write(
+          opts.json
+            ? `${JSON.stringify(summary, null, 2)}\n`
+            : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
+                `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
+                `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
+        );
+        process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
+      });
+    });
   });
 }

@@ -2,8 +2,8 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { verifyRun } from '../reconcile/index.js';
-import { createCrmClient, openRuntime } from '../runtime/index.js';
-import { cliContext } from './context.js';
+import { createCrmClient } from '../runtime/index.js';
+import { withRuntime } from './context.js';
 import { positiveInt } from './options.js';
 
 export function registerVerifyCommand(program: Command): void {
@@ -18,10 +18,8 @@ export function registerVerifyCommand(program: Command): void {
     .option('--page-size <n>', 'records per list request', positiveInt, 100)
     .option('--json', 'print the counts as JSON')
     .action(async (runId: string, opts: { out?: string; pageSize?: number; json?: boolean }, command: Command) => {
-      const { config, logger } = cliContext(command);
-      const runtime = await openRuntime(config, logger);
-      const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
-      try {
+      await withRuntime(command, async ({ runtime, config, logger }) => {
+        const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
         const run = await runtime.store.requireRun(runId);
         const client = createCrmClient(config, run.workspace, logger);
         try {
@@ -34,13 +32,11 @@ export function registerVerifyCommand(program: Command): void {
           process.exitCode = report.drifted + report.missing > 0 ? 1 : 0;
         } finally {
           client.close();
+          if (out && out !== process.stdout) {
+            out.end();
+            await finished(out);
+          }
         }
-      } finally {
-        if (out && out !== process.stdout) {
-          out.end();
-          await finished(out);
-        }
-        await runtime.close();
-      }
+      });
     });
 }
