@@ -94,7 +94,8 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
 /** Imports a deal-update file through the library and waits for the run to end. */
 export async function importAndWait(runtime: Runtime, file: string, pollMs = 100): Promise<{ run: RunRecord; startedAt: number }> {
   const startedAt = Date.now();
-  const { run } = await importFile({ file, op: 'deal.update', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store });
+  const rowsPerJob = runtime.config.workspaces.acme?.rowsPerJob;
+  const { run } = await importFile({ file, op: 'deal.update', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, ...(rowsPerJob ? { rowsPerJob } : {}) });
   let final = run;
   while (final.status === 'running') {
     await sleep(pollMs);
@@ -167,4 +168,36 @@ export async function dropPrefix(prefix: string, url = process.env.REDIS_URL ?? 
 
 export function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are the 14th and 15th fields.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
+
+/** The pid of the Redis server the benchmark talks to, when it runs on this machine. */
+export async function redisPid(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<number | undefined> {
+  const redis = new Redis(url);
+  const info = await redis.info('server');
+  redis.disconnect();
+  const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+  return Number.isFinite(pid) && pid > 0 ? pid : undefined;
+}
+
+/** CPU seconds used by each named process between `start()` and the function it returns. */
+export function cpuMeter(pids: Record<string, number | undefined>): () => Record<string, number> {
+  const read = () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid === undefined ? NaN : pid === process.pid ? selfCpu() : cpuSeconds(pid)]));
+  const before = read();
+  return () => {
+    const after = read();
+    return Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
+  };
+}
+function selfCpu(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
 }

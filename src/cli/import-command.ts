@@ -50,7 +50,7 @@ export function registerImportCommand(program: Command): void {
     .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')
     .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
     .option('--batch-size <n>', 'emails per team-members request (team.invite)', positiveInt, 50)
-    .option('--high-water <n>', 'pause reading while this many jobs wait in the queue', positiveInt, 10_000)
+    .option('--high-water <n>', 'pause reading while about this many rows wait in the queue (bounds Redis memory)', positiveInt, 10_000)
     .option('--json', 'print the run as JSON on stdout at the end')
     .option('--reconcile', 'page the CRM first: match rows without ids, send only rows that differ (see "crm-sync reconcile")')
     .option('--match <key>', 'with --reconcile: match rows without an id by this key (email, unique_number, name)')
@@ -114,6 +114,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
               ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
               dryRun: Boolean(opts.dryRun),
               highWaterMark: opts.highWater ?? 10_000,
+              rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
               logger,
               onRun: (r) => started(r, ' (reconciled)'),
             }).finally(() => client.close())
@@ -129,6 +130,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
           dryRun: Boolean(opts.dryRun),
           inviteBatchSize: opts.batchSize ?? 50,
           highWaterMark: opts.highWater ?? 10_000,
+          rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
           logger,
           onRun: (r) => started(r, ''),
         });

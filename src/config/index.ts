@@ -13,4 +13,4 @@ export {
   type ApiKeySource,
   type LoadConfigOptions,
 } from './load-config.js';
-export { ConfigFileSchema, RateLimitSchema, WORKSPACE_NAME, type RateLimit, type ConfigFile } from './config-schema.js';
+export { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, RateLimitSchema, WORKSPACE_NAME, type RateLimit, type ConfigFile } from './config-schema.js';

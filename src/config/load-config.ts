@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
-import { ConfigFileSchema, type RateLimit } from './config-schema.js';
+import { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, type RateLimit } from './config-schema.js';
 import { Secret } from './secret.js';
 
 export const DEFAULT_CONFIG_FILE = 'crm-sync.config.json';
@@ -18,6 +18,8 @@ export interface WorkspaceConfig {
   rateLimit?: RateLimit;
   retry: { attempts: number; backoffMs: number };
   listVersion: 'v1' | 'v2';
+  /** Update rows per queue job (1 with a known rate limit). */
+  rowsPerJob: number;
 }
 
 export interface Config {
@@ -81,6 +83,7 @@ export function configFromObject(
       ...(w.rateLimit ? { rateLimit: w.rateLimit } : {}),
       retry: w.retry,
       listVersion: w.listVersion,
+      rowsPerJob: w.rowsPerJob ?? (w.rateLimit ? 1 : DEFAULT_ROWS_PER_JOB),
     };
   }
   const dash = file.dashboard;

@@ -3,7 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { configFromObject } from '../config/index.js';
+import { configFromObject, getWorkspace } from '../config/index.js';
 import type { Operation } from '../crm/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
@@ -94,6 +94,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         queue: runtime.queue('acme'),
         store: runtime.store,
         inviteBatchSize: 10,
+        rowsPerJob: getWorkspace(config, 'acme').rowsPerJob,
         ...(item.mapping ? { mapping: readMappingFile(join(SAMPLES_DIR, item.mapping)) } : {}),
         logger: options.logger,
       });

@@ -5,7 +5,7 @@ import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
-export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'dryRun' | 'logger'> {
+export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger'> {
   file: string;
   op: Operation;
   workspace: string;

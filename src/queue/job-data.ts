@@ -1,13 +1,25 @@
 import type { InviteOptions, Operation, OperationPayload } from '../crm/index.js';
 
-/** One input row, one request. Never holds the API key. */
-export interface RowJobData {
-  runId: string;
+/** What one row of an update or create sends: one request. */
+export type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
+
+/** One input row of an update or create. Never holds the API key. */
+export interface QueuedRow {
   row: number;
   line: number;
-  payload: Exclude<OperationPayload, { op: 'team.invite' }>;
+  payload: RowPayload;
   /** The row as read, carried only while in flight so a failure result can be exported and fixed. */
   original: Record<string, string>;
+}
+
+/**
+ * Rows of one run and one operation, sent one request each, in order. Updates travel several
+ * to a job (the workspace's `rowsPerJob`): BullMQ's per-job work is shared by the rows.
+ * Creates travel alone, so a create's attempt counters are its own.
+ */
+export interface RowBatchJobData {
+  runId: string;
+  rows: QueuedRow[];
 }
 
 export interface InviteRow {
@@ -24,9 +36,9 @@ export interface InviteBatchJobData {
   options: InviteOptions;
 }
 
-export type SyncJobData = RowJobData | InviteBatchJobData;
+export type SyncJobData = RowBatchJobData | InviteBatchJobData;
 export type SyncJobName = Operation;
 
 export function isInviteBatch(data: SyncJobData): data is InviteBatchJobData {
-  return Array.isArray((data as InviteBatchJobData).rows);
+  return 'options' in data;
 }

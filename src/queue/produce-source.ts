@@ -35,7 +35,9 @@ export function sourceRunOptions(
  */
 export async function produceSource(options: ProduceSourceOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { store, reader, run: input, rows, onRun, onProgress, ...producer } = options;
-  const run = await store.createRun(input);
+  // Recorded so a retry of the run batches its rows as the first pass did.
+  const rowsPerJob = producer.rowsPerJob ?? 1;
+  const run = await store.createRun(rowsPerJob > 1 ? { ...input, options: { ...input.options, rowsPerJob } } : input);
   onRun?.(run, reader);
   const stopHeartbeat = keepProducerAlive(store, run.id);
   let progress: ProducerProgress;

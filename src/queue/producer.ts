@@ -3,7 +3,7 @@ import type { InviteOptions } from '../crm/index.js';
 import type { IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RowResult, RunStore } from '../runs/index.js';
-import type { InviteBatchJobData, InviteRow, RowJobData, SyncJobData, SyncJobName } from './job-data.js';
+import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
@@ -11,12 +11,17 @@ export interface ProducerOptions {
   queue: WorkspaceQueue;
   store: RunStore;
   runId: string;
-  /** Jobs per `addBulk` call. Default 500. */
+  /** Rows per `addBulk` call (whole jobs: a chunk ends with the job that reaches it). Default 500. */
   chunkSize?: number;
-  /** Reading pauses while the workspace queue holds more waiting jobs than this. Default 10,000. */
+  /**
+   * Reading pauses while the workspace queue holds about this many waiting rows (waiting jobs ×
+   * rows per job). Default 10,000.
+   */
   highWaterMark?: number;
   /** Emails per team-members request. Default 50. */
   inviteBatchSize?: number;
+  /** Update rows per job (the workspace's `rowsPerJob`; creates always go alone). Default 1. */
+  rowsPerJob?: number;
   /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
   generation?: number;
   /** Validate and record only; send nothing (valid rows end `skipped`, "dry run"). Default false. */
@@ -70,12 +75,16 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   const chunkSize = options.chunkSize ?? 500;
   const highWater = options.highWaterMark ?? 10_000;
   const batchSize = options.inviteBatchSize ?? 50;
+  const rowsPerJob = Math.max(1, options.rowsPerJob ?? 1);
   const generation = options.generation ?? 0;
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
   let jobs: PendingJob[] = [];
+  let jobRows = 0;
   let results: RowResult[] = [];
   const invites = new Map<string, { options: InviteOptions; rows: InviteRow[] }>();
+  // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
+  let open: QueuedRow[] = [];
 
   const flushResults = async () => {
     if (results.length === 0) return;
@@ -87,7 +96,8 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     if (jobs.length === 0) return;
     const batch = jobs;
     jobs = [];
-    await waitForRoom(queue, highWater, logger);
+    jobRows = 0;
+    await waitForRoom(queue, Math.max(1, Math.ceil(highWater / rowsPerJob)), logger);
     const stop = options.shouldStop?.();
     if (stop !== undefined) {
       // Rows held here when the run was aborted would otherwise reach the CRM after it.
@@ -100,11 +110,21 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
     progress.queued += count;
   };
+  const pushJob = (job: PendingJob) => {
+    jobs.push(job);
+    jobRows += job.rows;
+  };
   const pushInviteBatch = (batch: { options: InviteOptions; rows: InviteRow[] }) => {
     const first = batch.rows[0];
     if (!first) return;
     const data: InviteBatchJobData = { runId, rows: batch.rows, options: batch.options };
-    jobs.push({ name: 'team.invite', data, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: batch.rows.length });
+    pushJob({ name: 'team.invite', data, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: batch.rows.length });
+  };
+  const pushRows = () => {
+    const first = open[0];
+    if (!first) return;
+    pushJob({ name: first.payload.op, data: { runId, rows: open }, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: open.length });
+    open = [];
   };
 
   for await (const row of rows) {
@@ -146,14 +166,16 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
         invites.delete(key);
       }
     } else {
-      const data: RowJobData = { runId, row: row.row, line: row.line, payload: row.payload, original: row.original };
-      jobs.push({ name: row.payload.op, data, opts: { jobId: rowJobId(runId, row.row, generation) }, rows: 1 });
+      if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
+      open.push({ row: row.row, line: row.line, payload: row.payload, original: row.original });
+      if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
-    if (jobs.length >= chunkSize) await flushJobs();
+    if (jobRows >= chunkSize) await flushJobs();
     if (results.length >= 500) await flushResults();
     if (progress.read % 1000 === 0) options.onProgress?.(progress);
   }
   for (const batch of invites.values()) pushInviteBatch(batch);
+  pushRows();
   await flushJobs();
   await flushResults();
   options.onProgress?.(progress);
@@ -161,21 +183,20 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
 }
 
 function abortedResults(data: SyncJobData, reason: string): RowResult[] {
-  const rows = 'rows' in data ? data.rows : [data];
   const at = new Date().toISOString();
-  return rows.map((r) => ({ row: r.row, line: r.line, status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${reason}`, original: r.original, at }));
+  return data.rows.map((r) => ({ row: r.row, line: r.line, status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${reason}`, original: r.original, at }));
 }
 
 function inviteKey(options: InviteOptions): string {
   return JSON.stringify([options.organization_role ?? null, options.invited_by ?? null, options.send_invitation_email ?? null]);
 }
 
-/** Resolves once fewer than `highWater` jobs wait in the queue (polls; logs once if it is paused). */
-export async function waitForRoom(queue: WorkspaceQueue, highWater: number, logger: Logger): Promise<void> {
+/** Resolves once fewer than `maxJobs` jobs wait in the queue (polls; logs once if it is paused). */
+export async function waitForRoom(queue: WorkspaceQueue, maxJobs: number, logger: Logger): Promise<void> {
   let warned = false;
   for (;;) {
     const pending = await pendingJobCount(queue);
-    if (pending < highWater) return;
+    if (pending < maxJobs) return;
     if (!warned && (await queue.isPaused())) {
       logger.warn({ queue: queue.name }, 'workspace queue is paused (blocked run?); waiting for it to resume');
       warned = true;

@@ -54,7 +54,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   const ignored: RetrySummary['ignored'] = [];
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
-  const room = () => waitForRoom(options.queue, highWater, logger);
+  const rowsPerJob = run.options.rowsPerJob ?? 1;
+  const room = () => waitForRoom(options.queue, Math.max(1, Math.ceil(highWater / rowsPerJob)), logger);
   await store.beginProducing(runId);
   const rows = options.file
     ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room)
@@ -68,6 +69,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     requeued: true,
     generation: Date.now(),
     ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
+    rowsPerJob,
     logger,
   }).finally(stopHeartbeat);
   return { run: await store.finishProducing(runId), progress, ignored };

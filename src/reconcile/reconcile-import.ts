@@ -101,6 +101,7 @@ export interface ReconcileImportOptions extends ReconcileSourceOptions {
   /** Producer settings; defaults as in produceRun. */
   chunkSize?: number;
   highWaterMark?: number;
+  rowsPerJob?: number;
   /**
    * Checked (with the plan counts so far) before each row that would be sent; once it answers
    * true or a reason, every remaining such row is recorded `failed` (RUN_ABORTED, not sent,
@@ -141,6 +142,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     ...(options.dryRun ? { dryRun: true } : {}),
     ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
     ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+    ...(options.rowsPerJob !== undefined ? { rowsPerJob: options.rowsPerJob } : {}),
     ...(options.onRun ? { onRun: options.onRun } : {}),
     // Rows already handed to the producer when the run is aborted are stopped there too.
     shouldStop: () => abortReason(options.shouldStop?.(counts)),

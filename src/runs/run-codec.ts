@@ -16,6 +16,7 @@ const RunOptionsSchema = z.object({
   reconcile: z.boolean().optional(),
   matchKey: z.string().optional(),
   inviteBatchSize: z.number().optional(),
+  rowsPerJob: z.number().optional(),
 }) satisfies z.ZodType<RunOptions>;
 
 const Count = z.coerce.number().int();

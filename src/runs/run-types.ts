@@ -27,6 +27,8 @@ export interface RunOptions {
   reconcile?: boolean;
   matchKey?: string;
   inviteBatchSize?: number;
+  /** Update rows per queue job, so a retry batches rows the same way. */
+  rowsPerJob?: number;
 }
 
 export interface RunRecord {

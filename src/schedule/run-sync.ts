@@ -3,6 +3,7 @@ import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import got from 'got';
+import { getWorkspace } from '../config/index.js';
 import type { CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
@@ -139,6 +140,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       syncName: def.name,
       logger: log,
       dryRun: def.options.dryRun,
+      rowsPerJob: getWorkspace(config, def.workspace).rowsPerJob,
       ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
       ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),

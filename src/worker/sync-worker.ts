@@ -12,7 +12,8 @@ import {
   queueName,
   blockWorkspace,
   type InviteBatchJobData,
-  type RowJobData,
+  type QueuedRow,
+  type RowBatchJobData,
   type SyncJobData,
   type SyncJobName,
   type WorkspaceQueue,
@@ -61,6 +62,14 @@ export interface SyncWorkerOptions {
 
 type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
 
+/** What an error means for the job: pause the workspace (429, 401), retry later, or a final failure. */
+type Verdict =
+  | { kind: 'rate-limited'; err: RateLimitedError }
+  | { kind: 'blocked'; err: AuthError }
+  | { kind: 'retry'; err: unknown }
+  | { kind: 'fail'; err: unknown };
+type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' }>;
+
 /**
  * Processes one workspace's queue. Safe under at-least-once delivery: updates are idempotent,
  * results are keyed by row, and a job completes only after its result is stored.
@@ -75,6 +84,7 @@ export class SyncWorker {
   readonly #maxStarts: number;
   #sweepTimer: NodeJS.Timeout | undefined;
   readonly #creates: DuplicateSafeCreate;
+  #warnedUnbatch = false;
 
   private constructor(options: SyncWorkerOptions) {
     this.#options = options;
@@ -150,53 +160,80 @@ export class SyncWorker {
   async #process(job: SyncJob): Promise<void> {
     const data = job.data;
     if (isInviteBatch(data)) return this.#processInvites(job, data);
-    return this.#processRow(job, data);
+    return this.#processRows(job, data);
   }
 
-  async #processRow(job: SyncJob, data: RowJobData): Promise<void> {
-    const base = { row: data.row, line: data.line };
-    let recordId: string;
+  /**
+   * Sends a job's rows one request at a time, in order (so `concurrency` stays the requests in
+   * flight), and stores their results together before the job completes. A 429 or 401 stops
+   * the job with the rows before it recorded; the job's next start skips them.
+   */
+  async #processRows(job: SyncJob, data: RowBatchJobData): Promise<void> {
+    if (data.rows.length > 1 && this.#options.rateLimit) return this.#unbatch(job, data);
+    const rows = job.attemptsStarted > 1 ? await this.#unrecorded(data) : data.rows;
+    const results: RowResult[] = [];
+    const alone: QueuedRow[] = [];
+    let pause: PauseVerdict | undefined;
+    for (const r of rows) {
+      const outcome = await this.#sendRow(job, data.runId, r);
+      if (outcome.kind === 'done') {
+        results.push(outcome.result);
+      } else if (outcome.kind === 'retry') {
+        // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
+        // so one flaky row neither holds up nor spends the attempts of the others.
+        if (data.rows.length === 1) throw outcome.err;
+        alone.push(r);
+      } else {
+        pause = outcome;
+        break;
+      }
+    }
+    if (alone.length > 0) await this.#retryAlone(job, data.runId, alone);
+    if (results.length > 0) await this.#results.write(data.runId, results);
+    if (pause) await this.#pause(job, data.runId, pause);
+  }
+
+  async #sendRow(job: SyncJob, runId: string, r: QueuedRow): Promise<{ kind: 'done'; result: RowResult } | Exclude<Verdict, { kind: 'fail' }>> {
+    const base = { row: r.row, line: r.line };
     try {
       // A create retried after a possibly committed attempt must find its deal, not make another.
-      const attempt = { runId: data.runId, row: data.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
-      recordId = await executeRow(this.#options.client, data.payload, (fields) => this.#creates.create(attempt, fields));
+      const attempt = { runId, row: r.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
+      const recordId = await executeRow(this.#options.client, r.payload, (fields) => this.#creates.create(attempt, fields));
+      this.#count(job.name, '2xx', 'succeeded', 1);
+      this.#onSuccess();
+      return { kind: 'done', result: { ...base, status: 'succeeded', recordId, at: now() } };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
-        this.#logger.warn({ runId: data.runId, row: data.row, err: err.message }, 'write applied, answer did not match the spec');
+        this.#logger.warn({ runId, row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})`;
         this.#count(job.name, '2xx', 'succeeded', 1);
-        await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId: err.recordId, message, at: now() }]);
-        return;
+        return { kind: 'done', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() } };
       }
-      // Only the CRM's answer is classified here: a failure to store a result is not the CRM's.
-      await this.#handleError(job, data.runId, err, async (final) => {
-        this.#count(job.name, null, 'failed', 1);
-        await this.#results.write(data.runId, [failureResult(base, final, data.original)]);
-      });
-      return;
+      const verdict = this.#judge(job, runId, err);
+      if (verdict.kind !== 'fail') return verdict;
+      this.#count(job.name, null, 'failed', 1);
+      return { kind: 'done', result: failureResult(base, verdict.err, r.original) };
     }
-    this.#count(job.name, '2xx', 'succeeded', 1);
-    await this.#results.write(data.runId, [{ ...base, status: 'succeeded', recordId, at: now() }]);
-    this.#onSuccess();
   }
 
   async #processInvites(job: SyncJob, data: InviteBatchJobData): Promise<void> {
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
     } catch (err) {
-      await this.#handleError(job, data.runId, err, async (final) => {
-        if (final instanceof RejectedError && data.rows.length > 1) {
-          // The API rejects a whole request for one bad address: bisect so every good one still goes in.
-          await splitInviteBatch(this.queue, job, data);
-          return;
-        }
-        this.#count(job.name, null, 'failed', data.rows.length);
-        await this.#results.write(
-          data.runId,
-          data.rows.map((r) => failureResult({ row: r.row, line: r.line }, final, r.original)),
-        );
-      });
+      const verdict = this.#judge(job, data.runId, err);
+      if (verdict.kind === 'retry') throw verdict.err;
+      if (verdict.kind !== 'fail') return this.#pause(job, data.runId, verdict);
+      if (verdict.err instanceof RejectedError && data.rows.length > 1) {
+        // The API rejects a whole request for one bad address: bisect so every good one still goes in.
+        await splitInviteBatch(this.queue, job, data);
+        return;
+      }
+      this.#count(job.name, null, 'failed', data.rows.length);
+      await this.#results.write(
+        data.runId,
+        data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original)),
+      );
       return;
     }
     this.#count(job.name, '2xx', 'succeeded', data.rows.length);
@@ -208,37 +245,71 @@ export class SyncWorker {
   }
 
   /** One place decides what each error class means for the job (DESIGN.md's table). */
-  async #handleError(job: SyncJob, runId: string, err: unknown, fail: (err: unknown) => Promise<void>): Promise<void> {
-    const log = this.#logger.child({ runId, jobId: job.id });
+  #judge(job: SyncJob, runId: string, err: unknown): Verdict {
     this.#count(job.name, err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network', null, 0);
     // On its last allowed start a job that is still being sent back gets its final result here,
     // so no row depends on BullMQ's own failure path (and an event that may be lost).
-    const lastStart = job.attemptsStarted >= this.#maxStarts;
-    if (lastStart && (err instanceof RateLimitedError || err instanceof AuthError)) {
-      await fail(new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`));
-      return;
+    if (job.attemptsStarted >= this.#maxStarts && (err instanceof RateLimitedError || err instanceof AuthError)) {
+      return { kind: 'fail', err: new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`) };
     }
-    if (err instanceof RateLimitedError) {
+    if (err instanceof RateLimitedError) return { kind: 'rate-limited', err };
+    if (err instanceof AuthError) return { kind: 'blocked', err };
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (isPermanent(err) || lastAttempt) return { kind: 'fail', err };
+    this.#logger.debug({ runId, jobId: job.id, attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
+    this.#options.metrics?.inc(METRIC.retries, { workspace: this.#options.workspace, operation: job.name });
+    return { kind: 'retry', err };
+  }
+
+  /** Sends the job back to wait without spending an attempt, pausing the workspace first. */
+  async #pause(job: SyncJob, runId: string, verdict: PauseVerdict): Promise<never> {
+    const log = this.#logger.child({ runId, jobId: job.id });
+    if (verdict.kind === 'rate-limited') {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
-      const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, err.retryAfterMs ?? 1000);
+      const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
       this.#onRateLimited();
       log.debug({ ms }, '429: pausing the workspace queue');
       await this.queue.rateLimit(ms);
-      throw new RateLimitError();
+    } else {
+      await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
+      log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
     }
-    if (err instanceof AuthError) {
-      await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: err });
-      log.error({ status: err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
-      throw new RateLimitError();
+    throw new RateLimitError();
+  }
+
+  /** Rows of a batch that failed transiently, each as its own job after the first backoff. */
+  async #retryAlone(job: SyncJob, runId: string, rows: QueuedRow[]): Promise<void> {
+    const attempts = Math.max(1, (job.opts.attempts ?? 1) - 1);
+    const backoffMs = this.#options.retry?.backoffMs ?? 1000;
+    await this.queue.addBulk(
+      rows.map((r) => ({
+        name: job.name,
+        data: { runId, rows: [r] },
+        // Ids derive from the batch, so a re-run of the batch adds nothing new.
+        opts: { jobId: `${job.id ?? runId}-s${r.row}`, attempts, delay: Math.round(backoffMs * (0.5 + Math.random() * 0.5)) },
+      })),
+    );
+  }
+
+  /**
+   * A known rate limit counts jobs, so a batch (from a producer whose config had no limit) is
+   * split into one job per row before anything is sent.
+   */
+  async #unbatch(job: SyncJob, data: RowBatchJobData): Promise<void> {
+    if (!this.#warnedUnbatch) {
+      this.#logger.warn({ runId: data.runId, rows: data.rows.length }, 'a job of several rows reached a rate-limited worker: splitting it into one job per row');
+      this.#warnedUnbatch = true;
     }
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (!isPermanent(err) && !lastAttempt) {
-      log.debug({ attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
-      this.#options.metrics?.inc(METRIC.retries, { workspace: this.#options.workspace, operation: job.name });
-      throw err;
-    }
-    await fail(err);
+    const rows = await this.#unrecorded(data);
+    await this.queue.addBulk(rows.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-s${r.row}` } })));
+  }
+
+  /** Rows of the job without a result yet (a requeued or re-delivered job has sent the others). */
+  async #unrecorded(data: RowBatchJobData): Promise<QueuedRow[]> {
+    const recorded = await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row));
+    const done = new Set(recorded.map((r) => r.row));
+    return data.rows.filter((r) => !done.has(r.row));
   }
 
   /**
@@ -249,9 +320,8 @@ export class SyncWorker {
     try {
       if ((await job.getState()) !== 'failed') return;
       const data = job.data;
-      const rows = isInviteBatch(data) ? data.rows : [{ row: data.row, line: data.line, original: data.original }];
-      const missing = [];
-      for (const r of rows) if ((await this.#options.store.getResult(data.runId, r.row)) === null) missing.push(r);
+      const recorded = new Set((await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
+      const missing = data.rows.filter((r) => !recorded.has(r.row));
       if (missing.length === 0) return;
       const message = `gave up: ${reason}`;
       await this.#results.write(

@@ -100,7 +100,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return p;
     },
     async importFile(path, op, extra = {}) {
-      const { run } = await importFile({ file: path, op, workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, ...extra });
+      const rowsPerJob = config.workspaces.acme?.rowsPerJob;
+      const { run } = await importFile({ file: path, op, workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, rowsPerJob, ...extra });
       return run;
     },
     async waitForRun(runId, timeoutMs = 20_000, until = (r) => r.status !== 'running') {

@@ -30,8 +30,11 @@ describe('bounds', () => {
     sampling = false;
     await sampler;
     expect(done.counts.succeeded).toBe(600);
+    // Both bounds count rows; jobs carry rowsPerJob rows each (10 here).
+    const perJob = h.config.workspaces.acme!.rowsPerJob;
+    expect(perJob).toBe(10);
     expect(peak).toBeGreaterThan(0);
-    expect(peak).toBeLessThanOrEqual(150);
+    expect(peak * perJob).toBeLessThanOrEqual(150);
   }, 70_000);
 
   it('a row rate-limited on every start gives up after maxStartedAttempts instead of looping forever', async () => {
