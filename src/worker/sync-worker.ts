@@ -188,7 +188,9 @@ export class SyncWorker {
         break;
       }
     }
-    if (alone.length > 0) await this.#retryAlone(job, data.runId, alone);
+    // A job sent back by a pause retries its flaky rows itself on its next start (after the
+    // pause, so that is their backoff); handing them off too would send them twice.
+    if (alone.length > 0 && !pause) await this.#retryAlone(job, data.runId, alone);
     if (results.length > 0) await this.#results.write(data.runId, results);
     if (pause) await this.#pause(job, data.runId, pause);
   }
