@@ -104,8 +104,14 @@ export async function importAndWait(runtime: Runtime, file: string, pollMs = 100
   return { run: final, startedAt };
 }
 
+/** BENCH_CPU_PROF=<dir>: each worker process writes a V8 CPU profile there when it exits. */
+function workerProfileArgs(): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+}
+
 export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {
-  const child = spawn(process.execPath, [CLI, '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
+  const child = spawn(process.execPath, [...workerProfileArgs(), CLI, '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
     cwd: ROOT,
     env: b.env,
     stdio: ['ignore', 'ignore', 'ignore'],

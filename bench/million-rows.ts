@@ -25,7 +25,7 @@ for (let i = 0; i < ROWS; i++) {
 }
 out.end();
 await finished(out);
-console.log(`1M import: ${ROWS} rows generated in ${file}; high-water mark ${HIGH_WATER} jobs`);
+console.log(`1M import: ${ROWS} rows generated in ${file}; high-water mark ${HIGH_WATER} rows`);
 
 const workers = [spawnWorkerProcess(b, 32), spawnWorkerProcess(b, 32)];
 await sleep(2500);
