@@ -1,6 +1,6 @@
 export { connectRedis, redactRedisUrl, redisOptions, type RedisRole, type ConnectRedisOptions } from './redis-connection.js';
 export { bullPrefix, queueName, rowJobId } from './queue-names.js';
-export { isInviteBatch, type QueuedRow, type RowBatchJobData, type RowPayload, type InviteBatchJobData, type InviteRow, type SyncJobData, type SyncJobName } from './job-data.js';
+export { isInviteBatch, toJobData, type LegacyRowJobData, type StoredJobData, type QueuedRow, type RowBatchJobData, type RowPayload, type InviteBatchJobData, type InviteRow, type SyncJobData, type SyncJobName } from './job-data.js';
 export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type WorkspaceQueueOptions } from './workspace-queue.js';
 export { produceRun, type ProducerOptions, type ProducerProgress, type ProducedRow, type RowOutcome } from './producer.js';
 export { blockWorkspace, resumeWorkspace } from './workspace-control.js';

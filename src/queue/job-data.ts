@@ -39,6 +39,21 @@ export interface InviteBatchJobData {
 export type SyncJobData = RowBatchJobData | InviteBatchJobData;
 export type SyncJobName = Operation;
 
+/** One row per job, as queued before rows shared jobs; a paused queue can hold them across an upgrade. */
+export interface LegacyRowJobData extends QueuedRow {
+  runId: string;
+}
+
+/** What a queue may hold: today's shapes, and the one-row shape of earlier versions. */
+export type StoredJobData = SyncJobData | LegacyRowJobData;
+
+/** Today's shape of any job data read from the queue. */
+export function toJobData(data: StoredJobData): SyncJobData {
+  if ('rows' in data) return data;
+  const { runId, row, line, payload, original } = data;
+  return { runId, rows: [{ row, line, payload, original }] };
+}
+
 export function isInviteBatch(data: SyncJobData): data is InviteBatchJobData {
   return 'options' in data;
 }

@@ -95,16 +95,18 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   const flushJobs = async () => {
     if (jobs.length === 0) return;
     const batch = jobs;
+    const count = jobRows;
     jobs = [];
     jobRows = 0;
-    await waitForRoom(queue, Math.max(1, Math.ceil(highWater / rowsPerJob)), logger);
+    // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
+    // (creates go one per job, invites and updates several).
+    await waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger);
     const stop = options.shouldStop?.();
     if (stop !== undefined) {
       // Rows held here when the run was aborted would otherwise reach the CRM after it.
       results.push(...batch.flatMap((j) => abortedResults(j.data, stop)));
       return;
     }
-    const count = batch.reduce((n, j) => n + j.rows, 0);
     // Count first: a worker may finish a job before addBulk returns.
     if (!options.requeued) await store.addQueued(runId, count);
     await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
@@ -189,6 +191,11 @@ function abortedResults(data: SyncJobData, reason: string): RowResult[] {
 
 function inviteKey(options: InviteOptions): string {
   return JSON.stringify([options.organization_role ?? null, options.invited_by ?? null, options.send_invitation_email ?? null]);
+}
+
+/** How many waiting jobs hold about `rows` rows, at `rowsPerJob` rows each (at least one job). */
+export function jobsForRows(rows: number, rowsPerJob: number): number {
+  return Math.max(1, Math.ceil(rows / Math.max(1, rowsPerJob)));
 }
 
 /** Resolves once fewer than `maxJobs` jobs wait in the queue (polls; logs once if it is paused). */

@@ -4,7 +4,7 @@ import { ingestValues, openSource, parseMapping, type IngestedRow, type Mapping 
 import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { keepProducerAlive } from './producer-heartbeat.js';
-import { produceRun, waitForRoom, type ProducerProgress } from './producer.js';
+import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
 export interface RetryRunOptions {
@@ -55,7 +55,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
   const rowsPerJob = run.options.rowsPerJob ?? 1;
-  const room = () => waitForRoom(options.queue, Math.max(1, Math.ceil(highWater / rowsPerJob)), logger);
+  const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
+  const room = () => waitForRoom(options.queue, jobsForRows(highWater, perJob), logger);
   await store.beginProducing(runId);
   const rows = options.file
     ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room)

@@ -14,6 +14,7 @@ import {
   type InviteBatchJobData,
   type QueuedRow,
   type RowBatchJobData,
+  toJobData,
   type SyncJobData,
   type SyncJobName,
   type WorkspaceQueue,
@@ -25,6 +26,7 @@ import { executeRow } from './execute-row.js';
 import { ResultWriter } from './result-writer.js';
 import { splitInviteBatch } from './invite-split.js';
 import { smoothRateLimit } from './smooth-rate-limit.js';
+import { failureResult, jitter, now } from './row-results.js';
 
 export interface SyncWorkerOptions {
   workspace: string;
@@ -85,6 +87,8 @@ export class SyncWorker {
   #sweepTimer: NodeJS.Timeout | undefined;
   readonly #creates: DuplicateSafeCreate;
   #warnedUnbatch = false;
+  /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
+  #pausedUntil = 0;
 
   private constructor(options: SyncWorkerOptions) {
     this.#options = options;
@@ -158,7 +162,7 @@ export class SyncWorker {
   }
 
   async #process(job: SyncJob): Promise<void> {
-    const data = job.data;
+    const data = toJobData(job.data);
     if (isInviteBatch(data)) return this.#processInvites(job, data);
     return this.#processRows(job, data);
   }
@@ -166,40 +170,59 @@ export class SyncWorker {
   /**
    * Sends a job's rows one request at a time, in order (so `concurrency` stays the requests in
    * flight), and stores their results together before the job completes. A 429 or 401 stops
-   * the job with the rows before it recorded; the job's next start skips them.
+   * the job: results so far are stored, the job keeps only its unsent rows and goes back to wait.
    */
   async #processRows(job: SyncJob, data: RowBatchJobData): Promise<void> {
     if (data.rows.length > 1 && this.#options.rateLimit) return this.#unbatch(job, data);
-    const rows = job.attemptsStarted > 1 ? await this.#unrecorded(data) : data.rows;
     const results: RowResult[] = [];
-    const alone: QueuedRow[] = [];
-    let pause: PauseVerdict | undefined;
-    for (const r of rows) {
-      const outcome = await this.#sendRow(job, data.runId, r);
+    const flaky: QueuedRow[] = [];
+    let stop: PauseVerdict | { kind: 'paused' } | undefined;
+    let next = 0;
+    for (; next < data.rows.length; next++) {
+      // Another job's 429 paused the workspace: stop here rather than run into it too. (Not
+      // before the first row: BullMQ's limiter gated that start, and a start spent is a start.)
+      if (next > 0 && Date.now() < this.#pausedUntil) {
+        stop = { kind: 'paused' };
+        break;
+      }
+      const r = data.rows[next]!;
+      const outcome = await this.#sendRow(job, data, r);
       if (outcome.kind === 'done') {
         results.push(outcome.result);
       } else if (outcome.kind === 'retry') {
         // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
         // so one flaky row neither holds up nor spends the attempts of the others.
         if (data.rows.length === 1) throw outcome.err;
-        alone.push(r);
+        flaky.push(r);
       } else {
-        pause = outcome;
+        stop = outcome;
         break;
       }
     }
-    // A job sent back by a pause retries its flaky rows itself on its next start (after the
-    // pause, so that is their backoff); handing them off too would send them twice.
-    if (alone.length > 0 && !pause) await this.#retryAlone(job, data.runId, alone);
     if (results.length > 0) await this.#results.write(data.runId, results);
-    if (pause) await this.#pause(job, data.runId, pause);
+    if (!stop) {
+      if (flaky.length > 0) await this.#handOff(job, data.runId, flaky, { backoff: true });
+      return;
+    }
+    if (stop.kind !== 'paused') await this.#applyPause(job, data.runId, stop);
+    // Flaky rows stay with the job: its next start, after the pause, is their backoff.
+    const unsent = [...flaky, ...data.rows.slice(next)];
+    if (data.rows.length > 1 && job.attemptsStarted >= this.#maxStarts) {
+      // The start cap is the job's, shared by its rows: the unsent ones go on with caps of their own.
+      await this.#handOff(job, data.runId, unsent, { backoff: false });
+      return;
+    }
+    // The job keeps only what it has not sent, so a later start (or an abort) never touches a
+    // row that already has its result (a retried row may meanwhile belong to a newer job).
+    if (unsent.length < data.rows.length) await job.updateData({ runId: data.runId, rows: unsent });
+    throw new RateLimitError();
   }
 
-  async #sendRow(job: SyncJob, runId: string, r: QueuedRow): Promise<{ kind: 'done'; result: RowResult } | Exclude<Verdict, { kind: 'fail' }>> {
+  async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow): Promise<{ kind: 'done'; result: RowResult } | Exclude<Verdict, { kind: 'fail' }>> {
     const base = { row: r.row, line: r.line };
     try {
       // A create retried after a possibly committed attempt must find its deal, not make another.
-      const attempt = { runId, row: r.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
+      const attempt = { runId: data.runId, row: r.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
       const recordId = await executeRow(this.#options.client, r.payload, (fields) => this.#creates.create(attempt, fields));
       this.#count(job.name, '2xx', 'succeeded', 1);
       this.#onSuccess();
@@ -207,12 +230,12 @@ export class SyncWorker {
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
-        this.#logger.warn({ runId, row: r.row, err: err.message }, 'write applied, answer did not match the spec');
+        this.#logger.warn({ runId: data.runId, row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})`;
         this.#count(job.name, '2xx', 'succeeded', 1);
         return { kind: 'done', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() } };
       }
-      const verdict = this.#judge(job, runId, err);
+      const verdict = this.#judge(job, data.runId, err, data.rows.length > 1);
       if (verdict.kind !== 'fail') return verdict;
       this.#count(job.name, null, 'failed', 1);
       return { kind: 'done', result: failureResult(base, verdict.err, r.original) };
@@ -223,9 +246,12 @@ export class SyncWorker {
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
     } catch (err) {
-      const verdict = this.#judge(job, data.runId, err);
+      const verdict = this.#judge(job, data.runId, err, false);
       if (verdict.kind === 'retry') throw verdict.err;
-      if (verdict.kind !== 'fail') return this.#pause(job, data.runId, verdict);
+      if (verdict.kind !== 'fail') {
+        await this.#applyPause(job, data.runId, verdict);
+        throw new RateLimitError();
+      }
       if (verdict.err instanceof RejectedError && data.rows.length > 1) {
         // The API rejects a whole request for one bad address: bisect so every good one still goes in.
         await splitInviteBatch(this.queue, job, data);
@@ -246,12 +272,16 @@ export class SyncWorker {
     this.#onSuccess();
   }
 
-  /** One place decides what each error class means for the job (DESIGN.md's table). */
-  #judge(job: SyncJob, runId: string, err: unknown): Verdict {
+  /**
+   * One place decides what each error class means for the job (DESIGN.md's table).
+   * `sharedStarts`: the job holds several rows, so its start cap is not one row's to fail on.
+   */
+  #judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Verdict {
     this.#count(job.name, err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network', null, 0);
     // On its last allowed start a job that is still being sent back gets its final result here,
     // so no row depends on BullMQ's own failure path (and an event that may be lost).
-    if (job.attemptsStarted >= this.#maxStarts && (err instanceof RateLimitedError || err instanceof AuthError)) {
+    const sentBack = err instanceof RateLimitedError || err instanceof AuthError;
+    if (sentBack && !sharedStarts && job.attemptsStarted >= this.#maxStarts) {
       return { kind: 'fail', err: new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`) };
     }
     if (err instanceof RateLimitedError) return { kind: 'rate-limited', err };
@@ -263,33 +293,36 @@ export class SyncWorker {
     return { kind: 'retry', err };
   }
 
-  /** Sends the job back to wait without spending an attempt, pausing the workspace first. */
-  async #pause(job: SyncJob, runId: string, verdict: PauseVerdict): Promise<never> {
+  /** A 429 pauses the workspace queue for Retry-After; a 401 pauses it and blocks its runs. */
+  async #applyPause(job: SyncJob, runId: string, verdict: PauseVerdict): Promise<void> {
     const log = this.#logger.child({ runId, jobId: job.id });
     if (verdict.kind === 'rate-limited') {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
       const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
       this.#onRateLimited();
+      this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
       log.debug({ ms }, '429: pausing the workspace queue');
       await this.queue.rateLimit(ms);
     } else {
       await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
     }
-    throw new RateLimitError();
   }
 
-  /** Rows of a batch that failed transiently, each as its own job after the first backoff. */
-  async #retryAlone(job: SyncJob, runId: string, rows: QueuedRow[]): Promise<void> {
-    const attempts = Math.max(1, (job.opts.attempts ?? 1) - 1);
+  /**
+   * Rows of a batch continued as jobs of their own (ids derive from the batch, so a re-run of
+   * the batch adds nothing new). `backoff`: they failed transiently and start after the first
+   * retry delay, with the attempts the batch had left but one.
+   */
+  async #handOff(job: SyncJob, runId: string, rows: QueuedRow[], o: { backoff: boolean }): Promise<void> {
     const backoffMs = this.#options.retry?.backoffMs ?? 1000;
+    const attempts = Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade - (o.backoff ? 1 : 0));
     await this.queue.addBulk(
       rows.map((r) => ({
         name: job.name,
         data: { runId, rows: [r] },
-        // Ids derive from the batch, so a re-run of the batch adds nothing new.
-        opts: { jobId: `${job.id ?? runId}-s${r.row}`, attempts, delay: Math.round(backoffMs * (0.5 + Math.random() * 0.5)) },
+        opts: { jobId: `${job.id ?? runId}-s${r.row}`, attempts, ...(o.backoff ? { delay: jitter(backoffMs) } : {}) },
       })),
     );
   }
@@ -303,15 +336,7 @@ export class SyncWorker {
       this.#logger.warn({ runId: data.runId, rows: data.rows.length }, 'a job of several rows reached a rate-limited worker: splitting it into one job per row');
       this.#warnedUnbatch = true;
     }
-    const rows = await this.#unrecorded(data);
-    await this.queue.addBulk(rows.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-s${r.row}` } })));
-  }
-
-  /** Rows of the job without a result yet (a requeued or re-delivered job has sent the others). */
-  async #unrecorded(data: RowBatchJobData): Promise<QueuedRow[]> {
-    const recorded = await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row));
-    const done = new Set(recorded.map((r) => r.row));
-    return data.rows.filter((r) => !done.has(r.row));
+    await this.#handOff(job, data.runId, data.rows, { backoff: false });
   }
 
   /**
@@ -321,7 +346,7 @@ export class SyncWorker {
   async #recordBullFailure(job: SyncJob, reason: string): Promise<void> {
     try {
       if ((await job.getState()) !== 'failed') return;
-      const data = job.data;
+      const data = toJobData(job.data);
       const recorded = new Set((await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
       const missing = data.rows.filter((r) => !recorded.has(r.row));
       if (missing.length === 0) return;
@@ -374,20 +399,3 @@ export class SyncWorker {
 
 /** Floor for a 429's pause: a Retry-After of 0 must not spin the job through its starts. */
 const MIN_RATE_LIMIT_PAUSE_MS = 500;
-
-function now(): string {
-  return new Date().toISOString();
-}
-
-function failureResult(base: { row: number; line: number }, err: unknown, original: Record<string, string>): RowResult {
-  const crm = err instanceof CrmError ? err : undefined;
-  return {
-    ...base,
-    status: 'failed',
-    ...(crm?.status !== undefined ? { httpStatus: crm.status } : {}),
-    code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT',
-    message: crm?.serviceMessage ?? errorMessage(err),
-    original,
-    at: now(),
-  };
-}

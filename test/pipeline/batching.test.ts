@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isInviteBatch } from '../../src/queue/index.js';
+import { isInviteBatch, retryRun, toJobData } from '../../src/queue/index.js';
+import { abortRun } from '../../src/schedule/abort-run.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness | undefined;
@@ -91,5 +92,89 @@ describe('rows per job (updates share a job; creates go alone)', () => {
       const parent = row <= 6 ? 1 : 7;
       expect(completed.get(`${run.id}-${parent}-s${row}`)).toEqual([row]);
     }
+  });
+
+  describe('a batch sent back by a 429 keeps only its unsent rows', () => {
+    /** One batch of 10 rows, row 2 a 404; 4 requests per 2 s, one job in flight: rows 1-4 go, row 5 meets the 429. */
+    async function pausedBatch() {
+      h = await startHarness({ records: 20, simRateLimit: { max: 4, windowMs: 2000 } });
+      await h.startWorkers({ concurrency: 1 });
+      const deals = [...h.ws.deals.values()].slice(0, 10);
+      const rows = deals.map((d) => [d.id, 'Kept']);
+      rows[1] = ['deal_does_not_exist', 'Ghost'];
+      const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], rows)), 'deal.update');
+      const queue = h.runtime.queue('acme');
+      let left: number[] = [];
+      for (let i = 0; i < 200 && left.length === 0; i++) {
+        const job = await queue.getJob(`${run.id}-1`);
+        if (job && (await job.getState()) === 'waiting' && h.ws.stats.rateLimited > 0) left = toJobData(job.data).rows.map((r) => r.row);
+        else await sleep(10);
+      }
+      return { run, left };
+    }
+
+    it('its data shrinks to the unsent rows, so a retry of a failed row is not raced by the old batch', async () => {
+      const { run, left } = await pausedBatch();
+      expect(left).toEqual([5, 6, 7, 8, 9, 10]);
+      expect(await h!.runtime.store.getResult(run.id, 2)).toMatchObject({ status: 'failed', httpStatus: 404 });
+      // Retry row 2 while its old batch waits out the 429.
+      await retryRun({ runId: run.id, queue: h!.runtime.queue('acme'), store: h!.runtime.store, rows: [2] });
+      const done = await h!.waitForRun(run.id, 30_000);
+      expect(done.counts).toMatchObject({ total: 10, succeeded: 9, failed: 1, queued: 0 });
+      // Row 2 went twice: once in the batch, once in its retry; the old batch did not send it again.
+      expect(h!.ws.stats.byStatus[404]).toBe(2);
+      expect(h!.ws.stats.writes.dealUpdate).toBe(9);
+    }, 40_000);
+
+    it('an abort records only its unsent rows; results of rows it sent stand', async () => {
+      const { run, left } = await pausedBatch();
+      expect(left).toHaveLength(6);
+      const aborted = await abortRun(h!.runtime.store, h!.runtime.queue('acme'), run.id, 'stop');
+      expect(aborted).toBe(6);
+      expect(await h!.runtime.store.getResult(run.id, 2)).toMatchObject({ status: 'failed', code: 'CRM_NOT_FOUND' });
+      expect(await h!.runtime.store.getResult(run.id, 5)).toMatchObject({ status: 'failed', code: 'RUN_ABORTED' });
+      expect((await h!.runtime.store.requireRun(run.id)).counts).toMatchObject({ total: 10, succeeded: 3, failed: 7, queued: 0 });
+    }, 40_000);
+  });
+
+  it('a batch on its last allowed start hands its unsent rows to jobs of their own (the cap is not theirs to fail on)', async () => {
+    h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 1000 } });
+    await h.startWorkers({ concurrency: 1, maxStartedAttempts: 2 });
+    const deals = [...h.ws.deals.values()].slice(0, 4);
+    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Capped']))), 'deal.update');
+    const done = await h.waitForRun(run.id, 30_000);
+    expect(done.counts).toMatchObject({ total: 4, queued: 0 });
+    expect(await resultsByRow(h, run.id)).toHaveLength(4);
+    const jobs = await jobRows(h, 'completed');
+    const handedOff = [...jobs.keys()].filter((id) => id.startsWith(`${run.id}-1-s`));
+    expect(handedOff.length).toBeGreaterThan(0);
+    // Each handed-off row started at most twice on its own, and no row was failed by the batch's cap.
+    for (const id of handedOff) expect((await h.runtime.queue('acme').getJob(id))?.attemptsStarted).toBeLessThanOrEqual(2);
+    const batch = await h.runtime.queue('acme').getJob(`${run.id}-1`);
+    expect(batch?.attemptsStarted).toBe(2);
+  }, 40_000);
+
+  it('a job queued by an earlier version (one row, no `rows`) is still processed and can be aborted', async () => {
+    h = await startHarness({ records: 10 });
+    const store = h.runtime.store;
+    const queue = h.runtime.queue('acme');
+    const [a, b] = [...h.ws.deals.values()];
+    const legacy = (runId: string, row: number, id: string) => ({ runId, row, line: row + 1, payload: { op: 'deal.update' as const, id, fields: { name: 'Legacy' } }, original: { id, name: 'Legacy' } });
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'legacy.csv' });
+    await store.addQueued(run.id, 2);
+    // Cast: the queue's type is today's shape; an older version wrote this one.
+    await queue.add('deal.update', legacy(run.id, 1, a!.id) as never, { jobId: `${run.id}-1` });
+    await queue.add('deal.update', legacy(run.id, 2, b!.id) as never, { jobId: `${run.id}-2` });
+    await store.finishProducing(run.id);
+    expect(await abortRun(store, queue, run.id, 'one of them')).toBe(2);
+    expect(await store.getResult(run.id, 2)).toMatchObject({ status: 'failed', code: 'RUN_ABORTED', original: { name: 'Legacy' } });
+
+    const second = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'legacy.csv' });
+    await store.addQueued(second.id, 1);
+    await queue.add('deal.update', legacy(second.id, 1, a!.id) as never, { jobId: `${second.id}-1` });
+    await store.finishProducing(second.id);
+    await h.startWorkers();
+    expect((await h.waitForRun(second.id)).counts).toMatchObject({ total: 1, succeeded: 1 });
+    expect(h.ws.deals.get(a!.id)?.name).toBe('Legacy');
   });
 });
