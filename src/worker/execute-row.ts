@@ -1,9 +1,8 @@
-import type { CrmClient, DealCreateFields, OperationPayload } from '../crm/index.js';
-
-type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
+import type { CrmClient, DealCreateFields } from '../crm/index.js';
+import type { RowPayload } from '../queue/index.js';
 
 /**
- * Makes the one API call a row job stands for; returns the id of the record written.
+ * Makes the one API call a queued row stands for; returns the id of the record written.
  * `createDeal` replaces the plain POST for deal.create (the duplicate-safe create).
  */
 export async function executeRow(client: CrmClient, payload: RowPayload, createDeal?: (fields: DealCreateFields) => Promise<string>): Promise<string> {
