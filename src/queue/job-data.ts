@@ -10,6 +10,8 @@ export interface QueuedRow {
   payload: RowPayload;
   /** The row as read, carried only while in flight so a failure result can be exported and fixed. */
   original: Record<string, string>;
+  /** Retry round (the retry's job generation) when `runs retry` queued the row. Default 0. */
+  round?: number;
 }
 
 /**
@@ -27,6 +29,8 @@ export interface InviteRow {
   line: number;
   email: string;
   original: Record<string, string>;
+  /** See QueuedRow.round. Default 0. */
+  round?: number;
 }
 
 /** Many invite rows sharing the same options, sent as one team-members request. */

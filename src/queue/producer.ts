@@ -77,6 +77,8 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   const batchSize = options.inviteBatchSize ?? 50;
   const rowsPerJob = Math.max(1, options.rowsPerJob ?? 1);
   const generation = options.generation ?? 0;
+  // A retry's rows carry its round: the run store lets only that round's job write them.
+  const round = generation === 0 ? {} : { round: generation };
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
   let jobs: PendingJob[] = [];
@@ -161,7 +163,7 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     } else if (row.payload.op === 'team.invite') {
       const key = inviteKey(row.payload.options);
       const batch = invites.get(key) ?? { options: row.payload.options, rows: [] };
-      batch.rows.push({ row: row.row, line: row.line, email: row.payload.email, original: row.original });
+      batch.rows.push({ row: row.row, line: row.line, email: row.payload.email, original: row.original, ...round });
       invites.set(key, batch);
       if (batch.rows.length >= batchSize) {
         pushInviteBatch(batch);
@@ -169,7 +171,7 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
       }
     } else {
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
-      open.push({ row: row.row, line: row.line, payload: row.payload, original: row.original });
+      open.push({ row: row.row, line: row.line, payload: row.payload, original: row.original, ...round });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

@@ -55,12 +55,15 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
   const rowsPerJob = run.options.rowsPerJob ?? 1;
+  // The retry's round: part of its job ids (not deduped against earlier jobs) and, in the run
+  // store, what fences the rows' earlier jobs off.
+  const generation = Date.now();
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
   const room = () => waitForRoom(options.queue, jobsForRows(highWater, perJob), logger);
   await store.beginProducing(runId);
   const rows = options.file
-    ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room)
-    : fromStoredRows(options.rows, run, op, mapping, store, room);
+    ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)
+    : fromStoredRows(options.rows, run, op, mapping, store, room, generation);
   const stopHeartbeat = keepProducerAlive(store, runId);
   const progress = await produceRun(rows, {
     highWaterMark: highWater,
@@ -68,7 +71,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     store,
     runId,
     requeued: true,
-    generation: Date.now(),
+    generation,
     ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
     rowsPerJob,
     logger,
@@ -83,10 +86,11 @@ async function* fromStoredRows(
   mapping: Mapping | undefined,
   store: RunStore,
   room: () => Promise<void>,
+  round: number,
 ): AsyncIterable<IngestedRow> {
   const requeueChunk = async (rows: number[]) => {
     await room();
-    return store.requeueRows(run.id, rows);
+    return store.requeueRows(run.id, rows, round);
   };
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
@@ -114,16 +118,17 @@ async function* fromCorrectedFile(
   store: RunStore,
   ignored: RetrySummary['ignored'],
   room: () => Promise<void>,
+  round: number,
 ): AsyncIterable<IngestedRow> {
   const reader = openSource(file);
   let chunk: Array<{ row: number; line: number; original: Record<string, string> }> = [];
   const flush = async function* () {
     const byRow = new Map(chunk.map((c) => [c.row, c]));
     await room();
-    const requeued = await store.requeueRows(run.id, [...byRow.keys()]);
+    const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {
-      if (!done.has(c.row)) ignored.push({ row: c.row, line: c.line, reason: 'not a failed or invalid row of this run' });
+      if (!done.has(c.row)) ignored.push({ row: c.row, line: c.line, reason: 'not a failed, invalid or uncertain row of this run' });
     }
     for (const r of requeued) {
       const corrected = byRow.get(r.row);

@@ -7,7 +7,21 @@ export {
   type ProblemsQuery,
   type IterateResultsOptions,
   type RequeuedRow,
+  type WriterFence,
+  type RefusalReason,
+  type RecordOutcome,
 } from './run-store.js';
+export {
+  RowFence,
+  seqOf,
+  type RowFenceOptions,
+  type RowWriter,
+  type RecordRef,
+  type BeginUpdate,
+  type BeginCreate,
+  type CreateMarker,
+  type FinishCreate,
+} from './row-fence.js';
 export {
   writeResultsCsv,
   escapeCsvCell,
@@ -17,3 +31,4 @@ export {
   EXPORT_META_COLUMNS,
   type WriteResultsCsvOptions,
 } from './results-csv.js';
+export { LuaScript } from './lua-script.js';

@@ -8,8 +8,8 @@ import type { FinalRowStatus, RowResult } from './run-types.js';
  * milliseconds (13 bytes instead of a 24-byte ISO string); succeeded and skipped rows keep no
  * `original`. The Lua scripts read only the first character, so they never decode JSON.
  */
-const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f' } as const satisfies Record<FinalRowStatus, string>;
-const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed' };
+const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f', superseded: 'p', uncertain: 'u' } as const satisfies Record<FinalRowStatus, string>;
+const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed', p: 'superseded', u: 'uncertain' };
 
 const StoredResultSchema = z.object({
   /** line */
@@ -32,8 +32,9 @@ const StoredResultSchema = z.object({
 type StoredResult = z.infer<typeof StoredResultSchema>;
 
 
+/** Rows an operator must look at (the problems index, exports of failed rows, `runs retry`). */
 export function isProblem(status: FinalRowStatus): boolean {
-  return status === 'failed' || status === 'invalid';
+  return status === 'failed' || status === 'invalid' || status === 'uncertain';
 }
 
 export function encodeResult(result: RowResult): string {

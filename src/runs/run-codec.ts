@@ -42,6 +42,8 @@ const RunHashSchema = z.object({
   failed: Count.default(0),
   skipped: Count.default(0),
   invalid: Count.default(0),
+  superseded: Count.default(0),
+  uncertain: Count.default(0),
   maxRow: Count.default(0),
 });
 
@@ -69,6 +71,8 @@ export function encodeRun(run: RunRecord): Record<string, string> {
     failed: String(run.counts.failed),
     skipped: String(run.counts.skipped),
     invalid: String(run.counts.invalid),
+    superseded: String(run.counts.superseded),
+    uncertain: String(run.counts.uncertain),
     maxRow: '0',
   };
   if (run.syncName !== undefined) hash.syncName = run.syncName;
@@ -86,7 +90,16 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
     operation: h.operation,
     source: h.source,
     status: h.status,
-    counts: { total: h.total, queued: h.queued, succeeded: h.succeeded, failed: h.failed, skipped: h.skipped, invalid: h.invalid },
+    counts: {
+      total: h.total,
+      queued: h.queued,
+      succeeded: h.succeeded,
+      failed: h.failed,
+      skipped: h.skipped,
+      invalid: h.invalid,
+      superseded: h.superseded,
+      uncertain: h.uncertain,
+    },
     columns: z.array(z.string()).parse(JSON.parse(h.columns)),
     options: RunOptionsSchema.parse(JSON.parse(h.options)),
     createdAt: h.createdAt,

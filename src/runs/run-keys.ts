@@ -37,6 +37,31 @@ export class RunKeys {
     return `${this.prefix}:run:${id}:problems`;
   }
 
+  /** Retry round of each row `runs retry` requeued (rows never retried have none: round 0). */
+  rounds(id: string): string {
+    return `${this.prefix}:run:${id}:rounds`;
+  }
+
+  /** Markers of the run's creates that may have been applied, by row. */
+  creating(id: string): string {
+    return `${this.prefix}:run:${id}:creating`;
+  }
+
+  /** Write order of one CRM record, across the workspace's runs (RowFence). */
+  recordOrder(workspace: string, resource: string, recordId: string): string {
+    return `${this.prefix}:ws:${workspace}:order:${resource}:${recordId}`;
+  }
+
+  /** The one create in flight for a content fingerprint in a workspace. */
+  createLock(workspace: string, fingerprint: string): string {
+    return `${this.prefix}:ws:${workspace}:create:${fingerprint}`;
+  }
+
+  /** Which run and row recorded a deal, workspace-wide. */
+  dealClaim(workspace: string, dealId: string): string {
+    return `${this.prefix}:ws:${workspace}:claim:${dealId}`;
+  }
+
   allRuns(): string {
     return `${this.prefix}:runs`;
   }

@@ -7,7 +7,7 @@ import { RESULT_BUCKET_ROWS } from './run-keys.js';
  * atomic step as the counts that caused it. Scripts answer `RUN_NOT_FOUND` as an error reply
  * when the run hash is gone; the store turns that into a CrmSyncError.
  */
-const PRELUDE = `
+export const PRELUDE = `
 local run = KEYS[1]
 if redis.call('EXISTS', run) == 0 then return redis.error_reply('RUN_NOT_FOUND no such run') end
 local STATUS_INDEX = { running = KEYS[2], blocked = KEYS[3], completed = KEYS[4], failed = KEYS[5] }
@@ -43,61 +43,98 @@ end
 
 // Result buckets are derived from the row inside the script (one key per 100 rows cannot be
 // listed in KEYS up front). Fine on a single Redis; on Cluster they would need a {run} hash tag.
-const BUCKET = `
+export const BUCKET = `
 local function bucket(row)
   return KEYS[6] .. ':' .. math.floor(tonumber(row) / ${RESULT_BUCKET_ROWS})
 end
 `;
 
-const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid' }`;
+export const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain' }`;
+
+/*
+ * Storing one row's result, shared by every script that records one (RECORD_RESULTS, and the
+ * create's FINISH_CREATE in fence-scripts.ts), so counts, the problems index and maxRow move
+ * the same way whichever path wrote the row. Needs BUCKET; KEYS[7] is the problems zset.
+ */
+export const RESULTS = `
+local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed', p = 'superseded', u = 'uncertain' }
+local PROBLEM = { failed = true, invalid = true, uncertain = true }
+local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0, superseded = 0, uncertain = 0 }
+local max_row = tonumber(redis.call('HGET', run, 'maxRow') or '0')
+
+-- Writes the row's result and moves the counts in 'delta'; flush_results() applies them.
+local function put_result(row, value, from_queue, previous)
+  local status = NAMES[string.sub(value, 1, 1)]
+  if previous then
+    local p = NAMES[string.sub(previous, 1, 1)]
+    delta[p] = delta[p] - 1
+  elseif from_queue then
+    delta.queued = delta.queued - 1
+  else
+    delta.total = delta.total + 1
+  end
+  delta[status] = delta[status] + 1
+  redis.call('HSET', bucket(row), row, value)
+  if PROBLEM[status] then
+    redis.call('ZADD', KEYS[7], row, row)
+  else
+    redis.call('ZREM', KEYS[7], row)
+  end
+  local r = tonumber(row)
+  if r > max_row then max_row = r end
+end
+
+local function flush_results(now)
+  for _, field in ipairs(COUNTS) do
+    if delta[field] ~= 0 then redis.call('HINCRBY', run, field, delta[field]) end
+  end
+  redis.call('HSET', run, 'maxRow', max_row)
+  complete_if_done(now)
+end
+
+-- Why a queued row's writer may not store its result, or nil when it may. 'lock': the writer's
+-- job attempt is no longer the current one (another worker owns the job); 'round': the row was
+-- retried since (runs retry) and belongs to a newer job; 'exists': the row has its result.
+local function write_refused(row, lock_key, token, round, rounds_key)
+  if lock_key ~= '' and redis.call('GET', lock_key) ~= token then return 'lock' end
+  if round ~= '' and (redis.call('HGET', rounds_key, row) or '0') ~= round then return 'round' end
+  if redis.call('HEXISTS', bucket(row), row) == 1 then return 'exists' end
+  return nil
+end
+`;
 
 /**
- * KEYS[6] results bucket base, KEYS[7] problems zset. ARGV[1] '1' when the rows came from the queue,
- * ARGV[2] now (ISO), then pairs of row and encoded result (first character = status).
- * Returns the counts in COUNTS order.
+ * KEYS[6] results bucket base, KEYS[7] problems zset, KEYS[8] rows' retry rounds hash.
+ * ARGV[1] '1' when the rows came from the queue, ARGV[2] now (ISO), then groups of five: row,
+ * encoded result (first character = status), the writer's job lock key ('' = none), its lock
+ * token, and the row's retry round ('' = not checked).
+ *
+ * A queued row's result is written once: a writer whose job attempt is stale, whose row was
+ * retried since, or whose row already has a result is refused (fencing; docs/architecture.md,
+ * "Delivery guarantees"). Returns the counts in COUNTS order, then pairs of refused row and
+ * reason.
  */
 export const RECORD_RESULTS = new LuaScript(`${PRELUDE}
 ${BUCKET}
 ${COUNT_FIELDS}
-local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed' }
+${RESULTS}
 local from_queue = ARGV[1] == '1'
-local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0 }
-local max_row = tonumber(redis.call('HGET', run, 'maxRow') or '0')
-for i = 3, #ARGV, 2 do
+local refused = {}
+for i = 3, #ARGV, 5 do
   local row = ARGV[i]
-  local value = ARGV[i + 1]
-  local status = NAMES[string.sub(value, 1, 1)]
-  local results = bucket(row)
-  local previous = redis.call('HGET', results, row)
-  -- A queued row only becomes failed after it succeeded when a stale job was delivered again
-  -- (a retry first removes the result): the success is what the CRM holds, so it stands.
-  local stale = from_queue and previous and string.sub(previous, 1, 1) == 's' and status == 'failed'
-  if not stale then
-    if previous then
-      local p = NAMES[string.sub(previous, 1, 1)]
-      delta[p] = delta[p] - 1
-    elseif from_queue then
-      delta.queued = delta.queued - 1
-    else
-      delta.total = delta.total + 1
-    end
-    delta[status] = delta[status] + 1
-    redis.call('HSET', results, row, value)
-    if status == 'failed' or status == 'invalid' then
-      redis.call('ZADD', KEYS[7], row, row)
-    else
-      redis.call('ZREM', KEYS[7], row)
-    end
-    local r = tonumber(row)
-    if r > max_row then max_row = r end
+  local why = nil
+  if from_queue then why = write_refused(row, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], KEYS[8]) end
+  if why then
+    refused[#refused + 1] = row
+    refused[#refused + 1] = why
+  else
+    put_result(row, ARGV[i + 1], from_queue, redis.call('HGET', bucket(row), row))
   end
 end
-for _, field in ipairs(COUNTS) do
-  if delta[field] ~= 0 then redis.call('HINCRBY', run, field, delta[field]) end
-end
-redis.call('HSET', run, 'maxRow', max_row)
-complete_if_done(ARGV[2])
-return redis.call('HMGET', run, unpack(COUNTS))
+flush_results(ARGV[2])
+local out = redis.call('HMGET', run, unpack(COUNTS))
+for _, v in ipairs(refused) do out[#out + 1] = v end
+return out
 `);
 
 /** ARGV[1] count. Rows handed to the queue. */
@@ -165,17 +202,20 @@ return 1
 `);
 
 /**
- * KEYS[6] results bucket base, KEYS[7] problems zset. ARGV[1] now (ISO), then row numbers.
- * Failed/invalid rows among them lose their result and count as queued again; the run goes
- * back to running when any row moved. Returns pairs of row and the removed encoded result,
- * so the caller still has the original values to re-enqueue.
+ * KEYS[6] results bucket base, KEYS[7] problems zset, KEYS[8] rows' retry rounds hash.
+ * ARGV[1] now (ISO), ARGV[2] the retry's round (its job generation), then row numbers.
+ * Failed, invalid and uncertain rows among them lose their result, count as queued again and
+ * take the new round, so only the retry's job may send them or record their result (an older
+ * job of the row, or the sweep acting for one, is refused); the run goes back to running when
+ * any row moved. Returns pairs of row and the removed encoded result, so the caller still has
+ * the original values to re-enqueue.
  */
 export const REQUEUE_ROWS = new LuaScript(`${PRELUDE}
 ${BUCKET}
-local NAMES = { i = 'invalid', f = 'failed' }
+local NAMES = { i = 'invalid', f = 'failed', u = 'uncertain' }
 local moved = {}
 local queued = 0
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local row = ARGV[i]
   local results = bucket(row)
   local previous = redis.call('HGET', results, row)
@@ -184,6 +224,7 @@ for i = 2, #ARGV do
     redis.call('HDEL', results, row)
     redis.call('ZREM', KEYS[7], row)
     redis.call('HINCRBY', run, p, -1)
+    redis.call('HSET', KEYS[8], row, ARGV[2])
     queued = queued + 1
     moved[#moved + 1] = row
     moved[#moved + 1] = previous

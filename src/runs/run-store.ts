@@ -9,7 +9,17 @@
  *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
  *                                          char + compact JSON, see result-codec.ts); small buckets
  *                                          keep Redis' compact listpack encoding
- *   <p>:run:<id>:problems          zset    failed + invalid rows, score = member = row number
+ *   <p>:run:<id>:problems          zset    failed, invalid and uncertain rows, score = member = row
+ *   <p>:run:<id>:rounds            hash    row → retry round (job generation) of rows `runs retry`
+ *                                          requeued; only that round's job may send or record the row
+ *   <p>:run:<id>:creating          hash    row → create marker {"s": first send (epoch ms), "d": deal id
+ *                                          once known}: a create that may have been applied
+ *   <p>:ws:<w>:order:<res>:<id>    string  write order of one CRM record: `applied[|inflight|untilMs]`,
+ *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
+ *                                          sort by creation time); TTL = the ordering window
+ *   <p>:ws:<w>:create:<fp>         string  owner `<runId>/<row>` of the one create in flight for a content
+ *                                          fingerprint; TTL = the request lease (or the settle time)
+ *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
  *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
@@ -17,7 +27,8 @@
  *
  * Counts, the problems index, the status index and completion change together inside Lua
  * scripts (run-scripts.ts), so at-least-once delivery (the same row recorded twice) never
- * counts a row twice and no reader sees a half-applied batch.
+ * counts a row twice and no reader sees a half-applied batch. The `rounds`, `creating`, `ws:`
+ * keys are the write fence's (row-fence.ts, fence-scripts.ts; docs/architecture.md).
  */
 import type { Redis } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
@@ -50,6 +61,31 @@ export interface RunStoreOptions {
 export interface RecordResultsOptions {
   /** The rows were counted by addQueued (true), or resolved at ingest (false). Default true. */
   fromQueue?: boolean;
+  /**
+   * Who writes each result (same order as the results): a queued row's writer is refused
+   * unless it still holds its job and the row's retry round. Default: no lock or round check
+   * (a row that has a result is still never overwritten from the queue).
+   */
+  fences?: ReadonlyArray<WriterFence | undefined>;
+}
+
+/** The writer of a queued row's result, checked atomically with the write. */
+export interface WriterFence {
+  /** BullMQ's lock key of the writer's job ('' when the job is no longer active, e.g. the sweep). */
+  lockKey: string;
+  /** The lock token of the writer's job attempt. */
+  token: string;
+  /** The row's retry round as the writer's job knows it (0 before any `runs retry`). */
+  round: number;
+}
+
+/** Why a result was not stored (see RECORD_RESULTS). */
+export type RefusalReason = 'lock' | 'round' | 'exists';
+
+export interface RecordOutcome {
+  counts: RunCounts;
+  /** Results not stored, with why: a late or stale writer's outcome, never an overwrite. */
+  refused: Array<{ row: number; reason: RefusalReason }>;
 }
 
 export interface ProblemsQuery {
@@ -102,7 +138,7 @@ export class RunStore {
       operation: input.operation,
       source: input.source,
       status: input.status ?? 'running',
-      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0 },
+      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 },
       columns: input.columns ?? [],
       options: input.options ?? {},
       createdAt: now.toISOString(),
@@ -180,27 +216,32 @@ export class RunStore {
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
+    return (await this.recordFenced(id, results, options)).counts;
+  }
+
+  /** recordResults, also saying which results were refused and why. */
+  async recordFenced(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RecordOutcome> {
     const fromQueue = options.fromQueue ?? true;
-    const encoded: string[] = [];
-    for (const result of results) {
+    const args: string[] = [];
+    results.forEach((result, i) => {
       if (!Number.isInteger(result.row) || result.row < 1) {
         throw new CrmSyncError('USAGE', `a result needs a row number >= 1, got ${result.row}`);
       }
-      encoded.push(String(result.row), encodeResult(result));
-    }
-    let counts: unknown = null;
+      const fence = options.fences?.[i];
+      args.push(String(result.row), encodeResult(result), fence?.lockKey ?? '', fence?.token ?? '', fence ? String(fence.round) : '');
+    });
+    let reply: Array<string | null> | null = null;
+    const refused: RecordOutcome['refused'] = [];
     // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
-    for (let i = 0; i < encoded.length || counts === null; i += SCRIPT_CHUNK * 2) {
-      const chunk = encoded.slice(i, i + SCRIPT_CHUNK * 2);
-      counts = await this.script(RECORD_RESULTS, id, [this.keys.resultsBase(id), this.keys.problems(id)], [
+    for (let i = 0; i < args.length || reply === null; i += SCRIPT_CHUNK * 5) {
+      reply = (await this.script(RECORD_RESULTS, id, [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)], [
         fromQueue ? '1' : '0',
         new Date().toISOString(),
-        ...chunk,
-      ]);
+        ...args.slice(i, i + SCRIPT_CHUNK * 5),
+      ])) as Array<string | null>;
+      for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2) refused.push({ row: Number(reply[r]), reason: reply[r + 1] as RefusalReason });
     }
-    const values = (counts as Array<string | null>).map((value) => Number(value ?? 0));
-    const [total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0] = values;
-    return { total, queued, succeeded, failed, skipped, invalid };
+    return { counts: countsOf(reply), refused };
   }
 
   async finishProducing(id: string): Promise<RunRecord> {
@@ -310,12 +351,19 @@ export class RunStore {
     }
   }
 
-  async requeueRows(id: string, rows?: number[]): Promise<RequeuedRow[]> {
+  /**
+   * Takes failed, invalid and uncertain rows back for a retry (all of them, or `rows`). They
+   * move to retry round `round`, the generation of the jobs that will carry them: jobs of an
+   * earlier round can no longer send them or record their result.
+   */
+  async requeueRows(id: string, rows: number[] | undefined, round: number): Promise<RequeuedRow[]> {
+    if (!Number.isSafeInteger(round) || round < 1) throw new CrmSyncError('USAGE', `a retry round is a positive integer, got ${round}`);
     await this.require(id);
     const requeued: RequeuedRow[] = [];
     const requeueChunk = async (chunk: number[]): Promise<void> => {
-      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.resultsBase(id), this.keys.problems(id)], [
+      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)], [
         new Date().toISOString(),
+        round,
         ...chunk,
       ])) as string[];
       for (let i = 0; i + 1 < reply.length; i += 2) {
@@ -355,7 +403,7 @@ export class RunStore {
     }
     const tx = this.redis
       .multi()
-      .unlink(this.keys.run(id), this.keys.problems(id))
+      .unlink(this.keys.run(id), this.keys.problems(id), this.keys.rounds(id), this.keys.creating(id))
       .zrem(this.keys.allRuns(), id)
       .zrem(this.keys.byWorkspace(record.workspace), id);
     for (const key of this.keys.statusIndexes()) tx.zrem(key, id);
@@ -407,6 +455,15 @@ export class RunStore {
       throw error;
     }
   }
+}
+
+/** The counts in the order the scripts return them (COUNT_FIELDS in run-scripts.ts). */
+const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain'] as const satisfies ReadonlyArray<keyof RunCounts>;
+
+function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
+  const counts = {} as RunCounts;
+  COUNT_NAMES.forEach((name, i) => (counts[name] = Number(reply[i] ?? 0)));
+  return counts;
 }
 
 function runNotFound(id: string): CrmSyncError {

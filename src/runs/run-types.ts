@@ -3,8 +3,13 @@ import type { Operation } from '../crm/index.js';
 /** A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue. */
 export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed';
 
-/** A row's final result. Every input row ends with exactly one of these. */
-export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed';
+/**
+ * A row's final result. Every input row ends with exactly one of these.
+ * `superseded`: not sent, because a later row for the same record was applied first (sending
+ * it now would put an older value back). `uncertain`: a create whose outcome could not be
+ * established (it may have been applied); it is never re-sent blindly: `runs retry` looks again.
+ */
+export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed' | 'superseded' | 'uncertain';
 
 export interface RunCounts {
   /** Rows read from the source so far (final once `producerDone`). */
@@ -15,6 +20,8 @@ export interface RunCounts {
   failed: number;
   skipped: number;
   invalid: number;
+  superseded: number;
+  uncertain: number;
 }
 
 /** How the run was made, kept so retries can map and validate rows the same way. */

@@ -141,7 +141,7 @@ describe('retries', () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('2 rows sent again');
     expect(res.body).toContain('1 line was ignored');
-    expect(res.body).toContain('not a failed or invalid row of this run');
+    expect(res.body).toContain('not a failed, invalid or uncertain row of this run');
     const done = await d.h.waitForRun(badStageRun);
     expect(done).toMatchObject({ status: 'completed', counts: { succeeded: 5, failed: 0, invalid: 0 } });
     const page = await d.get(`/runs/${badStageRun}`);

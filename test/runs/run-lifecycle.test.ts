@@ -51,10 +51,10 @@ describe('run lifecycle guards', () => {
     await store.recordResults(run.id, [bad(1), bad(2), bad(3)]);
     expect((await store.requireRun(run.id)).status).toBe('completed');
     await store.beginProducing(run.id);
-    await store.requeueRows(run.id, [1]);
+    await store.requeueRows(run.id, [1], 1);
     await store.recordResults(run.id, [ok(1)]);
     expect((await store.requireRun(run.id)).status).toBe('running'); // more chunks may follow
-    await store.requeueRows(run.id, [2, 3]);
+    await store.requeueRows(run.id, [2, 3], 2);
     await store.recordResults(run.id, [ok(2), ok(3)]);
     expect((await store.finishProducing(run.id)).status).toBe('completed');
   });
@@ -76,8 +76,9 @@ describe('run lifecycle guards', () => {
     expect((await store.requireRun(finished.id)).status).toBe('blocked');
     // A heartbeat keeps a producer alive.
     const live = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'live.csv' });
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300));
     await store.touchProducer(live.id);
-    expect(await store.failSilentProducers('quiet', 10)).toEqual([]);
+    // Silent for 200 ms fails a run created 300 ms ago, unless its heartbeat just came.
+    expect(await store.failSilentProducers('quiet', 200)).toEqual([]);
   });
 });

@@ -29,7 +29,7 @@ describe('create, get, list', () => {
   it('creates a running run with zero counts and reads it back', async () => {
     const run = await store.createRun({ workspace: 'acme', operation: 'deal.create', source: 'in.csv', options: { format: 'csv', delimiter: ';' } });
     expect(run.status).toBe('running');
-    expect(run.counts).toEqual({ total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0 });
+    expect(run.counts).toEqual({ total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
     expect(run.producerDone).toBe(false);
     expect(await store.getRun(run.id)).toEqual(run);
     expect(await store.requireRun(run.id)).toEqual(run);
@@ -102,12 +102,34 @@ describe('counts', () => {
     // Redelivered jobs record the same rows again, also twice within one batch.
     await store.recordResults(run.id, [result(1, 'succeeded'), result(2, 'failed'), result(2, 'failed')]);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 4, queued: 1, succeeded: 2, failed: 1, skipped: 0, invalid: 0 });
-    // A later delivery that ends differently replaces the earlier result, still one per row.
-    const changed = await store.recordResults(run.id, [result(2, 'succeeded')]);
-    expect(changed).toEqual({ total: 4, queued: 1, succeeded: 3, failed: 0, skipped: 0, invalid: 0 });
-    expect((await store.problems(run.id)).total).toBe(0);
-    expect((await store.requireRun(run.id)).counts).toEqual(changed);
+    expect(counts).toEqual({ total: 4, queued: 1, succeeded: 2, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
+    // A later delivery that ends differently never replaces the stored result: it is refused.
+    const late = await store.recordFenced(run.id, [result(2, 'succeeded')]);
+    expect(late.refused).toEqual([{ row: 2, reason: 'exists' }]);
+    expect(late.counts).toEqual(counts);
+    expect((await store.getResult(run.id, 2))?.status).toBe('failed');
+    expect((await store.requireRun(run.id)).counts).toEqual(counts);
+  });
+
+  it('stores a queued result only for the writer that still holds its job and the row\'s round', async () => {
+    const run = await newRun();
+    await store.addQueued(run.id, 3);
+    const lockKey = `${prefix}:test-lock:${run.id}`;
+    await redis.set(lockKey, 'token-2');
+    const fence = (token: string, round = 0) => ({ lockKey, token, round });
+    // Attempt 1 lost the lock to attempt 2: its result is refused, attempt 2's is stored.
+    const stale = await store.recordFenced(run.id, [result(1, 'failed')], { fences: [fence('token-1')] });
+    expect(stale.refused).toEqual([{ row: 1, reason: 'lock' }]);
+    const current = await store.recordFenced(run.id, [result(1, 'succeeded')], { fences: [fence('token-2')] });
+    expect(current.refused).toEqual([]);
+    // Row 2 was retried (round 5): the first round's writer, or the sweep acting for it, is refused.
+    await store.recordResults(run.id, [result(2, 'failed')]);
+    await store.requeueRows(run.id, [2], 5);
+    const oldRound = await store.recordFenced(run.id, [result(2, 'failed')], { fences: [{ lockKey: '', token: '', round: 0 }] });
+    expect(oldRound.refused).toEqual([{ row: 2, reason: 'round' }]);
+    const newRound = await store.recordFenced(run.id, [result(2, 'succeeded')], { fences: [{ lockKey: '', token: '', round: 5 }] });
+    expect(newRound.refused).toEqual([]);
+    expect(newRound.counts).toMatchObject({ succeeded: 2, failed: 0, queued: 1 });
   });
 
   it('counts rows resolved at ingest (fromQueue false) into total', async () => {
@@ -116,7 +138,7 @@ describe('counts', () => {
     await store.recordResults(run.id, [result(1, 'invalid')], { fromQueue: false });
     await store.addQueued(run.id, 1);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 3, queued: 0, succeeded: 1, failed: 0, skipped: 1, invalid: 1 });
+    expect(counts).toEqual({ total: 3, queued: 0, succeeded: 1, failed: 0, skipped: 1, invalid: 1, superseded: 0, uncertain: 0 });
     const invalid = await store.getResult(run.id, 1);
     expect(invalid).toEqual(result(1, 'invalid'));
     // Succeeded/skipped rows do not keep their source values (memory), problem rows do.
@@ -227,26 +249,26 @@ describe('requeue', () => {
     await store.recordResults(run.id, [result(4, 'invalid')], { fromQueue: false });
     expect((await store.finishProducing(run.id)).status).toBe('completed');
 
-    const some = await store.requeueRows(run.id, [1, 3, 42]);
+    const some = await store.requeueRows(run.id, [1, 3, 42], 1);
     expect(some).toEqual([{ row: 3, line: 4, original: { id: '3', name: 'Deal 3' } }]);
     let current = await store.requireRun(run.id);
     expect(current.status).toBe('running');
     expect(current.finishedAt).toBeUndefined();
-    expect(current.counts).toEqual({ total: 4, queued: 1, succeeded: 1, failed: 1, skipped: 0, invalid: 1 });
+    expect(current.counts).toEqual({ total: 4, queued: 1, succeeded: 1, failed: 1, skipped: 0, invalid: 1, superseded: 0, uncertain: 0 });
     expect(await store.getResult(run.id, 3)).toBeNull();
 
-    const rest = await store.requeueRows(run.id);
+    const rest = await store.requeueRows(run.id, undefined, 2);
     expect(rest.map((r) => r.row)).toEqual([2, 4]);
     current = await store.requireRun(run.id);
-    expect(current.counts).toEqual({ total: 4, queued: 3, succeeded: 1, failed: 0, skipped: 0, invalid: 0 });
+    expect(current.counts).toEqual({ total: 4, queued: 3, succeeded: 1, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
     expect(current.producerDone).toBe(true);
     expect((await store.problems(run.id)).total).toBe(0);
-    expect(await store.requeueRows(run.id)).toEqual([]);
+    expect(await store.requeueRows(run.id, undefined, 3)).toEqual([]);
 
     await store.recordResults(run.id, [result(2, 'succeeded'), result(3, 'succeeded')]);
     expect((await store.requireRun(run.id)).status).toBe('running');
     const counts = await store.recordResults(run.id, [result(4, 'failed')]);
-    expect(counts).toEqual({ total: 4, queued: 0, succeeded: 3, failed: 1, skipped: 0, invalid: 0 });
+    expect(counts).toEqual({ total: 4, queued: 0, succeeded: 3, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
     expect((await store.requireRun(run.id)).status).toBe('completed');
   });
 });

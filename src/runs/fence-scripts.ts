@@ -1,0 +1,193 @@
+import { LuaScript } from './lua-script.js';
+import { BUCKET, COUNT_FIELDS, PRELUDE, RESULTS } from './run-scripts.js';
+
+/*
+ * The write fence's scripts (row-fence.ts; docs/architecture.md, "Delivery guarantees").
+ * Each decides in one atomic step whether a worker may send a row's request, or stores what
+ * the answer proved, so that no interleaving of workers, redeliveries, retries and sweeps can
+ * send a row twice over a stored result, put an older value over a newer one, or let two rows
+ * record one deal.
+ *
+ * Clocks: leases and markers use Redis' TIME, the one clock every worker process shares.
+ */
+
+const NOW_MS = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+/**
+ * The checks every send passes first: the worker's job attempt is current (its BullMQ lock
+ * still holds its token), the row is still in the job's retry round, and the row has no
+ * result yet. Needs `row`, `round`, `token` and the keys `bucket_key`, `rounds_key`, `lock_key`.
+ */
+const SEND_FENCE = `
+if redis.call('GET', lock_key) ~= token then return {'refused', 'lock'} end
+if (redis.call('HGET', rounds_key, row) or '0') ~= round then return {'refused', 'round'} end
+if redis.call('HEXISTS', bucket_key, row) == 1 then return {'has-result'} end
+`;
+
+/*
+ * A record's order value: `applied` alone, or `applied|inflight|untilMs` while a row's write is
+ * on the wire. Sequences are fixed-width strings that sort in row order (row-fence.ts: seqOf).
+ */
+const ORDER = `
+local function read_order(key)
+  local v = redis.call('GET', key)
+  if not v then return '', nil, 0 end
+  local a, i, u = string.match(v, '^([^|]*)|([^|]*)|(%d+)$')
+  if a then return a, i, tonumber(u) end
+  return v, nil, 0
+end
+
+local function write_order(key, applied, inflight, until_ms, window_ms)
+  if inflight then
+    redis.call('SET', key, applied .. '|' .. inflight .. '|' .. until_ms, 'PX', window_ms)
+  elseif applied ~= '' then
+    redis.call('SET', key, applied, 'PX', window_ms)
+  else
+    redis.call('DEL', key)
+  end
+end
+`;
+
+/**
+ * KEYS[1] the row's result bucket, KEYS[2] rounds, KEYS[3] the job's lock key, KEYS[4] the
+ * record's order key. ARGV[1] row, ARGV[2] round, ARGV[3] lock token, ARGV[4] the row's seq,
+ * ARGV[5] lease ms, ARGV[6] ordering window ms.
+ *
+ * Returns {'send'} (the row now holds the record's in-flight lease), {'has-result'},
+ * {'refused', why}, {'superseded', seq of the later row applied}, or {'wait', ms} while another
+ * row's write to the record is on the wire. A lease that ran out counts as applied: its request
+ * may have reached the CRM, so no older row may follow it.
+ */
+export const BEGIN_UPDATE = new LuaScript(`${NOW_MS}
+${ORDER}
+local row, round, token = ARGV[1], ARGV[2], ARGV[3]
+local bucket_key, rounds_key, lock_key = KEYS[1], KEYS[2], KEYS[3]
+${SEND_FENCE}
+local seq = ARGV[4]
+local now = now_ms()
+local applied, inflight, until_ms = read_order(KEYS[4])
+if inflight and until_ms <= now then
+  if inflight > applied then applied = inflight end
+  inflight = nil
+end
+if applied > seq then return {'superseded', applied} end
+if inflight and inflight ~= seq then return {'wait', tostring(until_ms - now)} end
+write_order(KEYS[4], applied, seq, now + tonumber(ARGV[5]), ARGV[6])
+return {'send'}
+`);
+
+/**
+ * KEYS[1] the record's order key. ARGV[1] seq, ARGV[2] '1' when the write was applied (or may
+ * have been), '0' when the answer proved it was not, ARGV[3] ordering window ms. Ends the
+ * row's in-flight lease.
+ */
+export const SETTLE_UPDATE = new LuaScript(`${ORDER}
+local seq = ARGV[1]
+local applied, inflight, until_ms = read_order(KEYS[1])
+if ARGV[2] == '1' and seq > applied then applied = seq end
+if inflight == seq then inflight = nil end
+write_order(KEYS[1], applied, inflight, until_ms, ARGV[3])
+return 1
+`);
+
+/**
+ * KEYS[1] the row's result bucket, KEYS[2] rounds, KEYS[3] the job's lock key, KEYS[4] the run's
+ * create markers, KEYS[5] the fingerprint's create lock. ARGV[1] row, ARGV[2] round, ARGV[3]
+ * lock token, ARGV[4] owner (`runId/row`), ARGV[5] lease ms, ARGV[6] marker ttl ms, ARGV[7] the
+ * CRM's clock now as the worker estimates it (ms), ARGV[8] '1' when that estimate was measured.
+ *
+ * Returns {'send', marker} (marker set, lock taken: POST now), {'doubt', marker, now} (an
+ * earlier attempt of the row may have created the deal: resolve, do not POST), {'wait', ms}
+ * (an identical create of another row is in flight), {'has-result'} or {'refused', why}.
+ * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId` (dealId empty until known).
+ */
+export const BEGIN_CREATE = new LuaScript(`${NOW_MS}
+local row, round, token = ARGV[1], ARGV[2], ARGV[3]
+local bucket_key, rounds_key, lock_key = KEYS[1], KEYS[2], KEYS[3]
+${SEND_FENCE}
+local now = now_ms()
+local marker = redis.call('HGET', KEYS[4], row)
+if marker then return {'doubt', marker, tostring(now)} end
+local holder = redis.call('GET', KEYS[5])
+if holder and holder ~= ARGV[4] then return {'wait', tostring(redis.call('PTTL', KEYS[5]))} end
+redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
+marker = now .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|'
+redis.call('HSET', KEYS[4], row, marker)
+redis.call('PEXPIRE', KEYS[4], ARGV[6])
+return {'send', marker}
+`);
+
+/**
+ * The create's outcome, the deal's claim, the marker's removal and the row's result, in one
+ * step. KEYS[1..7] as RECORD_RESULTS (run, status indexes, results base, problems), KEYS[8]
+ * rounds, KEYS[9] the job's lock key, KEYS[10] create markers, KEYS[11] the create lock,
+ * KEYS[12] the deal's claim. ARGV[1] now (ISO), ARGV[2] row, ARGV[3] round, ARGV[4] token,
+ * ARGV[5] owner, ARGV[6] deal id, ARGV[7] encoded success, ARGV[8] encoded conflict (failed),
+ * ARGV[9] claim ttl ms, ARGV[10] the sentAt of the marker this attempt set ('' if none).
+ *
+ * Returns {'recorded'}, {'conflict', owner of the claim} (another row had recorded this deal:
+ * the row fails, nothing is overwritten), or {'refused', why}. A refused writer whose lock is
+ * gone still leaves the deal id in the row's marker, so the row's new owner records that deal
+ * instead of creating another.
+ */
+export const FINISH_CREATE = new LuaScript(`${PRELUDE}
+${BUCKET}
+${COUNT_FIELDS}
+${RESULTS}
+local row, owner, deal = ARGV[2], ARGV[5], ARGV[6]
+local holder = redis.call('GET', KEYS[12])
+local why = write_refused(row, KEYS[9], ARGV[4], ARGV[3], KEYS[8])
+if why then
+  local m = redis.call('HGET', KEYS[10], row)
+  if why == 'lock' and m and (not holder or holder == owner) then
+    local s, c, k = string.match(m, '^(%d+)|(%-?%d+)|(%d)|')
+    if s and (ARGV[10] == '' or s == ARGV[10]) then
+      redis.call('HSET', KEYS[10], row, s .. '|' .. c .. '|' .. k .. '|' .. deal)
+    end
+  end
+  return {'refused', why}
+end
+local answer
+if holder and holder ~= owner then
+  put_result(row, ARGV[8], true, nil)
+  answer = {'conflict', holder}
+else
+  redis.call('SET', KEYS[12], owner, 'PX', ARGV[9])
+  put_result(row, ARGV[7], true, nil)
+  answer = {'recorded'}
+end
+redis.call('HDEL', KEYS[10], row)
+if redis.call('GET', KEYS[11]) == owner then redis.call('DEL', KEYS[11]) end
+flush_results(ARGV[1])
+return answer
+`);
+
+/**
+ * KEYS[1] create markers, KEYS[2] the create lock. ARGV[1] row, ARGV[2] owner, ARGV[3] the
+ * marker's sentAt, ARGV[4] '1' to keep the marker. The attempt is over without a deal to
+ * record: the lock is released, and the marker removed unless kept (an uncertain row keeps it
+ * for the next look) or no longer this attempt's (a newer attempt's marker is left alone).
+ */
+export const RELEASE_CREATE = new LuaScript(`
+local m = redis.call('HGET', KEYS[1], ARGV[1])
+if m and ARGV[4] ~= '1' and string.match(m, '^(%d+)|') == ARGV[3] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+if redis.call('GET', KEYS[2]) == ARGV[2] then redis.call('DEL', KEYS[2]) end
+return 1
+`);
+
+/**
+ * KEYS[1] the create lock. ARGV[1] owner, ARGV[2] ms. After an uncertain answer the row keeps
+ * the lock through the settle time, so an identical row waits for its lookup instead of
+ * creating a second deal meanwhile.
+ */
+export const HOLD_CREATE = new LuaScript(`
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`);

@@ -1,0 +1,221 @@
+import type { Redis } from 'ioredis';
+import { CrmSyncError } from '../errors/index.js';
+import { BEGIN_CREATE, BEGIN_UPDATE, FINISH_CREATE, HOLD_CREATE, RELEASE_CREATE, SETTLE_UPDATE } from './fence-scripts.js';
+import type { LuaScript } from './lua-script.js';
+import { encodeResult } from './result-codec.js';
+import { RunKeys } from './run-keys.js';
+import type { RefusalReason } from './run-store.js';
+import type { RowResult } from './run-types.js';
+
+/**
+ * Who is about to write a row: the run and row, the row's retry round as its job knows it, and
+ * the job attempt (BullMQ's lock key and this attempt's token). Checked atomically by Redis
+ * before every send and every result, so a worker that lost its job (a partition, a pause, a
+ * kill -9 of its Redis connection) can neither send nor record.
+ */
+export interface RowWriter {
+  runId: string;
+  row: number;
+  round: number;
+  lockKey: string;
+  token: string;
+}
+
+export interface RowFenceOptions {
+  redis: Redis;
+  /** Key prefix. Default `crm-sync`. */
+  prefix?: string;
+  workspace: string;
+  /**
+   * How long a write may be on the wire before it counts as applied: the CRM request timeout
+   * plus a margin for a network that delivers late. Default 30 000 ms.
+   */
+  leaseMs?: number;
+  /** How long a record remembers the last row applied to it. Default 24 h. */
+  orderWindowMs?: number;
+  /** How long a deal's claim (which row recorded it) and a create's marker live. Default 7 days. */
+  claimTtlMs?: number;
+}
+
+/** A CRM record whose writes are ordered: `resource` is e.g. `deals`. */
+export interface RecordRef {
+  resource: string;
+  id: string;
+}
+
+export type BeginUpdate =
+  | { kind: 'send'; seq: string }
+  | { kind: 'has-result' }
+  | { kind: 'refused'; reason: RefusalReason }
+  | { kind: 'superseded'; by: string }
+  | { kind: 'wait'; ms: number };
+
+/** What an earlier attempt of a create left: when it was sent, and the deal once known. */
+export interface CreateMarker {
+  /** Redis clock when the POST was sent (ms). */
+  sentAt: number;
+  /** The CRM's clock at that moment as the worker estimated it (ms). */
+  crmClockAt: number;
+  /** The estimate came from the CRM's `Date` header (else it is the worker's own clock). */
+  measured: boolean;
+  /** The deal the attempt created, when its answer arrived but could not be recorded. */
+  dealId?: string;
+}
+
+export type BeginCreate =
+  | { kind: 'send'; marker: CreateMarker }
+  | { kind: 'doubt'; marker: CreateMarker; now: number }
+  | { kind: 'wait'; ms: number }
+  | { kind: 'has-result' }
+  | { kind: 'refused'; reason: RefusalReason };
+
+export type FinishCreate = { kind: 'recorded' } | { kind: 'conflict'; claimedBy: string } | { kind: 'refused'; reason: RefusalReason };
+
+const SEQ_ROW_WIDTH = 7;
+
+/**
+ * A row's place in the workspace's write order: run ids sort by creation time, rows by number
+ * (base 36, fixed width, so plain string comparison in Lua orders them).
+ */
+export function seqOf(runId: string, row: number): string {
+  return `${runId}#${row.toString(36).padStart(SEQ_ROW_WIDTH, '0')}`;
+}
+
+/**
+ * The write fence (docs/architecture.md, "Delivery guarantees"): every CRM write of a queued
+ * row asks it first, and reports what the answer proved. Updates: a row is sent only while
+ * its job attempt is current and it has no result, never after a later row for the same
+ * record was applied (`superseded`), and never while another row's write to that record is
+ * on the wire. Creates: one in flight per content fingerprint in the workspace; a marker says
+ * an attempt may have been applied, and the deal, its claim and the row's result are stored in
+ * one step.
+ */
+export class RowFence {
+  readonly #redis: Redis;
+  readonly #keys: RunKeys;
+  readonly #workspace: string;
+  readonly leaseMs: number;
+  readonly #orderWindowMs: number;
+  readonly #claimTtlMs: number;
+
+  constructor(options: RowFenceOptions) {
+    this.#redis = options.redis;
+    this.#keys = new RunKeys(options.prefix ?? 'crm-sync');
+    this.#workspace = options.workspace;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.#orderWindowMs = options.orderWindowMs ?? 24 * 3600_000;
+    this.#claimTtlMs = options.claimTtlMs ?? 7 * 24 * 3600_000;
+  }
+
+  async beginUpdate(w: RowWriter, record: RecordRef): Promise<BeginUpdate> {
+    const seq = seqOf(w.runId, w.row);
+    const reply = await this.#run(BEGIN_UPDATE, [...this.#sendKeys(w), this.#orderKey(record)], [w.row, w.round, w.token, seq, this.leaseMs, this.#orderWindowMs]);
+    const [kind, arg = ''] = reply;
+    if (kind === 'send') return { kind, seq };
+    if (kind === 'superseded') return { kind, by: arg };
+    if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
+    return this.#common(kind, arg);
+  }
+
+  /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */
+  async settleUpdate(record: RecordRef, seq: string, applied: boolean): Promise<void> {
+    await this.#run(SETTLE_UPDATE, [this.#orderKey(record)], [seq, applied ? '1' : '0', this.#orderWindowMs]);
+  }
+
+  async beginCreate(w: RowWriter, fingerprint: string, crmClock: { at: number; measured: boolean }): Promise<BeginCreate> {
+    const keys = [...this.#sendKeys(w), this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, fingerprint)];
+    const args = [w.row, w.round, w.token, ownerOf(w), this.leaseMs, this.#claimTtlMs, Math.round(crmClock.at), crmClock.measured ? '1' : '0'];
+    const [kind, arg = '', now = ''] = await this.#run(BEGIN_CREATE, keys, args);
+    if (kind === 'send') return { kind, marker: parseMarker(arg) };
+    if (kind === 'doubt') return { kind, marker: parseMarker(arg), now: Number(now) };
+    if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
+    return this.#common(kind, arg);
+  }
+
+  /**
+   * Records `dealId` as the row's deal: claim, marker, lock and result in one step. `conflict`
+   * is the result stored when another row had already recorded that deal.
+   */
+  async finishCreate(w: RowWriter, fingerprint: string, dealId: string, success: RowResult, conflict: RowResult, marker?: CreateMarker): Promise<FinishCreate> {
+    const k = this.#keys;
+    const keys = [
+      k.run(w.runId),
+      ...k.statusIndexes(),
+      k.resultsBase(w.runId),
+      k.problems(w.runId),
+      k.rounds(w.runId),
+      w.lockKey,
+      k.creating(w.runId),
+      k.createLock(this.#workspace, fingerprint),
+      k.dealClaim(this.#workspace, dealId),
+    ];
+    const args = [new Date().toISOString(), w.row, w.round, w.token, ownerOf(w), dealId, encodeResult(success), encodeResult(conflict), this.#claimTtlMs, marker ? String(marker.sentAt) : ''];
+    const [kind, arg = ''] = await this.#run(FINISH_CREATE, keys, args);
+    if (kind === 'recorded') return { kind };
+    if (kind === 'conflict') return { kind, claimedBy: arg };
+    return { kind: 'refused', reason: arg as RefusalReason };
+  }
+
+  /**
+   * The attempt ends without a deal: releases the fingerprint's lock, and removes this
+   * attempt's marker unless `keepMarker` (the create stays in doubt for a later look).
+   */
+  async releaseCreate(w: RowWriter, fingerprint: string, marker: CreateMarker, keepMarker = false): Promise<void> {
+    const keys = [this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, fingerprint)];
+    await this.#run(RELEASE_CREATE, keys, [w.row, ownerOf(w), String(marker.sentAt), keepMarker ? '1' : '0']);
+  }
+
+  /** Keeps the fingerprint's lock for `ms` (an uncertain answer: identical rows wait for the lookup). */
+  async holdCreate(w: RowWriter, fingerprint: string, ms: number): Promise<void> {
+    await this.#run(HOLD_CREATE, [this.#keys.createLock(this.#workspace, fingerprint)], [ownerOf(w), Math.max(1, Math.round(ms))]);
+  }
+
+  /** The writer's job attempt still holds the job (its lock has the attempt's token). */
+  async holdsJob(w: Pick<RowWriter, 'lockKey' | 'token'>): Promise<boolean> {
+    return (await this.#redis.get(w.lockKey)) === w.token;
+  }
+
+  /** Rows among `rows` whose create may have been applied (a marker is left). */
+  async createsInDoubt(runId: string, rows: readonly number[]): Promise<Set<number>> {
+    if (rows.length === 0) return new Set();
+    const markers = await this.#redis.hmget(this.#keys.creating(runId), ...rows.map(String));
+    return new Set(rows.filter((_, i) => markers[i] !== null));
+  }
+
+  /** The ids among `dealIds` that some row of the workspace has recorded. */
+  async claimed(dealIds: readonly string[]): Promise<Set<string>> {
+    if (dealIds.length === 0) return new Set();
+    const owners = await this.#redis.mget(...dealIds.map((id) => this.#keys.dealClaim(this.#workspace, id)));
+    return new Set(dealIds.filter((_, i) => owners[i] !== null));
+  }
+
+  #sendKeys(w: RowWriter): string[] {
+    return [this.#keys.resultBucket(w.runId, this.#keys.bucketOf(w.row)), this.#keys.rounds(w.runId), w.lockKey];
+  }
+
+  #orderKey(record: RecordRef): string {
+    return this.#keys.recordOrder(this.#workspace, record.resource, record.id);
+  }
+
+  #common(kind: string | undefined, arg: string): { kind: 'has-result' } | { kind: 'refused'; reason: RefusalReason } {
+    if (kind === 'has-result') return { kind };
+    if (kind === 'refused') return { kind, reason: arg as RefusalReason };
+    throw new CrmSyncError('RESULT_UNREADABLE', `the write fence answered ${String(kind)}`);
+  }
+
+  async #run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<string[]> {
+    const reply = await script.run(this.#redis, keys, args);
+    return Array.isArray(reply) ? reply.map(String) : [String(reply)];
+  }
+}
+
+function ownerOf(w: RowWriter): string {
+  return `${w.runId}/${w.row}`;
+}
+
+function parseMarker(text: string): CreateMarker {
+  const [sentAt = '', crmClockAt = '', measured = '', dealId = ''] = text.split('|');
+  const marker: CreateMarker = { sentAt: Number(sentAt), crmClockAt: Number(crmClockAt), measured: measured === '1' };
+  if (dealId !== '') marker.dealId = dealId;
+  return marker;
+}
