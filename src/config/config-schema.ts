@@ -39,6 +39,12 @@ export const WorkspaceFileSchema = z
      * known rateLimit (the limiter counts jobs), else 10. Creates always travel alone.
      */
     rowsPerJob: z.number().int().min(1).max(100).optional(),
+    /**
+     * After a create's answer was lost (timeout, dropped connection, 5xx), wait this long before
+     * looking for the deal it may have made, so a request still held somewhere in the network
+     * lands first. Above any proxy's or load balancer's queue time. Default 30000 ms.
+     */
+    createSettleMs: z.number().int().min(0).max(3_600_000).default(30_000),
   })
   .strict()
   .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {

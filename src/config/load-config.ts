@@ -20,6 +20,8 @@ export interface WorkspaceConfig {
   listVersion: 'v1' | 'v2';
   /** Update rows per queue job (1 with a known rate limit). */
   rowsPerJob: number;
+  /** Wait before looking for a create whose answer was lost (ms). */
+  createSettleMs: number;
 }
 
 export interface Config {
@@ -84,6 +86,7 @@ export function configFromObject(
       retry: w.retry,
       listVersion: w.listVersion,
       rowsPerJob: w.rowsPerJob ?? (w.rateLimit ? 1 : DEFAULT_ROWS_PER_JOB),
+      createSettleMs: w.createSettleMs,
     };
   }
   const dash = file.dashboard;

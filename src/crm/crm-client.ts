@@ -58,6 +58,16 @@ interface CallSpec<S extends z.ZodType> {
   schema: S;
   /** Statuses that mean success. Default: any 2xx. */
   okStatuses?: readonly number[];
+  signal?: AbortSignal | undefined;
+}
+
+/** Per-call options of the write methods. */
+export interface CallOptions {
+  /**
+   * Aborts the request (the worker lost its job): the answer is dropped and the call throws a
+   * TransientError (the write may still have been applied). Default none.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -74,6 +84,8 @@ export class CrmClient {
   readonly #listVersion: 'v1' | 'v2';
   readonly #logger: Logger;
   readonly #basePath: string;
+  /** The CRM's clock minus ours, from the last answer's `Date` header (ms); undefined before one. */
+  #clockOffsetMs: number | undefined;
 
   constructor(options: CrmClientOptions) {
     this.workspace = options.workspace;
@@ -112,35 +124,43 @@ export class CrmClient {
   }
 
   /** POST v2/deals `{deal}`; the spec does not fix the status, so 201 and 200 both succeed. */
-  async createDeal(fields: DealCreateFields): Promise<Deal> {
-    const body = await this.#call({ method: 'POST', path: 'v2/deals', json: { deal: fields }, schema: DealResponseSchema, okStatuses: [200, 201] });
+  async createDeal(fields: DealCreateFields, opts: CallOptions = {}): Promise<Deal> {
+    const body = await this.#call({ method: 'POST', path: 'v2/deals', json: { deal: fields }, schema: DealResponseSchema, okStatuses: [200, 201], signal: opts.signal });
     return body.deal;
   }
 
-  async updateDeal(id: string, fields: DealUpdateFields): Promise<Deal> {
-    const body = await this.#call({ method: 'PATCH', path: `v2/deals/${encodeURIComponent(id)}`, json: { deal: fields }, schema: DealResponseSchema });
+  async updateDeal(id: string, fields: DealUpdateFields, opts: CallOptions = {}): Promise<Deal> {
+    const path = `v2/deals/${encodeURIComponent(id)}`;
+    const body = await this.#call({ method: 'PATCH', path, json: { deal: fields }, schema: DealResponseSchema, signal: opts.signal });
     return body.deal;
   }
 
-  async updateLead(id: string, fields: LeadUpdateFields): Promise<Lead> {
-    const body = await this.#call({ method: 'PATCH', path: `v2/leads/${encodeURIComponent(id)}`, json: { lead: fields }, schema: LeadResponseSchema });
+  async updateLead(id: string, fields: LeadUpdateFields, opts: CallOptions = {}): Promise<Lead> {
+    const path = `v2/leads/${encodeURIComponent(id)}`;
+    const body = await this.#call({ method: 'PATCH', path, json: { lead: fields }, schema: LeadResponseSchema, signal: opts.signal });
     return body.lead;
   }
 
-  async updateContact(id: string, fields: ContactUpdateFields): Promise<Contact> {
-    const body = await this.#call({
-      method: 'PATCH',
-      path: `v2/contacts/${encodeURIComponent(id)}`,
-      json: { contact: fields },
-      schema: ContactResponseSchema,
-    });
+  async updateContact(id: string, fields: ContactUpdateFields, opts: CallOptions = {}): Promise<Contact> {
+    const path = `v2/contacts/${encodeURIComponent(id)}`;
+    const body = await this.#call({ method: 'PATCH', path, json: { contact: fields }, schema: ContactResponseSchema, signal: opts.signal });
     return body.contact;
   }
 
   /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */
-  async addTeamMembers(body: TeamMembersBody): Promise<{ message: string }> {
-    const res = await this.#call({ method: 'POST', path: 'v2/team-members', json: body, schema: TeamMembersResponseSchema, okStatuses: [200, 201] });
+  async addTeamMembers(body: TeamMembersBody, opts: CallOptions = {}): Promise<{ message: string }> {
+    const spec = { method: 'POST', path: 'v2/team-members', json: body, schema: TeamMembersResponseSchema, okStatuses: [200, 201], signal: opts.signal } as const;
+    const res = await this.#call(spec);
     return { message: res.message };
+  }
+
+  /**
+   * The CRM's clock now, as far as we can tell: ours shifted by the offset its last `Date`
+   * header showed (whole seconds, so about ±1 s), or ours alone before any answer.
+   */
+  crmClock(): { at: number; measured: boolean } {
+    const offset = this.#clockOffsetMs;
+    return offset === undefined ? { at: Date.now(), measured: false } : { at: Date.now() + offset, measured: true };
   }
 
   /** One page of `GET {version}/{resource}?page_number=&page_size=`, records under `records`. */
@@ -195,17 +215,20 @@ export class CrmClient {
     let statusCode: number;
     let headers: IncomingHttpHeaders;
     let body: string;
+    const sentAt = Date.now();
     try {
       const res = await this.#http(spec.path, {
         method: spec.method,
         ...(spec.json === undefined ? {} : { json: spec.json }),
         ...(spec.searchParams === undefined ? {} : { searchParams: spec.searchParams }),
+        ...(spec.signal === undefined ? {} : { signal: spec.signal }),
       });
       ({ statusCode, headers } = res);
       body = res.body as string;
     } catch (error) {
       throw this.#fail({ kind: 'transport', error }, ctx);
     }
+    this.#noteClock(headers.date, sentAt);
     const ok = spec.okStatuses ? spec.okStatuses.includes(statusCode) : statusCode >= 200 && statusCode < 300;
     if (!ok) throw this.#fail({ kind: 'response', statusCode, headers, body }, ctx);
     let json: unknown;
@@ -218,6 +241,14 @@ export class CrmClient {
     if (!parsed.success) throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, ctx);
     this.#logger.debug({ method: spec.method, path: ctx.path, status: statusCode }, 'crm request ok');
     return parsed.data as z.infer<S>;
+  }
+
+  /** The server stamped `Date` between our send and now: compare it with the midpoint. */
+  #noteClock(date: string | undefined, sentAt: number): void {
+    const server = date === undefined ? NaN : Date.parse(date);
+    if (Number.isNaN(server)) return;
+    // Date has whole seconds: the server's true time lies in [server, server + 1000).
+    this.#clockOffsetMs = server + 500 - (sentAt + Date.now()) / 2;
   }
 
   #fail(failure: CrmFailure, ctx: CrmRequestContext): Error {

@@ -72,8 +72,9 @@ export class RateLimitedError extends CrmError {
 
 /**
  * 5xx, 408, timeouts, resets: may pass on retry. `maybeCommitted` is true when the request
- * was a non-idempotent POST that may have reached the service: it might have applied it
- * before the answer was lost, so look for the record before creating it again.
+ * was a write (POST, PATCH) that may have reached the service: it might have applied it
+ * before the answer was lost. A create must look for its record before creating it again; an
+ * update counts as possibly applied when ordering writes to its record.
  */
 export class TransientError extends CrmError {
   readonly maybeCommitted: boolean;
@@ -162,7 +163,7 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
     const { code, message, event } = describeTransport(failure.error);
     const cleanMessage = scrub(message);
     const notSent = (code !== undefined && NOT_SENT_CODES.has(code)) || (event !== undefined && NOT_SENT_TIMEOUT_EVENTS.has(event));
-    const maybeCommitted = ctx.method.toUpperCase() === 'POST' && !notSent;
+    const maybeCommitted = isWrite(ctx.method) && !notSent;
     const cause = Object.assign(new Error(cleanMessage), { code });
     return new TransientError(`${where} failed: ${code ?? 'network error'}: ${cleanMessage}${maybeCommitted ? ' (the service may have applied it)' : ''}`, {
       ...base,
@@ -194,8 +195,8 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
     return new RateLimitedError(message, { ...init, retryAfterMs });
   }
   if (status === 408) return new TransientError(message, { ...init, maybeCommitted: false });
-  // A 5xx on a POST may come after the service applied it (gateway timeout, crash after commit).
-  if (status >= 500) return new TransientError(message, { ...init, maybeCommitted: ctx.method.toUpperCase() === 'POST' });
+  // A 5xx on a write may come after the service applied it (gateway timeout, crash after commit).
+  if (status >= 500) return new TransientError(message, { ...init, maybeCommitted: isWrite(ctx.method) });
   if (status >= 300 && status < 400) {
     return new RejectedError(`${message} (unexpected redirect: check the workspace base URL)`, init);
   }
@@ -203,6 +204,11 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
     return new BadResponseError(`${where}: unexpected success status ${status}`, init);
   }
   return new RejectedError(message, init);
+}
+
+function isWrite(method: string): boolean {
+  const m = method.toUpperCase();
+  return m !== 'GET' && m !== 'HEAD';
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

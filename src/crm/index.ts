@@ -41,6 +41,6 @@ export {
   type CrmFailure,
   type CrmRequestContext,
 } from './errors.js';
-export { CrmClient, type CrmClientOptions, type ListPageOptions } from './crm-client.js';
+export { CrmClient, type CrmClientOptions, type ListPageOptions, type CallOptions } from './crm-client.js';
 export { paginate, DEFAULT_RATE_LIMIT_WAIT_MS, type PagerOptions, type FetchPage } from './pager.js';
 export { isLoopbackName, loopbackLookup } from './loopback-lookup.js';

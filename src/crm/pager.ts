@@ -22,6 +22,11 @@ export interface PagerOptions {
   signal?: AbortSignal;
   /** Called with each page as yielded (records already deduplicated). Default none. */
   onPage?: (page: ListPage<unknown>) => void;
+  /**
+   * Awaited before every page request, retries included: a shared rate budget takes its token
+   * here, so paging never outruns the limit the workers keep. Default none.
+   */
+  beforeFetch?: () => Promise<void>;
 }
 
 /** Used when a 429 carries no readable Retry-After. */
@@ -72,6 +77,7 @@ async function fetchWithRetry<T>(
   for (;;) {
     options.signal?.throwIfAborted();
     try {
+      await options.beforeFetch?.();
       return await fetch();
     } catch (err) {
       let delay: number;

@@ -29,6 +29,10 @@ export const ERROR_CODES = {
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
+  ROW_SUPERSEDED: 'Not sent: a later row for the same record was applied first, so this older value must not follow it',
+  CREATE_UNCERTAIN: 'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
+  CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',
+  JOB_LOST: "The worker lost its job (lock expired, e.g. cut off from Redis); the job's new owner sends the rows",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,146 +1,197 @@
-import type { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
 import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
+import { errorMessage, type ErrorCode } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import type { RunStore } from '../runs/index.js';
-import { packRecord, unpackRecord, diffFields } from './compare.js';
-
-export interface FindCreatedDealOptions {
-  /** Only deals created at or after this instant (ISO), less `skewMs`, can be ours. */
-  since: string;
-  /** Deals already recorded by other rows of the run. */
-  claimed: ReadonlySet<string>;
-  /** Tolerated clock difference between us and the CRM. Default 60 000 ms. */
-  skewMs?: number;
-  /** Records per list page. Default 100. */
-  pageSize?: number;
-}
-
-/**
- * Deals an earlier, possibly committed attempt of `fields` may have created: same name and
- * every other sent field equal, created since the run began, not claimed by another row.
- * Oldest first. Pages the whole list: the spec promises no order to stop early on.
- */
-export async function findPossiblyCreatedDeals(client: CrmClient, fields: DealCreateFields, options: FindCreatedDealOptions): Promise<string[]> {
-  const since = Date.parse(options.since) - (options.skewMs ?? 60_000);
-  const name = fields.name.trim();
-  const found: Array<{ id: string; at: number }> = [];
-  for await (const deal of client.records('deals', { pageSize: options.pageSize ?? 100 })) {
-    if (deal.name.trim() !== name || options.claimed.has(deal.id)) continue;
-    const at = Date.parse(deal.created_at);
-    if (!(at >= since)) continue;
-    const changes = diffFields('deals', fields, unpackRecord('deals', packRecord('deals', deal)), ['id', 'position']);
-    if (changes.length === 0) found.push({ id: deal.id, at });
-  }
-  return found.sort((a, b) => a.at - b.at).map((d) => d.id);
-}
-
-/** The first possibly-created deal, or undefined (see findPossiblyCreatedDeals). */
-export async function findPossiblyCreatedDeal(client: CrmClient, fields: DealCreateFields, options: FindCreatedDealOptions): Promise<string | undefined> {
-  return (await findPossiblyCreatedDeals(client, fields, options))[0];
-}
+import type { CreateMarker, RowFence, RowResult, RowWriter } from '../runs/index.js';
+import { canonicalFromRow } from './compare.js';
+import { DealLookup, normaliseName } from './deal-lookup.js';
 
 export interface DuplicateSafeCreateOptions {
   client: CrmClient;
-  /** Connection used for the per-run set of claimed deal ids. */
-  redis: Redis;
-  /** Key prefix from the config. */
-  prefix: string;
-  /** To read the run's createdAt. */
-  store: RunStore;
-  /** See FindCreatedDealOptions. Default 60 000 ms. */
-  skewMs?: number;
-  /** Lifetime of a run's claimed set. Default 7 days. */
-  claimTtlSeconds?: number;
+  fence: RowFence;
+  /** Where deals an uncertain create may have made are looked for (shared passes). */
+  lookup: DealLookup;
+  /**
+   * After an answer was lost, wait this long before looking for the deal (a request held in
+   * the network lands first). Default 30 000 ms.
+   */
+  settleMs?: number;
   logger?: Logger;
 }
 
-/** Where a job stands: BullMQ's counters of the job being processed. */
-export interface CreateAttempt {
-  runId: string;
+/** The row as the result needs it. */
+export interface CreateRow {
   row: number;
-  /** Times the job was started, this one included (a crash mid-request shows as > 1). */
-  attemptsStarted: number;
-  /** Failed attempts so far. */
-  attemptsMade: number;
+  line: number;
+  original: Record<string, string>;
 }
 
-/** An answer that says the POST was refused (4xx, or a connection that never carried it). */
+export type CreateOutcome =
+  /** The deal, its claim and the row's result are stored (or a conflict/uncertain result is). */
+  | { kind: 'recorded'; recordId?: string }
+  /** A result for the fenced result writer (an uncertain create). */
+  | { kind: 'result'; result: RowResult }
+  /** The row already has its result: nothing to send. */
+  | { kind: 'has-result' }
+  /** The job is no longer this worker's: send nothing, store nothing. */
+  | { kind: 'lost'; reason: string }
+  /** Come back in `ms` (settle time, or an identical create in flight); not an attempt. */
+  | { kind: 'wait'; ms: number };
+
+/**
+ * Identical content in one workspace (the fields a create sends, names normalised): identical
+ * rows, concurrent runs and upserts of the same deal meet on it and create one at a time.
+ */
+export function createFingerprint(fields: DealCreateFields): string {
+  const canonical = Object.entries(fields)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, k === 'name' ? normaliseName(String(v)) : canonicalFromRow(k, v)] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha1').update(JSON.stringify(canonical)).digest('hex');
+}
+
+/** Longest wait before a create held up by an identical one looks again. */
+const CREATE_RECHECK_MS = 5000;
+
+/** The answer proves the POST was not applied (a 4xx, or a connection that never carried it). */
 function provesNotApplied(err: unknown): boolean {
   if (err instanceof TransientError) return !err.maybeCommitted;
   return err instanceof CrmError && err.status !== undefined && err.status >= 400 && err.status < 500;
 }
 
-export function claimedKey(prefix: string, runId: string): string {
-  return `${prefix}:reconcile:claimed:${runId}`;
-}
-
-/** Set while a row's POST is on the wire; left behind only when it may have been applied. */
-export function inFlightKey(prefix: string, runId: string, row: number): string {
-  return `${prefix}:reconcile:creating:${runId}:${row}`;
-}
-
 /**
- * Creates a deal at most once per row. A POST that timed out or lost its connection may have
- * been applied, and so may one whose worker died mid-request. A marker is set before each POST
- * and removed once the answer proves the outcome (a deal, or a refusal such as 429 or 422); a
- * later attempt that still finds the marker looks for the deal it may have made and records
- * that one. Paging the whole deal list is costly, so only a real doubt pays for it: a job
- * merely requeued after a 429 does not. Every deal a row records is claimed in a per-run Redis
- * set, so two rows with the same fields never record the same deal.
+ * Creates a deal at most once per row (docs/architecture.md, "Creates"). Before a POST the
+ * fence sets the row's marker and takes the content fingerprint's lock; the deal, its claim,
+ * the marker's removal and the result are then stored in one step. An answer that was lost
+ * leaves the marker: the row's next attempt waits out the settle time, then looks for the deal
+ * (normalised name, value, created after this row's own send by the CRM's clock, claimed by
+ * nobody) and records the one unique match; no match means it was not applied and the row is
+ * sent again; several matches, or a race for one, end `uncertain`, never a blind re-POST.
  */
 export class DuplicateSafeCreate {
   readonly #o: DuplicateSafeCreateOptions;
   readonly #logger: Logger;
+  readonly #settleMs: number;
 
   constructor(options: DuplicateSafeCreateOptions) {
     this.#o = options;
     this.#logger = options.logger ?? silentLogger;
+    this.#settleMs = options.settleMs ?? 30_000;
   }
 
-  async create(attempt: CreateAttempt, fields: DealCreateFields): Promise<string> {
-    const { redis, prefix } = this.#o;
-    const key = claimedKey(prefix, attempt.runId);
-    const marker = inFlightKey(prefix, attempt.runId, attempt.row);
-    const ttl = this.#o.claimTtlSeconds ?? 7 * 24 * 3600;
-    // Checked on every attempt: a retry of the run (`runs retry`) is a new job that starts at 1.
-    if ((await redis.exists(marker)) === 1) {
-      const run = await this.#o.store.getRun(attempt.runId);
-      const claimed = new Set(await redis.smembers(key));
-      const candidates = await findPossiblyCreatedDeals(this.#o.client, fields, {
-        since: run?.createdAt ?? new Date(0).toISOString(),
-        claimed,
-        ...(this.#o.skewMs !== undefined ? { skewMs: this.#o.skewMs } : {}),
-      });
-      for (const id of candidates) {
-        if (await this.#claim(key, id)) {
-          await redis.del(marker);
-          this.#logger.info({ runId: attempt.runId, row: attempt.row, dealId: id }, 'create retried: the earlier attempt had created the deal; recording it');
-          return id;
+  /** CRM errors are thrown for the worker's verdict (retry, 429, 401, permanent failure). */
+  async create(w: RowWriter, row: CreateRow, fields: DealCreateFields, signal?: AbortSignal): Promise<CreateOutcome> {
+    const fp = createFingerprint(fields);
+    // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
+    for (let turn = 0; turn < 2; turn++) {
+      const begin = await this.#o.fence.beginCreate(w, fp, await this.#crmClock());
+      switch (begin.kind) {
+        case 'has-result':
+          return begin;
+        case 'refused':
+          return { kind: 'lost', reason: begin.reason };
+        case 'wait':
+          // Another row's identical create (or its settle and lookup) holds the fingerprint.
+          return { kind: 'wait', ms: Math.min(begin.ms, CREATE_RECHECK_MS) };
+        case 'send':
+          return this.#send(w, row, fp, fields, begin.marker, signal);
+        case 'doubt': {
+          const settled = await this.#resolve(w, row, fp, fields, begin.marker, begin.now, signal);
+          if (settled !== 'not-applied') return settled;
         }
       }
     }
-    await redis.set(marker, '1', 'EX', ttl);
+    return { kind: 'wait', ms: 1000 };
+  }
+
+  async #send(w: RowWriter, row: CreateRow, fp: string, fields: DealCreateFields, marker: CreateMarker, signal?: AbortSignal): Promise<CreateOutcome> {
     let id: string;
     try {
-      id = (await this.#o.client.createDeal(fields)).id;
+      id = (await this.#o.client.createDeal(fields, signal ? { signal } : {})).id;
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
-        // Created, but the answer is off-spec: the deal exists, so this row has made it.
-        id = err.recordId;
+        id = err.recordId; // created, but the answer is off-spec: the deal exists all the same
+      } else if (provesNotApplied(err)) {
+        await this.#o.fence.releaseCreate(w, fp, marker);
+        throw err;
       } else {
-        if (provesNotApplied(err)) await redis.del(marker);
+        // It may exist: identical rows wait on the lock through the settle time and the lookup.
+        await this.#o.fence.holdCreate(w, fp, this.#settleMs + this.#o.fence.leaseMs);
+        this.#logger.info({ runId: w.runId, row: w.row, err: errorMessage(err) }, 'create answer lost: it may have been applied; the row looks for its deal after the settle time');
         throw err;
       }
     }
-    if (!(await this.#claim(key, id))) {
-      this.#logger.warn({ runId: attempt.runId, row: attempt.row, dealId: id }, 'a deal this row created was already claimed by another row');
-    }
-    await redis.del(marker);
-    return id;
+    return this.#record(w, row, fp, id, 'answer', marker);
   }
 
-  async #claim(key: string, id: string): Promise<boolean> {
-    const replies = await this.#o.redis.multi().sadd(key, id).expire(key, this.#o.claimTtlSeconds ?? 7 * 24 * 3600).exec();
-    return Number(replies?.[0]?.[1] ?? 0) === 1;
+  async #resolve(
+    w: RowWriter,
+    row: CreateRow,
+    fp: string,
+    fields: DealCreateFields,
+    marker: CreateMarker,
+    now: number,
+    signal?: AbortSignal,
+  ): Promise<CreateOutcome | 'not-applied'> {
+    if (marker.dealId !== undefined) return this.#record(w, row, fp, marker.dealId, 'answer', marker);
+    const wait = marker.sentAt + this.#settleMs - now;
+    if (wait > 0) {
+      await this.#o.fence.holdCreate(w, fp, wait + this.#o.fence.leaseMs);
+      return { kind: 'wait', ms: wait };
+    }
+    const found = await this.#o.lookup.find(fields, marker, signal);
+    if (found.length === 1) return this.#record(w, row, fp, found[0]!, 'lookup', marker);
+    if (found.length === 0) {
+      this.#logger.info({ runId: w.runId, row: w.row }, 'create in doubt: no deal made by it after the settle time, sending it again');
+      await this.#o.fence.releaseCreate(w, fp, marker);
+      return 'not-applied';
+    }
+    await this.#o.fence.releaseCreate(w, fp, marker, true);
+    const message = `may have been created: ${found.length} unclaimed deals match it (${found.slice(0, 5).join(', ')}); not sent again`;
+    this.#logger.warn({ runId: w.runId, row: w.row, candidates: found.length }, 'create uncertain: several deals match');
+    return { kind: 'result', result: uncertain(row, message) };
   }
+
+  /**
+   * `answer`: the CRM named the deal: if another row recorded it, that is a conflict (the row
+   * fails). `lookup`: a lookup found it, and losing it to another row makes the row uncertain.
+   */
+  async #record(w: RowWriter, row: CreateRow, fp: string, dealId: string, how: 'answer' | 'lookup', marker: CreateMarker): Promise<CreateOutcome> {
+    const at = new Date().toISOString();
+    const message = how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
+    const success: RowResult = { row: row.row, line: row.line, status: 'succeeded', recordId: dealId, ...(message ? { message } : {}), at };
+    const conflict =
+      how === 'answer'
+        ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)
+        : uncertain(row, `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`);
+    const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker);
+    if (done.kind === 'refused') {
+      this.#logger.warn({ runId: w.runId, row: w.row, dealId, reason: done.reason }, 'created a deal after losing the job: its id is left for the job\'s new owner');
+      return { kind: 'lost', reason: done.reason };
+    }
+    if (done.kind === 'conflict') {
+      this.#logger.warn({ runId: w.runId, row: w.row, dealId, claimedBy: done.claimedBy }, 'a deal this row was given is recorded by another row');
+      return { kind: 'recorded' };
+    }
+    if (how === 'lookup') this.#logger.info({ runId: w.runId, row: w.row, dealId }, 'create retried: the earlier attempt had created the deal; recording it');
+    return { kind: 'recorded', recordId: dealId };
+  }
+
+  /** The CRM's clock for the marker; measured once with a one-record page if no answer has shown it yet. */
+  async #crmClock(): Promise<{ at: number; measured: boolean }> {
+    const clock = this.#o.client.crmClock();
+    if (clock.measured) return clock;
+    await this.#o.lookup.measureClock().catch(() => undefined);
+    return this.#o.client.crmClock();
+  }
+}
+
+function uncertain(row: CreateRow, message: string): RowResult {
+  const code: ErrorCode = 'CREATE_UNCERTAIN';
+  return { row: row.row, line: row.line, status: 'uncertain', code, message, original: row.original, at: new Date().toISOString() };
+}
+
+function failedConflict(row: CreateRow, message: string): RowResult {
+  const code: ErrorCode = 'CREATE_CONFLICT';
+  return { row: row.row, line: row.line, status: 'failed', code, message, original: row.original, at: new Date().toISOString() };
 }

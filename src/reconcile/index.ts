@@ -29,10 +29,9 @@ export {
 export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';
 export {
   DuplicateSafeCreate,
-  findPossiblyCreatedDeal,
-  findPossiblyCreatedDeals,
-  claimedKey,
+  createFingerprint,
   type DuplicateSafeCreateOptions,
-  type FindCreatedDealOptions,
-  type CreateAttempt,
+  type CreateOutcome,
+  type CreateRow,
 } from './duplicate-safe-create.js';
+export { DealLookup, normaliseName, type DealLookupOptions } from './deal-lookup.js';

@@ -1,9 +1,21 @@
-import type { RowResult, RunStore } from '../runs/index.js';
+import type { RefusalReason, RowResult, RunStore, WriterFence } from '../runs/index.js';
+
+/** A result and who writes it (the fence checked atomically with the write). */
+export interface FencedResult {
+  result: RowResult;
+  fence: WriterFence;
+}
+
+/** A result the store refused, and why. */
+export interface Refusal {
+  row: number;
+  reason: RefusalReason;
+}
 
 interface Pending {
   runId: string;
-  result: RowResult;
-  resolve: () => void;
+  item: FencedResult;
+  resolve: (refused: RefusalReason | null) => void;
   reject: (err: unknown) => void;
 }
 
@@ -11,7 +23,7 @@ interface Pending {
  * Group commit for row results. A job must not complete before its result is stored (a crash in
  * between would lose the row), but one Redis round trip per row would make the store the
  * bottleneck. Each job awaits `write`; results that arrive in the same tick go to Redis as one
- * atomic batch per run.
+ * atomic batch per run, each checked against its writer's fence.
  */
 export class ResultWriter {
   #pending: Pending[] = [];
@@ -19,16 +31,22 @@ export class ResultWriter {
 
   constructor(private readonly store: RunStore) {}
 
-  write(runId: string, results: RowResult[]): Promise<void> {
-    return Promise.all(
-      results.map(
-        (result) =>
-          new Promise<void>((resolve, reject) => {
-            this.#pending.push({ runId, result, resolve, reject });
+  /** Stores the results; answers those refused (a stale or late writer: the stored result stands). */
+  async write(runId: string, items: FencedResult[]): Promise<Refusal[]> {
+    const outcomes = await Promise.all(
+      items.map(
+        (item) =>
+          new Promise<RefusalReason | null>((resolve, reject) => {
+            this.#pending.push({ runId, item, resolve, reject });
             this.#schedule();
           }),
       ),
-    ).then(() => undefined);
+    );
+    const refused: Refusal[] = [];
+    outcomes.forEach((reason, i) => {
+      if (reason !== null) refused.push({ row: items[i]!.result.row, reason });
+    });
+    return refused;
   }
 
   #schedule(): void {
@@ -52,8 +70,13 @@ export class ResultWriter {
     await Promise.all(
       [...byRun].map(async ([runId, items]) => {
         try {
-          await this.store.recordResults(runId, items.map((i) => i.result));
-          for (const i of items) i.resolve();
+          const { refused } = await this.store.recordFenced(
+            runId,
+            items.map((i) => i.item.result),
+            { fences: items.map((i) => i.item.fence) },
+          );
+          const why = new Map(refused.map((r) => [r.row, r.reason]));
+          for (const i of items) i.resolve(why.get(i.item.result.row) ?? null);
         } catch (err) {
           for (const i of items) i.reject(err);
         }

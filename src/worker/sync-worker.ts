@@ -1,6 +1,6 @@
-import { RateLimitError, Worker, type Job } from 'bullmq';
+import { DelayedError, RateLimitError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AuthError, BadResponseError, CrmError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
+import { AuthError, CrmError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
@@ -12,6 +12,7 @@ import {
   queueName,
   blockWorkspace,
   type InviteBatchJobData,
+  type InviteRow,
   type QueuedRow,
   type RowBatchJobData,
   toJobData,
@@ -19,12 +20,14 @@ import {
   type SyncJobName,
   type WorkspaceQueue,
 } from '../queue/index.js';
-import { DuplicateSafeCreate } from '../reconcile/index.js';
-import type { RowResult, RunStore } from '../runs/index.js';
+import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
+import { RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
-import { executeRow } from './execute-row.js';
-import { ResultWriter } from './result-writer.js';
+import { JobLockWatch } from './job-locks.js';
+import { ResultWriter, type FencedResult } from './result-writer.js';
+import { RowSender } from './row-sender.js';
 import { splitInviteBatch } from './invite-split.js';
+import { SharedLimiter } from './shared-limiter.js';
 import { smoothRateLimit } from './smooth-rate-limit.js';
 import { failureResult, jitter, now } from './row-results.js';
 
@@ -57,6 +60,10 @@ export interface SyncWorkerOptions {
   sweepIntervalMs?: number;
   /** A run whose producer was silent this long is failed (its process died mid-file). Default 120000 ms. */
   producerSilenceMs?: number;
+  /** Wait before looking for the deal of a create whose answer was lost. Default 30000 ms. */
+  createSettleMs?: number;
+  /** How long a record remembers the last row applied to it (write order). Default 24 h. */
+  orderWindowMs?: number;
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -72,9 +79,21 @@ type Verdict =
   | { kind: 'fail'; err: unknown };
 type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' }>;
 
+/** A queued row's outcome: a result to store, or what else became of it. */
+type RowOutcome = { kind: 'done'; result: RowResult } | { kind: 'recorded' } | { kind: 'wait'; ms: number } | Exclude<Verdict, { kind: 'fail' }>;
+
+/** The job is no longer this worker's (its lock is gone): nothing more is sent or stored. */
+class JobLostError extends CrmSyncError {
+  constructor(jobId: string | undefined, reason: string) {
+    super('JOB_LOST', `job ${jobId ?? '?'} is no longer this worker's (${reason}); its new owner sends the unsent rows`);
+  }
+}
+
 /**
- * Processes one workspace's queue. Safe under at-least-once delivery: updates are idempotent,
- * results are keyed by row, and a job completes only after its result is stored.
+ * Processes one workspace's queue. Safe under at-least-once delivery and partitions: every
+ * write goes through the write fence (this attempt still holds the job, the row has no result,
+ * no later row for the record was applied), and every result is stored only by the attempt
+ * that still holds the job (docs/architecture.md, "Delivery guarantees").
  */
 export class SyncWorker {
   readonly queue: WorkspaceQueue;
@@ -85,16 +104,39 @@ export class SyncWorker {
   readonly #aimd: AdaptiveConcurrency | null;
   readonly #maxStarts: number;
   #sweepTimer: NodeJS.Timeout | undefined;
-  readonly #creates: DuplicateSafeCreate;
+  readonly #fence: RowFence;
+  readonly #sender: RowSender;
+  readonly #locks: JobLockWatch;
+  readonly #lockPrefix: string;
   #warnedUnbatch = false;
   /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
   #pausedUntil = 0;
+  /** Jobs this process is working on, by id. */
+  readonly #active = new Map<string, SyncJob>();
 
   private constructor(options: SyncWorkerOptions) {
     this.#options = options;
     this.#logger = (options.logger ?? silentLogger).child({ workspace: options.workspace });
     this.#results = new ResultWriter(options.store);
-    this.#creates = new DuplicateSafeCreate({ client: options.client, redis: options.connection, prefix: options.prefix, store: options.store, logger: this.#logger });
+    this.#fence = new RowFence({
+      redis: options.connection,
+      prefix: options.prefix,
+      workspace: options.workspace,
+      ...(options.orderWindowMs !== undefined ? { orderWindowMs: options.orderWindowMs } : {}),
+    });
+    this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
+    // List pages of create lookups spend the same shared budget as the jobs (a known limit).
+    const limit = options.rateLimit ? smoothRateLimit(options.rateLimit) : undefined;
+    const limiter = limit ? new SharedLimiter({ redis: options.connection, key: `${this.#lockPrefix}limiter`, ...limit }) : undefined;
+    const lookup = new DealLookup({ client: options.client, fence: this.#fence, ...(limiter ? { limiter } : {}), logger: this.#logger });
+    const creates = new DuplicateSafeCreate({
+      client: options.client,
+      fence: this.#fence,
+      lookup,
+      ...(options.createSettleMs !== undefined ? { settleMs: options.createSettleMs } : {}),
+      logger: this.#logger,
+    });
+    this.#sender = new RowSender({ client: options.client, fence: this.#fence, creates, logger: this.#logger });
     const concurrency = options.concurrency ?? 8;
     this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
     this.queue = openWorkspaceQueue({
@@ -105,7 +147,8 @@ export class SyncWorker {
     });
     this.#maxStarts = options.maxStartedAttempts ?? 100;
     const lockDuration = options.lockDurationMs ?? 30_000;
-    this.worker = new Worker<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), (job) => this.#process(job), {
+    // Three parameters: BullMQ hands the processor an AbortSignal only when it declares one.
+    this.worker = new Worker<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), (job, token, signal) => this.#process(job, token, signal), {
       connection: options.connection,
       prefix: bullPrefix(options.prefix),
       concurrency,
@@ -123,6 +166,7 @@ export class SyncWorker {
       if (job) void this.#recordBullFailure(job, err.message);
     });
     this.worker.on('error', (err) => this.#logger.warn({ err: errorMessage(err) }, 'worker connection error (retrying)'));
+    this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
   }
 
   /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
@@ -143,28 +187,46 @@ export class SyncWorker {
     return w;
   }
 
-  /** Stops taking jobs, lets in-flight ones finish (bounded), closes. BullMQ's close has no timeout. */
+  /**
+   * Stops taking jobs, lets in-flight ones finish (bounded), closes. BullMQ's close has no
+   * timeout, and once a graceful close is under way a forced one returns that same pending
+   * promise; so every step here has its own bound, and whatever Redis does (refused,
+   * blackholed, half-open) this returns within closeTimeoutMs plus a few seconds.
+   */
   async close(): Promise<void> {
     clearInterval(this.#sweepTimer);
+    this.#locks.stop();
     const timeoutMs = this.#options.closeTimeoutMs ?? 30_000;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    });
-    const result = await Promise.race([this.worker.close(), timedOut]);
-    clearTimeout(timer);
-    if (result === 'timeout') {
+    if ((await within(this.worker.close(), timeoutMs)) === 'timeout') {
       this.#logger.warn({ timeoutMs }, 'in-flight jobs did not finish in time; they will be retried by another worker');
-      await this.worker.close(true);
+      // Aborts their requests: nothing this process sends after now can be recorded anyway.
+      for (const id of this.#active.keys()) this.worker.cancelJob(id, 'shutting down');
+      if ((await within(this.worker.close(true), FORCED_STEP_MS)) === 'timeout') {
+        this.#logger.warn('the worker did not close (Redis unreachable?): dropping its connections');
+        await within(this.worker.disconnect(), FORCED_STEP_MS);
+      }
     }
-    await this.queue.close();
+    await within(this.queue.close(), FORCED_STEP_MS);
     this.#options.client.close();
   }
 
-  async #process(job: SyncJob): Promise<void> {
-    const data = toJobData(job.data);
-    if (isInviteBatch(data)) return this.#processInvites(job, data);
-    return this.#processRows(job, data);
+  async #process(job: SyncJob, token: string | undefined, signal: AbortSignal | undefined): Promise<void> {
+    const id = job.id ?? '';
+    this.#locks.track(id);
+    this.#active.set(id, job);
+    try {
+      const data = toJobData(job.data);
+      if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
+      return await this.#processRows(job, data, token ?? '', signal);
+    } finally {
+      this.#locks.untrack(id);
+      this.#active.delete(id);
+    }
+  }
+
+  /** The write fence's view of this job attempt sending row `r`. */
+  #writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number }): RowWriter {
+    return { runId, row: r.row, round: r.round ?? 0, lockKey: `${this.#lockPrefix}${job.id ?? ''}:lock`, token };
   }
 
   /**
@@ -172,41 +234,48 @@ export class SyncWorker {
    * flight), and stores their results together before the job completes. A 429 or 401 stops
    * the job: results so far are stored, the job keeps only its unsent rows and goes back to wait.
    */
-  async #processRows(job: SyncJob, data: RowBatchJobData): Promise<void> {
+  async #processRows(job: SyncJob, data: RowBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
     if (data.rows.length > 1 && this.#options.rateLimit) return this.#unbatch(job, data);
-    const results: RowResult[] = [];
+    const results: FencedResult[] = [];
     const flaky: QueuedRow[] = [];
+    const waiting: Array<{ row: QueuedRow; ms: number }> = [];
     let stop: PauseVerdict | { kind: 'paused' } | undefined;
     let next = 0;
-    for (; next < data.rows.length; next++) {
-      // Another job's 429 paused the workspace: stop here rather than run into it too. (Not
-      // before the first row: BullMQ's limiter gated that start, and a start spent is a start.)
-      if (next > 0 && Date.now() < this.#pausedUntil) {
-        stop = { kind: 'paused' };
-        break;
+    try {
+      for (; next < data.rows.length; next++) {
+        // Another job's 429 paused the workspace: stop here rather than run into it too. (Not
+        // before the first row: BullMQ's limiter gated that start, and a start spent is a start.)
+        if (next > 0 && Date.now() < this.#pausedUntil) {
+          stop = { kind: 'paused' };
+          break;
+        }
+        const r = data.rows[next]!;
+        const writer = this.#writer(job, data.runId, token, r);
+        const outcome = await this.#sendRow(job, data, r, writer, signal);
+        if (outcome.kind === 'done') results.push({ result: outcome.result, fence: writer });
+        else if (outcome.kind === 'wait') waiting.push({ row: r, ms: outcome.ms });
+        else if (outcome.kind === 'retry') {
+          // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
+          // so one flaky row neither holds up nor spends the attempts of the others.
+          if (data.rows.length === 1) throw outcome.err;
+          flaky.push(r);
+        } else if (outcome.kind !== 'recorded') {
+          stop = outcome;
+          break;
+        }
       }
-      const r = data.rows[next]!;
-      const outcome = await this.#sendRow(job, data, r);
-      if (outcome.kind === 'done') {
-        results.push(outcome.result);
-      } else if (outcome.kind === 'retry') {
-        // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
-        // so one flaky row neither holds up nor spends the attempts of the others.
-        if (data.rows.length === 1) throw outcome.err;
-        flaky.push(r);
-      } else {
-        stop = outcome;
-        break;
-      }
+    } finally {
+      // Stored even when the job is lost: the fence refuses what this attempt may no longer write.
+      if (results.length > 0) await this.#store(job, data.runId, results);
     }
-    if (results.length > 0) await this.#results.write(data.runId, results);
     if (!stop) {
       if (flaky.length > 0) await this.#handOff(job, data.runId, flaky, { backoff: true });
+      if (waiting.length > 0) await this.#defer(job, token, data, waiting);
       return;
     }
     if (stop.kind !== 'paused') await this.#applyPause(job, data.runId, stop);
-    // Flaky rows stay with the job: its next start, after the pause, is their backoff.
-    const unsent = [...flaky, ...data.rows.slice(next)];
+    // Flaky and waiting rows stay with the job: its next start, after the pause, is their delay.
+    const unsent = [...flaky, ...waiting.map((w) => w.row), ...data.rows.slice(next)];
     if (data.rows.length > 1 && job.attemptsStarted >= this.#maxStarts) {
       // The start cap is the job's, shared by its rows: the unsent ones go on with caps of their own.
       await this.#handOff(job, data.runId, unsent, { backoff: false });
@@ -218,34 +287,71 @@ export class SyncWorker {
     throw new RateLimitError();
   }
 
-  async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow): Promise<{ kind: 'done'; result: RowResult } | Exclude<Verdict, { kind: 'fail' }>> {
-    const base = { row: r.row, line: r.line };
-    try {
-      // A create retried after a possibly committed attempt must find its deal, not make another.
-      const attempt = { runId: data.runId, row: r.row, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade };
-      const recordId = await executeRow(this.#options.client, r.payload, (fields) => this.#creates.create(attempt, fields));
-      this.#count(job.name, '2xx', 'succeeded', 1);
-      this.#onSuccess();
-      return { kind: 'done', result: { ...base, status: 'succeeded', recordId, at: now() } };
-    } catch (err) {
-      if (err instanceof BadResponseError && err.recordId !== undefined) {
-        // A 2xx naming the record: the write happened even though the body is off-spec.
-        this.#logger.warn({ runId: data.runId, row: r.row, err: err.message }, 'write applied, answer did not match the spec');
-        const message = `applied; the CRM's answer did not match the spec (${err.message})`;
+  async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow, writer: RowWriter, signal: AbortSignal | undefined): Promise<RowOutcome> {
+    const sent = await this.#sender.send(writer, r, signal);
+    switch (sent.kind) {
+      case 'result':
+        this.#countResult(job.name, sent.result.status);
+        if (sent.result.status === 'succeeded') this.#onSuccess();
+        return { kind: 'done', result: sent.result };
+      case 'recorded':
         this.#count(job.name, '2xx', 'succeeded', 1);
-        return { kind: 'done', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() } };
+        this.#onSuccess();
+        return sent;
+      case 'has-result':
+        return { kind: 'recorded' };
+      case 'wait':
+        return sent;
+      case 'lost':
+        throw new JobLostError(job.id, sent.reason);
+      case 'error': {
+        const verdict = this.#judge(job, data.runId, sent.err, data.rows.length > 1);
+        if (verdict.kind !== 'fail') return verdict;
+        this.#count(job.name, null, 'failed', 1);
+        return { kind: 'done', result: failureResult({ row: r.row, line: r.line }, verdict.err, r.original) };
       }
-      const verdict = this.#judge(job, data.runId, err, data.rows.length > 1);
-      if (verdict.kind !== 'fail') return verdict;
-      this.#count(job.name, null, 'failed', 1);
-      return { kind: 'done', result: failureResult(base, verdict.err, r.original) };
     }
   }
 
-  async #processInvites(job: SyncJob, data: InviteBatchJobData): Promise<void> {
+  /** Stores a job's results; a refused one (a stale or late writer) is logged, never forced. */
+  async #store(job: SyncJob, runId: string, results: FencedResult[]): Promise<void> {
+    const refused = await this.#results.write(runId, results);
+    if (refused.length > 0) {
+      this.#logger.warn(
+        { runId, jobId: job.id, rows: refused.map((r) => r.row).slice(0, 20), reasons: [...new Set(refused.map((r) => r.reason))] },
+        'results not stored: this worker no longer owns these rows (their stored result stands)',
+      );
+    }
+  }
+
+  /**
+   * Rows that must wait (another write to their record, or an identical create, is on the
+   * wire; a create's settle time): a job of one row is delayed as it is, without spending an
+   * attempt; rows of a batch continue as delayed jobs of their own.
+   */
+  async #defer(job: SyncJob, token: string, data: RowBatchJobData, waiting: Array<{ row: QueuedRow; ms: number }>): Promise<void> {
+    if (data.rows.length === 1 && waiting.length === 1) {
+      await job.moveToDelayed(Date.now() + waiting[0]!.ms, token);
+      throw new DelayedError();
+    }
+    await this.queue.addBulk(
+      waiting.map(({ row, ms }) => ({
+        name: job.name,
+        data: { runId: data.runId, rows: [row] },
+        opts: { jobId: `${job.id ?? data.runId}-w${row.row}-${job.attemptsStarted}`, attempts: Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade), delay: ms },
+      })),
+    );
+  }
+
+  async #processInvites(job: SyncJob, data: InviteBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
+    const fences = data.rows.map((r) => this.#writer(job, data.runId, token, r));
+    const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
+    // Invites carry no record id to order on: the fence here is the job's own lock.
+    if (signal?.aborted || !(await this.#fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
     try {
-      await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options });
+      await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
     } catch (err) {
+      if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
       const verdict = this.#judge(job, data.runId, err, false);
       if (verdict.kind === 'retry') throw verdict.err;
       if (verdict.kind !== 'fail') {
@@ -258,17 +364,11 @@ export class SyncWorker {
         return;
       }
       this.#count(job.name, null, 'failed', data.rows.length);
-      await this.#results.write(
-        data.runId,
-        data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original)),
-      );
+      await this.#store(job, data.runId, fenced(data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original))));
       return;
     }
     this.#count(job.name, '2xx', 'succeeded', data.rows.length);
-    await this.#results.write(
-      data.runId,
-      data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() })),
-    );
+    await this.#store(job, data.runId, fenced(data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() }))));
     this.#onSuccess();
   }
 
@@ -348,12 +448,27 @@ export class SyncWorker {
       if ((await job.getState()) !== 'failed') return;
       const data = toJobData(job.data);
       const recorded = new Set((await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
-      const missing = data.rows.filter((r) => !recorded.has(r.row));
+      let missing: Array<QueuedRow | InviteRow> = data.rows.filter((r) => !recorded.has(r.row));
       if (missing.length === 0) return;
+      if (!isInviteBatch(data)) {
+        // A create that may have been applied is not a failure yet: a job of its own (fresh
+        // attempts) looks for its deal instead of the row being failed and retried into a duplicate.
+        const inDoubt = await this.#fence.createsInDoubt(data.runId, missing.map((r) => r.row));
+        const resolve = data.rows.filter((r) => inDoubt.has(r.row));
+        if (resolve.length > 0) {
+          await this.queue.addBulk(resolve.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-v${r.row}` } })));
+          missing = missing.filter((r) => !inDoubt.has(r.row));
+        }
+      }
       const message = `gave up: ${reason}`;
-      await this.#results.write(
+      // No lock (the job is failed), but the row's round: a row `runs retry` took over meanwhile is not this job's.
+      await this.#store(
+        job,
         data.runId,
-        missing.map((r) => ({ row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() })),
+        missing.map((r) => ({
+          result: { row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() },
+          fence: { lockKey: '', token: '', round: r.round ?? 0 },
+        })),
       );
     } catch (e) {
       this.#logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
@@ -385,6 +500,11 @@ export class SyncWorker {
     if (row !== null && rows > 0) m.inc(METRIC.rows, { workspace, operation, status: row }, rows);
   }
 
+  #countResult(operation: string, status: RowResult['status']): void {
+    if (status === 'succeeded') this.#count(operation, '2xx', 'succeeded', 1);
+    else if (status === 'failed') this.#count(operation, null, 'failed', 1);
+  }
+
   #onSuccess(): void {
     if (!this.#aimd) return;
     const next = this.#aimd.onSuccess();
@@ -394,6 +514,22 @@ export class SyncWorker {
   #onRateLimited(): void {
     if (!this.#aimd) return;
     this.worker.concurrency = this.#aimd.onRateLimited();
+  }
+}
+
+/** Bound of each forced step of close() (BullMQ's forced close, disconnect, queue close). */
+const FORCED_STEP_MS = 2000;
+
+/** Resolves with the promise's value, or 'timeout' after `ms` (the promise is left to settle). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([promise.catch(() => undefined as T), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

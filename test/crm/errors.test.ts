@@ -115,10 +115,12 @@ describe('toCrmError', () => {
     expect(err.code).toBe('CRM_TRANSIENT');
     expect(err.status).toBe(status);
     expect(isRetryable(err)).toBe(true);
-    expect((err as TransientError).maybeCommitted).toBe(false);
+    // A 5xx to a write (here PATCH) may come after the service applied it; a 408 never does.
+    expect((err as TransientError).maybeCommitted).toBe(status !== 408);
   });
 
-  it('a 5xx on POST may have been applied', () => {
+  it('a 5xx on POST may have been applied, on GET nothing was written', () => {
+    expect((toCrmError(answer(502), ctx('GET')) as TransientError).maybeCommitted).toBe(false);
     expect((toCrmError(answer(502), ctx('POST')) as TransientError).maybeCommitted).toBe(true);
     expect((toCrmError(answer(408), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
   });
@@ -137,12 +139,14 @@ describe('toCrmError', () => {
     expect(err.message).toContain('socket hang up');
   });
 
-  it('a transport error on POST carries maybeCommitted unless the request was never sent', () => {
+  it('a transport error on a write carries maybeCommitted unless the request was never sent', () => {
     expect((toCrmError(transport('ECONNRESET'), ctx('POST')) as TransientError).maybeCommitted).toBe(true);
     expect((toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'request' }), ctx('POST')) as TransientError).maybeCommitted).toBe(true);
     expect((toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'connect' }), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
     expect((toCrmError(transport('ECONNREFUSED'), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
-    expect((toCrmError(transport('ECONNRESET'), ctx('PATCH')) as TransientError).maybeCommitted).toBe(false);
+    // An update that may have reached the service counts as possibly applied (write order).
+    expect((toCrmError(transport('ECONNRESET'), ctx('PATCH')) as TransientError).maybeCommitted).toBe(true);
+    expect((toCrmError(transport('ECONNRESET'), ctx('GET')) as TransientError).maybeCommitted).toBe(false);
   });
 
   it('invalid 2xx → BadResponseError naming the zod path, never the body', () => {

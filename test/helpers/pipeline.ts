@@ -24,6 +24,8 @@ export interface HarnessOptions {
   redisUrl?: string;
   /** Transient-retry policy written to the config. Default 6 attempts, 1000 ms. */
   retry?: { attempts: number; backoffMs: number };
+  /** The workspace's createSettleMs. Default 200 ms here (30 s in production), so tests stay short. */
+  createSettleMs?: number;
 }
 
 /**
@@ -70,6 +72,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         apiKeyEnv: keyEnv,
         ...(options.knownRateLimit ? { rateLimit: options.knownRateLimit } : {}),
         ...(options.retry ? { retry: options.retry } : {}),
+        createSettleMs: options.createSettleMs ?? 200,
       },
     },
   };

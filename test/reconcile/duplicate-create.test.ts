@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log/index.js';
-import { findPossiblyCreatedDeal } from '../../src/reconcile/index.js';
+import { DealLookup } from '../../src/reconcile/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
@@ -55,17 +55,39 @@ describe('duplicate-safe deal creates', () => {
     expect(h.ws.deals.size).toBe(before + 30);
   }, 45_000);
 
-  it('finds a deal by name and sent fields, created since the run, unless claimed', async () => {
-    const since = new Date().toISOString();
-    const made = h.ws.createDeal({ name: 'Possibly created', value: 5, status: 'won' });
+  it('a lookup finds a deal by normalised name and value, created after the row was sent, unless claimed', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
+    const claimed = new Set<string>();
+    const lookup = new DealLookup({ client, fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) } });
     try {
-      const fields = { name: 'Possibly created', value: 5, status: 'won' as const };
-      expect(await findPossiblyCreatedDeal(client, fields, { since, claimed: new Set() })).toBe(made.id);
-      expect(await findPossiblyCreatedDeal(client, fields, { since, claimed: new Set([made.id]) })).toBeUndefined();
-      expect(await findPossiblyCreatedDeal(client, { ...fields, value: 6 }, { since, claimed: new Set() })).toBeUndefined();
-      const later = new Date(Date.now() + 3_600_000).toISOString();
-      expect(await findPossiblyCreatedDeal(client, fields, { since: later, claimed: new Set() })).toBeUndefined();
+      const sentAt = Date.now();
+      // A CRM that collapses double spaces and whose automation set another status.
+      const made = h.ws.createDeal({ name: 'Possibly  created'.replace('  ', ' '), value: 5, status: 'won' });
+      const marker = { sentAt, crmClockAt: sentAt, measured: true };
+      const fields = { name: 'possibly  Created', value: 5, status: 'in_progress' as const };
+      expect(await lookup.find(fields, marker)).toEqual([made.id]);
+      expect(await lookup.find({ ...fields, value: 6 }, marker)).toEqual([]);
+      // Created before this row's send (less the slack): a person's deal, not ours.
+      expect(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 })).toEqual([]);
+      claimed.add(made.id);
+      expect(await lookup.find(fields, marker)).toEqual([]);
+      expect(lookup.stats.passes).toBe(4);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('lookups asked for together share one pass over the deal list', async () => {
+    const client = createCrmClient(h.config, 'acme', silentLogger);
+    const lookup = new DealLookup({ client, fence: { claimed: async () => new Set() } });
+    try {
+      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const names = Array.from({ length: 20 }, (_, i) => `Shared pass ${i}`);
+      for (const name of names) h.ws.createDeal({ name, value: 1 });
+      const found = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker)));
+      expect(found.every((ids) => ids.length === 1)).toBe(true);
+      // Asked in the same tick: all twenty wait on one pass.
+      expect(lookup.stats.passes).toBe(1);
     } finally {
       client.close();
     }

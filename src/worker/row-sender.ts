@@ -1,0 +1,128 @@
+import { BadResponseError, CrmError, TransientError, type CrmClient } from '../crm/index.js';
+import type { ErrorCode } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { QueuedRow, RowPayload } from '../queue/index.js';
+import type { DuplicateSafeCreate } from '../reconcile/index.js';
+import type { RecordRef, RowFence, RowResult, RowWriter } from '../runs/index.js';
+import { now } from './row-results.js';
+
+/** What sending one row came to. */
+export type SendOutcome =
+  /** A result for the fenced result writer. */
+  | { kind: 'result'; result: RowResult }
+  /** The result is already stored (a create's deal, claim and result go in one step). */
+  | { kind: 'recorded' }
+  /** The row had its result before this attempt: nothing was sent. */
+  | { kind: 'has-result' }
+  /** The job is no longer this worker's: nothing more may be sent or stored. */
+  | { kind: 'lost'; reason: string }
+  /** Not now: another write to the record (or an identical create) is on the wire. */
+  | { kind: 'wait'; ms: number }
+  /** The CRM call failed: the worker's verdict decides (retry, pause, fail). */
+  | { kind: 'error'; err: unknown };
+
+export interface RowSenderOptions {
+  client: CrmClient;
+  fence: RowFence;
+  creates: DuplicateSafeCreate;
+  logger: Logger;
+}
+
+/** Longest wait before a row blocked by another write to its record looks again. */
+const RECHECK_MS = 1000;
+
+const RESOURCE: Record<Exclude<RowPayload['op'], 'deal.create'>, string> = {
+  'deal.update': 'deals',
+  'lead.update': 'leads',
+  'contact.update': 'contacts',
+};
+
+/**
+ * Sends one queued row through the write fence (docs/architecture.md, "Delivery guarantees"):
+ * an update only while its job attempt is current, the row has no result and no later row for
+ * its record was applied; a create through the duplicate-safe create. Every request carries
+ * the job's abort signal, so losing the job lock cancels it.
+ */
+export class RowSender {
+  constructor(private readonly o: RowSenderOptions) {}
+
+  async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined): Promise<SendOutcome> {
+    if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
+    const { payload } = r;
+    if (payload.op === 'deal.create') {
+      try {
+        const out = await this.o.creates.create(w, r, payload.fields, signal);
+        return out.kind === 'recorded' ? { kind: 'recorded' } : out;
+      } catch (err) {
+        return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
+      }
+    }
+    const record: RecordRef = { resource: RESOURCE[payload.op], id: payload.id };
+    const begin = await this.o.fence.beginUpdate(w, record);
+    switch (begin.kind) {
+      case 'send':
+        return this.#update(r, payload, record, begin.seq, signal);
+      case 'superseded':
+        return { kind: 'result', result: superseded(r, begin.by) };
+      case 'refused':
+        return { kind: 'lost', reason: `refused by the write fence (${begin.reason})` };
+      case 'wait':
+        // The lease only bounds a write whose worker vanished; most end in milliseconds.
+        return { kind: 'wait', ms: Math.min(begin.ms, RECHECK_MS) };
+      default:
+        return begin;
+    }
+  }
+
+  async #update(r: QueuedRow, payload: Exclude<RowPayload, { op: 'deal.create' }>, record: RecordRef, seq: string, signal: AbortSignal | undefined): Promise<SendOutcome> {
+    const base = { row: r.row, line: r.line };
+    const opts = signal ? { signal } : {};
+    try {
+      const id = await updateRecord(this.o.client, payload, opts);
+      await this.o.fence.settleUpdate(record, seq, true);
+      return { kind: 'result', result: { ...base, status: 'succeeded', recordId: id, at: now() } };
+    } catch (err) {
+      if (err instanceof BadResponseError && err.recordId !== undefined) {
+        // A 2xx naming the record: the write happened even though the body is off-spec.
+        await this.o.fence.settleUpdate(record, seq, true);
+        this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
+        const message = `applied; the CRM's answer did not match the spec (${err.message})`;
+        return { kind: 'result', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() } };
+      }
+      // A write that may have reached the CRM holds its place in the record's order.
+      await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));
+      if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
+      return { kind: 'error', err };
+    }
+  }
+}
+
+function mayHaveApplied(err: unknown): boolean {
+  if (err instanceof TransientError) return err.maybeCommitted;
+  return !(err instanceof CrmError && err.status !== undefined);
+}
+
+function updateRecord(client: CrmClient, payload: Exclude<RowPayload, { op: 'deal.create' }>, opts: { signal?: AbortSignal }): Promise<string> {
+  switch (payload.op) {
+    case 'deal.update':
+      return client.updateDeal(payload.id, payload.fields, opts).then((d) => d.id);
+    case 'lead.update':
+      return client.updateLead(payload.id, payload.fields, opts).then((l) => l.id);
+    case 'contact.update':
+      return client.updateContact(payload.id, payload.fields, opts).then((c) => c.id);
+  }
+}
+
+/** `by` is the later row's seq (`<runId>#<row base 36>`): say which row in words. */
+function superseded(r: QueuedRow, by: string): RowResult {
+  const [runId = '', row36 = ''] = by.split('#');
+  const code: ErrorCode = 'ROW_SUPERSEDED';
+  return {
+    row: r.row,
+    line: r.line,
+    status: 'superseded',
+    code,
+    message: `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`,
+    at: now(),
+  };
+}
