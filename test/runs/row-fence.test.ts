@@ -1,0 +1,147 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RowFence, RunStore, seqOf, type RowResult, type RowWriter } from '../../src/runs/index.js';
+import { testRedis } from './redis-fixture.js';
+
+/*
+ * The write fence's rules, one race at a time, against real Redis: what each Lua script lets
+ * through when two writers, a stale attempt or a retry meet on one row or one record.
+ */
+const { redis, prefix, cleanup } = testRedis();
+const store = new RunStore({ redis, prefix });
+const fence = new RowFence({ redis, prefix, workspace: 'acme', leaseMs: 400 });
+afterAll(cleanup);
+
+const deal = (id: string) => ({ resource: 'deals', id });
+
+async function runWithRows(rows: number): Promise<string> {
+  const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'fence.csv' });
+  await store.addQueued(run.id, rows);
+  return run.id;
+}
+
+/** A job attempt holding its lock. */
+async function attempt(runId: string, row: number, token = `tok-${row}`, round = 0): Promise<RowWriter> {
+  const lockKey = `${prefix}:lock:${runId}:${row}`;
+  await redis.set(lockKey, token);
+  return { runId, row, round, lockKey, token };
+}
+
+const ok = (row: number, recordId = `d${row}`): RowResult => ({ row, line: row + 1, status: 'succeeded', recordId, at: new Date().toISOString() });
+
+describe('write order of one record', () => {
+  it('an older row is superseded once a later row for the record was applied; the same row may be sent again', async () => {
+    const runId = await runWithRows(3);
+    const w1 = await attempt(runId, 1);
+    const w3 = await attempt(runId, 3);
+    const later = await fence.beginUpdate(w3, deal('order-a'));
+    expect(later).toEqual({ kind: 'send', seq: seqOf(runId, 3) });
+    await fence.settleUpdate(deal('order-a'), seqOf(runId, 3), true);
+    expect(await fence.beginUpdate(w1, deal('order-a'))).toEqual({ kind: 'superseded', by: seqOf(runId, 3) });
+    // A redelivery of row 3 itself (its result was never stored) is idempotent: allowed.
+    expect((await fence.beginUpdate(w3, deal('order-a'))).kind).toBe('send');
+  });
+
+  it('a row waits while another row\'s write to the record is on the wire, and goes once it settles unapplied', async () => {
+    const runId = await runWithRows(2);
+    const w1 = await attempt(runId, 1);
+    const w2 = await attempt(runId, 2);
+    expect((await fence.beginUpdate(w1, deal('order-b'))).kind).toBe('send');
+    const blocked = await fence.beginUpdate(w2, deal('order-b'));
+    expect(blocked.kind).toBe('wait');
+    // A 4xx proves row 1 was not applied: row 2 may go; once row 2 is applied, row 1 is superseded.
+    await fence.settleUpdate(deal('order-b'), seqOf(runId, 1), false);
+    expect((await fence.beginUpdate(w2, deal('order-b'))).kind).toBe('send');
+    await fence.settleUpdate(deal('order-b'), seqOf(runId, 2), true);
+    expect((await fence.beginUpdate(w1, deal('order-b'))).kind).toBe('superseded');
+  });
+
+  it('an in-flight lease that ran out counts as applied: its request may still land, so no older row follows it', async () => {
+    const runId = await runWithRows(2);
+    const w1 = await attempt(runId, 1);
+    const w2 = await attempt(runId, 2);
+    expect((await fence.beginUpdate(w2, deal('order-c'))).kind).toBe('send');
+    // Row 2's worker vanished without settling. After the lease, row 1 must not overwrite it.
+    await sleep(450);
+    expect((await fence.beginUpdate(w1, deal('order-c'))).kind).toBe('superseded');
+  });
+
+  it('rows of a later run order after every row of an earlier run', async () => {
+    const older = await runWithRows(1);
+    await sleep(5);
+    const newer = await runWithRows(1);
+    expect(seqOf(newer, 1) > seqOf(older, 999_999)).toBe(true);
+    expect((await fence.beginUpdate(await attempt(newer, 1), deal('order-d'))).kind).toBe('send');
+    await fence.settleUpdate(deal('order-d'), seqOf(newer, 1), true);
+    expect((await fence.beginUpdate(await attempt(older, 1), deal('order-d'))).kind).toBe('superseded');
+  });
+});
+
+describe('a stale or finished writer sends nothing', () => {
+  it('refuses an attempt whose lock moved on, a row that was retried since, and a row that has its result', async () => {
+    const runId = await runWithRows(3);
+    const stale = await attempt(runId, 1, 'old');
+    await redis.set(stale.lockKey, 'new'); // another worker took the job over
+    expect(await fence.beginUpdate(stale, deal('stale-1'))).toEqual({ kind: 'refused', reason: 'lock' });
+    expect(await fence.beginCreate(stale, 'fp-stale', { at: Date.now(), measured: true })).toEqual({ kind: 'refused', reason: 'lock' });
+
+    await store.recordResults(runId, [{ ...ok(2), status: 'failed', code: 'CRM_TRANSIENT', message: 'x' }]);
+    await store.requeueRows(runId, [2], 7);
+    expect(await fence.beginUpdate(await attempt(runId, 2, 't2', 0), deal('stale-2'))).toEqual({ kind: 'refused', reason: 'round' });
+    expect((await fence.beginUpdate(await attempt(runId, 2, 't2', 7), deal('stale-2'))).kind).toBe('send');
+
+    await store.recordResults(runId, [ok(3)]);
+    expect(await fence.beginUpdate(await attempt(runId, 3), deal('stale-3'))).toEqual({ kind: 'has-result' });
+  });
+});
+
+describe('creates: one claim per row', () => {
+  const clock = () => ({ at: Date.now(), measured: true });
+
+  it('one create in flight per fingerprint; the deal, claim and result land together; another row naming that deal is a conflict', async () => {
+    const runId = await runWithRows(2);
+    const a = await attempt(runId, 1);
+    const b = await attempt(runId, 2);
+    const send = await fence.beginCreate(a, 'fp-1', clock());
+    expect(send.kind).toBe('send');
+    expect((await fence.beginCreate(b, 'fp-1', clock())).kind).toBe('wait');
+    if (send.kind !== 'send') return;
+    const conflict: RowResult = { row: 1, line: 2, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: new Date().toISOString() };
+    expect(await fence.finishCreate(a, 'fp-1', 'deal-1', ok(1, 'deal-1'), conflict, send.marker)).toEqual({ kind: 'recorded' });
+    expect((await store.getResult(runId, 1))?.recordId).toBe('deal-1');
+    expect(await fence.claimed(['deal-1', 'deal-x'])).toEqual(new Set(['deal-1']));
+    // The lock went with the finish: row 2 may create now. An answer naming deal-1 is refused as a success.
+    const second = await fence.beginCreate(b, 'fp-1', clock());
+    expect(second.kind).toBe('send');
+    if (second.kind !== 'send') return;
+    const c2 = { ...conflict, row: 2 };
+    expect(await fence.finishCreate(b, 'fp-1', 'deal-1', ok(2, 'deal-1'), c2, second.marker)).toMatchObject({ kind: 'conflict', claimedBy: `${runId}/1` });
+    expect((await store.getResult(runId, 2))?.status).toBe('failed');
+  });
+
+  it('an attempt that lost its job leaves the deal it made in the marker, and the next attempt records that deal without a POST', async () => {
+    const runId = await runWithRows(1);
+    const first = await attempt(runId, 1, 'first');
+    const sent = await fence.beginCreate(first, 'fp-2', clock());
+    if (sent.kind !== 'send') throw new Error('expected send');
+    await redis.set(first.lockKey, 'second'); // the job moved to another worker while the POST was out
+    const failed: RowResult = { row: 1, line: 2, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: new Date().toISOString() };
+    expect(await fence.finishCreate(first, 'fp-2', 'deal-2', ok(1, 'deal-2'), failed, sent.marker)).toEqual({ kind: 'refused', reason: 'lock' });
+    expect(await store.getResult(runId, 1)).toBeNull();
+    const next = await fence.beginCreate({ ...first, token: 'second' }, 'fp-2', clock());
+    expect(next).toMatchObject({ kind: 'doubt', marker: { dealId: 'deal-2', sentAt: sent.marker.sentAt } });
+  });
+
+  it('releasing removes only this attempt\'s marker; keeping it leaves the row in doubt', async () => {
+    const runId = await runWithRows(1);
+    const w = await attempt(runId, 1);
+    const sent = await fence.beginCreate(w, 'fp-3', clock());
+    if (sent.kind !== 'send') throw new Error('expected send');
+    await fence.releaseCreate(w, 'fp-3', { ...sent.marker, sentAt: sent.marker.sentAt - 1 });
+    expect((await fence.createsInDoubt(runId, [1])).has(1)).toBe(true);
+    await fence.releaseCreate(w, 'fp-3', sent.marker, true);
+    expect((await fence.createsInDoubt(runId, [1])).has(1)).toBe(true);
+    await fence.releaseCreate(w, 'fp-3', sent.marker);
+    expect((await fence.createsInDoubt(runId, [1])).size).toBe(0);
+  });
+});
