@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
+import { createLogger, type Logger } from '../log/index.js';
 
 /**
  * `worker`: BullMQ workers and anything inside a worker process (the run store there) must ride
@@ -14,7 +15,30 @@ export interface ConnectRedisOptions {
   name?: string;
   /** How long to wait for the first connection. Default 5000 ms. */
   connectTimeoutMs?: number;
+  /**
+   * Worker role: client-side limit on every command (ioredis `commandTimeout`). Default
+   * {@link DEFAULT_COMMAND_TIMEOUT_MS}. Keep it above BullMQ's longest blocking read
+   * ({@link BULLMQ_MAX_BLOCK_MS} plus its 1 s watchdog margin): BullMQ's blocking client is a
+   * `duplicate()` of this connection and inherits the option.
+   */
+  commandTimeoutMs?: number;
+  /** Worker role: the liveness watchdog's timing (see {@link watchRedisLiveness}), or `false` for none. */
+  liveness?: false | { intervalMs?: number; timeoutMs?: number };
+  /**
+   * Where the worker-role liveness watchdog logs. Default: a stderr logger made on first use
+   * (a hung worker must not be silent); {@link redisLiveness}(redis).setLogger() changes it later.
+   */
+  logger?: Logger;
 }
+
+/** Default client-side command timeout of worker-role connections. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
+/**
+ * BullMQ's longest blocking read: `RedisQueueBackend#maximumBlockTimeout` is 10 s (BZPOPMIN in
+ * `waitForJob`), raced against its own watchdog at block + 1 s. A command timeout at or below that
+ * would reject healthy idle BZPOPMINs.
+ */
+export const BULLMQ_MAX_BLOCK_MS = 10_000;
 
 /** The URL with any password replaced, for messages. */
 export function redactRedisUrl(url: string): string {
@@ -27,7 +51,7 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
-export function redisOptions(role: RedisRole, name = 'crm-sync'): RedisOptions {
+export function redisOptions(role: RedisRole, name = 'crm-sync', tuning: { commandTimeoutMs?: number } = {}): RedisOptions {
   return {
     connectionName: name,
     maxRetriesPerRequest: role === 'worker' ? null : 1,
@@ -35,12 +59,36 @@ export function redisOptions(role: RedisRole, name = 'crm-sync'): RedisOptions {
     // Reconnect forever with a capped delay: a worker outlives a Redis restart.
     retryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5000),
     lazyConnect: true,
+    ...(role === 'worker'
+      ? {
+          // A command whose answer was lost is NOT re-sent after a reconnect. ioredis's default
+          // (true) moves the unanswered commands of a connection that dropped while ready into
+          // `prevCommandQueue` and writes them again once the new connection is ready
+          // (built/redis/event_handler.js closeHandler/readyHandler), even those whose caller
+          // already got "Command timed out". Our Lua writes are fenced, but a replay can still land
+          // after another worker took the job over. With it off, ioredis drops `prevCommandQueue`
+          // without rejecting those promises (readyHandler: `self.prevCommandQueue = null`)...
+          autoResendUnfulfilledCommands: false,
+          // ...so this bound is what settles them ("Command timed out"), and it is what ends a
+          // command stuck on a half-open socket. It is armed once, when the command is first
+          // queued (offline queue included), so a worker's command no longer waits out a Redis
+          // outage longer than this: callers (BullMQ's loops, our sweeps) retry. It must stay above
+          // BullMQ's 10 s BZPOPMIN (+1 s watchdog): BullMQ duplicate()s this connection, options
+          // included, for its blocking client.
+          commandTimeout: tuning.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+        }
+      : {}),
   };
 }
 
-/** Connects and waits until Redis answers, or throws REDIS_UNAVAILABLE saying how to fix it. */
+/**
+ * Connects and waits until Redis answers, or throws REDIS_UNAVAILABLE saying how to fix it.
+ * A worker-role connection also gets a liveness watchdog ({@link watchRedisLiveness}); it stops
+ * by itself when the client ends (`disconnect()`/`quit()`), and {@link redisLiveness} finds it.
+ */
 export async function connectRedis(url: string, options: ConnectRedisOptions): Promise<Redis> {
-  const redis = new Redis(url, redisOptions(options.role, options.name));
+  const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
+  const redis = new Redis(url, redisOptions(options.role, options.name, tuning));
   let lastError: Error | undefined;
   const onError = (err: Error) => {
     lastError = err;
@@ -65,5 +113,194 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   // Keep a listener so ioredis does not print unhandled errors while it reconnects.
   redis.off('error', onError);
   redis.on('error', () => undefined);
+  if (options.role === 'worker' && options.liveness !== false) {
+    watchRedisLiveness(redis, { ...(options.liveness ?? {}), ...(options.logger ? { logger: options.logger } : {}) });
+  }
   return redis;
+}
+
+export interface RedisLivenessOptions {
+  /** Period of the PING probe. Default 5000 ms. */
+  intervalMs?: number;
+  /** A probe not answered within this means the connection is dead. Default 5000 ms. */
+  timeoutMs?: number;
+  /** Default: a stderr logger made on first use. */
+  logger?: Logger;
+}
+
+export interface RedisLiveness {
+  /** Clears every timer and listener. Idempotent; also happens by itself when the client ends. */
+  stop(): void;
+  /** Sends the watchdog's lines to this logger from now on. */
+  setLogger(logger: Logger): void;
+}
+
+const watchdogs = new WeakMap<Redis, RedisLiveness>();
+
+/** The liveness watchdog watching this client (started by `connectRedis` for the worker role), if any. */
+export function redisLiveness(redis: Redis): RedisLiveness | undefined {
+  return watchdogs.get(redis);
+}
+
+/** Where the client points, without credentials (options never carry the password into it). */
+function describeRedis(redis: Redis): string {
+  const o = redis.options;
+  if (o.path) return `unix://${o.path}`;
+  return `${o.tls ? 'rediss' : 'redis'}://${o.host ?? 'localhost'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
+}
+
+/**
+ * Liveness watchdog for a long-lived connection. A half-open TCP connection (peer gone, no FIN or
+ * RST: a blackholed network, a dead NAT entry) looks `ready` to ioredis for ever; commands only
+ * time out one by one (commandTimeout) and nothing reconnects. Every `intervalMs` this sends a
+ * PING; if no answer comes within `timeoutMs` it logs one warning and forces a reconnect
+ * (`redis.disconnect(true)`: ioredis keeps its retry strategy and reconnects; the dead socket is
+ * ended and destroyed after ioredis's `disconnectTimeout`, 2 s by default). When a PING is
+ * answered again it logs how long the connection was gone. While ioredis itself is reconnecting
+ * (status not `ready`) it only warns, once, if that lasts longer than `timeoutMs`.
+ *
+ * Do not issue blocking commands (BZPOPMIN…) on a watched connection: the PING would queue behind
+ * them. BullMQ does not: it duplicates the connection for its blocking reads.
+ *
+ * Timers are unref'd, it never throws, and it stops by itself on the client's `end` event.
+ */
+export function watchRedisLiveness(redis: Redis, options: RedisLivenessOptions = {}): RedisLiveness {
+  const intervalMs = options.intervalMs ?? 5000;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  let logger = options.logger;
+  const target = describeRedis(redis);
+  let stopped = false;
+  /** Bumped on every `ready`: a probe sent on an earlier connection proves nothing either way. */
+  let epoch = 0;
+  let probe: { timer: NodeJS.Timeout; epoch: number } | undefined;
+  /** Start of the outage we warned about; undefined while healthy. */
+  let downSince: number | undefined;
+  /** First tick that found ioredis not ready (reconnecting on its own). */
+  let notReadySince: number | undefined;
+  /** The epoch we last forced a reconnect in: the dead socket takes up to `disconnectTimeout` to close. */
+  let forcedEpoch = -1;
+
+  const log = (level: 'warn' | 'info' | 'debug', fields: Record<string, unknown>, msg: string): void => {
+    try {
+      logger ??= createLogger();
+      logger[level]({ redis: target, ...fields }, msg);
+    } catch {
+      // A broken logger must not take the watchdog (or the process) down.
+    }
+  };
+
+  const markDown = (since: number, wantForce: boolean): void => {
+    // One forced reconnect per connection: until ioredis has closed the ended socket (status is
+    // still `ready` meanwhile) a second disconnect(true) would only end it again.
+    const force = wantForce && forcedEpoch !== epoch;
+    if (force) forcedEpoch = epoch;
+    const first = downSince === undefined;
+    downSince ??= since;
+    const ms = Date.now() - downSince;
+    if (first) {
+      log('warn', { unresponsiveMs: ms, status: redis.status }, force
+        ? `Redis connection unresponsive for ${ms} ms: forcing a reconnect`
+        : `Redis connection unresponsive for ${ms} ms: waiting for the reconnect`);
+    } else if (force) {
+      log('debug', { unresponsiveMs: ms, status: redis.status }, 'Redis connection still unresponsive: forcing a reconnect');
+    }
+    if (force) {
+      try {
+        redis.disconnect(true);
+      } catch {
+        // ioredis does not throw here; belt and braces for "never throws".
+      }
+    }
+  };
+
+  const markUp = (): void => {
+    notReadySince = undefined;
+    if (downSince === undefined) return;
+    const ms = Date.now() - downSince;
+    downSince = undefined;
+    log('info', { downMs: ms }, `Redis connection back after ${ms} ms`);
+  };
+
+  const dropProbe = (): void => {
+    if (probe) clearTimeout(probe.timer);
+    probe = undefined;
+  };
+
+  const runProbe = (): void => {
+    try {
+      if (stopped || probe) return;
+      if (redis.status === 'end') return stop();
+      if (redis.status !== 'ready') {
+        notReadySince ??= Date.now();
+        if (Date.now() - notReadySince >= timeoutMs) markDown(notReadySince, false);
+        return;
+      }
+      notReadySince = undefined;
+      const started = Date.now();
+      const current = {
+        epoch,
+        timer: setTimeout(() => {
+          try {
+            if (probe !== current || stopped) return;
+            probe = undefined;
+            if (current.epoch !== epoch) {
+              // The connection was replaced meanwhile and the PING went down with the old one.
+              runProbe();
+              return;
+            }
+            // Only force while ioredis still believes in this socket; otherwise it is already reconnecting.
+            markDown(started, redis.status === 'ready' || redis.status === 'connect');
+          } catch {
+            // never throws
+          }
+        }, timeoutMs),
+      };
+      current.timer.unref();
+      probe = current;
+      const answered = (): void => {
+        if (probe === current) dropProbe();
+        if (!stopped) markUp();
+      };
+      redis.ping().then(answered, (err: unknown) => {
+        // An error reply (LOADING, NOAUTH…) is still a round trip; a timeout or a closed connection is not.
+        if ((err as Error | undefined)?.name === 'ReplyError') answered();
+      });
+    } catch {
+      // never throws
+    }
+  };
+
+  const onReady = (): void => {
+    epoch += 1;
+    if (downSince === undefined || stopped) return;
+    // Confirm the new connection with a PING now rather than at the next tick.
+    if (probe && probe.epoch !== epoch) dropProbe();
+    runProbe();
+  };
+
+  const interval = setInterval(runProbe, intervalMs);
+  interval.unref();
+
+  function stop(): void {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(interval);
+    dropProbe();
+    redis.off('ready', onReady);
+    redis.off('end', stop);
+    if (watchdogs.get(redis) === handle) watchdogs.delete(redis);
+  }
+
+  const handle: RedisLiveness = {
+    stop,
+    setLogger(next) {
+      logger = next;
+    },
+  };
+  redis.on('ready', onReady);
+  redis.on('end', stop);
+  watchdogs.get(redis)?.stop();
+  watchdogs.set(redis, handle);
+  if (redis.status === 'end') stop();
+  return handle;
 }
