@@ -45,6 +45,8 @@ export const WorkspaceFileSchema = z
      * lands first. Above any proxy's or load balancer's queue time. Default 30000 ms.
      */
     createSettleMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    /** Whole-request timeout of a CRM call; a write on the wire counts as applied 15 s after it. Default 15000 ms. */
+    requestTimeoutMs: z.number().int().min(100).max(600_000).default(15_000),
   })
   .strict()
   .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {

@@ -22,6 +22,8 @@ export interface WorkspaceConfig {
   rowsPerJob: number;
   /** Wait before looking for a create whose answer was lost (ms). */
   createSettleMs: number;
+  /** Whole-request timeout of a CRM call (ms). */
+  requestTimeoutMs: number;
 }
 
 export interface Config {
@@ -87,6 +89,7 @@ export function configFromObject(
       listVersion: w.listVersion,
       rowsPerJob: w.rowsPerJob ?? (w.rateLimit ? 1 : DEFAULT_ROWS_PER_JOB),
       createSettleMs: w.createSettleMs,
+      requestTimeoutMs: w.requestTimeoutMs,
     };
   }
   const dash = file.dashboard;

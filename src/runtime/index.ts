@@ -49,6 +49,7 @@ export function createCrmClient(config: Config, workspace: string, logger: Logge
     baseUrl: ws.baseUrl,
     apiKey: readApiKey(ws),
     listVersion: ws.listVersion,
+    timeoutMs: ws.requestTimeoutMs,
     logger,
     ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
   });

@@ -64,6 +64,11 @@ export interface SyncWorkerOptions {
   createSettleMs?: number;
   /** How long a record remembers the last row applied to it (write order). Default 24 h. */
   orderWindowMs?: number;
+  /**
+   * How long a write may be on the wire before it counts as applied (the CRM request timeout
+   * plus a margin for a network that delivers late). Default 30000 ms.
+   */
+  writeLeaseMs?: number;
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -123,6 +128,7 @@ export class SyncWorker {
       prefix: options.prefix,
       workspace: options.workspace,
       ...(options.orderWindowMs !== undefined ? { orderWindowMs: options.orderWindowMs } : {}),
+      ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
     });
     this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
     // List pages of create lookups spend the same shared budget as the jobs (a known limit).

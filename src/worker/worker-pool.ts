@@ -2,6 +2,7 @@ import { getWorkspace, type Config } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
+import { redisLiveness } from '../queue/index.js';
 import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { SyncWorker } from './sync-worker.js';
 
@@ -30,6 +31,12 @@ export interface WorkerPool {
   close(): Promise<void>;
 }
 
+/**
+ * A write on the wire counts as applied this long after the request timeout: a network (a
+ * proxy, a load balancer) can deliver a request the client already gave up on.
+ */
+const WRITE_LEASE_MARGIN_MS = 15_000;
+
 /** One SyncWorker per workspace, sharing one Redis connection made to ride out restarts. */
 export async function startWorkerPool(options: WorkerPoolOptions): Promise<WorkerPool> {
   const { config, logger } = options;
@@ -38,6 +45,9 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     throw new CrmSyncError('CONFIG_INVALID', `no workspace configured${config.source ? ` in ${config.source}` : ''}: add one under "workspaces" in crm-sync.config.json`);
   }
   const runtime = await openRuntime(config, logger, 'worker');
+  // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
+  // disconnects it); its warnings about a hung connection belong in this process's log.
+  redisLiveness(runtime.redis)?.setLogger(logger);
   const workers: SyncWorker[] = [];
   const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
   try {
@@ -54,6 +64,8 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           concurrency,
           ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
           retry: ws.retry,
+          createSettleMs: ws.createSettleMs,
+          writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
           ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),

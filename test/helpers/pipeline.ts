@@ -11,6 +11,7 @@ import type { RunRecord } from '../../src/runs/index.js';
 import { deleteKeysWithPrefix, openRuntime, type Runtime } from '../../src/runtime/index.js';
 import { startSimulator, type SimFaults, type SimRateLimit, type Simulator, type SimWorkspace } from '../../src/sim/index.js';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
+import { startCrmFaultProxy, type CrmFaultProxy } from './crm-fault-proxy.js';
 
 export interface HarnessOptions {
   records?: number;
@@ -26,6 +27,10 @@ export interface HarnessOptions {
   retry?: { attempts: number; backoffMs: number };
   /** The workspace's createSettleMs. Default 200 ms here (30 s in production), so tests stay short. */
   createSettleMs?: number;
+  /** The workspace's requestTimeoutMs. Default: the config's (15 s). */
+  requestTimeoutMs?: number;
+  /** Put a CRM fault proxy between the workers and the simulator (`h.proxy`). Default false. */
+  crmProxy?: boolean;
 }
 
 /**
@@ -35,6 +40,8 @@ export interface HarnessOptions {
 export interface Harness {
   sim: Simulator;
   ws: SimWorkspace;
+  /** The fault proxy in front of the simulator, with `crmProxy`. */
+  proxy?: CrmFaultProxy;
   config: Config;
   configPath: string;
   /** Env a child `crm-sync` process needs (key variable and prefix). */
@@ -61,6 +68,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
   });
+  const proxy = options.crmProxy ? await startCrmFaultProxy({ upstreamPort: sim.port }) : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-harness-'));
   const redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
   const raw = {
@@ -68,11 +76,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     resultsDir: join(dir, 'results'),
     workspaces: {
       acme: {
-        baseUrl: sim.baseUrl('acme'),
+        baseUrl: proxy ? proxy.baseUrl('acme') : sim.baseUrl('acme'),
         apiKeyEnv: keyEnv,
         ...(options.knownRateLimit ? { rateLimit: options.knownRateLimit } : {}),
         ...(options.retry ? { retry: options.retry } : {}),
         createSettleMs: options.createSettleMs ?? 200,
+        ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
       },
     },
   };
@@ -86,6 +95,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const harness: Harness = {
     sim,
     ws: sim.workspace('acme'),
+    ...(proxy ? { proxy } : {}),
     config,
     configPath,
     env,
@@ -127,6 +137,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
       await deleteKeysWithPrefix(runtime.redis, prefix);
       await runtime.close();
+      await proxy?.close();
       await sim.close();
       delete process.env[keyEnv];
       rmSync(dir, { recursive: true, force: true });
