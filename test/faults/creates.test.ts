@@ -98,8 +98,8 @@ describe('duplicate-safe creates under CRM faults', () => {
   });
 
   it.each([
-    ['automation that marks new deals won', 'Automation F', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: object }).deal, status: 'won' } }) }, 0],
-    ['a CRM that collapses double spaces', 'Spaces  G', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: { name: string } }).deal, name: 'Spaces G' } }) }, 0],
+    ['automation that marks new deals won', 'Automation F', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: object }).deal, status: 'won' } }) }],
+    ['a CRM that collapses double spaces', 'Spaces  G', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: { name: string } }).deal, name: 'Spaces G' } }) }],
   ])('%s: a dropped answer is found by the lookup, no second deal', async (label, name, extra) => {
     h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...extra }]);
     const file = h.file(`drop-${name.length}.csv`, csv(['name', 'value', 'status'], [[name, 14, 'in_progress']]));
