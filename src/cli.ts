@@ -16,6 +16,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (isCrmSyncError(err)) {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
+      if (err.code === 'REDIS_LOST') return EXIT.REDIS_LOST;
       return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
     }
     process.stderr.write(`crm-sync: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

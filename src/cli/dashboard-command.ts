@@ -5,7 +5,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { openRuntime } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import { list } from './options.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 interface DashboardCommandOptions {
   port: number;
@@ -58,12 +58,15 @@ export function registerDashboardCommand(program: Command): void {
       const address = await app.listen({ port: opts.port, host: opts.host });
       process.stdout.write(`crm-sync dashboard on ${address}${token === null ? '  (NO AUTHENTICATION)' : ''}\n`);
       await new Promise<void>((resolve) => {
-        onShutdown(async () => {
-          await app.close();
-          await runtime.close();
-          logger.info('dashboard stopped');
-          resolve();
-        });
+        onShutdown(
+          async () => {
+            await app.close();
+            await runtime.close();
+            logger.info('dashboard stopped');
+            resolve();
+          },
+          { forceAfterMs: 10_000 + SHUTDOWN_GRACE_MS },
+        );
       });
     });
 }

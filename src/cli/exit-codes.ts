@@ -13,6 +13,11 @@ export const EXIT = {
   BLOCKED: 3,
   /** Redis or another dependency was unreachable, or an unexpected internal error. */
   INTERNAL: 4,
+  /**
+   * Redis stopped answering for longer than --redis-outage while the command followed a run. The
+   * run is not failed by this: its workers go on; look again with `crm-sync runs show <id>`.
+   */
+  REDIS_LOST: 5,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

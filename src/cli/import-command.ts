@@ -11,7 +11,7 @@ import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
 import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 interface ImportOptions {
   op: Operation;
@@ -87,7 +87,8 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         await pool?.close();
         await runtime.close();
         process.exit(130);
-      });
+        // The status write is best effort: Redis may not answer at all (a partition).
+      }, { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS });
       const started = (r: RunRecord, how: string) => {
         producing = { runId: r.id };
         logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);

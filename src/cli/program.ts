@@ -8,6 +8,7 @@ Exit codes:
   ${EXIT.USAGE}  bad arguments, configuration or input: nothing was sent
   ${EXIT.BLOCKED}  the run is blocked: the CRM refused the API key ("runs resume <id>" after fixing it)
   ${EXIT.INTERNAL}  Redis unreachable or an unexpected error
+  ${EXIT.REDIS_LOST}  Redis stopped answering while following a run (the run goes on: crm-sync runs show <id>)
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
 Environment: REDIS_URL (default redis://127.0.0.1:6379), CRM_SYNC_LOG_LEVEL.`;

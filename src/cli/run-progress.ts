@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
+import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -10,9 +11,11 @@ export interface FollowRunOptions {
   lineEveryMs?: number;
   /** Print nothing while waiting. */
   quiet?: boolean;
+  /** Ride out Redis not answering this long, then give up with REDIS_LOST. Default 60000 ms. */
+  redisOutageMs?: number;
 }
 
-const done = (r: RunRecord) => r.counts.succeeded + r.counts.failed + r.counts.skipped + r.counts.invalid;
+const done = (r: RunRecord) => r.counts.total - r.counts.queued;
 
 /**
  * Waits until the run is no longer running, showing rows/s, counts and an ETA on stderr.
@@ -22,6 +25,7 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   const tty = options.tty ?? Boolean(process.stderr.isTTY);
   const started = Date.now();
   let run = await store.requireRun(runId);
+  const read = redisTolerantReader(store, runId, options.redisOutageMs ?? DEFAULT_REDIS_OUTAGE_MS);
   const startDone = done(run);
   const bar =
     !options.quiet && tty
@@ -38,7 +42,7 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   let lastLine = Date.now();
   while (run.status === 'running') {
     await sleep(250);
-    run = await store.requireRun(runId);
+    run = (await read(run)) ?? run;
     const rate = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
     if (bar) {
       bar.setTotal(Math.max(run.counts.total, 1));
@@ -57,6 +61,41 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   return run;
 }
 
+/** How long followRun rides out a Redis that does not answer. */
+export const DEFAULT_REDIS_OUTAGE_MS = 60_000;
+
+/**
+ * Reads the run, riding out Redis outages (a restart, a partition) up to `outageMs`: the run
+ * goes on in the workers meanwhile, so following it is no reason to fail. Past the bound it
+ * throws REDIS_LOST, saying where the run stood. Answers undefined while Redis is away.
+ */
+function redisTolerantReader(store: RunStore, runId: string, outageMs: number): (last: RunRecord) => Promise<RunRecord | undefined> {
+  let since: number | undefined;
+  return async (last) => {
+    try {
+      const run = await store.requireRun(runId);
+      if (since !== undefined) process.stderr.write(`Redis answers again after ${((Date.now() - since) / 1000).toFixed(0)} s; following run ${runId}\n`);
+      since = undefined;
+      return run;
+    } catch (err) {
+      if (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND') throw err;
+      if (since === undefined) {
+        since = Date.now();
+        process.stderr.write(`Redis does not answer (${errorMessage(err)}); still following run ${runId} for up to ${outageMs / 1000} s\n`);
+      } else if (Date.now() - since > outageMs) {
+        throw new CrmSyncError(
+          'REDIS_LOST',
+          `Redis did not answer for ${((Date.now() - since) / 1000).toFixed(0)} s while following run ${runId} ` +
+            `(last seen ${last.status}, ${done(last)}/${last.counts.total} rows done). The run is not stopped by this: ` +
+            `workers go on once they reach Redis. Look again with: crm-sync runs show ${runId}`,
+          { cause: err },
+        );
+      }
+      return undefined;
+    }
+  };
+}
+
 function payload(run: RunRecord, rate: number) {
   return { succeeded: run.counts.succeeded, failed: run.counts.failed, invalid: run.counts.invalid, rate: rate.toFixed(0) };
 }
@@ -64,7 +103,9 @@ function payload(run: RunRecord, rate: number) {
 /** The documented exit code for a run's outcome. */
 export function exitCodeFor(run: RunRecord): ExitCode {
   if (run.status === 'blocked') return EXIT.BLOCKED;
-  if (run.status === 'failed' || run.counts.failed > 0 || run.counts.invalid > 0) return EXIT.ROWS_FAILED;
+  // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
+  // do not: their record holds a newer row's value, as the file meant.
+  if (run.status === 'failed' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0) return EXIT.ROWS_FAILED;
   return EXIT.OK;
 }
 
@@ -75,8 +116,11 @@ export function formatRunSummary(run: RunRecord): string {
   const lines = [
     `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status}${seconds !== undefined ? ` in ${seconds.toFixed(1)}s` : ''}${run.reason ? ` (${run.reason})` : ''}`,
-    `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid${c.queued ? `, ${c.queued} still queued` : ''}`,
+    `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
+      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
+  if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
+  if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
   if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { startSyncScheduler } from '../schedule/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 export function registerSchedulerCommand(program: Command): void {
   program
@@ -24,11 +24,14 @@ export function registerSchedulerCommand(program: Command): void {
         closeTimeoutMs: opts.closeTimeout ?? 30_000,
       });
       await new Promise<void>((resolve) => {
-        onShutdown(async () => {
-          await scheduler.close();
-          logger.info('scheduler stopped');
-          resolve();
-        });
+        onShutdown(
+          async () => {
+            await scheduler.close();
+            logger.info('scheduler stopped');
+            resolve();
+          },
+          { forceAfterMs: (opts.closeTimeout ?? 30_000) + SHUTDOWN_GRACE_MS },
+        );
       });
     });
 }

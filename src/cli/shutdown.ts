@@ -1,8 +1,17 @@
+export interface ShutdownOptions {
+  /**
+   * After the first signal, the process exits by itself this long later (code 1) if `stop` has
+   * not finished: whatever Redis does (blackholed, half-open), a SIGTERM ends the process.
+   * Default: no deadline.
+   */
+  forceAfterMs?: number;
+}
+
 /**
  * Runs `stop` once on the first SIGINT/SIGTERM; a second signal exits at once (the operator
  * means it). Returns a function that removes the handlers.
  */
-export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>): () => void {
+export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, options: ShutdownOptions = {}): () => void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -11,6 +20,14 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>): () 
     }
     stopping = true;
     process.stderr.write(`\n${signal}: finishing in-flight requests, then stopping (again to force)\n`);
+    if (options.forceAfterMs !== undefined) {
+      const ms = options.forceAfterMs;
+      // Unref'd: a stop that finishes lets the process end at once.
+      setTimeout(() => {
+        process.stderr.write(`did not stop within ${(ms / 1000).toFixed(0)} s (Redis unreachable?): exiting; unfinished rows are retried by other workers\n`);
+        process.exit(1);
+      }, ms).unref();
+    }
     void stop(signal).catch((err: unknown) => {
       process.stderr.write(`error while stopping: ${String(err)}\n`);
       process.exitCode = 4;
@@ -23,3 +40,6 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>): () 
     process.off('SIGTERM', handler);
   };
 }
+
+/** Grace after a close timeout for the forced steps (disconnects) before the process exits itself. */
+export const SHUTDOWN_GRACE_MS = 5000;

@@ -3,7 +3,7 @@ import { startSyncScheduler } from '../schedule/index.js';
 import { startWorkerPool } from '../worker/index.js';
 import { cliContext } from './context.js';
 import { list, positiveInt } from './options.js';
-import { onShutdown } from './shutdown.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 interface WorkerOptions {
   workspace?: string[];
@@ -42,12 +42,16 @@ export function registerWorkerCommand(program: Command): void {
         ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir ?? 'jobs' })
         : null;
       await new Promise<void>((resolve) => {
-        onShutdown(async () => {
-          await scheduler?.close();
-          await pool.close();
-          logger.info('worker stopped');
-          resolve();
-        });
+        onShutdown(
+          async () => {
+            await scheduler?.close();
+            await pool.close();
+            logger.info('worker stopped');
+            resolve();
+          },
+          // Scheduler and pool close one after the other, each within its close timeout.
+          { forceAfterMs: 2 * (opts.closeTimeoutMs ?? 30_000) + SHUTDOWN_GRACE_MS },
+        );
       });
     });
 }

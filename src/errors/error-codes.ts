@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   RUN_NOT_FOUND: 'No run with that id exists',
   RUN_STATE: 'The run is not in a state that allows this action',
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
+  REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',

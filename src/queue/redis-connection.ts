@@ -16,7 +16,7 @@ export interface ConnectRedisOptions {
   /** How long to wait for the first connection. Default 5000 ms. */
   connectTimeoutMs?: number;
   /**
-   * Worker role: client-side limit on every command (ioredis `commandTimeout`). Default
+   * Client-side limit on every command (ioredis `commandTimeout`), both roles. Default
    * {@link DEFAULT_COMMAND_TIMEOUT_MS}. Keep it above BullMQ's longest blocking read
    * ({@link BULLMQ_MAX_BLOCK_MS} plus its 1 s watchdog margin): BullMQ's blocking client is a
    * `duplicate()` of this connection and inherits the option.
@@ -59,6 +59,9 @@ export function redisOptions(role: RedisRole, name = 'crm-sync', tuning: { comma
     // Reconnect forever with a capped delay: a worker outlives a Redis restart.
     retryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5000),
     lazyConnect: true,
+    // A CLI command or producer on a half-open socket (partition, lost NAT state) ends with
+    // "Command timed out" instead of hanging; the worker role's reasons are below.
+    commandTimeout: tuning.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     ...(role === 'worker'
       ? {
           // A command whose answer was lost is NOT re-sent after a reconnect. ioredis's default
@@ -75,7 +78,6 @@ export function redisOptions(role: RedisRole, name = 'crm-sync', tuning: { comma
           // outage longer than this: callers (BullMQ's loops, our sweeps) retry. It must stay above
           // BullMQ's 10 s BZPOPMIN (+1 s watchdog): BullMQ duplicate()s this connection, options
           // included, for its blocking client.
-          commandTimeout: tuning.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
         }
       : {}),
   };

@@ -171,7 +171,8 @@ describe('worker-role connection options', () => {
     expect(worker.commandTimeout).toBe(DEFAULT_COMMAND_TIMEOUT_MS);
     expect(redisOptions('worker', 'w', { commandTimeoutMs: 20_000 }).commandTimeout).toBe(20_000);
     const client = redisOptions('client', 'c');
-    expect(client.commandTimeout).toBeUndefined();
+    // Producers and CLI commands are bounded too: a half-open socket ends in "Command timed out".
+    expect(client.commandTimeout).toBe(DEFAULT_COMMAND_TIMEOUT_MS);
     expect(client.autoResendUnfulfilledCommands).toBeUndefined();
     // BullMQ caps BZPOPMIN at maximumBlockTimeout seconds and races it against a watchdog at +1 s.
     const maxBlockS = Object.getOwnPropertyDescriptor(RedisQueueBackend.prototype, 'maximumBlockTimeout')?.get?.call({}) as number;
