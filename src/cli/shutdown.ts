@@ -28,10 +28,15 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
         process.exit(1);
       }, ms).unref();
     }
-    void stop(signal).catch((err: unknown) => {
-      process.stderr.write(`error while stopping: ${String(err)}\n`);
-      process.exitCode = 4;
-    });
+    void stop(signal)
+      .catch((err: unknown) => {
+        process.stderr.write(`error while stopping: ${String(err)}\n`);
+        process.exitCode = 4;
+      })
+      .finally(() => {
+        // Stopped. A socket left hung by a partition must not keep the process alive after that.
+        setTimeout(() => process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0), STOPPED_EXIT_MS).unref();
+      });
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
@@ -41,5 +46,11 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
   };
 }
 
-/** Grace after a close timeout for the forced steps (disconnects) before the process exits itself. */
-export const SHUTDOWN_GRACE_MS = 5000;
+/** After a stop finished, how long the process may take to end by itself before it is ended. */
+const STOPPED_EXIT_MS = 1000;
+
+/**
+ * Grace after a close timeout for the forced steps (disconnects) before the process exits by
+ * itself: the README promises an exit within the close timeout plus 5 s, whatever Redis does.
+ */
+export const SHUTDOWN_GRACE_MS = 4000;

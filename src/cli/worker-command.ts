@@ -50,7 +50,7 @@ export function registerWorkerCommand(program: Command): void {
             resolve();
           },
           // Scheduler and pool close one after the other, each within its close timeout.
-          { forceAfterMs: 2 * (opts.closeTimeoutMs ?? 30_000) + SHUTDOWN_GRACE_MS },
+          { forceAfterMs: (scheduler ? 2 : 1) * (opts.closeTimeoutMs ?? 30_000) + SHUTDOWN_GRACE_MS },
         );
       });
     });

@@ -207,12 +207,13 @@ export class SyncWorker {
       this.#logger.warn({ timeoutMs }, 'in-flight jobs did not finish in time; they will be retried by another worker');
       // Aborts their requests: nothing this process sends after now can be recorded anyway.
       for (const id of this.#active.keys()) this.worker.cancelJob(id, 'shutting down');
-      if ((await within(this.worker.close(true), FORCED_STEP_MS)) === 'timeout') {
-        this.#logger.warn('the worker did not close (Redis unreachable?): dropping its connections');
-        await within(this.worker.disconnect(), FORCED_STEP_MS);
-      }
     }
-    await within(this.queue.close(), FORCED_STEP_MS);
+    // One bound for all the forced steps: each waits on Redis, which may not answer at all.
+    const closed = Promise.all([this.worker.close(true), this.queue.close()]);
+    if ((await within(closed, FORCED_STEP_MS)) === 'timeout') {
+      this.#logger.warn('the worker did not close (Redis unreachable?): dropping its connections');
+      void within(this.worker.disconnect(), FORCED_STEP_MS);
+    }
     this.#options.client.close();
   }
 
@@ -523,7 +524,7 @@ export class SyncWorker {
   }
 }
 
-/** Bound of each forced step of close() (BullMQ's forced close, disconnect, queue close). */
+/** Bound of close()'s forced steps together (BullMQ's forced close and the queue's close). */
 const FORCED_STEP_MS = 2000;
 
 /** Resolves with the promise's value, or 'timeout' after `ms` (the promise is left to settle). */

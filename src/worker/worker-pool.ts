@@ -87,7 +87,8 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     workers,
     async close() {
       await Promise.all(workers.map((w) => w.close()));
-      await metrics.close();
+      // Bounded: metrics flush to Redis, which may be the thing that is gone.
+      await Promise.race([metrics.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       await runtime.close();
     },
   };

@@ -1,0 +1,241 @@
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { importFile } from '../../src/queue/index.js';
+import type { RunRecord } from '../../src/runs/index.js';
+import { openRuntime } from '../../src/runtime/index.js';
+import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+/*
+ * Network partitions between a worker and Redis (a TCP proxy per link that blackholes, resets
+ * or leaves sockets hung), scaled down: a 2 s job lock instead of 30 s. What must hold: one
+ * result per row, every record at its last row's value, no duplicate deals, results never
+ * rewritten by a stale worker, and every process recovers or stops within a bound.
+ */
+
+const REDIS = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const LOCK_MS = 2000;
+
+function viaProxy(config: Config, proxy: TcpProxy): Config {
+  return { ...config, redisUrl: proxy.url('redis') };
+}
+
+async function redisProxy(): Promise<TcpProxy> {
+  return startTcpProxy({ upstreamHost: REDIS.hostname, upstreamPort: Number(REDIS.port || 6379) });
+}
+
+async function summary(h: Harness, label: string, run: RunRecord, extra: Record<string, number>) {
+  const results = await resultsByRow(h, run.id);
+  const kinds: Record<string, number> = {};
+  for (const r of results) kinds[r.status] = (kinds[r.status] ?? 0) + 1;
+  console.log(`[partition] ${label}: rows ${run.counts.total}, results ${JSON.stringify(kinds)}, ${Object.entries(extra).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  return { results, kinds };
+}
+
+describe('a worker cut from Redis past its job lock', () => {
+  let h: Harness;
+  let proxy: TcpProxy;
+  const pools: WorkerPool[] = [];
+  beforeAll(async () => {
+    h = await startHarness({ records: 60, seed: 11, latencyMs: 60 });
+  });
+  afterEach(async () => {
+    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await proxy?.close();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('(a) a file that updates each deal twice: every deal ends at its last row\'s value, one result per row', async () => {
+    proxy = await redisProxy();
+    const deals = [...h.ws.deals.values()].slice(0, 60);
+    const rows = [...deals.map((d, i) => [d.id, d.name, 1000 + i]), ...deals.map((d, i) => [d.id, d.name, 2000 + i])];
+    const file = h.file('twice.csv', csv(['id', 'name', 'value'], rows));
+    // Worker 1 alone, through the proxy; cut once it is well into the first half of the file.
+    pools.push(await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 }));
+    const run = await h.importFile(file, 'deal.update');
+    await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 8);
+    proxy.blackhole();
+    const writesAtCut = h.ws.stats.writes.dealUpdate;
+    // Worker 2 takes the waiting jobs at once, and worker 1's once their locks run out.
+    pools.push(await h.startWorkers({ concurrency: 8, lockDurationMs: LOCK_MS }));
+    await sleep(3 * LOCK_MS);
+    proxy.heal('reset');
+    const done = await h.waitForRun(run.id, 30_000);
+    await sleep(500); // a late write of worker 1 would land now
+    const stale = deals.filter((d, i) => h.ws.deals.get(d.id)?.value !== 2000 + i).length;
+    const { results, kinds } = await summary(h, '(a) twice-updated file, worker 1 cut 6 s (lock 2 s)', done, {
+      'writes at the CRM': h.ws.stats.writes.dealUpdate,
+      'writes at the cut': writesAtCut,
+      'deals at a stale value': stale,
+    });
+    expect(done.status).toBe('completed');
+    expect(results.map((r) => r.row)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+    expect(kinds.failed ?? 0).toBe(0);
+    expect(stale).toBe(0);
+    // Every second-half row (the last for its deal) was applied, never superseded.
+    for (const r of results.filter((x) => x.row > 60)) expect(r.status).toBe('succeeded');
+  }, 60_000);
+
+  it('(b) creates with a stale worker healed after the run completed: no duplicate deal, no result rewritten', async () => {
+    proxy = await redisProxy();
+    h.sim.setLatency(150);
+    const file = h.file('creates.csv', csv(['name', 'value'], Array.from({ length: 40 }, (_, i) => [`Partition deal ${i}`, i])));
+    pools.push(await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 }));
+    const run = await h.importFile(file, 'deal.create');
+    await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 4);
+    proxy.blackhole(); // worker 1 has creates on the wire: the CRM applies them, their answers wait
+    pools.push(await h.startWorkers({ concurrency: 8, lockDurationMs: LOCK_MS }));
+    const done = await h.waitForRun(run.id, 40_000);
+    const before = await resultsByRow(h, run.id);
+    proxy.heal('deliver'); // worker 1's held commands reach Redis late, as TCP would deliver them
+    await sleep(3000);
+    const after = await resultsByRow(h, run.id);
+    const made = [...h.ws.deals.values()].filter((d) => d.name.startsWith('Partition deal '));
+    const ids = after.map((r) => r.recordId);
+    await summary(h, '(b) creates, stale worker healed after completion', done, {
+      deals: made.length,
+      'duplicate deals': made.length - new Set(made.map((d) => d.name)).size,
+      'ids shared': ids.length - new Set(ids).size,
+    });
+    expect(done.counts).toMatchObject({ total: 40, succeeded: 40 });
+    expect(made.length).toBe(40);
+    expect(new Set(ids).size).toBe(40);
+    expect(after).toEqual(before);
+  }, 70_000);
+});
+
+describe('a worker whose Redis link is left half-open', () => {
+  let h: Harness;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    h = await startHarness({ records: 200, seed: 12, latencyMs: 30 });
+    proxy = await redisProxy();
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await h?.close();
+  });
+
+  it('(c) notices the dead connection, reconnects and finishes the run; a producer behind it fails with a clear message', async () => {
+    const pool = await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 });
+    try {
+      const deals = [...h.ws.deals.values()];
+      const file = h.file('half-open.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 5000 + i])));
+      const run = await h.importFile(file, 'deal.update');
+      await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 20);
+      proxy.blackhole();
+      await sleep(200);
+      const atCut = (await h.runtime.store.requireRun(run.id)).counts.succeeded;
+      proxy.heal('hang'); // old sockets stay open and silent; new connections pass
+      const started = Date.now();
+      const done = await h.waitForRun(run.id, 45_000);
+      await summary(h, '(c) worker behind a half-open link', done, { 'succeeded at the cut': atCut, 'seconds to finish after the cut': Math.round((Date.now() - started) / 1000) });
+      expect(atCut).toBeLessThan(200); // the cut came mid-run: the rest went over a new connection
+      expect(done.counts).toMatchObject({ total: 200, succeeded: 200 });
+    } finally {
+      await pool.close();
+    }
+    // A producer whose connection goes half-open mid-file: an error within the command timeout.
+    const producer = await openRuntime(viaProxy(h.config, proxy), silentLogger);
+    try {
+      const rows = Array.from({ length: 3000 }, (_, i) => [`x${i}`, `n${i}`, i]);
+      const big = h.file('producer.csv', csv(['id', 'name', 'value'], rows));
+      const started = Date.now();
+      const produced = importFile({ file: big, op: 'deal.update', workspace: 'acme', queue: producer.queue('acme'), store: producer.store, highWaterMark: 100 });
+      await sleep(300);
+      proxy.blackhole();
+      await expect(produced).rejects.toThrow(/timed out/i);
+      // A timed-out command, then the run marked failed over the same dead link: two command timeouts at most.
+      expect(Date.now() - started).toBeLessThan(35_000);
+    } finally {
+      proxy.heal('reset');
+      await producer.close();
+    }
+  }, 90_000);
+});
+
+describe('a worker cut from the CRM, with a known rate limit', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      records: 5,
+      seed: 14,
+      crmProxy: true,
+      createSettleMs: 300,
+      requestTimeoutMs: 1000,
+      simRateLimit: { max: 20, windowMs: 1000 },
+      knownRateLimit: { max: 20, durationMs: 1000 },
+      retry: { attempts: 10, backoffMs: 50 },
+    });
+    await h.startWorkers({ concurrency: 4 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('(e) lost answers send creates looking for their deals, and every list page spends the shared budget: 0 × 429', async () => {
+    // Half the creates are applied and their answers lost: each of those rows pages the deal list.
+    h.proxy!.setRules([{ method: 'POST', path: /\/v2\/deals$/, applyAndDrop: true, times: 15 }]);
+    const file = h.file('cut.csv', csv(['name', 'value'], Array.from({ length: 30 }, (_, i) => [`Budget deal ${i}`, i])));
+    const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 60_000);
+    const made = [...h.ws.deals.values()].filter((d) => d.name.startsWith('Budget deal '));
+    const pages = h.proxy!.count('GET', /\/deals$/);
+    await summary(h, '(e) creates with lost answers under a known 20/s limit', run, {
+      deals: made.length,
+      'list pages': pages,
+      '429s': h.ws.stats.rateLimited,
+    });
+    expect(run.counts).toMatchObject({ total: 30, succeeded: 30 });
+    expect(made.length).toBe(30);
+    expect(pages).toBeGreaterThan(0);
+    expect(h.ws.stats.rateLimited).toBe(0);
+  }, 70_000);
+});
+
+describe('SIGTERM during a partition', () => {
+  let h: Harness;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    h = await startHarness({ records: 40, seed: 13, latencyMs: 400 });
+    proxy = await redisProxy();
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await h?.close();
+  });
+
+  it('(d) a busy worker cut from Redis exits within its close timeout plus 5 s', async () => {
+    const env = { ...h.env, REDIS_URL: proxy.url('redis') };
+    const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--close-timeout-ms', '2000', '--lock-ms', String(LOCK_MS)], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const deals = [...h.ws.deals.values()];
+      const run = await h.importFile(h.file('busy.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, i]))), 'deal.update');
+      await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 2);
+      proxy.blackhole();
+      await sleep(500);
+      const signalled = Date.now();
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, sleep(20_000).then(() => 'still running' as const)]);
+      const seconds = (Date.now() - signalled) / 1000;
+      console.log(`[partition] (d) SIGTERM while blackholed: exit ${String(code)} after ${seconds.toFixed(1)} s (close timeout 2 s)`);
+      expect(code).not.toBe('still running');
+      expect(seconds).toBeLessThan(2 + 5);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      proxy.heal('reset');
+      if (stderr.includes('Error')) console.log(stderr.slice(-2000));
+    }
+  }, 60_000);
+});
