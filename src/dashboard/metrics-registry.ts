@@ -26,7 +26,7 @@ interface Snapshot {
 }
 
 const RUN_STATUSES: RunStatus[] = ['running', 'blocked', 'completed', 'failed'];
-const ROW_STATUSES = ['succeeded', 'failed', 'skipped', 'invalid', 'queued'] as const;
+const ROW_STATUSES = ['succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'queued'] as const;
 const PAGE = 500;
 
 async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot> {

@@ -105,6 +105,7 @@ ${run.status === 'failed' && run.reason !== undefined ? html`<div class="notice 
 <div class="counts">
   ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard('Unchanged', c.skipped)}
   ${countCard('Failed', c.failed, c.failed > 0 ? 'bad' : '')}${countCard('Invalid', c.invalid, c.invalid > 0 ? 'bad' : '')}${countCard('Waiting', c.queued)}
+  ${c.superseded > 0 ? countCard('Superseded', c.superseded) : ''}${c.uncertain > 0 ? countCard('Uncertain', c.uncertain, 'bad') : ''}
 </div>
 <div class="card">
   <div class="actions">

@@ -1,8 +1,11 @@
 import type { RunRecord } from '../runs/index.js';
 
-/** Rows that need someone to look at them: the CRM refused them, or they never passed validation. */
+/**
+ * Rows that need someone to look at them: the CRM refused them, they never passed validation,
+ * or a create may have been applied without a deal to show for it (uncertain).
+ */
 export function problemCount(run: RunRecord): number {
-  return run.counts.failed + run.counts.invalid;
+  return run.counts.failed + run.counts.invalid + run.counts.uncertain;
 }
 
 function plural(n: number, word: string): string {
@@ -22,11 +25,12 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone } 
     case 'failed':
       return { text: 'Failed', tone: 'bad' };
     case 'completed': {
-      const { failed, invalid } = run.counts;
-      if (failed === 0 && invalid === 0) return { text: 'Completed', tone: 'ok' };
+      const { failed, invalid, uncertain } = run.counts;
+      if (failed === 0 && invalid === 0 && uncertain === 0) return { text: 'Completed', tone: 'ok' };
       const parts: string[] = [];
       if (failed > 0) parts.push(plural(failed, 'failed row'));
       if (invalid > 0) parts.push(plural(invalid, 'invalid row'));
+      if (uncertain > 0) parts.push(plural(uncertain, 'uncertain create'));
       return { text: `Completed with ${parts.join(' and ')}`, tone: 'warn' };
     }
   }
@@ -34,9 +38,9 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone } 
 
 /** Rows with a final result, out of the rows read so far (0..1); null while nothing is known. */
 export function progress(run: RunRecord): number | null {
-  const { total, succeeded, failed, skipped, invalid } = run.counts;
+  const { total, queued } = run.counts;
   if (total === 0) return null;
-  return Math.min(1, (succeeded + failed + skipped + invalid) / total);
+  return Math.min(1, (total - queued) / total);
 }
 
 /** `45 s`, `12 min 3 s`, `2 h 5 min`. */

@@ -19,7 +19,7 @@ export const EXPORT_META_COLUMNS = [
 ] as const;
 
 export interface WriteResultsCsvOptions {
-  /** Only failed and invalid rows (the file to fix and re-import). Default false. */
+  /** Only failed, invalid and uncertain rows (the file to fix and re-import). Default false. */
   problemsOnly?: boolean;
 }
 

@@ -1,6 +1,6 @@
 import { DelayedError, RateLimitError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AuthError, CrmError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
+import { AuthError, CrmError, TransientError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
@@ -8,6 +8,7 @@ import {
   bullPrefix,
   isInviteBatch,
   openWorkspaceQueue,
+  pendingJobCount,
   PRODUCER_SILENCE_MS,
   queueName,
   blockWorkspace,
@@ -23,6 +24,7 @@ import {
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
+import { CrmOutageWatch } from './crm-outage-watch.js';
 import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
@@ -112,6 +114,7 @@ export class SyncWorker {
   readonly #fence: RowFence;
   readonly #sender: RowSender;
   readonly #locks: JobLockWatch;
+  readonly #outage: CrmOutageWatch;
   readonly #lockPrefix: string;
   #warnedUnbatch = false;
   /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
@@ -173,6 +176,7 @@ export class SyncWorker {
     });
     this.worker.on('error', (err) => this.#logger.warn({ err: errorMessage(err) }, 'worker connection error (retrying)'));
     this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
+    this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
   }
 
   /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
@@ -393,6 +397,7 @@ export class SyncWorker {
     }
     if (err instanceof RateLimitedError) return { kind: 'rate-limited', err };
     if (err instanceof AuthError) return { kind: 'blocked', err };
+    if (err instanceof TransientError) this.#outage.onFailure(errorMessage(err));
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     if (isPermanent(err) || lastAttempt) return { kind: 'fail', err };
     this.#logger.debug({ runId, jobId: job.id, attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
@@ -513,6 +518,7 @@ export class SyncWorker {
   }
 
   #onSuccess(): void {
+    this.#outage.onSuccess();
     if (!this.#aimd) return;
     const next = this.#aimd.onSuccess();
     if (next !== this.worker.concurrency) this.worker.concurrency = next;

@@ -59,6 +59,28 @@ describe('pages', () => {
     expect(json.json().problems.rows).toEqual([]);
   });
 
+  it('shows superseded rows and uncertain creates on the run page, the run list and in the export', async () => {
+    const store = d.h.runtime.store;
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.create', source: 'kinds.csv', columns: ['name'] });
+    await store.addQueued(run.id, 3);
+    const at = new Date().toISOString();
+    await store.recordResults(run.id, [
+      { row: 1, line: 2, status: 'succeeded', recordId: 'd1', at },
+      { row: 2, line: 3, status: 'superseded', code: 'ROW_SUPERSEDED', message: 'not sent: row 9 of run x wrote this record later', at },
+      { row: 3, line: 4, status: 'uncertain', code: 'CREATE_UNCERTAIN', message: 'may have been created: 2 unclaimed deals match it', original: { name: 'Maybe' }, at },
+    ]);
+    await store.finishProducing(run.id);
+    expect((await d.get('/')).body).toContain('Completed with 1 uncertain create');
+    const page = (await d.get(`/runs/${run.id}`)).body;
+    expect(page).toContain('Superseded');
+    expect(page).toContain('Uncertain');
+    expect(page).toContain('may have been created: 2 unclaimed deals match it');
+    const exported = parse((await d.get(`/runs/${run.id}/results.csv`)).body, { columns: true }) as Array<Record<string, string>>;
+    expect(exported.map((r) => r.crm_sync_result)).toEqual(['succeeded', 'superseded', 'uncertain']);
+    const problems = parse((await d.get(`/runs/${run.id}/results.csv?failed=1`)).body, { columns: true }) as Array<Record<string, string>>;
+    expect(problems.map((r) => [r.crm_sync_row, r.crm_sync_result, r.name])).toEqual([['3', 'uncertain', 'Maybe']]);
+  });
+
   it('answers 404 for an unknown run', async () => {
     const res = await d.get('/runs/no-such-run');
     expect(res.statusCode).toBe(404);
