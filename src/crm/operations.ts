@@ -26,7 +26,16 @@ export const OPERATION_RESOURCE = {
 } as const satisfies Record<Operation, string>;
 
 export const DealUpdatePayloadSchema = z.object({ op: z.literal('deal.update'), id: RecordIdSchema, fields: DealUpdateFieldsSchema });
-export const DealCreatePayloadSchema = z.object({ op: z.literal('deal.create'), fields: DealCreateFieldsSchema });
+export const DealCreatePayloadSchema = z.object({
+  op: z.literal('deal.create'),
+  fields: DealCreateFieldsSchema,
+  /**
+   * Set by an upsert: its match key and the row's normalised key value (`name=acme renewal`).
+   * Creates of one key are serialised workspace-wide, and a key another upsert created
+   * meanwhile turns the create into an update of that deal. Default: none (a plain create).
+   */
+  match: z.string().min(1).optional(),
+});
 export const LeadUpdatePayloadSchema = z.object({ op: z.literal('lead.update'), id: RecordIdSchema, fields: LeadUpdateFieldsSchema });
 export const ContactUpdatePayloadSchema = z.object({ op: z.literal('contact.update'), id: RecordIdSchema, fields: ContactUpdateFieldsSchema });
 /** One row of an invite file: one email. The producer groups rows into batched requests. */

@@ -19,6 +19,14 @@ export interface DuplicateSafeCreateOptions {
   logger?: Logger;
 }
 
+/** One create attempt: who writes, which row, what identical creates meet on (`fp`), an upsert's key. */
+interface CreateContext {
+  w: RowWriter;
+  row: CreateRow;
+  fp: string;
+  match?: string;
+}
+
 /** The row as the result needs it. */
 export interface CreateRow {
   row: number;
@@ -36,7 +44,9 @@ export type CreateOutcome =
   /** The job is no longer this worker's: send nothing, store nothing. */
   | { kind: 'lost'; reason: string }
   /** Come back in `ms` (settle time, or an identical create in flight); not an attempt. */
-  | { kind: 'wait'; ms: number };
+  | { kind: 'wait'; ms: number }
+  /** An upsert of the same match key created this deal meanwhile: update it instead. */
+  | { kind: 'exists'; dealId: string };
 
 /**
  * Identical content in one workspace (the fields a create sends, names normalised): identical
@@ -79,14 +89,19 @@ export class DuplicateSafeCreate {
     this.#settleMs = options.settleMs ?? 30_000;
   }
 
-  /** CRM errors are thrown for the worker's verdict (retry, 429, 401, permanent failure). */
-  async create(w: RowWriter, row: CreateRow, fields: DealCreateFields, signal?: AbortSignal): Promise<CreateOutcome> {
-    const fp = createFingerprint(fields);
+  /**
+   * CRM errors are thrown for the worker's verdict (retry, 429, 401, permanent failure).
+   * `match`: an upsert's `key=value`: creates of one key, not of one content, meet then.
+   */
+  async create(w: RowWriter, row: CreateRow, fields: DealCreateFields, signal?: AbortSignal, match?: string): Promise<CreateOutcome> {
+    const fp = match === undefined ? createFingerprint(fields) : `m-${createHash('sha1').update(match).digest('hex')}`;
+    const c: CreateContext = { w, row, fp, ...(match !== undefined ? { match } : {}) };
     // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
     for (let turn = 0; turn < 2; turn++) {
-      const begin = await this.#o.fence.beginCreate(w, fp, await this.#crmClock());
+      const begin = await this.#o.fence.beginCreate(w, fp, await this.#crmClock(), match);
       switch (begin.kind) {
         case 'has-result':
+        case 'exists':
           return begin;
         case 'refused':
           return { kind: 'lost', reason: begin.reason };
@@ -94,9 +109,9 @@ export class DuplicateSafeCreate {
           // Another row's identical create (or its settle and lookup) holds the fingerprint.
           return { kind: 'wait', ms: Math.min(begin.ms, CREATE_RECHECK_MS) };
         case 'send':
-          return this.#send(w, row, fp, fields, begin.marker, signal);
+          return this.#send(c, fields, begin.marker, signal);
         case 'doubt': {
-          const settled = await this.#resolve(w, row, fp, fields, begin.marker, begin.now, signal);
+          const settled = await this.#resolve(c, fields, begin.marker, begin.now, signal);
           if (settled !== 'not-applied') return settled;
         }
       }
@@ -104,7 +119,8 @@ export class DuplicateSafeCreate {
     return { kind: 'wait', ms: 1000 };
   }
 
-  async #send(w: RowWriter, row: CreateRow, fp: string, fields: DealCreateFields, marker: CreateMarker, signal?: AbortSignal): Promise<CreateOutcome> {
+  async #send(c: CreateContext, fields: DealCreateFields, marker: CreateMarker, signal?: AbortSignal): Promise<CreateOutcome> {
+    const { w, fp } = c;
     let id: string;
     try {
       id = (await this.#o.client.createDeal(fields, signal ? { signal } : {})).id;
@@ -121,26 +137,19 @@ export class DuplicateSafeCreate {
         throw err;
       }
     }
-    return this.#record(w, row, fp, id, 'answer', marker);
+    return this.#record(c, id, 'answer', marker);
   }
 
-  async #resolve(
-    w: RowWriter,
-    row: CreateRow,
-    fp: string,
-    fields: DealCreateFields,
-    marker: CreateMarker,
-    now: number,
-    signal?: AbortSignal,
-  ): Promise<CreateOutcome | 'not-applied'> {
-    if (marker.dealId !== undefined) return this.#record(w, row, fp, marker.dealId, 'answer', marker);
+  async #resolve(c: CreateContext, fields: DealCreateFields, marker: CreateMarker, now: number, signal?: AbortSignal): Promise<CreateOutcome | 'not-applied'> {
+    const { w, row, fp } = c;
+    if (marker.dealId !== undefined) return this.#record(c, marker.dealId, 'answer', marker);
     const wait = marker.sentAt + this.#settleMs - now;
     if (wait > 0) {
       await this.#o.fence.holdCreate(w, fp, wait + this.#o.fence.leaseMs);
       return { kind: 'wait', ms: wait };
     }
     const found = await this.#o.lookup.find(fields, marker, signal);
-    if (found.length === 1) return this.#record(w, row, fp, found[0]!, 'lookup', marker);
+    if (found.length === 1) return this.#record(c, found[0]!, 'lookup', marker);
     if (found.length === 0) {
       this.#logger.info({ runId: w.runId, row: w.row }, 'create in doubt: no deal made by it after the settle time, sending it again');
       await this.#o.fence.releaseCreate(w, fp, marker);
@@ -156,7 +165,8 @@ export class DuplicateSafeCreate {
    * `answer`: the CRM named the deal: if another row recorded it, that is a conflict (the row
    * fails). `lookup`: a lookup found it, and losing it to another row makes the row uncertain.
    */
-  async #record(w: RowWriter, row: CreateRow, fp: string, dealId: string, how: 'answer' | 'lookup', marker: CreateMarker): Promise<CreateOutcome> {
+  async #record(c: CreateContext, dealId: string, how: 'answer' | 'lookup', marker: CreateMarker): Promise<CreateOutcome> {
+    const { w, row, fp } = c;
     const at = new Date().toISOString();
     const message = how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
     const success: RowResult = { row: row.row, line: row.line, status: 'succeeded', recordId: dealId, ...(message ? { message } : {}), at };
@@ -164,7 +174,7 @@ export class DuplicateSafeCreate {
       how === 'answer'
         ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)
         : uncertain(row, `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`);
-    const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker);
+    const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match);
     if (done.kind === 'refused') {
       this.#logger.warn({ runId: w.runId, row: w.row, dealId, reason: done.reason }, 'created a deal after losing the job: its id is left for the job\'s new owner');
       return { kind: 'lost', reason: done.reason };

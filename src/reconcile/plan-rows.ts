@@ -153,7 +153,9 @@ export class RowPlanner {
     const checked = validateRow('deal.create', fields);
     if (!checked.ok) return invalid(base, checked.errors, key);
     this.#creates.set(key, base.row);
-    return { ...base, action: 'create', key, payload: checked.payload };
+    // The match key rides along: a concurrent upsert may create this key before this row does.
+    const payload = checked.payload.op === 'deal.create' ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` } : checked.payload;
+    return { ...base, action: 'create', key, payload };
   }
 }
 

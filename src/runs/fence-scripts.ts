@@ -99,9 +99,11 @@ return 1
  * KEYS[1] the row's result bucket, KEYS[2] rounds, KEYS[3] the job's lock key, KEYS[4] the run's
  * create markers, KEYS[5] the fingerprint's create lock. ARGV[1] row, ARGV[2] round, ARGV[3]
  * lock token, ARGV[4] owner (`runId/row`), ARGV[5] lease ms, ARGV[6] marker ttl ms, ARGV[7] the
- * CRM's clock now as the worker estimates it (ms), ARGV[8] '1' when that estimate was measured.
+ * CRM's clock now as the worker estimates it (ms), ARGV[8] '1' when that estimate was measured,
+ * ARGV[9] '1' when KEYS[6] is an upsert's match-key record (the lock is then the key's).
  *
- * Returns {'send', marker} (marker set, lock taken: POST now), {'doubt', marker, now} (an
+ * Returns {'exists', dealId} (an upsert of the same key created it meanwhile: update it instead),
+ * {'send', marker} (marker set, lock taken: POST now), {'doubt', marker, now} (an
  * earlier attempt of the row may have created the deal: resolve, do not POST), {'wait', ms}
  * (an identical create of another row is in flight), {'has-result'} or {'refused', why}.
  * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId` (dealId empty until known).
@@ -113,6 +115,10 @@ ${SEND_FENCE}
 local now = now_ms()
 local marker = redis.call('HGET', KEYS[4], row)
 if marker then return {'doubt', marker, tostring(now)} end
+if ARGV[9] == '1' then
+  local made = redis.call('GET', KEYS[6])
+  if made then return {'exists', made} end
+end
 local holder = redis.call('GET', KEYS[5])
 if holder and holder ~= ARGV[4] then return {'wait', tostring(redis.call('PTTL', KEYS[5]))} end
 redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
@@ -128,7 +134,8 @@ return {'send', marker}
  * rounds, KEYS[9] the job's lock key, KEYS[10] create markers, KEYS[11] the create lock,
  * KEYS[12] the deal's claim. ARGV[1] now (ISO), ARGV[2] row, ARGV[3] round, ARGV[4] token,
  * ARGV[5] owner, ARGV[6] deal id, ARGV[7] encoded success, ARGV[8] encoded conflict (failed),
- * ARGV[9] claim ttl ms, ARGV[10] the sentAt of the marker this attempt set ('' if none).
+ * ARGV[9] claim ttl ms, ARGV[10] the sentAt of the marker this attempt set ('' if none), ARGV[11]
+ * '1' when KEYS[13] is an upsert's match-key record, which then names the deal.
  *
  * Returns {'recorded'}, {'conflict', owner of the claim} (another row had recorded this deal:
  * the row fails, nothing is overwritten), or {'refused', why}. A refused writer whose lock is
@@ -158,6 +165,7 @@ if holder and holder ~= owner then
   answer = {'conflict', holder}
 else
   redis.call('SET', KEYS[12], owner, 'PX', ARGV[9])
+  if ARGV[11] == '1' then redis.call('SET', KEYS[13], deal, 'PX', ARGV[9]) end
   put_result(row, ARGV[7], true, nil)
   answer = {'recorded'}
 end

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { BEGIN_CREATE, BEGIN_UPDATE, FINISH_CREATE, HOLD_CREATE, RELEASE_CREATE, SETTLE_UPDATE } from './fence-scripts.js';
@@ -63,6 +64,7 @@ export interface CreateMarker {
 }
 
 export type BeginCreate =
+  | { kind: 'exists'; dealId: string }
   | { kind: 'send'; marker: CreateMarker }
   | { kind: 'doubt'; marker: CreateMarker; now: number }
   | { kind: 'wait'; ms: number }
@@ -122,10 +124,15 @@ export class RowFence {
     await this.#run(SETTLE_UPDATE, [this.#orderKey(record)], [seq, applied ? '1' : '0', this.#orderWindowMs]);
   }
 
-  async beginCreate(w: RowWriter, fingerprint: string, crmClock: { at: number; measured: boolean }): Promise<BeginCreate> {
-    const keys = [...this.#sendKeys(w), this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, fingerprint)];
-    const args = [w.row, w.round, w.token, ownerOf(w), this.leaseMs, this.#claimTtlMs, Math.round(crmClock.at), crmClock.measured ? '1' : '0'];
+  /**
+   * `lockId`: what identical creates meet on (the content fingerprint, or an upsert's match
+   * key); `match`: an upsert's `key=value`, whose deal, once any row created it, is the answer.
+   */
+  async beginCreate(w: RowWriter, lockId: string, crmClock: { at: number; measured: boolean }, match?: string): Promise<BeginCreate> {
+    const keys = [...this.#sendKeys(w), this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, lockId), this.#upsertedKey(match)];
+    const args = [w.row, w.round, w.token, ownerOf(w), this.leaseMs, this.#claimTtlMs, Math.round(crmClock.at), crmClock.measured ? '1' : '0', match ? '1' : '0'];
     const [kind, arg = '', now = ''] = await this.#run(BEGIN_CREATE, keys, args);
+    if (kind === 'exists') return { kind, dealId: arg };
     if (kind === 'send') return { kind, marker: parseMarker(arg) };
     if (kind === 'doubt') return { kind, marker: parseMarker(arg), now: Number(now) };
     if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
@@ -136,7 +143,7 @@ export class RowFence {
    * Records `dealId` as the row's deal: claim, marker, lock and result in one step. `conflict`
    * is the result stored when another row had already recorded that deal.
    */
-  async finishCreate(w: RowWriter, fingerprint: string, dealId: string, success: RowResult, conflict: RowResult, marker?: CreateMarker): Promise<FinishCreate> {
+  async finishCreate(w: RowWriter, lockId: string, dealId: string, success: RowResult, conflict: RowResult, marker?: CreateMarker, match?: string): Promise<FinishCreate> {
     const k = this.#keys;
     const keys = [
       k.run(w.runId),
@@ -146,10 +153,23 @@ export class RowFence {
       k.rounds(w.runId),
       w.lockKey,
       k.creating(w.runId),
-      k.createLock(this.#workspace, fingerprint),
+      k.createLock(this.#workspace, lockId),
       k.dealClaim(this.#workspace, dealId),
+      this.#upsertedKey(match),
     ];
-    const args = [new Date().toISOString(), w.row, w.round, w.token, ownerOf(w), dealId, encodeResult(success), encodeResult(conflict), this.#claimTtlMs, marker ? String(marker.sentAt) : ''];
+    const args = [
+      new Date().toISOString(),
+      w.row,
+      w.round,
+      w.token,
+      ownerOf(w),
+      dealId,
+      encodeResult(success),
+      encodeResult(conflict),
+      this.#claimTtlMs,
+      marker ? String(marker.sentAt) : '',
+      match ? '1' : '0',
+    ];
     const [kind, arg = ''] = await this.#run(FINISH_CREATE, keys, args);
     if (kind === 'recorded') return { kind };
     if (kind === 'conflict') return { kind, claimedBy: arg };
@@ -191,6 +211,11 @@ export class RowFence {
 
   #sendKeys(w: RowWriter): string[] {
     return [this.#keys.resultBucket(w.runId, this.#keys.bucketOf(w.row)), this.#keys.rounds(w.runId), w.lockKey];
+  }
+
+  /** The match key's record, or (no match) a key of the same workspace that is never read. */
+  #upsertedKey(match: string | undefined): string {
+    return this.#keys.upserted(this.#workspace, match ? createHash('sha1').update(match).digest('hex') : 'none');
   }
 
   #orderKey(record: RecordRef): string {

@@ -57,6 +57,11 @@ export class RunKeys {
     return `${this.prefix}:ws:${workspace}:create:${fingerprint}`;
   }
 
+  /** The deal an upsert created for a match key (hashed), workspace-wide. */
+  upserted(workspace: string, matchHash: string): string {
+    return `${this.prefix}:ws:${workspace}:upserted:${matchHash}`;
+  }
+
   /** Which run and row recorded a deal, workspace-wide. */
   dealClaim(workspace: string, dealId: string): string {
     return `${this.prefix}:ws:${workspace}:claim:${dealId}`;

@@ -20,6 +20,8 @@
  *   <p>:ws:<w>:create:<fp>         string  owner `<runId>/<row>` of the one create in flight for a content
  *                                          fingerprint; TTL = the request lease (or the settle time)
  *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
+ *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
+ *                                          `key=value`); TTL = claim retention
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
  *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)

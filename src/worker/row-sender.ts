@@ -28,10 +28,12 @@ export interface RowSenderOptions {
   logger: Logger;
 }
 
+type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
+
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
 
-const RESOURCE: Record<Exclude<RowPayload['op'], 'deal.create'>, string> = {
+const RESOURCE: Record<UpdatePayload['op'], string> = {
   'deal.update': 'deals',
   'lead.update': 'leads',
   'contact.update': 'contacts',
@@ -50,13 +52,21 @@ export class RowSender {
     if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
     const { payload } = r;
     if (payload.op === 'deal.create') {
+      let out;
       try {
-        const out = await this.o.creates.create(w, r, payload.fields, signal);
-        return out.kind === 'recorded' ? { kind: 'recorded' } : out;
+        out = await this.o.creates.create(w, r, payload.fields, signal, payload.match);
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
+      if (out.kind !== 'exists') return out.kind === 'recorded' ? { kind: 'recorded' } : out;
+      // A concurrent upsert created this key first: this row updates that deal instead.
+      this.o.logger.info({ runId: w.runId, row: r.row, dealId: out.dealId }, 'another upsert created this deal meanwhile: updating it instead of creating a second one');
+      return this.#updateRow(w, r, { op: 'deal.update', id: out.dealId, fields: payload.fields }, signal);
     }
+    return this.#updateRow(w, r, payload, signal);
+  }
+
+  async #updateRow(w: RowWriter, r: QueuedRow, payload: UpdatePayload, signal: AbortSignal | undefined): Promise<SendOutcome> {
     const record: RecordRef = { resource: RESOURCE[payload.op], id: payload.id };
     const begin = await this.o.fence.beginUpdate(w, record);
     switch (begin.kind) {
@@ -74,7 +84,7 @@ export class RowSender {
     }
   }
 
-  async #update(r: QueuedRow, payload: Exclude<RowPayload, { op: 'deal.create' }>, record: RecordRef, seq: string, signal: AbortSignal | undefined): Promise<SendOutcome> {
+  async #update(r: QueuedRow, payload: UpdatePayload, record: RecordRef, seq: string, signal: AbortSignal | undefined): Promise<SendOutcome> {
     const base = { row: r.row, line: r.line };
     const opts = signal ? { signal } : {};
     try {
@@ -102,7 +112,7 @@ function mayHaveApplied(err: unknown): boolean {
   return !(err instanceof CrmError && err.status !== undefined);
 }
 
-function updateRecord(client: CrmClient, payload: Exclude<RowPayload, { op: 'deal.create' }>, opts: { signal?: AbortSignal }): Promise<string> {
+function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?: AbortSignal }): Promise<string> {
   switch (payload.op) {
     case 'deal.update':
       return client.updateDeal(payload.id, payload.fields, opts).then((d) => d.id);

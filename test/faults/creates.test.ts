@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bullPrefix, queueName, retryRun } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { reconcile } from '../reconcile/fixtures.js';
 
 /*
  * Duplicate-safe creates against a CRM that misbehaves on purpose (a fault proxy in front of
@@ -124,6 +125,35 @@ describe('duplicate-safe creates under CRM faults', () => {
     expect(new Set(ids).size).toBe(40);
     expect(dealsNamed(h, 'Twice H').length).toBe(40);
   }, 50_000);
+});
+
+describe('two upserts of the same deals at once', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 10, crmProxy: true, createSettleMs: 300 });
+    await h.startWorkers({ concurrency: 4 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('create each name once: the second upsert updates the deal the first created, even with other values and lost answers', async () => {
+    const names = Array.from({ length: 15 }, (_, i) => `Upsert K ${i}`);
+    const first = h.file('upsert-1.csv', csv(['name', 'value'], names.map((n) => [n, 1])));
+    const second = h.file('upsert-2.csv', csv(['name', 'value'], names.map((n) => [n, 2])));
+    // Some creates are applied and their answers lost: they hold their key through the lookup.
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 4 }]);
+    // Both plan before either creates anything: every name is missing for both.
+    const [a, b] = await Promise.all([reconcile(h, first, { op: 'deal.upsert', matchKey: 'name' }), reconcile(h, second, { op: 'deal.upsert', matchKey: 'name' })]);
+    expect(a.counts.create + b.counts.create).toBe(30);
+    const runs = await Promise.all([h.waitForRun(a.run.id, 30_000), h.waitForRun(b.run.id, 30_000)]);
+    await report(h, 'two upserts at once (run 1)', runs[0], 'Upsert K');
+    await report(h, 'two upserts at once (run 2)', runs[1], 'Upsert K');
+    for (const run of runs) expect(run.counts).toMatchObject({ total: 15, succeeded: 15 });
+    const made = dealsNamed(h, 'Upsert K');
+    expect(made.length).toBe(15);
+    expect(new Set(made.map((d) => d.name)).size).toBe(15);
+  }, 40_000);
 });
 
 describe('the sweep and runs retry', () => {
