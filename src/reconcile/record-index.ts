@@ -67,6 +67,11 @@ export class RecordIndex {
     else held.push(packed);
   }
 
+  /** Every record, in no particular order. */
+  *all(): IterableIterator<IndexedRecord> {
+    for (const packed of this.#byId.values()) yield unpackRecord(this.resource, packed);
+  }
+
   byId(id: string): IndexedRecord | undefined {
     const packed = this.#byId.get(id.trim());
     return packed === undefined ? undefined : unpackRecord(this.resource, packed);

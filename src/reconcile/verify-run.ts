@@ -4,7 +4,8 @@ import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { mapRow, openSource, parseMapping, type Mapping } from '../ingest/index.js';
 import { escapeCsvCell, type RunStore } from '../runs/index.js';
-import { diffFields, showCanonical } from './compare.js';
+import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
+import { normaliseName } from './deal-lookup.js';
 import { RecordIndex } from './record-index.js';
 
 export interface VerifyRunOptions {
@@ -29,6 +30,10 @@ export interface VerifyResult {
   missing: number;
   /** Drifted rows per field. */
   byField: Record<string, number>;
+  /** Succeeded rows whose record id another row of the run also recorded. */
+  sharedIds: number;
+  /** Create rows (deal.create, upsert creates) that more than one deal matches: a duplicate was made. */
+  suspectedDuplicates: number;
   listPages: number;
 }
 
@@ -60,7 +65,12 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     if (result.status === 'succeeded' && result.recordId !== undefined) sent.set(result.row, result.recordId);
   }
   const index = await RecordIndex.build(options.client, { resource: kind.resource, ...(options.pageSize ? { pageSize: options.pageSize } : {}) });
-  const outcome: VerifyResult = { runId, checked: 0, matching: 0, drifted: 0, missing: 0, byField: {}, listPages: index.pages };
+  const outcome: VerifyResult = { runId, checked: 0, matching: 0, drifted: 0, missing: 0, byField: {}, sharedIds: 0, suspectedDuplicates: 0, listPages: index.pages };
+  const rowsById = new Map<string, number>();
+  for (const id of sent.values()) rowsById.set(id, (rowsById.get(id) ?? 0) + 1);
+  // Deals by normalised name: a create's row that several deals match means one was made twice.
+  const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
+  const dealsByName = createsDeals ? groupByName(index) : new Map<string, IndexedRecord[]>();
   const write = async (cells: string[]) => {
     if (options.out && !options.out.write(stringify([cells.map(escapeCsvCell)]))) await once(options.out, 'drain');
   };
@@ -81,6 +91,18 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       continue;
     }
     const { fields } = mapRow(kind.mapOp, item.values, mapping);
+    if ((rowsById.get(recordId) ?? 0) > 1) {
+      outcome.sharedIds++;
+      await write([String(item.row), String(item.line), recordId, '(shared id)', 'one row per record', `${rowsById.get(recordId)} rows`]);
+    }
+    if (createsDeals && typeof fields.name === 'string') {
+      const value = fields.value === undefined ? undefined : canonicalFromRow('value', fields.value);
+      const twins = (dealsByName.get(normaliseName(fields.name)) ?? []).filter((d) => value === undefined || d.values.value === value);
+      if (twins.length > 1) {
+        outcome.suspectedDuplicates++;
+        await write([String(item.row), String(item.line), recordId, '(duplicate)', 'one deal', twins.map((d) => d.id).join(';')]);
+      }
+    }
     const changes = diffFields(kind.resource, fields, record, ['id', 'position']);
     if (changes.length === 0) {
       outcome.matching++;
@@ -93,4 +115,15 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     }
   }
   return outcome;
+}
+
+function groupByName(index: RecordIndex): Map<string, IndexedRecord[]> {
+  const byName = new Map<string, IndexedRecord[]>();
+  for (const record of index.all()) {
+    const key = normaliseName(record.name);
+    const held = byName.get(key);
+    if (held) held.push(record);
+    else byName.set(key, [record]);
+  }
+  return byName;
 }

@@ -172,6 +172,32 @@ describe('reconcile against the simulator', () => {
     expect(writes(h)).toBe(0);
   });
 
+  it('verify reports create rows that more than one deal matches, and rows sharing one record id', async () => {
+    const file = h.file('verify-creates.csv', csv(['name', 'value'], [['Verify twin', 7], ['Verify single', 8]]));
+    const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id);
+    expect(run.counts.succeeded).toBe(2);
+    const client = createCrmClient(h.config, 'acme', silentLogger);
+    try {
+      const clean = await verifyRun({ runId: run.id, store: h.runtime.store, client });
+      expect(clean).toMatchObject({ checked: 2, matching: 2, sharedIds: 0, suspectedDuplicates: 0 });
+      // A second deal just like row 1's (a duplicate create), and row 2 stored with row 1's id
+      // (as an older version could record it): both must be reported.
+      h.ws.createDeal({ name: 'verify  TWIN', value: 7 });
+      const twinId = (await resultsByRow(h, run.id))[0]!.recordId!;
+      const at = new Date().toISOString();
+      await h.runtime.redis.hset(`${h.env.CRM_SYNC_PREFIX}:run:${run.id}:results:0`, '2', `s${JSON.stringify({ l: 3, d: twinId, t: Date.parse(at) })}`);
+      const out = new PassThrough();
+      const chunks: string[] = [];
+      out.on('data', (c: Buffer) => chunks.push(c.toString()));
+      const report = await verifyRun({ runId: run.id, store: h.runtime.store, client, out });
+      expect(report).toMatchObject({ sharedIds: 2, suspectedDuplicates: 1 });
+      expect(chunks.join('')).toContain('(duplicate)');
+      expect(chunks.join('')).toContain('(shared id)');
+    } finally {
+      client.close();
+    }
+  });
+
   it('verify reports drift made directly in the CRM after a run', async () => {
     const contacts = [...h.ws.contacts.values()].slice(20, 30);
     const sentName = `${contacts[2]!.name} Jr.`;
