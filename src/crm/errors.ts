@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { CrmSyncError, type ErrorCode } from '../errors/index.js';
 
 /**
- * The error taxonomy of the CRM client (DESIGN.md "Errors the spec does not fix"), shaped
+ * The error taxonomy of the CRM client (docs/architecture.md, "Errors"), shaped
  * after got's source/core/errors.ts: one base class with the request context, one subclass
  * per way the worker must react. Nothing here holds headers, options or the raw got error,
  * because those carry the API key; `cause` is at most a plain Error with code and message.

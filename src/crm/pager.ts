@@ -4,7 +4,7 @@ import { RateLimitedError, TransientError } from './errors.js';
 import type { ListPage } from './records.js';
 
 export interface PagerOptions {
-  /** Records per page. Default 100 (DESIGN.md: reconcile pages with up to 100). */
+  /** Records per page. Default 100 (docs/architecture.md: lists are paged with up to 100). */
   pageSize?: number;
   /** First page_number to fetch. Default 1. */
   startPage?: number;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Request bodies of the write endpoints (spec §4, wrapper keys and lead/contact field names as
- * DESIGN.md reads them). This file is the one place to correct if the real service differs.
+ * docs/architecture.md reads them). This file is the one place to correct if the real service differs.
  * Ingest validates rows against these same schemas, so a row that passes is a body the API
  * accepts.
  */

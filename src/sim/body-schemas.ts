@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEAL_STATUSES, LEAD_STATUSES } from './sim-records.js';
 
 /**
- * The simulator's own reading of the request bodies (DESIGN.md's table). Deliberately written
+ * The simulator's own reading of the request bodies (docs/architecture.md's table). Deliberately written
  * apart from src/crm: if the client and the simulator disagree, the tests must see it.
  */
 

@@ -384,7 +384,7 @@ export class SyncWorker {
   }
 
   /**
-   * One place decides what each error class means for the job (DESIGN.md's table).
+   * One place decides what each error class means for the job (docs/architecture.md, "Errors").
    * `sharedStarts`: the job holds several rows, so its start cap is not one row's to fail on.
    */
   #judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Verdict {
