@@ -24,6 +24,11 @@ function viaProxy(config: Config, proxy: TcpProxy): Config {
   return { ...config, redisUrl: proxy.url('redis') };
 }
 
+/** Worker 1: a pool whose Redis link goes through the proxy (the one the tests cut). */
+function workerBehind(h: Harness, proxy: TcpProxy): Promise<WorkerPool> {
+  return startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 });
+}
+
 async function redisProxy(): Promise<TcpProxy> {
   return startTcpProxy({ upstreamHost: REDIS.hostname, upstreamPort: Number(REDIS.port || 6379) });
 }
@@ -57,7 +62,7 @@ describe('a worker cut from Redis past its job lock', () => {
     const rows = [...deals.map((d, i) => [d.id, d.name, 1000 + i]), ...deals.map((d, i) => [d.id, d.name, 2000 + i])];
     const file = h.file('twice.csv', csv(['id', 'name', 'value'], rows));
     // Worker 1 alone, through the proxy; cut once it is well into the first half of the file.
-    pools.push(await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 }));
+    pools.push(await workerBehind(h, proxy));
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 8);
     proxy.blackhole();
@@ -86,7 +91,7 @@ describe('a worker cut from Redis past its job lock', () => {
     proxy = await redisProxy();
     h.sim.setLatency(150);
     const file = h.file('creates.csv', csv(['name', 'value'], Array.from({ length: 40 }, (_, i) => [`Partition deal ${i}`, i])));
-    pools.push(await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 }));
+    pools.push(await workerBehind(h, proxy));
     const run = await h.importFile(file, 'deal.create');
     await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 4);
     proxy.blackhole(); // worker 1 has creates on the wire: the CRM applies them, their answers wait
@@ -123,7 +128,7 @@ describe('a worker whose Redis link is left half-open', () => {
   });
 
   it('(c) notices the dead connection, reconnects and finishes the run; a producer behind it fails with a clear message', async () => {
-    const pool = await startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 });
+    const pool = await workerBehind(h, proxy);
     try {
       const deals = [...h.ws.deals.values()];
       const file = h.file('half-open.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 5000 + i])));
