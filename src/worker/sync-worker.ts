@@ -174,7 +174,7 @@ export class SyncWorker {
     this.worker.on('failed', (job, err) => {
       if (job) void this.#recordBullFailure(job, err.message);
     });
-    this.worker.on('error', (err) => this.#logger.warn({ err: errorMessage(err) }, 'worker connection error (retrying)'));
+    this.worker.on('error', (err) => this.#onWorkerError(err));
     this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
     this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
   }
@@ -510,6 +510,21 @@ export class SyncWorker {
     const workspace = this.#options.workspace;
     if (status !== null) m.inc(METRIC.requests, { workspace, operation, status });
     if (row !== null && rows > 0) m.inc(METRIC.rows, { workspace, operation, status: row }, rows);
+  }
+
+  /** BullMQ's errors: a lock lost as a job finished is said as such, not as a connection error. */
+  #onWorkerError(err: Error): void {
+    const message = errorMessage(err);
+    if (/could not renew lock for job/.test(message)) {
+      this.#logger.debug({ err: message }, 'lock renewal refused (JobLockWatch has cancelled the job)');
+      return;
+    }
+    const lost = /Missing lock for job (\S+)/.exec(message);
+    if (lost) {
+      this.#logger.warn({ jobId: lost[1] }, 'a job finished after losing its lock: results it could still store stand, the job runs again elsewhere and only its unstored rows are sent');
+      return;
+    }
+    this.#logger.warn({ err: message }, 'worker connection error (retrying)');
   }
 
   #countResult(operation: string, status: RowResult['status']): void {
