@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   RUN_NOT_FOUND: 'No run with that id exists',
   RUN_STATE: 'The run is not in a state that allows this action',
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
+  REDIS_EVICTS: "Redis is set to evict keys (maxmemory-policy): queued jobs and results could vanish, so crm-sync will not start",
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
@@ -58,4 +59,5 @@ export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'RUN_STATE',
   'SYNC_DEFINITION_INVALID',
   'SYNC_NOT_FOUND',
+  'REDIS_EVICTS',
 ]);

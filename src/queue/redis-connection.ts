@@ -306,3 +306,24 @@ export function watchRedisLiveness(redis: Redis, options: RedisLivenessOptions =
   if (redis.status === 'end') stop();
   return handle;
 }
+
+/**
+ * Refuses a Redis that evicts keys: an evicted job or result is a row lost without a word (a run
+ * stuck at 20,200 of 40,000, workers looping on job data that is gone). Managed services that
+ * forbid INFO are let through: nothing can be read, so nothing is claimed.
+ */
+export async function refuseEvictingRedis(redis: Redis): Promise<void> {
+  let info: string;
+  try {
+    info = await redis.info('memory');
+  } catch {
+    return;
+  }
+  const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  if (policy === undefined || policy === 'noeviction') return;
+  throw new CrmSyncError(
+    'REDIS_EVICTS',
+    `Redis evicts keys under memory pressure (maxmemory-policy ${policy}): queued rows and results could disappear. ` +
+      'Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction) and give Redis room; crm-sync stops cleanly when Redis is full.',
+  );
+}

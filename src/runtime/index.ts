@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { getWorkspace, readApiKey, type Config } from '../config/index.js';
 import { CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis, openWorkspaceQueue, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import { connectRedis, openWorkspaceQueue, refuseEvictingRedis, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
 import { RunStore } from '../runs/index.js';
 
 /** The connected parts a command or process needs, built once from the config. */
@@ -18,6 +18,12 @@ export interface Runtime {
 
 export async function openRuntime(config: Config, logger: Logger, role: RedisRole = 'client'): Promise<Runtime> {
   const redis = await connectRedis(config.redisUrl, { role, name: `crm-sync-${role}` });
+  try {
+    await refuseEvictingRedis(redis);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
   const store = new RunStore({ redis, prefix: config.prefix });
   const queues = new Map<string, WorkspaceQueue>();
   return {

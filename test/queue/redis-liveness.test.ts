@@ -10,9 +10,10 @@ import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   redisLiveness,
   redisOptions,
+  refuseEvictingRedis,
   watchRedisLiveness,
 } from '../../src/queue/index.js';
-import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
+import { deleteKeysWithPrefix, startPrivateRedis } from '../../src/runtime/index.js';
 
 /**
  * A worker-role connection against a real Redis behind a half-open network: a TCP proxy on
@@ -270,6 +271,24 @@ describe('a half-open (blackholed) worker connection', { timeout: 15_000 }, () =
       watchdog.stop();
       redis.disconnect();
       await proxy.close();
+    }
+  });
+});
+
+describe('a Redis that evicts keys', () => {
+  it('is refused at start-up, naming the setting and the fix; noeviction is accepted', async () => {
+    const server = await startPrivateRedis();
+    const redis = new Redis(server.url);
+    try {
+      await expect(refuseEvictingRedis(redis)).resolves.toBeUndefined();
+      await redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      await expect(refuseEvictingRedis(redis)).rejects.toMatchObject({
+        code: 'REDIS_EVICTS',
+        message: expect.stringMatching(/maxmemory-policy allkeys-lru.*CONFIG SET maxmemory-policy noeviction/),
+      });
+    } finally {
+      redis.disconnect();
+      await server.stop();
     }
   });
 });
