@@ -4,6 +4,9 @@ import { registrationsFor } from './cli/commands.js';
 import { EXIT } from './cli/exit-codes.js';
 import { USER_ERROR_CODES, isCrmSyncError } from './errors/index.js';
 
+/** ioredis's words for a command that got no answer (commandTimeout, or a connection that closed). */
+const REDIS_SILENT = /^(Command timed out|Connection is closed\.|Stream isn't writeable)/;
+
 // The entry point only parses arguments and maps failures to exit codes; commands call the library.
 async function main(argv: string[]): Promise<number> {
   const program = buildProgram(await registrationsFor(argv.slice(2)));
@@ -18,6 +21,11 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
       if (err.code === 'REDIS_LOST') return EXIT.REDIS_LOST;
       return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
+    }
+    if (err instanceof Error && REDIS_SILENT.test(err.message)) {
+      // ioredis's commandTimeout: a Redis that is down, partitioned or behind a half-open socket.
+      process.stderr.write(`crm-sync: Redis did not answer in time (${err.message}): check that it is reachable (REDIS_URL) [REDIS_UNAVAILABLE]\n`);
+      return EXIT.INTERNAL;
     }
     process.stderr.write(`crm-sync: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return EXIT.INTERNAL;
