@@ -78,7 +78,13 @@ function redisTolerantReader(store: RunStore, runId: string, outageMs: number): 
       since = undefined;
       return run;
     } catch (err) {
-      if (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND') throw err;
+      if (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND') {
+        throw new CrmSyncError(
+          'REDIS_LOST',
+          `run ${runId} is gone from Redis while it was being followed (last seen ${last.status}, ${done(last)}/${last.counts.total} rows done): ` +
+            'Redis lost its data (restarted without persistence?) or the run was deleted. Rows not yet done were not sent: import the file again.',
+        );
+      }
       if (since === undefined) {
         since = Date.now();
         process.stderr.write(`Redis does not answer (${errorMessage(err)}); still following run ${runId} for up to ${outageMs / 1000} s\n`);

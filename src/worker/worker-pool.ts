@@ -2,7 +2,7 @@ import { getWorkspace, type Config } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
-import { redisLiveness } from '../queue/index.js';
+import { redisLiveness, watchRedisGeneration } from '../queue/index.js';
 import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { SyncWorker } from './sync-worker.js';
 
@@ -48,6 +48,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
   // disconnects it); its warnings about a hung connection belong in this process's log.
   redisLiveness(runtime.redis)?.setLogger(logger);
+  const generation = await watchRedisGeneration(runtime.redis, config.prefix, logger);
   const workers: SyncWorker[] = [];
   const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
   try {
@@ -77,6 +78,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
       );
     }
   } catch (err) {
+    generation.stop();
     await Promise.all(workers.map((w) => w.close()));
     await metrics.close();
     await runtime.close();
@@ -86,6 +88,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     runtime,
     workers,
     async close() {
+      generation.stop();
       await Promise.all(workers.map((w) => w.close()));
       // Bounded: metrics flush to Redis, which may be the thing that is gone.
       await Promise.race([metrics.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
