@@ -36,7 +36,7 @@ export interface CreateRow {
 
 export type CreateOutcome =
   /** The deal, its claim and the row's result are stored (or a conflict/uncertain result is). */
-  | { kind: 'recorded'; recordId?: string }
+  | { kind: 'recorded'; status: RowResult['status'] }
   /** A result for the fenced result writer (an uncertain create). */
   | { kind: 'result'; result: RowResult }
   /** The row already has its result: nothing to send. */
@@ -181,10 +181,10 @@ export class DuplicateSafeCreate {
     }
     if (done.kind === 'conflict') {
       this.#logger.warn({ runId: w.runId, row: w.row, dealId, claimedBy: done.claimedBy }, 'a deal this row was given is recorded by another row');
-      return { kind: 'recorded' };
+      return { kind: 'recorded', status: conflict.status };
     }
     if (how === 'lookup') this.#logger.info({ runId: w.runId, row: w.row, dealId }, 'create retried: the earlier attempt had created the deal; recording it');
-    return { kind: 'recorded', recordId: dealId };
+    return { kind: 'recorded', status: 'succeeded' };
   }
 
   /** The CRM's clock for the marker; measured once with a one-record page if no answer has shown it yet. */

@@ -11,7 +11,7 @@ export type SendOutcome =
   /** A result for the fenced result writer. */
   | { kind: 'result'; result: RowResult }
   /** The result is already stored (a create's deal, claim and result go in one step). */
-  | { kind: 'recorded' }
+  | { kind: 'recorded'; status: RowResult['status'] }
   /** The row had its result before this attempt: nothing was sent. */
   | { kind: 'has-result' }
   /** The job is no longer this worker's: nothing more may be sent or stored. */
@@ -58,7 +58,7 @@ export class RowSender {
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
-      if (out.kind !== 'exists') return out.kind === 'recorded' ? { kind: 'recorded' } : out;
+      if (out.kind !== 'exists') return out;
       // A concurrent upsert created this key first: this row updates that deal instead.
       this.o.logger.info({ runId: w.runId, row: r.row, dealId: out.dealId }, 'another upsert created this deal meanwhile: updating it instead of creating a second one');
       return this.#updateRow(w, r, { op: 'deal.update', id: out.dealId, fields: payload.fields }, signal);

@@ -9,11 +9,9 @@ import {
   isInviteBatch,
   openWorkspaceQueue,
   pendingJobCount,
-  PRODUCER_SILENCE_MS,
   queueName,
   blockWorkspace,
   type InviteBatchJobData,
-  type InviteRow,
   type QueuedRow,
   type RowBatchJobData,
   toJobData,
@@ -25,6 +23,7 @@ import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
+import { FailedJobSweep } from './failed-job-sweep.js';
 import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
@@ -110,7 +109,7 @@ export class SyncWorker {
   readonly #results: ResultWriter;
   readonly #aimd: AdaptiveConcurrency | null;
   readonly #maxStarts: number;
-  #sweepTimer: NodeJS.Timeout | undefined;
+  readonly #sweep: FailedJobSweep;
   readonly #fence: RowFence;
   readonly #sender: RowSender;
   readonly #locks: JobLockWatch;
@@ -163,7 +162,7 @@ export class SyncWorker {
       concurrency,
       autorun: false,
       // One more than our own cap: the processor records the row's result on its last start
-      // itself, so BullMQ failing the job on its own is only a backstop (see #sweepFailed).
+      // itself, so BullMQ failing the job on its own is only a backstop (FailedJobSweep).
       maxStartedAttempts: (options.maxStartedAttempts ?? 100) + 1,
       lockDuration,
       stalledInterval: options.stalledIntervalMs ?? lockDuration,
@@ -172,10 +171,20 @@ export class SyncWorker {
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
     });
     this.worker.on('failed', (job, err) => {
-      if (job) void this.#recordBullFailure(job, err.message);
+      if (job) void this.#sweep.record(job, err.message);
     });
     this.worker.on('error', (err) => this.#onWorkerError(err));
     this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
+    this.#sweep = new FailedJobSweep({
+      workspace: options.workspace,
+      queue: this.queue,
+      store: options.store,
+      fence: this.#fence,
+      write: (job, runId, results) => this.#store(job, runId, results),
+      logger: this.#logger,
+      ...(options.sweepIntervalMs !== undefined ? { intervalMs: options.sweepIntervalMs } : {}),
+      ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
+    });
     this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
   }
 
@@ -190,9 +199,7 @@ export class SyncWorker {
     }
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
-    w.#sweepTimer = setInterval(() => void w.#sweepFailed(), options.sweepIntervalMs ?? 60_000);
-    w.#sweepTimer.unref();
-    void w.#sweepFailed();
+    w.#sweep.start();
     w.#logger.info({ concurrency: w.worker.concurrency, rateLimit: options.rateLimit ?? 'adaptive' }, 'worker started');
     return w;
   }
@@ -204,7 +211,7 @@ export class SyncWorker {
    * blackholed, half-open) this returns within closeTimeoutMs plus a few seconds.
    */
   async close(): Promise<void> {
-    clearInterval(this.#sweepTimer);
+    this.#sweep.stop();
     this.#locks.stop();
     const timeoutMs = this.#options.closeTimeoutMs ?? 30_000;
     if ((await within(this.worker.close(), timeoutMs)) === 'timeout') {
@@ -306,9 +313,9 @@ export class SyncWorker {
         if (sent.result.status === 'succeeded') this.#onSuccess();
         return { kind: 'done', result: sent.result };
       case 'recorded':
-        this.#count(job.name, '2xx', 'succeeded', 1);
-        this.#onSuccess();
-        return sent;
+        this.#countResult(job.name, sent.status);
+        if (sent.status === 'succeeded') this.#onSuccess();
+        return { kind: 'recorded' };
       case 'has-result':
         return { kind: 'recorded' };
       case 'wait':
@@ -449,58 +456,6 @@ export class SyncWorker {
       this.#warnedUnbatch = true;
     }
     await this.#handOff(job, data.runId, data.rows, { backoff: false });
-  }
-
-  /**
-   * Jobs BullMQ failed by itself (stalled too often, start cap) never reached our processor's
-   * result step: give each of their rows a failed result unless it already has one.
-   */
-  async #recordBullFailure(job: SyncJob, reason: string): Promise<void> {
-    try {
-      if ((await job.getState()) !== 'failed') return;
-      const data = toJobData(job.data);
-      const recorded = new Set((await this.#options.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
-      let missing: Array<QueuedRow | InviteRow> = data.rows.filter((r) => !recorded.has(r.row));
-      if (missing.length === 0) return;
-      if (!isInviteBatch(data)) {
-        // A create that may have been applied is not a failure yet: a job of its own (fresh
-        // attempts) looks for its deal instead of the row being failed and retried into a duplicate.
-        const inDoubt = await this.#fence.createsInDoubt(data.runId, missing.map((r) => r.row));
-        const resolve = data.rows.filter((r) => inDoubt.has(r.row));
-        if (resolve.length > 0) {
-          await this.queue.addBulk(resolve.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-v${r.row}` } })));
-          missing = missing.filter((r) => !inDoubt.has(r.row));
-        }
-      }
-      const message = `gave up: ${reason}`;
-      // No lock (the job is failed), but the row's round: a row `runs retry` took over meanwhile is not this job's.
-      await this.#store(
-        job,
-        data.runId,
-        missing.map((r) => ({
-          result: { row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() },
-          fence: { lockKey: '', token: '', round: r.round ?? 0 },
-        })),
-      );
-    } catch (e) {
-      this.#logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
-    }
-  }
-
-  /**
-   * Periodic checks no single event can be trusted with: the `failed` event is lost if this
-   * process dies at that moment, and a producer killed mid-file leaves its run running.
-   */
-  async #sweepFailed(): Promise<void> {
-    try {
-      for (const job of await this.queue.getFailed(0, 199)) await this.#recordBullFailure(job, job.failedReason || 'failed');
-      const silence = this.#options.producerSilenceMs ?? PRODUCER_SILENCE_MS;
-      for (const id of await this.#options.store.failSilentProducers(this.#options.workspace, silence)) {
-        this.#logger.warn({ runId: id }, 'the process reading this run\'s file stopped mid-file: run failed');
-      }
-    } catch (e) {
-      this.#logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
-    }
   }
 
   /** `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final results. */

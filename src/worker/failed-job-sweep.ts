@@ -1,0 +1,94 @@
+import type { Job } from 'bullmq';
+import { errorMessage } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { isInviteBatch, PRODUCER_SILENCE_MS, toJobData, type InviteRow, type QueuedRow, type SyncJobData, type SyncJobName, type WorkspaceQueue } from '../queue/index.js';
+import type { RowFence, RunStore } from '../runs/index.js';
+import type { FencedResult } from './result-writer.js';
+import { now } from './row-results.js';
+
+type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
+
+export interface FailedJobSweepOptions {
+  workspace: string;
+  queue: WorkspaceQueue;
+  store: RunStore;
+  fence: RowFence;
+  /** Stores results through the worker's fenced writer (it logs refusals). */
+  write: (job: SyncJob, runId: string, results: FencedResult[]) => Promise<void>;
+  logger: Logger;
+  /** Default 60000 ms. */
+  intervalMs?: number;
+  /** A run whose producer was silent this long is failed. Default PRODUCER_SILENCE_MS. */
+  producerSilenceMs?: number;
+}
+
+/**
+ * What no single event can be trusted with: jobs BullMQ failed by itself (stalled too often,
+ * start cap) never reached the processor's result step, the `failed` event is lost if the
+ * process dies at that moment, and a producer killed mid-file leaves its run running.
+ */
+export class FailedJobSweep {
+  readonly #o: FailedJobSweepOptions;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: FailedJobSweepOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.sweep(), this.#o.intervalMs ?? 60_000);
+    this.#timer.unref();
+    void this.sweep();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  async sweep(): Promise<void> {
+    try {
+      for (const job of await this.#o.queue.getFailed(0, 199)) await this.record(job, job.failedReason || 'failed');
+      const silence = this.#o.producerSilenceMs ?? PRODUCER_SILENCE_MS;
+      for (const id of await this.#o.store.failSilentProducers(this.#o.workspace, silence)) {
+        this.#o.logger.warn({ runId: id }, "the process reading this run's file stopped mid-file: run failed");
+      }
+    } catch (e) {
+      this.#o.logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
+    }
+  }
+
+  /**
+   * Gives each row of a job BullMQ failed a failed result, unless it has one, or the row moved
+   * to a newer retry round (the fence refuses this job's write), or its create may have been
+   * applied (then a job of its own, with fresh attempts, looks for the deal instead).
+   */
+  async record(job: SyncJob, reason: string): Promise<void> {
+    try {
+      if ((await job.getState()) !== 'failed') return;
+      const data = toJobData(job.data);
+      const recorded = new Set((await this.#o.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
+      let missing: Array<QueuedRow | InviteRow> = data.rows.filter((r) => !recorded.has(r.row));
+      if (missing.length === 0) return;
+      if (!isInviteBatch(data)) {
+        const inDoubt = await this.#o.fence.createsInDoubt(data.runId, missing.map((r) => r.row));
+        const resolve = data.rows.filter((r) => inDoubt.has(r.row));
+        if (resolve.length > 0) {
+          await this.#o.queue.addBulk(resolve.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-v${r.row}` } })));
+          missing = missing.filter((r) => !inDoubt.has(r.row));
+        }
+      }
+      const message = `gave up: ${reason}`;
+      // No lock (the job is failed), but the row's round: a row `runs retry` took over meanwhile is not this job's.
+      await this.#o.write(
+        job,
+        data.runId,
+        missing.map((r) => ({
+          result: { row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() },
+          fence: { lockKey: '', token: '', round: r.round ?? 0 },
+        })),
+      );
+    } catch (e) {
+      this.#o.logger.error({ jobId: job.id, err: errorMessage(e) }, 'could not record a failed job');
+    }
+  }
+}
