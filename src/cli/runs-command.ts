@@ -2,7 +2,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
-import { resumeWorkspace, retryRun } from '../queue/index.js';
+import { resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
@@ -121,11 +121,21 @@ export function registerRunsCommand(program: Command): void {
 
   runs
     .command('resume')
-    .argument('<id>', 'a blocked run')
-    .description("Resume a run blocked by a refused API key (fix the key first); resumes the workspace's queue")
+    .argument('<id>', 'a blocked run, or one whose file was not read to the end')
+    .description(
+      "Resume a run blocked by a refused API key (fix the key first; this resumes the workspace's queue),\n" +
+        'or go on reading the file of a run whose import stopped mid-file (killed, or Redis away too long):\n' +
+        'rows already queued or recorded are passed over, the rest are queued.',
+    )
     .action(async (id: string, _opts: unknown, command: Command) => {
-      await withRuntime(command, async ({ runtime: rt }) => {
+      await withRuntime(command, async ({ runtime: rt, logger }) => {
         const run = await rt.store.requireRun(id);
+        if (run.status !== 'blocked' && !run.producerDone) {
+          const { run: resumed, progress } = await resumeProducer({ runId: id, queue: rt.queue(run.workspace), store: rt.store, logger });
+          process.stdout.write(`run ${id}: ${progress.read} more rows read, ${progress.queued} queued, ${progress.invalid} invalid; the file is read to the end\n`);
+          process.stdout.write(`${formatRunSummary(resumed)}\n`);
+          return;
+        }
         const resumed = await resumeWorkspace({ queue: rt.queue(run.workspace), store: rt.store, workspace: run.workspace });
         process.stdout.write(`workspace ${run.workspace} resumed; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`);
       });

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
 import { ingest, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -18,6 +19,16 @@ export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | '
   /** Called with the run as soon as it exists (to print its id before the long part). */
   onRun?: (run: RunRecord, reader: SourceReader) => void;
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
+}
+
+/** What a resume checks to be sure it reads the same file. */
+export function sourceIdentity(file: string): { sourceSize?: number; sourceMtimeMs?: number } {
+  try {
+    const st = statSync(file);
+    return st.isFile() ? { sourceSize: st.size, sourceMtimeMs: Math.floor(st.mtimeMs) } : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -43,6 +54,7 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
       ...(syncName ? { syncName } : {}),
       options: {
         ...sourceRunOptions(reader, { delimiter, mapping, dryRun: options.dryRun }),
+        ...sourceIdentity(file),
         ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
       },
     },

@@ -1,8 +1,10 @@
-import { errorMessage } from '../errors/index.js';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
 import type { Mapping, SourceReader } from '../ingest/index.js';
 import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
 import { keepProducerAlive } from './producer-heartbeat.js';
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
+import { rideOutRedis } from './ride-out-redis.js';
 
 export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 'store' | 'onProgress' | 'requeued' | 'generation'> {
   store: RunStore;
@@ -13,6 +15,14 @@ export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 's
   rows: (run: RunRecord) => AsyncIterable<ProducedRow> | Promise<AsyncIterable<ProducedRow>>;
   onRun?: (run: RunRecord, reader: SourceReader) => void;
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
+}
+
+/** The producer's last steps, which a Redis restart must not turn into a failed run. */
+export async function finishRun(store: RunStore, runId: string, columns: string[], logger: Logger = silentLogger): Promise<RunRecord> {
+  const giveUp = (waited: number, last: unknown) =>
+    new CrmSyncError('REDIS_LOST', `Redis did not answer for ${Math.round(waited / 1000)} s as run ${runId} finished reading; resume it with: crm-sync runs resume ${runId}`, { cause: last });
+  await rideOutRedis(() => store.setColumns(runId, columns), { logger, giveUp });
+  return rideOutRedis(() => store.finishProducing(runId), { logger, giveUp });
 }
 
 /** Run options every file-based run records, so a retry reads and maps rows the same way. */
@@ -44,12 +54,12 @@ export async function produceSource(options: ProduceSourceOptions): Promise<{ ru
   try {
     progress = await produceRun(await rows(run), { ...producer, store, runId: run.id, onProgress: (p) => onProgress?.(p, reader) });
   } catch (err) {
-    await store.setColumns(run.id, reader.columns);
-    await store.setStatus(run.id, 'failed', errorMessage(err));
+    // Best effort: when Redis is what failed, the workers' sweep fails the run later instead.
+    await store.setColumns(run.id, reader.columns).catch(() => undefined);
+    await store.setStatus(run.id, 'failed', errorMessage(err)).catch(() => undefined);
     throw err;
   } finally {
     stopHeartbeat();
   }
-  await store.setColumns(run.id, reader.columns);
-  return { run: await store.finishProducing(run.id), progress };
+  return { run: await finishRun(store, run.id, reader.columns, producer.logger), progress };
 }

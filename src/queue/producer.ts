@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { InviteOptions } from '../crm/index.js';
 import type { IngestedRow } from '../ingest/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RowResult, RunStore } from '../runs/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
+import { rideOutRedis } from './ride-out-redis.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
 export interface ProducerOptions {
@@ -35,6 +37,13 @@ export interface ProducerOptions {
   shouldStop?: () => string | undefined;
   logger?: Logger;
   onProgress?: (progress: ProducerProgress) => void;
+  /**
+   * While Redis does not answer (a restart, a partition) the producer waits and repeats its
+   * step, up to this long; then it stops with REDIS_LOST, saying how to resume. Default 60000 ms.
+   */
+  redisOutageMs?: number;
+  /** Rows up to this one were queued by an earlier producer of the run (a resume): not counted again. Default 0. */
+  countedThrough?: number;
 }
 
 export interface ProducerProgress {
@@ -88,11 +97,24 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
   let open: QueuedRow[] = [];
 
+  // Every Redis step below is safe to repeat, so a Redis restart or partition is waited out.
+  const redisStep = <T>(step: () => Promise<T>) =>
+    rideOutRedis(step, {
+      logger,
+      ...(options.redisOutageMs !== undefined ? { outageMs: options.redisOutageMs } : {}),
+      giveUp: (waited, last) =>
+        new CrmSyncError(
+          'REDIS_LOST',
+          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued). ` +
+            `Nothing queued is lost: once Redis answers, go on from where it stopped with: crm-sync runs resume ${runId}`,
+          { cause: last },
+        ),
+    });
   const flushResults = async () => {
     if (results.length === 0) return;
     const batch = results;
     results = [];
-    await store.recordResults(runId, batch, { fromQueue: options.requeued ?? false });
+    await redisStep(() => store.recordResults(runId, batch, { fromQueue: options.requeued ?? false }));
   };
   const flushJobs = async () => {
     if (jobs.length === 0) return;
@@ -102,16 +124,24 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     jobRows = 0;
     // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
     // (creates go one per job, invites and updates several).
-    await waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger);
+    await redisStep(() => waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger));
     const stop = options.shouldStop?.();
     if (stop !== undefined) {
       // Rows held here when the run was aborted would otherwise reach the CRM after it.
       results.push(...batch.flatMap((j) => abortedResults(j.data, stop)));
       return;
     }
-    // Count first: a worker may finish a job before addBulk returns.
-    if (!options.requeued) await store.addQueued(runId, count);
-    await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+    const rowsOf = batch.flatMap((j): Array<{ row: number }> => j.data.rows);
+    const counted = rowsOf.filter((r) => r.row > (options.countedThrough ?? 0)).length;
+    // Update and create jobs are flushed in row order, so their highest row marks how far the
+    // producer got; invite batches fill by options and are flushed out of order.
+    const through = batch.some((j) => j.name === 'team.invite') ? undefined : Math.max(...rowsOf.map((r) => r.row));
+    await redisStep(async () => {
+      // Count first (a worker may finish a job before addBulk returns); counted once per row
+      // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
+      if (!options.requeued && counted > 0) await store.addQueued(runId, counted, through);
+      await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+    });
     progress.queued += count;
   };
   const pushJob = (job: PendingJob) => {

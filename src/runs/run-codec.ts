@@ -17,6 +17,8 @@ const RunOptionsSchema = z.object({
   matchKey: z.string().optional(),
   inviteBatchSize: z.number().optional(),
   rowsPerJob: z.number().optional(),
+  sourceSize: z.number().optional(),
+  sourceMtimeMs: z.number().optional(),
 }) satisfies z.ZodType<RunOptions>;
 
 const Count = z.coerce.number().int();
@@ -45,6 +47,7 @@ const RunHashSchema = z.object({
   superseded: Count.default(0),
   uncertain: Count.default(0),
   maxRow: Count.default(0),
+  producedRow: Count.default(0),
 });
 
 export interface DecodedRun {
@@ -109,5 +112,6 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   if (h.finishedAt !== undefined) record.finishedAt = h.finishedAt;
   if (h.reason !== undefined) record.reason = h.reason;
   if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
+  if (h.producedRow > 0) record.producedRow = h.producedRow;
   return { record, maxRow: h.maxRow };
 }

@@ -137,8 +137,16 @@ for _, v in ipairs(refused) do out[#out + 1] = v end
 return out
 `);
 
-/** ARGV[1] count. Rows handed to the queue. */
+/**
+ * ARGV[1] count, ARGV[2] the highest row among them ('' = not tracked). Rows handed to the
+ * queue. With a row, a producer that repeats a step after losing Redis's answer counts it once,
+ * and `producedRow` says how far a producer got (where a resumed one goes on).
+ */
 export const ADD_QUEUED = new LuaScript(`${PRELUDE}
+if ARGV[2] ~= '' then
+  if tonumber(ARGV[2]) <= tonumber(redis.call('HGET', run, 'producedRow') or '0') then return 0 end
+  redis.call('HSET', run, 'producedRow', ARGV[2])
+end
 redis.call('HINCRBY', run, 'total', ARGV[1])
 redis.call('HINCRBY', run, 'queued', ARGV[1])
 return 1

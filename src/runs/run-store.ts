@@ -4,7 +4,8 @@
  * Key layout (<p> = prefix, default `crm-sync`):
  *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
  *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
- *                                          createdAt, createdMs, finishedAt, reason, maxRow) and JSON
+ *                                          createdAt, createdMs, finishedAt, reason, maxRow, producedRow:
+ *                                          the highest row handed to the queue) and JSON
  *                                          fields (columns, options)
  *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
  *                                          char + compact JSON, see result-codec.ts); small buckets
@@ -211,10 +212,15 @@ export class RunStore {
     await this.redis.hset(this.keys.run(id), 'columns', JSON.stringify(columns));
   }
 
-  async addQueued(id: string, count: number): Promise<void> {
+  /**
+   * Counts rows handed to the queue. `throughRow` (the highest row among them) makes the call
+   * idempotent: a repeat after a lost answer counts nothing, and the run remembers how far its
+   * producer got (`producedRow`).
+   */
+  async addQueued(id: string, count: number, throughRow?: number): Promise<void> {
     if (!Number.isInteger(count) || count < 0) throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
     if (count === 0) return;
-    await this.script(ADD_QUEUED, id, [], [count]);
+    await this.script(ADD_QUEUED, id, [], [count, throughRow ?? '']);
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
@@ -270,7 +276,7 @@ export class RunStore {
         if (run.producerDone) continue;
         const reason =
           `the process reading ${run.source} stopped after ${run.counts.total} rows (no sign of life since ${run.producerSeenAt ?? run.createdAt}); ` +
-          'rows not read were not sent: import the file again';
+          `rows not read were not sent: go on from there with: crm-sync runs resume ${run.id}`;
         if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, [], [new Date(now).toISOString(), oldest, reason])) === 1) failed.push(run.id);
       }
     }

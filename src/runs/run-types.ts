@@ -36,6 +36,9 @@ export interface RunOptions {
   inviteBatchSize?: number;
   /** Update rows per queue job, so a retry batches rows the same way. */
   rowsPerJob?: number;
+  /** Size and modification time of the source file when the run began: a resume refuses a changed file. */
+  sourceSize?: number;
+  sourceMtimeMs?: number;
 }
 
 export interface RunRecord {
@@ -62,6 +65,8 @@ export interface RunRecord {
    * while it produces. A run whose producer went silent was cut off (the process died).
    */
   producerSeenAt?: string;
+  /** The highest row the producer handed to the queue: a resumed producer goes on after it. */
+  producedRow?: number;
 }
 
 export interface FieldError {

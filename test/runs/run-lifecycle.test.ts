@@ -72,7 +72,7 @@ describe('run lifecycle guards', () => {
     expect(await store.failSilentProducers('quiet', -1000)).toEqual([stalled.id]);
     const failed = await store.requireRun(stalled.id);
     expect(failed.status).toBe('failed');
-    expect(failed.reason).toMatch(/reading big\.csv stopped after 3 rows.*import the file again/);
+    expect(failed.reason).toMatch(new RegExp(`reading big\\.csv stopped after 3 rows.*crm-sync runs resume ${stalled.id}`));
     expect((await store.requireRun(finished.id)).status).toBe('blocked');
     // A heartbeat keeps a producer alive.
     const live = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'live.csv' });

@@ -1,0 +1,112 @@
+import { statSync } from 'node:fs';
+import type { Operation } from '../crm/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { ingest, parseMapping, type IngestedRow } from '../ingest/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import type { RunRecord, RunStore } from '../runs/index.js';
+import { finishRun } from './produce-source.js';
+import { keepProducerAlive, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+import { produceRun, type ProducerProgress } from './producer.js';
+import type { WorkspaceQueue } from './workspace-queue.js';
+
+export interface ResumeProducerOptions {
+  runId: string;
+  queue: WorkspaceQueue;
+  store: RunStore;
+  logger?: Logger;
+  /** As the producer's. Default 10,000 rows. */
+  highWaterMark?: number;
+  /** As the producer's. Default 60000 ms. */
+  redisOutageMs?: number;
+}
+
+/** Rows below the resume point are looked up in the store this many at a time. */
+const LOOKUP_CHUNK = 500;
+
+/**
+ * Goes on with a file-based run whose producer stopped mid-file (its process was killed, or
+ * Redis was away longer than it would wait): the file is read again, rows the first producer
+ * handed to the queue or recorded are passed over, and the rest are produced as the first
+ * producer would have. Rows up to its last queued row that have no result yet are queued again
+ * without being counted again (a job may have been counted and then lost with the process); a
+ * row that is in two jobs is still sent at most once per the write fence.
+ */
+export async function resumeProducer(options: ResumeProducerOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
+  const { store, runId } = options;
+  const run = await store.requireRun(runId);
+  const op = refuseUnresumable(run);
+  const logger = options.logger ?? silentLogger;
+  const through = run.producedRow ?? 0;
+  const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  const { reader, rows } = ingest(run.source, {
+    op,
+    ...(mapping ? { mapping } : {}),
+    ...(run.options.format ? { format: run.options.format } : {}),
+    ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
+  });
+  await store.beginProducing(runId);
+  logger.info({ runId, from: through + 1 }, 'resuming the run where its producer stopped');
+  const stopHeartbeat = keepProducerAlive(store, runId);
+  try {
+    const progress = await produceRun(notYetDone(rows, store, runId, through), {
+      queue: options.queue,
+      store,
+      runId,
+      rowsPerJob: run.options.rowsPerJob ?? 1,
+      countedThrough: through,
+      logger,
+      ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+      ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),
+    });
+    return { run: await finishRun(store, runId, reader.columns, logger), progress };
+  } finally {
+    stopHeartbeat();
+  }
+}
+
+/** The run's operation, once nothing stands in the way of a resume. */
+function refuseUnresumable(run: RunRecord): Operation {
+  const op = run.operation;
+  const why = (text: string) => new CrmSyncError('RUN_STATE', `run ${run.id} cannot be resumed: ${text}`);
+  if (run.producerDone) throw why('its file was read to the end (a run blocked by the API key resumes with the workspace: fix the key, then crm-sync runs resume)');
+  if (op === 'deal.upsert' || run.options.reconcile) throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
+  if (op === 'team.invite') throw why('invite rows are batched out of file order; import the file again');
+  if (run.options.dryRun) throw why('it was a dry run; run it again');
+  const seen = Date.parse(run.producerSeenAt ?? run.createdAt);
+  if (run.status !== 'failed' && Date.now() - seen < PRODUCER_SILENCE_MS) {
+    throw why(`its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`);
+  }
+  let size: number | undefined;
+  let mtime: number | undefined;
+  try {
+    const st = statSync(run.source);
+    size = st.size;
+    mtime = Math.floor(st.mtimeMs);
+  } catch {
+    throw why(`its file ${run.source} cannot be read any more`);
+  }
+  if ((run.options.sourceSize !== undefined && size !== run.options.sourceSize) || (run.options.sourceMtimeMs !== undefined && mtime !== run.options.sourceMtimeMs)) {
+    throw why(`${run.source} changed since the run began; import the new file as a run of its own`);
+  }
+  return op;
+}
+
+/** The file's rows less those the store already has a result for, up to the resume point. */
+async function* notYetDone(rows: AsyncIterable<IngestedRow>, store: RunStore, runId: string, through: number): AsyncIterable<IngestedRow> {
+  let held: IngestedRow[] = [];
+  const release = async function* () {
+    const done = new Set((await store.getResults(runId, held.map((r) => r.row))).map((r) => r.row));
+    for (const r of held) if (!done.has(r.row)) yield r;
+    held = [];
+  };
+  for await (const row of rows) {
+    if (row.row > through) {
+      if (held.length > 0) yield* release();
+      yield row;
+      continue;
+    }
+    held.push(row);
+    if (held.length >= LOOKUP_CHUNK) yield* release();
+  }
+  if (held.length > 0) yield* release();
+}

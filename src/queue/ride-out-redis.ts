@@ -1,0 +1,47 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+
+/** How long a producer waits for Redis to come back before it gives up. */
+export const DEFAULT_PRODUCER_OUTAGE_MS = 60_000;
+
+/** ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). */
+const UNAVAILABLE = /Connection is closed|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
+
+export function isRedisUnavailable(err: unknown): boolean {
+  return !(err instanceof CrmSyncError) && UNAVAILABLE.test(errorMessage(err));
+}
+
+export interface RideOutOptions {
+  logger: Logger;
+  /** Give up after Redis has not answered this long. Default DEFAULT_PRODUCER_OUTAGE_MS. */
+  outageMs?: number;
+  /** The error to end with, given how long Redis was away. */
+  giveUp: (waitedMs: number, last: unknown) => Error;
+}
+
+/**
+ * Runs a producer step, and while Redis is unavailable (a restart, a partition), waits with
+ * backoff and runs it again, up to `outageMs`. Only for steps that are safe to repeat: job ids
+ * dedupe in BullMQ, counts are idempotent (`addQueued` with its row), results overwrite.
+ */
+export async function rideOutRedis<T>(step: () => Promise<T>, options: RideOutOptions): Promise<T> {
+  const outageMs = options.outageMs ?? DEFAULT_PRODUCER_OUTAGE_MS;
+  let since: number | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const value = await step();
+      if (since !== undefined) options.logger.info({ seconds: Math.round((Date.now() - since) / 1000) }, 'Redis answers again: producing goes on');
+      return value;
+    } catch (err) {
+      if (!isRedisUnavailable(err)) throw err;
+      const now = Date.now();
+      if (since === undefined) {
+        since = now;
+        options.logger.warn({ err: errorMessage(err), waitUpToSeconds: Math.round(outageMs / 1000) }, 'Redis does not answer: the producer waits for it; nothing read so far is lost');
+      }
+      if (now - since >= outageMs) throw options.giveUp(now - since, err);
+      await sleep(Math.min(200 * 2 ** Math.min(attempt, 4), 3000));
+    }
+  }
+}
