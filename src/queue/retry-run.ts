@@ -18,16 +18,43 @@ export interface RetryRunOptions {
   logger?: Logger;
   /** Rows are detached from the store only while the queue is below this. Default 10,000. */
   highWaterMark?: number;
+  /** How many ignored lines of a corrected file are kept with their reason. Default 200. */
+  ignoredSampleSize?: number;
 }
 
 export interface RetrySummary {
   run: RunRecord;
   progress: ProducerProgress;
-  /** Rows of a corrected file that were not retried (unknown row, or not failed/invalid). */
-  ignored: Array<{ row: number | null; line: number; reason: string }>;
+  /**
+   * Lines of a corrected file that were not retried (unknown row, not failed/invalid, not
+   * readable): the first `ignoredSampleSize` of them, so memory stays bounded for any file.
+   */
+  ignored: IgnoredLine[];
+  /** How many lines were ignored in all (≥ ignored.length). */
+  ignoredCount: number;
+}
+
+export interface IgnoredLine {
+  row: number | null;
+  line: number;
+  reason: string;
 }
 
 const CHUNK = 500;
+export const DEFAULT_IGNORED_SAMPLE = 200;
+
+/** Counts every ignored line, keeps the first `limit` with their reasons. */
+class IgnoredLines {
+  readonly sample: IgnoredLine[] = [];
+  count = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(line: IgnoredLine): void {
+    this.count++;
+    if (this.sample.length < this.limit) this.sample.push(line);
+  }
+}
 
 /**
  * Re-enqueues a run's failed and invalid rows, re-validated with the run's own mapping. Each
@@ -51,7 +78,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     throw new CrmSyncError('RUN_STATE', `the queue of workspace ${run.workspace} is paused: resume the workspace before retrying rows`);
   }
   const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
-  const ignored: RetrySummary['ignored'] = [];
+  const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
   const rowsPerJob = run.options.rowsPerJob ?? 1;
@@ -76,7 +103,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     rowsPerJob,
     logger,
   }).finally(stopHeartbeat);
-  return { run: await store.finishProducing(runId), progress, ignored };
+  return { run: await store.finishProducing(runId), progress, ignored: ignored.sample, ignoredCount: ignored.count };
 }
 
 async function* fromStoredRows(
@@ -116,7 +143,7 @@ async function* fromCorrectedFile(
   op: Operation,
   mapping: Mapping | undefined,
   store: RunStore,
-  ignored: RetrySummary['ignored'],
+  ignored: IgnoredLines,
   room: () => Promise<void>,
   round: number,
 ): AsyncIterable<IngestedRow> {
@@ -128,7 +155,7 @@ async function* fromCorrectedFile(
     const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {
-      if (!done.has(c.row)) ignored.push({ row: c.row, line: c.line, reason: 'not a failed, invalid or uncertain row of this run' });
+      if (!done.has(c.row)) ignored.add({ row: c.row, line: c.line, reason: 'not a failed, invalid or uncertain row of this run' });
     }
     for (const r of requeued) {
       const corrected = byRow.get(r.row);
@@ -138,21 +165,23 @@ async function* fromCorrectedFile(
   };
   for await (const item of reader) {
     if (item.kind === 'problem') {
-      ignored.push({ row: null, line: item.line, reason: item.message });
+      ignored.add({ row: null, line: item.line, reason: item.message });
       continue;
     }
     const row = Number(item.original.crm_sync_row);
     if (!Number.isInteger(row) || row < 1) {
-      ignored.push({ row: null, line: item.line, reason: 'no crm_sync_row column: use a file made by "runs export"' });
+      ignored.add({ row: null, line: item.line, reason: 'no crm_sync_row column: use a file made by "runs export"' });
       continue;
     }
     if (item.original.crm_sync_run_id && item.original.crm_sync_run_id !== run.id) {
-      ignored.push({ row, line: item.line, reason: `belongs to run ${item.original.crm_sync_run_id}` });
+      ignored.add({ row, line: item.line, reason: `belongs to run ${item.original.crm_sync_run_id}` });
       continue;
     }
+    // The export escapes header cells like value cells (a column may be named `@total`), so
+    // both come back through the same inverse.
     const original: Record<string, string> = {};
     for (const [k, v] of Object.entries(item.original)) {
-      if (!(EXPORT_META_COLUMNS as readonly string[]).includes(k)) original[k] = unescapeCsvCell(v);
+      if (!(EXPORT_META_COLUMNS as readonly string[]).includes(k)) original[unescapeCsvCell(k)] = unescapeCsvCell(v);
     }
     chunk.push({ row, line: item.line, original });
     if (chunk.length >= CHUNK) yield* flush();
