@@ -32,6 +32,16 @@ interface PendingPass {
   deals: Promise<DealEntry[]>;
 }
 
+/** A finished pass: what it saw, from when it began (our clock) and down to which creation time. */
+interface Snapshot {
+  startedAt: number;
+  from: number;
+  deals: DealEntry[];
+}
+
+/** Our clock and Redis's (markers' sentAt) may differ a little: a snapshot must be this much newer. */
+const CLOCK_MARGIN_MS = 2000;
+
 /** Names as a CRM may store them: Unicode-normalised, whitespace collapsed, case folded. */
 export function normaliseName(name: string): string {
   return name.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
@@ -41,7 +51,9 @@ export function normaliseName(name: string): string {
  * Finds deals an uncertain create may have made. The list has no filter and no promised
  * order, so finding one deal means reading every page; instead of one such pass per uncertain
  * create, every create that asks while a pass is queued shares the next one (at most one pass
- * runs at a time in a process), so a burst of lost answers costs a pass, not a pass each.
+ * runs at a time in a process), and the last finished pass answers every create whose deal, if
+ * it was made at all, was made before that pass began (its settle time had passed): one pass
+ * settles every create that was in doubt when it began, not only the few a worker holds.
  * Matching is deliberately loose where a CRM may change what it stored (automation may set a
  * status, stage or owner; names get normalised) and strict where it cannot: the same normalised
  * name, the same value when one was sent, created after this row's own send by the CRM's
@@ -52,6 +64,8 @@ export class DealLookup {
   readonly #logger: Logger;
   #pending: PendingPass | undefined;
   #tail: Promise<unknown> = Promise.resolve();
+  #last: Snapshot | undefined;
+  #measuring: Promise<void> | undefined;
   /** Passes and list pages read, for logs and benchmarks. */
   readonly stats = { passes: 0, pages: 0 };
 
@@ -60,11 +74,16 @@ export class DealLookup {
     this.#logger = options.logger ?? silentLogger;
   }
 
-  /** Unclaimed deals that match, oldest first. CRM errors propagate (the caller retries later). */
-  async find(fields: DealCreateFields, marker: CreateMarker, signal?: AbortSignal): Promise<string[]> {
+  /**
+   * Unclaimed deals that match, oldest first. `settledAt`: by then the create, if applied at all,
+   * was applied (its send plus the settle time); a pass begun after it can answer. CRM errors
+   * propagate (the caller retries later).
+   */
+  async find(fields: DealCreateFields, marker: CreateMarker, settledAt: number, signal?: AbortSignal): Promise<string[]> {
     const slack = marker.measured ? (this.#o.measuredSlackMs ?? 3000) : (this.#o.unmeasuredSlackMs ?? 120_000);
     const from = marker.crmClockAt - slack;
-    const deals = await abortable(this.#join(from), signal);
+    const last = this.#last;
+    const deals = last && last.startedAt >= settledAt + CLOCK_MARGIN_MS && last.from <= from ? last.deals : await abortable(this.#join(from), signal);
     const name = normaliseName(fields.name);
     const value = fields.value === undefined ? undefined : canonicalFromRow('value', fields.value);
     const ids = deals
@@ -75,10 +94,13 @@ export class DealLookup {
     return ids.filter((id) => !claimed.has(id));
   }
 
-  /** One one-record page, so the client learns the CRM's clock from its Date header. */
-  async measureClock(): Promise<void> {
-    await this.#o.limiter?.take();
-    await this.#o.client.listPage('deals', { pageNumber: 1, pageSize: 1 });
+  /** One one-record page, so the client learns the CRM's clock from its Date header (one at a time). */
+  measureClock(): Promise<void> {
+    this.#measuring ??= (async () => {
+      await this.#o.limiter?.take();
+      await this.#o.client.listPage('deals', { pageNumber: 1, pageSize: 1 });
+    })().finally(() => (this.#measuring = undefined));
+    return this.#measuring;
   }
 
   #join(from: number): Promise<DealEntry[]> {
@@ -100,6 +122,7 @@ export class DealLookup {
 
   async #pass(from: number): Promise<DealEntry[]> {
     this.stats.passes++;
+    const startedAt = Date.now();
     const deals: DealEntry[] = [];
     const limiter = this.#o.limiter;
     const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, ...(limiter ? { beforeFetch: () => limiter.take() } : {}) });
@@ -111,6 +134,7 @@ export class DealLookup {
       }
     }
     this.#logger.debug({ passes: this.stats.passes, pages: this.stats.pages, candidates: deals.length }, 'deal lookup pass done');
+    if (!this.#last || startedAt > this.#last.startedAt) this.#last = { startedAt, from, deals };
     return deals;
   }
 }

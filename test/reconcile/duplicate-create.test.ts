@@ -55,7 +55,7 @@ describe('duplicate-safe deal creates', () => {
     expect(h.ws.deals.size).toBe(before + 30);
   }, 45_000);
 
-  it('a lookup finds a deal by normalised name and value, created after the row was sent, unless claimed', async () => {
+  it('a lookup finds a deal by normalised name and value, created after the row was sent, unless claimed; a finished pass answers creates settled before it began', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
     const claimed = new Set<string>();
     const lookup = new DealLookup({ client, fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) } });
@@ -65,13 +65,19 @@ describe('duplicate-safe deal creates', () => {
       const made = h.ws.createDeal({ name: 'Possibly  created'.replace('  ', ' '), value: 5, status: 'won' });
       const marker = { sentAt, crmClockAt: sentAt, measured: true };
       const fields = { name: 'possibly  Created', value: 5, status: 'in_progress' as const };
-      expect(await lookup.find(fields, marker)).toEqual([made.id]);
-      expect(await lookup.find({ ...fields, value: 6 }, marker)).toEqual([]);
+      expect(await lookup.find(fields, marker, 0)).toEqual([made.id]);
+      expect(await lookup.find({ ...fields, value: 6 }, marker, 0)).toEqual([]);
       // Created before this row's send (less the slack): a person's deal, not ours.
-      expect(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 })).toEqual([]);
+      expect(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 }, 0)).toEqual([]);
       claimed.add(made.id);
-      expect(await lookup.find(fields, marker)).toEqual([]);
-      expect(lookup.stats.passes).toBe(4);
+      expect(await lookup.find(fields, marker, 0)).toEqual([]);
+      // Every one of these creates had settled before the first pass began: that pass answers all.
+      expect(lookup.stats.passes).toBe(1);
+      // A create that settles after that pass began needs a pass of its own: its deal may be newer.
+      await new Promise((r) => setTimeout(r, 10));
+      const late = h.ws.createDeal({ name: 'Settled late', value: 9 });
+      expect(await lookup.find({ name: 'Settled late', value: 9 }, marker, Date.now())).toEqual([late.id]);
+      expect(lookup.stats.passes).toBe(2);
     } finally {
       client.close();
     }
@@ -84,7 +90,7 @@ describe('duplicate-safe deal creates', () => {
       const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
       const names = Array.from({ length: 20 }, (_, i) => `Shared pass ${i}`);
       for (const name of names) h.ws.createDeal({ name, value: 1 });
-      const found = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker)));
+      const found = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker, Date.now())));
       expect(found.every((ids) => ids.length === 1)).toBe(true);
       // Asked in the same tick: all twenty wait on one pass.
       expect(lookup.stats.passes).toBe(1);
