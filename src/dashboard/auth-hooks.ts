@@ -1,5 +1,8 @@
+import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthThrottle } from './auth-throttle.js';
 import type { SessionAuth } from './session-auth.js';
+import type { SessionStore } from './session-store.js';
 
 export const SESSION_COOKIE = 'crm_sync_session';
 
@@ -27,51 +30,105 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+/** The dashboard's own origin as this request reached it (scheme from trustProxy when set). */
+export function ownOrigin(request: FastifyRequest): string | null {
+  try {
+    return new URL(`${request.protocol}://${request.host}`).origin;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A browser marks where a request comes from (`Sec-Fetch-Site`, `Origin`); another site's page
  * can neither remove nor fake these. A state-changing request without either is refused: every
- * browser that could carry our cookie sends at least one.
+ * browser that could carry our cookie sends at least one. `Origin` must equal ours in scheme,
+ * host and port: an `http://` page of the same host is another origin.
  */
 export function isSameOrigin(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
   const origin = request.headers.origin;
   if (site === undefined && origin === undefined) return false;
   if (site !== undefined && site !== 'same-origin') return false;
-  if (origin !== undefined) {
-    try {
-      const from = new URL(origin);
-      // Parse our own Host with the origin's scheme so default ports compare equal (`host:80`).
-      return from.host === new URL(`${from.protocol}//${request.host}`).host;
-    } catch {
-      return false;
-    }
+  if (origin === undefined) return true;
+  try {
+    const own = ownOrigin(request);
+    return own !== null && new URL(origin).origin === own;
+  } catch {
+    return false;
   }
-  return true;
 }
 
-export function refuse(reply: FastifyReply, status: 401 | 403, message: string): FastifyReply {
+/** `localhost`, `*.localhost`, 127.0.0.0/8 or ::1, with any port. */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (host === undefined || host === '') return false;
+  let name: string;
+  try {
+    name = new URL(`http://${host}`).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  if (name === 'localhost' || name.endsWith('.localhost')) return true;
+  if (name === '[::1]') return true;
+  return isIP(name) === 4 && name.startsWith('127.');
+}
+
+export function refuse(reply: FastifyReply, status: 401 | 403 | 429, message: string, retryAfterSeconds?: number): FastifyReply {
   if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="crm-sync dashboard"');
+  if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
   return reply.code(status).type('text/plain; charset=utf-8').send(`${message}\n`);
 }
+
+export function tooManyMessage(seconds: number): string {
+  return `Too many wrong tokens from this address. Try again in ${seconds} s.`;
+}
+
+export interface AuthHookDeps {
+  auth: SessionAuth;
+  /** Null only in insecure mode. */
+  sessions: SessionStore | null;
+  throttle: AuthThrottle | null;
+}
+
+/** The session id of a signed cookie whose record still lives in Redis, else null. */
+export async function sessionOf(request: FastifyRequest, sessions: SessionStore | null): Promise<string | null> {
+  const raw = request.cookies[SESSION_COOKIE];
+  if (sessions === null || raw === undefined || raw === '') return null;
+  const unsigned = request.unsignCookie(raw);
+  if (!unsigned.valid || unsigned.value === null) return null;
+  return (await sessions.touch(unsigned.value)) ? unsigned.value : null;
+}
+
+const INSECURE_HOST_MESSAGE =
+  'This dashboard runs without authentication (--insecure-no-auth) and answers only to a loopback host name (localhost, 127.0.0.1, [::1]).';
 
 /**
  * Every request passes here first: find who is asking, refuse cross-site state changes, then
  * let open paths through and send everyone else without a valid token or session to sign in.
  */
-export function registerAuthHook(app: FastifyInstance, auth: SessionAuth): void {
+export function registerAuthHook(app: FastifyInstance, deps: AuthHookDeps): void {
+  const { auth, sessions, throttle } = deps;
   app.addHook('onRequest', async (request, reply) => {
     const path = pathOf(request.url);
-    const header = request.headers.authorization;
     let who: RequestAuth | null = null;
     if (auth.insecure) {
-      // Open dashboard: a script that sends a bearer header still gets the script exemption.
-      who = header !== undefined ? { kind: 'bearer', sid: '' } : { kind: 'open', sid: 'local' };
-    } else if (header !== undefined) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (m === null || !auth.checkToken(m[1] ?? '')) return refuse(reply, 401, 'Wrong dashboard token.');
+      // No token: only this machine may talk to it, and a page another site loads (DNS
+      // rebinding) names another host. No bearer exemption either: there is no token to prove.
+      if (!isLoopbackHost(request.headers.host)) return refuse(reply, 403, INSECURE_HOST_MESSAGE);
+      who = { kind: 'open', sid: 'local' };
+    } else if (OPEN_PATHS.has(path) && path !== '/login') {
+      return undefined; // probes and static files: no identity needed, no Redis call
+    } else if (request.headers.authorization !== undefined) {
+      const wait = await throttle?.waitSeconds(request);
+      if (wait != null) return refuse(reply, 429, tooManyMessage(wait), wait);
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization);
+      if (m === null || !auth.checkToken(m[1] ?? '')) {
+        await throttle?.failed(request);
+        return refuse(reply, 401, 'Wrong dashboard token.');
+      }
       who = { kind: 'bearer', sid: '' };
     } else {
-      const sid = auth.verifySession(request.cookies[SESSION_COOKIE]);
+      const sid = await sessionOf(request, sessions);
       if (sid !== null) who = { kind: 'session', sid };
     }
     if (who !== null) auths.set(request, who);
@@ -80,7 +137,7 @@ export function registerAuthHook(app: FastifyInstance, auth: SessionAuth): void 
     if (!SAFE_METHODS.has(request.method) && who?.kind !== 'bearer' && !isSameOrigin(request)) {
       return refuse(reply, 403, 'Cross-site request refused: use the dashboard page itself, or send Authorization: Bearer <token>.');
     }
-    if (who !== null || OPEN_PATHS.has(path)) return;
+    if (who !== null || OPEN_PATHS.has(path)) return undefined;
     if (request.method === 'GET' && !API_PREFIXES.some((p) => path.startsWith(p))) {
       return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 302);
     }
@@ -93,7 +150,7 @@ export const FORM_TOKEN_MESSAGE = 'This form has expired or did not come from th
 /** For form posts: the session's form token must come back in `_csrf` (bearer scripts skip it). */
 export function checkFormToken(auth: SessionAuth, request: FastifyRequest, candidate: unknown): boolean {
   const who = authOf(request);
-  return who.kind === 'bearer' || auth.checkCsrf(who.sid, candidate);
+  return who.kind === 'bearer' || (who.sid !== '' && auth.checkCsrf(who.sid, candidate));
 }
 
 /** preHandler for urlencoded form posts. */

@@ -1,25 +1,28 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Secret } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { registerAuthHook } from './auth-hooks.js';
-import { BULL_BOARD_PATH, mountBullBoard } from './bull-board.js';
+import { registerAuthThrottle, type AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
+import { mountBullBoard } from './bull-board.js';
 import { registerErrorHandler } from './http-answers.js';
 import { registerLoginRoutes } from './login-routes.js';
 import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
 import { registerRunRoutes } from './run-routes.js';
 import { registerRunsRoutes } from './runs-routes.js';
-import { SessionAuth } from './session-auth.js';
+import { registerSecurityHeaders } from './security-headers.js';
+import { SessionAuth, checkTokenStrength } from './session-auth.js';
+import { SessionStore } from './session-store.js';
 import { registerWorkspaceRoutes } from './workspace-routes.js';
 
 export interface DashboardOptions {
   /** Connected Redis, run store and queues; owned by the caller (the dashboard never closes it). */
   runtime: Runtime;
-  /** The dashboard token; null only with --insecure-no-auth (then every page is open). */
+  /** The dashboard token (at least 32 characters); null only with --insecure-no-auth (then every page is open). */
   token: Secret | null;
   /** Where errors are logged. Default runtime.logger. */
   logger?: Logger;
@@ -31,13 +34,21 @@ export interface DashboardOptions {
   runsPageSize?: number;
   /** Failed rows per page on a run page. Default 50. */
   problemsPageSize?: number;
-  /** How long a browser sign-in lasts. Default 12 hours. */
+  /** Absolute lifetime of a browser sign-in. Default 12 hours. */
   sessionTtlMs?: number;
+  /** A sign-in unused this long ends. Default 30 minutes. */
+  sessionIdleMs?: number;
+  /** Wrong tokens a client may send per window before it gets 429s. Default 10 per 15 minutes. */
+  authFailures?: AuthThrottleOptions;
+  /**
+   * fastify's trustProxy: which proxies' X-Forwarded-For/-Proto/-Host to believe (their
+   * addresses/CIDRs, or true for any). Needed behind a TLS proxy for Secure cookies, HSTS, the
+   * Origin check and per-client sign-in limits. Default false.
+   */
+  trustProxy?: FastifyServerOptions['trustProxy'];
   /** How long /readyz waits for Redis. Default 2000 ms. */
   readyTimeoutMs?: number;
 }
-
-const PAGE_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /**
  * The retry dashboard as a fastify app, not yet listening: `app.inject` tests it black-box,
@@ -46,37 +57,64 @@ const PAGE_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 
 export async function buildDashboard(options: DashboardOptions): Promise<FastifyInstance> {
   const { runtime } = options;
   const logger = options.logger ?? runtime.logger;
+  if (options.token !== null) checkTokenStrength(options.token);
   const workspaces = options.workspaces ?? Object.keys(runtime.config.workspaces);
   const maxUploadBytes = options.maxUploadBytes ?? 50 * 1024 * 1024;
-  const auth = new SessionAuth({ token: options.token, ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}) });
+  const auth = new SessionAuth(options.token);
 
   // Requests are not logged one by one: operators' clicks are not worth a line each.
-  const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024 });
-  await app.register(cookie);
+  const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024, trustProxy: options.trustProxy ?? false });
+  try {
+    await setUp(app, options, { auth, workspaces, maxUploadBytes, logger });
+  } catch (err) {
+    await app.close(); // the sign-in limiter's own Redis connection goes with it
+    throw err;
+  }
+  return app;
+}
+
+interface SetUpContext {
+  auth: SessionAuth;
+  workspaces: string[];
+  maxUploadBytes: number;
+  logger: Logger;
+}
+
+async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUpContext): Promise<void> {
+  const { runtime } = options;
+  const { auth, workspaces, maxUploadBytes, logger } = ctx;
+  await app.register(cookie, auth.insecure ? {} : { secret: auth.cookieSecret });
   await app.register(formbody);
   await app.register(multipart, { limits: { fileSize: maxUploadBytes, files: 1, fields: 20 } });
-  registerAuthHook(app, auth);
-  registerErrorHandler(app, logger);
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    reply.header('X-Content-Type-Options', 'nosniff');
-    reply.header('Referrer-Policy', 'same-origin');
-    reply.header('X-Frame-Options', 'DENY');
-    // Bull Board brings its own scripts; our pages need nothing inline.
-    if (!request.url.startsWith(BULL_BOARD_PATH)) reply.header('Content-Security-Policy', PAGE_CSP);
-    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('Cache-Control', 'no-store');
-    return payload;
-  });
+  let sessions: SessionStore | null = null;
+  let throttle: AuthThrottle | null = null;
+  if (!auth.insecure) {
+    sessions = new SessionStore({
+      redis: runtime.redis,
+      prefix: runtime.config.prefix,
+      fingerprint: auth.fingerprint,
+      ttlMs: options.sessionTtlMs ?? 12 * 3600_000,
+      idleMs: options.sessionIdleMs ?? 30 * 60_000,
+    });
+    // A new token ends the sessions signed in with the old one.
+    const revoked = await sessions.revokeOtherTokens();
+    if (revoked > 0) logger.info({ revoked }, 'dashboard: the token changed; signed out the sessions of the old one');
+    throttle = await registerAuthThrottle(app, { ...options.authFailures, redisUrl: runtime.config.redisUrl, prefix: runtime.config.prefix, logger });
+  }
+  const deps = { auth, sessions, throttle };
+  registerAuthHook(app, deps);
+  registerErrorHandler(app, logger);
+  registerSecurityHeaders(app);
 
   registerOpsRoutes(app, {
     runtime,
     registry: createMetricsRegistry({ runtime, workspaces }),
     readyTimeoutMs: options.readyTimeoutMs ?? 2000,
   });
-  registerLoginRoutes(app, auth);
+  registerLoginRoutes(app, deps);
   registerRunsRoutes(app, { runtime, auth, workspaces, pageSize: options.runsPageSize ?? 50 });
   registerRunRoutes(app, { runtime, auth, maxUploadBytes, pageSize: options.problemsPageSize ?? 50 });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });
   await mountBullBoard(app, runtime, workspaces);
-  return app;
 }

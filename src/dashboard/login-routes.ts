@@ -1,12 +1,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SESSION_COOKIE, authOf, formTokenGuard } from './auth-hooks.js';
+import { SESSION_COOKIE, authOf, formTokenGuard, ownOrigin, sessionOf, tooManyMessage, type AuthHookDeps } from './auth-hooks.js';
 import { html } from './html.js';
 import { page } from './layout.js';
-import type { SessionAuth } from './session-auth.js';
 
-/** Only paths of this site: `next=//evil.example` or `https://…` would be an open redirect. */
-export function safeNext(next: unknown): string {
-  return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
+/** Anything below U+0020, DEL, and the backslash browsers read as a slash. */
+const UNSAFE_CHARS = /[\u0000-\u001f\u007f\\]/;
+
+/**
+ * Where to go after signing in: `next` resolved against the dashboard's own origin by the URL
+ * parser, kept only when it stays on that origin and holds no control characters, else `/`.
+ * What comes back is the parser's own serialisation (path, query, fragment), so nothing a
+ * browser could read differently from us reaches the Location header.
+ */
+export function safeNext(next: unknown, origin: string | null): string {
+  if (typeof next !== 'string' || origin === null || !next.startsWith('/') || next.length > 2048 || UNSAFE_CHARS.test(next)) return '/';
+  try {
+    const url = new URL(next, origin);
+    return url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : '/';
+  } catch {
+    return '/';
+  }
 }
 
 function loginPage(next: string, error?: string): string {
@@ -26,33 +39,44 @@ function loginPage(next: string, error?: string): string {
   });
 }
 
-export function registerLoginRoutes(app: FastifyInstance, auth: SessionAuth): void {
+function cookieOptions(request: FastifyRequest) {
+  // No Max-Age: a browser session cookie; Redis ends the session (idle and absolute limits).
+  return { httpOnly: true, sameSite: 'strict' as const, secure: request.protocol === 'https', path: '/' };
+}
+
+export function registerLoginRoutes(app: FastifyInstance, deps: AuthHookDeps): void {
+  const { auth, sessions, throttle } = deps;
+
   app.get('/login', async (request: FastifyRequest<{ Querystring: { next?: string } }>, reply) => {
-    const next = safeNext(request.query.next);
+    const next = safeNext(request.query.next, ownOrigin(request));
     if (auth.insecure || authOf(request).kind === 'session') return reply.redirect(next, 303);
     return reply.type('text/html; charset=utf-8').send(loginPage(next));
   });
 
   app.post('/login', async (request: FastifyRequest<{ Body: { token?: unknown; next?: unknown } }>, reply: FastifyReply) => {
     const body = request.body ?? {};
-    const next = safeNext(body.next);
-    if (auth.insecure) return reply.redirect(next, 303);
+    const next = safeNext(body.next, ownOrigin(request));
+    if (auth.insecure || sessions === null) return reply.redirect(next, 303);
+    const wait = await throttle?.waitSeconds(request);
+    if (wait != null) {
+      return reply.code(429).header('Retry-After', String(wait)).type('text/html; charset=utf-8').send(loginPage(next, tooManyMessage(wait)));
+    }
     if (typeof body.token !== 'string' || !auth.checkToken(body.token.trim())) {
+      await throttle?.failed(request);
       return reply.code(401).type('text/html; charset=utf-8').send(loginPage(next, 'That token is not right. Check it and try again.'));
     }
-    const session = auth.newSession();
-    reply.setCookie(SESSION_COOKIE, session.cookie, {
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: request.protocol === 'https',
-      path: '/',
-      maxAge: session.maxAgeSeconds,
-    });
+    // A fresh id on every sign-in; a session the browser still had ends here.
+    const previous = await sessionOf(request, sessions);
+    if (previous !== null) await sessions.revoke(previous);
+    const sid = await sessions.create();
+    reply.setCookie(SESSION_COOKIE, sid, { ...cookieOptions(request), signed: true });
     return reply.redirect(next, 303);
   });
 
   app.post('/logout', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    reply.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https' });
+    const who = authOf(request);
+    if (who.kind === 'session' && sessions !== null) await sessions.revoke(who.sid);
+    reply.clearCookie(SESSION_COOKIE, cookieOptions(request));
     return reply.redirect('/login', 303);
   });
 }

@@ -1,14 +1,10 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../config/index.js';
+import { CrmSyncError } from '../errors/index.js';
 
-export interface SessionAuthOptions {
-  /** The dashboard token; null runs the dashboard open (only with --insecure-no-auth). */
-  token: Secret | null;
-  /** How long a sign-in lasts. Default 12 hours. */
-  sessionTtlMs?: number;
-}
-
-const DEFAULT_TTL_MS = 12 * 3600 * 1000;
+/** Shortest dashboard token accepted: `openssl rand -hex 16` makes exactly this many characters. */
+export const MIN_TOKEN_LENGTH = 32;
+export const MAKE_TOKEN_HINT = 'make one with: openssl rand -hex 16';
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
@@ -19,26 +15,38 @@ function equal(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
+/** Refuses a token a script could guess (CONFIG_INVALID, saying how to make a good one). */
+export function checkTokenStrength(token: Secret, source = 'the dashboard token'): void {
+  const length = token.reveal().trim().length;
+  if (length < MIN_TOKEN_LENGTH) {
+    throw new CrmSyncError('CONFIG_INVALID', `${source} has ${length} characters; it needs at least ${MIN_TOKEN_LENGTH} (${MAKE_TOKEN_HINT})`);
+  }
+}
+
 /**
- * Signed sessions and form tokens. The cookie is `<sid>.<expiresMs>.<mac>`: it never holds the
- * token, only an HMAC keyed by it, so changing the token signs everyone out. Without a token
- * (insecure mode) a random per-process key still signs the form tokens, so cross-site forms
- * stay refused even on an open dashboard.
+ * The dashboard's keys, all derived from its token: the cookie-signing secret, the form-token
+ * key and the token's fingerprint (which names the session records of this token in Redis).
+ * A new token therefore invalidates every cookie, form token and stored session at once.
+ * Without a token (insecure mode) a random per-process key still signs the form tokens, so
+ * cross-site forms stay refused even on an open dashboard.
  */
 export class SessionAuth {
   readonly insecure: boolean;
-  readonly ttlMs: number;
+  /** Secret @fastify/cookie signs the session cookie with. */
+  readonly cookieSecret: string;
+  /** Names this token's sessions in Redis (not the token, not reversible to it). */
+  readonly fingerprint: string;
   readonly #token: Secret | null;
   readonly #key: Buffer;
 
-  constructor(options: SessionAuthOptions) {
-    this.#token = options.token;
-    this.insecure = options.token === null;
-    this.ttlMs = options.sessionTtlMs ?? DEFAULT_TTL_MS;
-    this.#key =
-      options.token === null
-        ? randomBytes(32)
-        : createHmac('sha256', options.token.reveal()).update('crm-sync dashboard sessions v1').digest();
+  constructor(token: Secret | null) {
+    this.#token = token;
+    this.insecure = token === null;
+    const derive = (purpose: string) =>
+      token === null ? randomBytes(32) : createHmac('sha256', token.reveal()).update(`crm-sync dashboard ${purpose} v2`).digest();
+    this.#key = derive('form tokens');
+    this.cookieSecret = derive('session cookies').toString('base64url');
+    this.fingerprint = derive('token fingerprint').toString('hex').slice(0, 16);
   }
 
   /** True when `candidate` is the dashboard token (constant time). */
@@ -47,32 +55,12 @@ export class SessionAuth {
     return equal(candidate, this.#token.reveal());
   }
 
-  newSession(now = Date.now()): { cookie: string; sid: string; maxAgeSeconds: number } {
-    const sid = randomBytes(16).toString('base64url');
-    const expires = now + this.ttlMs;
-    return { cookie: `${sid}.${expires}.${this.#mac(`session:${sid}.${expires}`)}`, sid, maxAgeSeconds: Math.floor(this.ttlMs / 1000) };
-  }
-
-  /** The session id of a valid, unexpired cookie, else null. */
-  verifySession(cookie: string | undefined, now = Date.now()): string | null {
-    if (cookie === undefined) return null;
-    const [sid, expires, mac, extra] = cookie.split('.');
-    if (sid === undefined || expires === undefined || mac === undefined || extra !== undefined) return null;
-    if (!equal(mac, this.#mac(`session:${sid}.${expires}`))) return null;
-    const until = Number(expires);
-    return Number.isFinite(until) && until > now ? sid : null;
-  }
-
   /** The form token of a session: forms carry it, cross-site pages cannot know it. */
   csrfToken(sid: string): string {
-    return this.#mac(`csrf:${sid}`);
+    return createHmac('sha256', this.#key).update(`csrf:${sid}`).digest('base64url');
   }
 
   checkCsrf(sid: string, candidate: unknown): boolean {
     return typeof candidate === 'string' && candidate !== '' && equal(candidate, this.csrfToken(sid));
-  }
-
-  #mac(data: string): string {
-    return createHmac('sha256', this.#key).update(data).digest('base64url');
   }
 }

@@ -21,7 +21,7 @@ describe('crm-sync dashboard', () => {
 
   it('starts with a token, answers /healthz, and stops on SIGTERM', async () => {
     const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'dashboard', '--port', '0'], {
-      env: { ...h.env, CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-123456' },
+      env: { ...h.env, CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-1234567890abcdef0123' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -10,7 +10,7 @@ import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 const DOCS = join(import.meta.dirname, '..', '..', 'docs');
-const TOKEN = 'browser-test-token-5f2c9a';
+const TOKEN = 'browser-test-token-5f2c9a0b1c2d3e4f5a6b';
 // The machine has no internet: without these chromium stalls on lookups it makes at start.
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

@@ -3,7 +3,7 @@ import { Secret } from '../../src/config/index.js';
 import { buildDashboard, SESSION_COOKIE } from '../../src/dashboard/index.js';
 import { startHarness, type Harness, type HarnessOptions } from '../helpers/pipeline.js';
 
-export const TOKEN = 'dash-token-0123456789abcdef';
+export const TOKEN = 'dash-token-0123456789abcdef0123456789';
 /** Host header every test request carries; same-origin posts send a matching Origin. */
 export const HOST = 'dash.test';
 export const ORIGIN = `http://${HOST}`;
