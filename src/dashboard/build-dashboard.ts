@@ -17,7 +17,10 @@ import { registerRunsRoutes } from './runs-routes.js';
 import { registerSecurityHeaders } from './security-headers.js';
 import { SessionAuth, checkTokenStrength } from './session-auth.js';
 import { SessionStore } from './session-store.js';
+import { registerUploadRoute } from './upload-route.js';
+import { WorkLimiter, type WorkLimits } from './work-limiter.js';
 import { registerWorkspaceRoutes } from './workspace-routes.js';
+import { WorkspaceScope } from './workspace-scope.js';
 
 export interface DashboardOptions {
   /** Connected Redis, run store and queues; owned by the caller (the dashboard never closes it). */
@@ -26,7 +29,10 @@ export interface DashboardOptions {
   token: Secret | null;
   /** Where errors are logged. Default runtime.logger. */
   logger?: Logger;
-  /** Workspaces whose queues are shown and controlled. Default: every configured workspace. */
+  /**
+   * Serve only these workspaces (`dashboard -w`): their queues, and on every route only their
+   * runs; any other run is 404. Default: every configured workspace's queue, and every run.
+   */
   workspaces?: string[];
   /** Largest corrected CSV accepted for a retry. Default 50 MB. */
   maxUploadBytes?: number;
@@ -46,9 +52,19 @@ export interface DashboardOptions {
    * Origin check and per-client sign-in limits. Default false.
    */
   trustProxy?: FastifyServerOptions['trustProxy'];
+  /** Problem rows one error-text search request looks through. Default 5,000. */
+  searchScanRows?: number;
+  /** Heavy requests served at once / waiting, per kind. */
+  concurrency?: Partial<Record<'search' | 'export' | 'upload', WorkLimits>>;
   /** How long /readyz waits for Redis. Default 2000 ms. */
   readyTimeoutMs?: number;
 }
+
+const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
+  search: { running: 2, waiting: 32 },
+  export: { running: 4, waiting: 8 },
+  upload: { running: 2, waiting: 2 },
+};
 
 /**
  * The retry dashboard as a fastify app, not yet listening: `app.inject` tests it black-box,
@@ -59,13 +75,14 @@ export async function buildDashboard(options: DashboardOptions): Promise<Fastify
   const logger = options.logger ?? runtime.logger;
   if (options.token !== null) checkTokenStrength(options.token);
   const workspaces = options.workspaces ?? Object.keys(runtime.config.workspaces);
+  const scope = new WorkspaceScope(options.workspaces ?? null);
   const maxUploadBytes = options.maxUploadBytes ?? 50 * 1024 * 1024;
   const auth = new SessionAuth(options.token);
 
   // Requests are not logged one by one: operators' clicks are not worth a line each.
   const app = Fastify({ logger: false, bodyLimit: 4 * 1024 * 1024, trustProxy: options.trustProxy ?? false });
   try {
-    await setUp(app, options, { auth, workspaces, maxUploadBytes, logger });
+    await setUp(app, options, { auth, scope, workspaces, maxUploadBytes, logger });
   } catch (err) {
     await app.close(); // the sign-in limiter's own Redis connection goes with it
     throw err;
@@ -75,6 +92,7 @@ export async function buildDashboard(options: DashboardOptions): Promise<Fastify
 
 interface SetUpContext {
   auth: SessionAuth;
+  scope: WorkspaceScope;
   workspaces: string[];
   maxUploadBytes: number;
   logger: Logger;
@@ -82,7 +100,8 @@ interface SetUpContext {
 
 async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUpContext): Promise<void> {
   const { runtime } = options;
-  const { auth, workspaces, maxUploadBytes, logger } = ctx;
+  const { auth, scope, workspaces, maxUploadBytes, logger } = ctx;
+  const limits = { ...DEFAULT_LIMITS, ...options.concurrency };
   await app.register(cookie, auth.insecure ? {} : { secret: auth.cookieSecret });
   await app.register(formbody);
   await app.register(multipart, { limits: { fileSize: maxUploadBytes, files: 1, fields: 20 } });
@@ -113,8 +132,16 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     readyTimeoutMs: options.readyTimeoutMs ?? 2000,
   });
   registerLoginRoutes(app, deps);
-  registerRunsRoutes(app, { runtime, auth, workspaces, pageSize: options.runsPageSize ?? 50 });
-  registerRunRoutes(app, { runtime, auth, maxUploadBytes, pageSize: options.problemsPageSize ?? 50 });
+  registerRunsRoutes(app, { runtime, auth, scope, workspaces, pageSize: options.runsPageSize ?? 50 });
+  registerRunRoutes(app, {
+    runtime,
+    auth,
+    scope,
+    pageSize: options.problemsPageSize ?? 50,
+    searchScanRows: options.searchScanRows ?? 5000,
+    limits: { search: new WorkLimiter('searches', limits.search), export: new WorkLimiter('downloads', limits.export) },
+  });
+  registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: new WorkLimiter('uploads', limits.upload) });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });
   await mountBullBoard(app, runtime, workspaces);
 }

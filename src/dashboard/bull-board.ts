@@ -13,8 +13,17 @@ export const BULL_BOARD_PATH = '/queues';
  * there would bypass the run store, so its rows would end with no result and their run would
  * never complete. Row actions belong to the run pages (retry, upload) and pause/resume to the
  * workspaces page, which keep the results in step.
+ *
+ * Bull Board's readOnlyMode hides the buttons and refuses most actions, but not all of its API
+ * (pause-all, add, job-scheduler edits): every method other than GET/HEAD under /queues is
+ * refused here, before Bull Board sees it.
  */
 export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, workspaces: string[]): Promise<void> {
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return undefined;
+    if (request.url !== BULL_BOARD_PATH && !request.url.startsWith(`${BULL_BOARD_PATH}/`) && !request.url.startsWith(`${BULL_BOARD_PATH}?`)) return undefined;
+    return reply.code(405).header('Allow', 'GET, HEAD').type('text/plain; charset=utf-8').send('Bull Board is read-only here: retry, pause and resume from the run and workspace pages.\n');
+  });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({

@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isCrmSyncError, type ErrorCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -29,7 +30,19 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   INPUT_PARSE: 400,
   INPUT_TOO_LARGE: 413,
   REDIS_UNAVAILABLE: 503,
+  DASHBOARD_BUSY: 503,
+  // Nobody reads it: the client is gone (nginx's "client closed request").
+  CLIENT_GONE: 499,
 };
+
+/** Seconds a client is asked to wait when the dashboard is busy. */
+const BUSY_RETRY_AFTER = 2;
+
+/** A last guard: an error message never shows where the server keeps its temporary files. */
+export function withoutServerPaths(message: string): string {
+  const tmp = tmpdir().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return message.replace(new RegExp(`${tmp}[^\\s'"]*`, 'g'), 'a temporary file');
+}
 
 /**
  * Known errors become a plain page (or JSON) with their own message, which never carries a key
@@ -50,7 +63,13 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
       message = error instanceof Error ? error.message : message;
       code = 'BAD_REQUEST';
     }
-    if (status >= 500) logger.error({ err: error, url: request.url }, 'dashboard request failed');
+    message = withoutServerPaths(message);
+    if (code === 'DASHBOARD_BUSY') reply.header('Retry-After', String(BUSY_RETRY_AFTER));
+    if (code === 'CLIENT_GONE') {
+      logger.info({ url: request.url.slice(0, 200), reason: message }, 'dashboard: work stopped, the client went away');
+      return reply.code(status).send();
+    }
+    if (status >= 500 && code !== 'DASHBOARD_BUSY') logger.error({ err: error, url: request.url }, 'dashboard request failed');
     if (wantsJson(request) || request.url.startsWith('/metrics')) return reply.code(status).send({ error: code, message });
     return sendPage(
       reply,

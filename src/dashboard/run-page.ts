@@ -4,9 +4,19 @@ import { html, query, type SafeHtml } from './html.js';
 import { progressBar, statusBadge } from './runs-page.js';
 import { formatDuration, formatTime, operationWords, problemCount, runDurationMs } from './status-words.js';
 
+/** A bounded step of an error-text search (problem-search.ts) instead of a page of rows. */
+export interface SearchStep {
+  scanned: { from: number; to: number };
+  /** Problem rows of the run. */
+  problems: number;
+  next: number | null;
+}
+
 export interface RunPageData {
   run: RunRecord;
+  /** A page of problems; with a search, `total` is the number of matches shown. */
   problems: { rows: RowResult[]; total: number };
+  search?: SearchStep;
   /** 1-based page of the problems table. */
   page: number;
   pageSize: number;
@@ -54,19 +64,36 @@ function blockedNotice(run: RunRecord, csrf: string): SafeHtml | '' {
 </div>`;
 }
 
-function problemsSection(data: RunPageData): SafeHtml {
-  const { run, problems, page, pageSize, q, csrf } = data;
+function pagerFor(data: RunPageData): SafeHtml {
+  const { run, problems, page, pageSize, q, search } = data;
   const id = encodeURIComponent(run.id);
-  const columns = problemColumns(run, problems.rows);
+  const n = (v: number) => v.toLocaleString('en-US');
+  if (search !== undefined) {
+    const { scanned } = search;
+    const looked = scanned.to > scanned.from ? `Looked through failed rows ${n(scanned.from + 1)}–${n(scanned.to)} of ${n(search.problems)}` : '';
+    return html`<div class="pager">
+  ${scanned.from > 0 ? html`<a href="/runs/${id}${query({ q })}">← From the start</a>` : ''}
+  <span>${looked}</span>
+  ${search.next !== null ? html`<a href="/runs/${id}${query({ q, from: search.next })}">Search further →</a>` : ''}
+</div>`;
+  }
   const pages = Math.max(1, Math.ceil(problems.total / pageSize));
   const first = problems.total === 0 ? 0 : (page - 1) * pageSize + 1;
   const last = Math.min(problems.total, page * pageSize);
-  const pager = html`<div class="pager">
+  return html`<div class="pager">
   ${page > 1 ? html`<a href="/runs/${id}${query({ q, page: page - 1 })}">← Previous</a>` : ''}
-  <span>${problems.total === 0 ? '' : `Rows ${first.toLocaleString('en-US')}–${last.toLocaleString('en-US')} of ${problems.total.toLocaleString('en-US')}`}</span>
+  <span>${problems.total === 0 ? '' : `Rows ${n(first)}–${n(last)} of ${n(problems.total)}`}</span>
   ${page < pages ? html`<a href="/runs/${id}${query({ q, page: page + 1 })}">Next →</a>` : ''}
 </div>`;
-  const empty = q !== '' ? 'No failed or invalid row matches that text.' : 'No failed or invalid rows.';
+}
+
+function problemsSection(data: RunPageData): SafeHtml {
+  const { run, problems, page, q, csrf } = data;
+  const id = encodeURIComponent(run.id);
+  const columns = problemColumns(run, problems.rows);
+  const pager = pagerFor(data);
+  const further = data.search?.next != null ? ' in the rows looked through so far' : '';
+  const empty = q !== '' ? `No failed or invalid row matches that text${further}.` : 'No failed or invalid rows.';
   if (problems.total === 0 && q === '' && page === 1) {
     return html`<h2 id="problems">Failed and invalid rows</h2><p class="muted">${empty}</p>`;
   }
@@ -123,16 +150,19 @@ ${run.status === 'failed' && run.reason !== undefined ? html`<div class="notice 
 ${problemsSection(data)}`;
 }
 
-/** The answer to an upload: what was sent again and which lines of the file were not used. */
-export function uploadResultBody(run: RunRecord, retried: number, ignored: Array<{ row: number | null; line: number; reason: string }>): SafeHtml {
-  const shown = ignored.slice(0, 200);
+/**
+ * The answer to an upload: what was sent again and which lines of the file were not used (the
+ * first ones, with their reason, and how many in all).
+ */
+export function uploadResultBody(run: RunRecord, retried: number, shown: Array<{ row: number | null; line: number; reason: string }>, ignoredCount: number): SafeHtml {
+  const n = (v: number) => v.toLocaleString('en-US');
   return html`<p><a href="/runs/${encodeURIComponent(run.id)}">← Back to the run</a></p>
 <h1>Corrected file received</h1>
-<div class="notice ${ignored.length === 0 ? 'ok' : 'warn'}">
-  ${retried.toLocaleString('en-US')} row${retried === 1 ? '' : 's'} sent again. ${ignored.length === 0 ? 'Every line of the file was used.' : `${ignored.length.toLocaleString('en-US')} line${ignored.length === 1 ? ' was' : 's were'} ignored:`}
+<div class="notice ${ignoredCount === 0 ? 'ok' : 'warn'}">
+  ${n(retried)} row${retried === 1 ? '' : 's'} sent again. ${ignoredCount === 0 ? 'Every line of the file was used.' : `${n(ignoredCount)} line${ignoredCount === 1 ? ' was' : 's were'} ignored:`}
 </div>
-${ignored.length > 0 ? html`<div class="scroll"><table><thead><tr><th class="num">Line</th><th class="num">Row</th><th>Why it was ignored</th></tr></thead>
+${ignoredCount > 0 ? html`<div class="scroll"><table><thead><tr><th class="num">Line</th><th class="num">Row</th><th>Why it was ignored</th></tr></thead>
 <tbody>${shown.map((i) => html`<tr><td class="num">${i.line}</td><td class="num">${i.row ?? ''}</td><td>${i.reason}</td></tr>`)}</tbody></table></div>
-${ignored.length > shown.length ? html`<p class="muted">… and ${ignored.length - shown.length} more.</p>` : ''}` : ''}
+${ignoredCount > shown.length ? html`<p class="muted">… and ${n(ignoredCount - shown.length)} more (only the first ${n(shown.length)} are listed).</p>` : ''}` : ''}
 <p><a href="/runs/${encodeURIComponent(run.id)}">Open the run to follow the retry</a></p>`;
 }

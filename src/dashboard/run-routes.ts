@@ -1,31 +1,31 @@
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
 import { resumeWorkspace, retryRun } from '../queue/index.js';
-import { writeResultsCsv } from '../runs/index.js';
+import { writeResultsCsv, type RowResult } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
-import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, formTokenGuard, refuse } from './auth-hooks.js';
+import { formTokenFor, formTokenGuard } from './auth-hooks.js';
 import { html, type SafeHtml } from './html.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
-import { runPageBody, uploadResultBody } from './run-page.js';
+import { searchProblems } from './problem-search.js';
+import { runPageBody, type SearchStep } from './run-page.js';
 import type { SessionAuth } from './session-auth.js';
+import { clientGone, type WorkLimiter } from './work-limiter.js';
+import type { WorkspaceScope } from './workspace-scope.js';
 
 export interface RunRoutesOptions {
   runtime: Runtime;
   auth: SessionAuth;
-  /** Largest corrected CSV accepted, in bytes. */
-  maxUploadBytes: number;
+  scope: WorkspaceScope;
   /** Failed rows per page. */
   pageSize: number;
+  /** Problem rows one error-text search request looks through, at most. */
+  searchScanRows: number;
+  limits: { search: WorkLimiter; export: WorkLimiter };
 }
 
-type RunRequest<Q = unknown, B = unknown> = FastifyRequest<{ Params: { id: string }; Querystring: Q; Body: B }>;
+type RunRequest<Q = unknown> = FastifyRequest<{ Params: { id: string }; Querystring: Q }>;
 
 const REFRESH_SECONDS = 3;
 
@@ -35,7 +35,7 @@ export function parseRows(value: unknown): number[] {
   const rows = new Set<number>();
   for (const p of parts) {
     const n = Number(typeof p === 'string' ? p.trim() : p);
-    if (!Number.isInteger(n) || n < 1) throw new CrmSyncError('USAGE', `"${String(p)}" is not a row number`);
+    if (!Number.isInteger(n) || n < 1) throw new CrmSyncError('USAGE', `"${String(p).slice(0, 40)}" is not a row number`);
     rows.add(n);
   }
   return [...rows].sort((a, b) => a - b);
@@ -55,27 +55,45 @@ function noticeFor(q: Record<string, string | undefined>): SafeHtml | undefined 
 }
 
 export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOptions): void {
-  const { runtime, auth, pageSize } = options;
+  const { runtime, auth, scope, pageSize, limits } = options;
   const { store } = runtime;
 
   app.get('/runs/:id', async (request: RunRequest<Record<string, string | undefined>>, reply) => {
-    const run = await store.requireRun(request.params.id);
+    const run = await scope.run(store, request.params.id);
     const q = (request.query.q ?? '').trim().slice(0, 200);
     const wanted = intParam(request.query.page, 1);
-    const problems = await store.problems(run.id, { offset: (wanted - 1) * pageSize, limit: pageSize, ...(q ? { messageContains: q } : {}) });
+    let problems: { rows: RowResult[]; total: number };
+    let search: SearchStep | undefined;
+    if (q === '') {
+      problems = await store.problems(run.id, { offset: (wanted - 1) * pageSize, limit: pageSize });
+    } else {
+      // A text search is bounded per request (scan limit, a few at once) and resumes from `from`.
+      const { signal } = request;
+      const step = await limits.search.run(signal, () =>
+        searchProblems(store, run.id, { needle: q.toLowerCase(), from: intParam(request.query.from, 0, 0), limit: pageSize, scanLimit: options.searchScanRows, signal }),
+      );
+      problems = { rows: step.rows, total: step.rows.length };
+      search = { scanned: step.scanned, problems: step.problems, next: step.next };
+      if (wantsJson(request)) return { run, problems: { rows: step.rows, scanned: step.scanned, of: step.problems, next: step.next } };
+    }
     if (wantsJson(request)) return { run, problems };
     const notice = noticeFor(request.query);
-    const body = runPageBody({ run, problems, page: wanted, pageSize, q, csrf: formTokenFor(auth, request), ...(notice ? { notice } : {}) });
+    const csrf = formTokenFor(auth, request);
+    const body = runPageBody({ run, problems, page: wanted, pageSize, q, csrf, ...(search ? { search } : {}), ...(notice ? { notice } : {}) });
     return sendPage(
       reply,
-      page({ title: `Run ${run.id}`, body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request), ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}) }),
+      page({ title: `Run ${run.id}`, body, nav: 'runs', canSignOut: !auth.insecure, csrf, ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}) }),
     );
   });
 
   app.get('/runs/:id/results.csv', async (request: RunRequest<{ failed?: string }>, reply) => {
-    const run = await store.requireRun(request.params.id);
+    const run = await scope.run(store, request.params.id);
     const problemsOnly = request.query.failed === '1' || request.query.failed === 'true';
+    const release = await limits.export.acquire(request.signal);
     const out = new PassThrough();
+    out.once('close', release);
+    // The client went away: stop reading Redis (writeResultsCsv fails on the destroyed stream).
+    request.signal.addEventListener('abort', () => out.destroy(clientGone()), { once: true });
     // Streamed: a 100,000-row run is never held in memory; an error mid-way cuts the download.
     writeResultsCsv(store, run.id, out, { problemsOnly }).then(
       () => out.end(),
@@ -84,12 +102,11 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     return reply
       .type('text/csv; charset=utf-8')
       .header('Content-Disposition', `attachment; filename="${run.id}-${problemsOnly ? 'failed' : 'results'}.csv"`)
-      .header('Cache-Control', 'no-store')
       .send(out);
   });
 
   app.post<{ Params: { id: string }; Body: { row?: unknown; rows?: unknown } | undefined }>('/runs/:id/retry', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    const run = await store.requireRun(request.params.id);
+    const run = await scope.run(store, request.params.id);
     const body = request.body ?? {};
     const selected = body.row ?? body.rows;
     const rows = selected !== undefined ? parseRows(selected) : undefined;
@@ -100,42 +117,17 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
   });
 
   app.post<{ Params: { id: string } }>('/runs/:id/resume', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    const run = await store.requireRun(request.params.id);
+    const run = await scope.run(store, request.params.id);
+    // Resuming un-pauses the whole workspace queue: only a run the CRM's 401 blocked may do
+    // that from here, never a workspace an operator paused on purpose.
+    if (run.status !== 'blocked') {
+      throw new CrmSyncError(
+        'RUN_STATE',
+        `run ${run.id} is ${run.status}, not blocked: there is nothing to resume. To un-pause workspace ${run.workspace}, use the Workspaces page.`,
+      );
+    }
     const resumed = await resumeWorkspace({ queue: runtime.queue(run.workspace), store, workspace: run.workspace });
     if (wantsJson(request)) return { resumed };
     return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=resume&n=${resumed.length}`, 303);
-  });
-
-  app.post('/runs/:id/upload', async (request: RunRequest, reply: FastifyReply) => {
-    const run = await store.requireRun(request.params.id);
-    if (!request.isMultipart()) throw new CrmSyncError('USAGE', 'send the corrected CSV as multipart/form-data (field "file")');
-    const dir = await mkdtemp(join(tmpdir(), 'crm-sync-upload-'));
-    try {
-      const file = join(dir, 'corrected.csv');
-      let csrf: unknown;
-      let gotFile = false;
-      for await (const part of request.parts({ limits: { fileSize: options.maxUploadBytes, files: 1 } })) {
-        if (part.type === 'field') {
-          if (part.fieldname === '_csrf') csrf = part.value;
-        } else if (part.fieldname === 'file' && !gotFile) {
-          gotFile = true;
-          await pipeline(part.file, createWriteStream(file));
-          if (part.file.truncated) {
-            throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(options.maxUploadBytes / 1048576)} MB`);
-          }
-        } else {
-          part.file.resume();
-        }
-      }
-      // Checked after the parts are read: the browser may send the token after the file.
-      if (!checkFormToken(auth, request, csrf)) return refuse(reply, 403, FORM_TOKEN_MESSAGE);
-      if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
-      const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, file, logger: runtime.logger });
-      if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored: summary.ignored };
-      const body = uploadResultBody(summary.run, summary.progress.read, summary.ignored);
-      return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
   });
 }

@@ -6,10 +6,12 @@ import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { runsPageBody, type RunsFilter } from './runs-page.js';
 import type { SessionAuth } from './session-auth.js';
+import type { WorkspaceScope } from './workspace-scope.js';
 
 export interface RunsRoutesOptions {
   runtime: Runtime;
   auth: SessionAuth;
+  scope: WorkspaceScope;
   workspaces: string[];
   /** Runs per page. */
   pageSize: number;
@@ -22,7 +24,7 @@ function text(value: unknown): string | undefined {
 }
 
 export function registerRunsRoutes(app: FastifyInstance, options: RunsRoutesOptions): void {
-  const { runtime, auth, pageSize } = options;
+  const { runtime, auth, scope, pageSize } = options;
 
   app.get('/', async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
     const q = request.query;
@@ -30,7 +32,7 @@ export function registerRunsRoutes(app: FastifyInstance, options: RunsRoutesOpti
     const workspace = text(q.workspace);
     const sync = text(q.sync);
     const filter: RunsFilter = { page: intParam(q.page, 1), ...(status ? { status } : {}), ...(workspace ? { workspace } : {}), ...(sync ? { sync } : {}) };
-    const { runs, total } = await runtime.store.listRuns({
+    const { runs, total } = await scope.listRuns(runtime.store, {
       offset: (filter.page - 1) * pageSize,
       limit: pageSize,
       ...(status ? { status } : {}),

@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   CREATE_UNCERTAIN: 'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',
   JOB_LOST: "The worker lost its job (lock expired, e.g. cut off from Redis); the job's new owner sends the rows",
+  DASHBOARD_BUSY: 'The dashboard is already doing as many searches, downloads or uploads at once as it allows; try again in a moment',
+  CLIENT_GONE: 'The client closed the connection before the dashboard had answered, so the work for it was stopped',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

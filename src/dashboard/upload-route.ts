@@ -1,0 +1,127 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
+import { retryRun } from '../queue/index.js';
+import type { Runtime } from '../runtime/index.js';
+import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth-hooks.js';
+import { sendPage, wantsJson } from './http-answers.js';
+import { page } from './layout.js';
+import { uploadResultBody } from './run-page.js';
+import type { SessionAuth } from './session-auth.js';
+import type { WorkLimiter } from './work-limiter.js';
+import type { WorkspaceScope } from './workspace-scope.js';
+
+export interface UploadRouteOptions {
+  runtime: Runtime;
+  auth: SessionAuth;
+  scope: WorkspaceScope;
+  /** Largest corrected CSV accepted, in bytes. */
+  maxUploadBytes: number;
+  limiter: WorkLimiter;
+}
+
+/** Ignored lines listed in the answer; the rest are only counted. */
+export const IGNORED_SHOWN = 200;
+const UPLOADED = 'the uploaded file';
+const MALFORMED = 'the upload is not a well-formed multipart/form-data body: send the corrected CSV from the run page (field "file")';
+
+/** Messages about the upload name it, never the server's temporary path. */
+function withoutPath(text: string, file: string, dir: string): string {
+  return text.split(file).join(UPLOADED).split(dir).join(UPLOADED);
+}
+
+/**
+ * Refuses what cannot be a corrected export before the run is touched (a retry marks the run as
+ * producing again, and a file that fails half-way would leave it so): a binary or non-UTF-8
+ * file (checked to the end, a chunk at a time), or one without the export's crm_sync_row column.
+ */
+async function checkLooksLikeExport(file: string): Promise<void> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const notText = () => new CrmSyncError('INPUT_ENCODING', `${UPLOADED} is not a UTF-8 CSV file (save it as CSV UTF-8)`);
+  let header: string | undefined;
+  let head = '';
+  for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>) {
+    if (chunk.includes(0)) throw notText();
+    let text: string;
+    try {
+      text = decoder.decode(chunk, { stream: true });
+    } catch {
+      throw notText();
+    }
+    if (header === undefined) {
+      head += text.slice(0, 64 * 1024);
+      const end = head.indexOf('\n');
+      if (end !== -1 || head.length >= 64 * 1024) header = end === -1 ? head : head.slice(0, end);
+    }
+  }
+  try {
+    decoder.decode();
+  } catch {
+    throw notText();
+  }
+  if (!(header ?? head).includes('crm_sync_row')) {
+    throw new CrmSyncError('USAGE', `${UPLOADED} has no crm_sync_row column: upload the failed-rows CSV downloaded from the run page (keep the crm_sync_ columns)`);
+  }
+}
+
+/** Reads the multipart body: the form token, and the file (saved to `file`). */
+async function receive(request: FastifyRequest, file: string, maxBytes: number): Promise<{ csrf: unknown; gotFile: boolean }> {
+  let csrf: unknown;
+  let gotFile = false;
+  try {
+    for await (const part of request.parts({ limits: { fileSize: maxBytes, files: 1 } })) {
+      if (part.type === 'field') {
+        if (part.fieldname === '_csrf') csrf = part.value;
+      } else if (part.fieldname === 'file' && !gotFile) {
+        gotFile = true;
+        await pipeline(part.file, createWriteStream(file));
+        if (part.file.truncated) throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`);
+      } else {
+        part.file.resume();
+      }
+    }
+  } catch (err) {
+    if (isCrmSyncError(err)) throw err;
+    const status = typeof err === 'object' && err !== null && 'statusCode' in err ? Number(err.statusCode) : 500;
+    if (status === 413) throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, { cause: err });
+    // busboy's own errors (no boundary, cut-off part, bad header) are plain Errors: the client's fault.
+    throw new CrmSyncError('USAGE', MALFORMED, { cause: err });
+  }
+  return { csrf, gotFile };
+}
+
+export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOptions): void {
+  const { runtime, auth, scope, limiter } = options;
+  const { store } = runtime;
+
+  app.post('/runs/:id/upload', async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
+    const run = await scope.run(store, request.params.id);
+    if (!request.isMultipart()) throw new CrmSyncError('USAGE', 'send the corrected CSV as multipart/form-data (field "file")');
+    // One upload in a slot: its file on disk and its retry are bounded, whatever the file holds.
+    return limiter.run(request.signal, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'crm-sync-upload-'));
+      const file = join(dir, 'corrected.csv');
+      try {
+        const { csrf, gotFile } = await receive(request, file, options.maxUploadBytes);
+        // Checked after the parts are read: the browser may send the token after the file.
+        if (!checkFormToken(auth, request, csrf)) return refuse(reply, 403, FORM_TOKEN_MESSAGE);
+        if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
+        await checkLooksLikeExport(file);
+        const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, file, logger: runtime.logger, ignoredSampleSize: IGNORED_SHOWN });
+        const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));
+        if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
+        const body = uploadResultBody(summary.run, summary.progress.read, ignored, summary.ignoredCount);
+        return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
+      } catch (err) {
+        if (isCrmSyncError(err)) throw new CrmSyncError(err.code, withoutPath(err.message, file, dir), { cause: err });
+        throw err;
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
