@@ -1,4 +1,6 @@
+import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXPORT_META_COLUMNS } from '../../src/runs/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
 import { multipartBody, seedFailedRun, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
 
@@ -71,4 +73,37 @@ describe('uploads are bounded', () => {
     expect(busy.headers['retry-after']).toBe('2');
     expect(busy.json<{ error: string }>().error).toBe('DASHBOARD_BUSY');
   }, 60_000);
+});
+
+describe('download → upload → download (finding: formula-like headers were lost)', () => {
+  it('a failed-rows CSV uploaded unchanged exports again with identical headers and values', async () => {
+    await h.startWorkers();
+    const columns = ['id', 'name', '@cmd', '+1+1', '=HYPERLINK("http://evil.example","x")', '-note'];
+    const store = h.runtime.store;
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'formulas.csv', columns });
+    await store.addQueued(run.id, 2);
+    const at = new Date().toISOString();
+    const original = (row: number) => ({ id: `no-such-deal-${row}`, name: '=1+1', '@cmd': '@SUM(A1)', '+1+1': '+1', '=HYPERLINK("http://evil.example","x")': '=cmd|"/c calc"!A0', '-note': '-5' });
+    await store.recordResults(run.id, [1, 2].map((row) => ({ row, line: row + 1, status: 'failed' as const, code: 'CRM_NOT_FOUND' as const, httpStatus: 404, message: 'not found', original: original(row), at })));
+    await store.finishProducing(run.id);
+
+    const first = await d.ask({ path: `/runs/${run.id}/results.csv?failed=1`, headers: { cookie } });
+    const header = first.text.split('\n', 1)[0]!;
+    expect(header).toContain(`'@cmd,'+1+1,"'=HYPERLINK(""http://evil.example"",""x"")",'-note`);
+    const _csrf = await d.formToken(cookie);
+    const { body, type } = multipartBody({ _csrf }, { name: 'failed.csv', content: first.body });
+    const res = await d.ask({ method: 'POST', path: `/runs/${run.id}/upload`, headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': type }, body });
+    expect(res.status, res.text).toBe(200);
+    expect(res.json()).toMatchObject({ progress: { read: 2 }, ignoredCount: 0 });
+    // The CRM does not know the deals: the rows fail again, now with the CRM's own 404.
+    const again = await h.waitForRun(run.id);
+    expect(again.counts).toMatchObject({ failed: 2, queued: 0 });
+
+    const second = await d.ask({ path: `/runs/${run.id}/results.csv?failed=1`, headers: { cookie } });
+    expect(second.text.split('\n', 1)[0]).toBe(header);
+    const values = (text: string) =>
+      (parse(text, { columns: true }) as Array<Record<string, string>>).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !(EXPORT_META_COLUMNS as readonly string[]).includes(k))));
+    expect(values(second.text)).toEqual(values(first.text));
+    expect((await store.problems(run.id)).rows.map((r) => r.original)).toEqual([original(1), original(2)]);
+  });
 });
