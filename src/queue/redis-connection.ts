@@ -22,7 +22,7 @@ export interface ConnectRedisOptions {
    * `duplicate()` of this connection and inherits the option.
    */
   commandTimeoutMs?: number;
-  /** Worker role: the liveness watchdog's timing (see {@link watchRedisLiveness}), or `false` for none. */
+  /** The liveness watchdog's timing (see {@link watchRedisLiveness}), or `false` for none. Default on. */
   liveness?: false | { intervalMs?: number; timeoutMs?: number };
   /**
    * Where the worker-role liveness watchdog logs. Default: a stderr logger made on first use
@@ -85,7 +85,7 @@ export function redisOptions(role: RedisRole, name = 'crm-sync', tuning: { comma
 
 /**
  * Connects and waits until Redis answers, or throws REDIS_UNAVAILABLE saying how to fix it.
- * A worker-role connection also gets a liveness watchdog ({@link watchRedisLiveness}); it stops
+ * Every connection also gets a liveness watchdog ({@link watchRedisLiveness}); it stops
  * by itself when the client ends (`disconnect()`/`quit()`), and {@link redisLiveness} finds it.
  */
 export async function connectRedis(url: string, options: ConnectRedisOptions): Promise<Redis> {
@@ -115,7 +115,8 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   // Keep a listener so ioredis does not print unhandled errors while it reconnects.
   redis.off('error', onError);
   redis.on('error', () => undefined);
-  if (options.role === 'worker' && options.liveness !== false) {
+  // Both roles: a producer behind a half-open socket recovers too (its steps are repeatable).
+  if (options.liveness !== false) {
     watchRedisLiveness(redis, { ...(options.liveness ?? {}), ...(options.logger ? { logger: options.logger } : {}) });
   }
   return redis;

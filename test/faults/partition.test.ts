@@ -146,23 +146,27 @@ describe('a worker whose Redis link is left half-open', () => {
     } finally {
       await pool.close();
     }
-    // A producer whose connection goes half-open mid-file: an error within the command timeout.
+    // A producer whose connection goes half-open mid-file: its watchdog reconnects and it goes on.
+    const direct = await h.startWorkers({ concurrency: 8 }); // drains the queue, so the producer keeps producing
     const producer = await openRuntime(viaProxy(h.config, proxy), silentLogger);
     try {
       const rows = Array.from({ length: 3000 }, (_, i) => [`x${i}`, `n${i}`, i]);
       const big = h.file('producer.csv', csv(['id', 'name', 'value'], rows));
-      const started = Date.now();
-      const produced = importFile({ file: big, op: 'deal.update', workspace: 'acme', queue: producer.queue('acme'), store: producer.store, highWaterMark: 100 });
+      const produced = importFile({ file: big, op: 'deal.update', workspace: 'acme', queue: producer.queue('acme'), store: producer.store, highWaterMark: 100, chunkSize: 50 });
       await sleep(300);
       proxy.blackhole();
-      await expect(produced).rejects.toThrow(/timed out/i);
-      // A timed-out command, then the run marked failed over the same dead link: two command timeouts at most.
-      expect(Date.now() - started).toBeLessThan(35_000);
+      await sleep(200);
+      proxy.heal('hang');
+      const started = Date.now();
+      const { run } = await produced;
+      console.log(`[partition] (c) producer behind a half-open link: file read to the end ${Math.round((Date.now() - started) / 1000)} s after the cut, ${run.counts.total} rows`);
+      expect(run).toMatchObject({ producerDone: true, counts: { total: 3000 } });
     } finally {
       proxy.heal('reset');
       await producer.close();
+      await direct.close();
     }
-  }, 90_000);
+  }, 120_000);
 });
 
 describe('a worker cut from the CRM, with a known rate limit', () => {

@@ -188,14 +188,17 @@ describe('worker-role connection options', () => {
     dup.disconnect();
   });
 
-  it('starts a watchdog for workers only, which stops by itself when the client ends', async () => {
+  it('starts a watchdog for every connection unless told not to, which stops by itself when the client ends', async () => {
     const { logger } = captureLogger();
     const worker = await connectRedis(target.toString(), { role: 'worker', logger });
-    const client = await connectRedis(target.toString(), { role: 'client' });
+    const client = await connectRedis(target.toString(), { role: 'client', logger });
+    const bare = await connectRedis(target.toString(), { role: 'client', liveness: false });
     try {
       expect(redisLiveness(worker)).toBeDefined();
-      expect(redisLiveness(client)).toBeUndefined();
+      expect(redisLiveness(client)).toBeDefined();
+      expect(redisLiveness(bare)).toBeUndefined();
     } finally {
+      bare.disconnect();
       client.disconnect();
       worker.disconnect();
     }
