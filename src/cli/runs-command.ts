@@ -2,6 +2,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
+import { CrmSyncError } from '../errors/index.js';
 import { resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
@@ -130,6 +131,9 @@ export function registerRunsCommand(program: Command): void {
     .action(async (id: string, _opts: unknown, command: Command) => {
       await withRuntime(command, async ({ runtime: rt, logger }) => {
         const run = await rt.store.requireRun(id);
+        if (run.status === 'completed' || (run.status === 'failed' && run.producerDone)) {
+          throw new CrmSyncError('RUN_STATE', `run ${id} is ${run.status} and its file was read to the end: nothing to resume (failed rows: crm-sync runs retry ${id})`);
+        }
         if (run.status !== 'blocked' && !run.producerDone) {
           const { run: resumed, progress } = await resumeProducer({ runId: id, queue: rt.queue(run.workspace), store: rt.store, logger });
           process.stdout.write(`run ${id}: ${progress.read} more rows read, ${progress.queued} queued, ${progress.invalid} invalid; the file is read to the end\n`);
