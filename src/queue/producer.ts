@@ -109,6 +109,13 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
             `Nothing queued is lost: once Redis answers, go on from where it stopped with: crm-sync runs resume ${runId}`,
           { cause: last },
         ),
+      full: (err) =>
+        new CrmSyncError(
+          'REDIS_FULL',
+          `Redis is full (maxmemory reached) while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued); ` +
+            `no row was sent that cannot be recorded. Free memory or raise maxmemory, then go on with: crm-sync runs resume ${runId}`,
+          { cause: err },
+        ),
     });
   const flushResults = async () => {
     if (results.length === 0) return;

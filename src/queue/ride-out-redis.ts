@@ -8,6 +8,11 @@ export const DEFAULT_PRODUCER_OUTAGE_MS = 60_000;
 /** ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). */
 const UNAVAILABLE = /Connection is closed|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
 
+/** Redis's answer to a write when it is at maxmemory with noeviction. */
+export function isRedisFull(err: unknown): boolean {
+  return /\bOOM command not allowed\b/.test(errorMessage(err));
+}
+
 export function isRedisUnavailable(err: unknown): boolean {
   return !(err instanceof CrmSyncError) && UNAVAILABLE.test(errorMessage(err));
 }
@@ -18,6 +23,8 @@ export interface RideOutOptions {
   outageMs?: number;
   /** The error to end with, given how long Redis was away. */
   giveUp: (waitedMs: number, last: unknown) => Error;
+  /** The error to end with when Redis refuses writes because it is full. Default: the refusal itself. */
+  full?: (err: unknown) => Error;
 }
 
 /**
@@ -34,6 +41,7 @@ export async function rideOutRedis<T>(step: () => Promise<T>, options: RideOutOp
       if (since !== undefined) options.logger.info({ seconds: Math.round((Date.now() - since) / 1000) }, 'Redis answers again: producing goes on');
       return value;
     } catch (err) {
+      if (isRedisFull(err) && options.full) throw options.full(err);
       if (!isRedisUnavailable(err)) throw err;
       const now = Date.now();
       if (since === undefined) {

@@ -24,6 +24,7 @@ import { RowFence, type RowResult, type RowWriter, type RunStore } from '../runs
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
+import { RedisFullGuard } from './redis-full-guard.js';
 import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
@@ -110,6 +111,7 @@ export class SyncWorker {
   readonly #aimd: AdaptiveConcurrency | null;
   readonly #maxStarts: number;
   readonly #sweep: FailedJobSweep;
+  readonly #full: RedisFullGuard;
   readonly #fence: RowFence;
   readonly #sender: RowSender;
   readonly #locks: JobLockWatch;
@@ -175,6 +177,7 @@ export class SyncWorker {
     });
     this.worker.on('error', (err) => this.#onWorkerError(err));
     this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
+    this.#full = new RedisFullGuard({ worker: this.worker, redis: options.connection, probeKey: `${options.prefix}:probe:${options.workspace}`, logger: this.#logger });
     this.#sweep = new FailedJobSweep({
       workspace: options.workspace,
       queue: this.queue,
@@ -236,6 +239,9 @@ export class SyncWorker {
       const data = toJobData(job.data);
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
       return await this.#processRows(job, data, token ?? '', signal);
+    } catch (err) {
+      this.#full.onError(err);
+      throw err;
     } finally {
       this.#locks.untrack(id);
       this.#active.delete(id);
