@@ -175,6 +175,11 @@ export class DuplicateSafeCreate {
         ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)
         : uncertain(row, `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`);
     const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match);
+    if (done.kind === 'refused' && done.reason === 'exists') {
+      // Another job of this row recorded it first (a resolving job beside a redelivered one).
+      this.#logger.warn({ runId: w.runId, row: w.row, dealId }, 'the row already had its result when this attempt finished; its stored result stands');
+      return { kind: 'has-result' };
+    }
     if (done.kind === 'refused') {
       this.#logger.warn({ runId: w.runId, row: w.row, dealId, reason: done.reason }, 'created a deal after losing the job: its id is left for the job\'s new owner');
       return { kind: 'lost', reason: done.reason };
