@@ -1,5 +1,5 @@
 import { LuaScript } from './lua-script.js';
-import { BUCKET, COUNT_FIELDS, PRELUDE, RESULTS } from './run-scripts.js';
+import { BUCKET, COUNT_FIELDS, ORDER, PRELUDE, RESULTS } from './run-scripts.js';
 
 /*
  * The write fence's scripts (row-fence.ts; docs/architecture.md, "Delivery guarantees").
@@ -27,30 +27,6 @@ const SEND_FENCE = `
 if redis.call('GET', lock_key) ~= token then return {'refused', 'lock'} end
 if (redis.call('HGET', rounds_key, row) or '0') ~= round then return {'refused', 'round'} end
 if redis.call('HEXISTS', bucket_key, row) == 1 then return {'has-result'} end
-`;
-
-/*
- * A record's order value: `applied` alone, or `applied|inflight|untilMs` while a row's write is
- * on the wire. Sequences are fixed-width strings that sort in row order (row-fence.ts: seqOf).
- */
-const ORDER = `
-local function read_order(key)
-  local v = redis.call('GET', key)
-  if not v then return '', nil, 0 end
-  local a, i, u = string.match(v, '^([^|]*)|([^|]*)|(%d+)$')
-  if a then return a, i, tonumber(u) end
-  return v, nil, 0
-end
-
-local function write_order(key, applied, inflight, until_ms, window_ms)
-  if inflight then
-    redis.call('SET', key, applied .. '|' .. inflight .. '|' .. until_ms, 'PX', window_ms)
-  elseif applied ~= '' then
-    redis.call('SET', key, applied, 'PX', window_ms)
-  else
-    redis.call('DEL', key)
-  end
-end
 `;
 
 /**
@@ -87,11 +63,7 @@ return {'send'}
  * row's in-flight lease.
  */
 export const SETTLE_UPDATE = new LuaScript(`${ORDER}
-local seq = ARGV[1]
-local applied, inflight, until_ms = read_order(KEYS[1])
-if ARGV[2] == '1' and seq > applied then applied = seq end
-if inflight == seq then inflight = nil end
-write_order(KEYS[1], applied, inflight, until_ms, ARGV[3])
+settle_order(KEYS[1], ARGV[1], ARGV[2] == '1', ARGV[3])
 return 1
 `);
 

@@ -8,6 +8,7 @@ export {
   type IterateResultsOptions,
   type RequeuedRow,
   type WriterFence,
+  type OrderSettlement,
   type RefusalReason,
   type RecordOutcome,
 } from './run-store.js';

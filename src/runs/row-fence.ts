@@ -5,7 +5,7 @@ import { BEGIN_CREATE, BEGIN_UPDATE, FINISH_CREATE, HOLD_CREATE, RELEASE_CREATE,
 import type { LuaScript } from './lua-script.js';
 import { encodeResult } from './result-codec.js';
 import { RunKeys } from './run-keys.js';
-import type { RefusalReason } from './run-store.js';
+import type { OrderSettlement, RefusalReason } from './run-store.js';
 import type { RowResult } from './run-types.js';
 
 /**
@@ -117,6 +117,11 @@ export class RowFence {
     if (kind === 'superseded') return { kind, by: arg };
     if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
     return this.#common(kind, arg);
+  }
+
+  /** What ends the row's in-flight lease together with its result (RunStore.recordFenced). */
+  settlement(record: RecordRef, seq: string, applied: boolean): OrderSettlement {
+    return { key: this.#orderKey(record), seq, applied, windowMs: this.#orderWindowMs };
   }
 
   /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */

@@ -103,11 +103,47 @@ local function write_refused(row, lock_key, token, round, rounds_key)
 end
 `;
 
+/*
+ * A record's order value: `applied` alone, or `applied|inflight|untilMs` while a row's write is
+ * on the wire. Sequences are fixed-width strings that sort in row order (row-fence.ts: seqOf).
+ */
+export const ORDER = `
+local function read_order(key)
+  local v = redis.call('GET', key)
+  if not v then return '', nil, 0 end
+  local a, i, u = string.match(v, '^([^|]*)|([^|]*)|(%d+)$')
+  if a then return a, i, tonumber(u) end
+  return v, nil, 0
+end
+
+local function write_order(key, applied, inflight, until_ms, window_ms)
+  if inflight then
+    redis.call('SET', key, applied .. '|' .. inflight .. '|' .. until_ms, 'PX', window_ms)
+  elseif applied ~= '' then
+    redis.call('SET', key, applied, 'PX', window_ms)
+  else
+    redis.call('DEL', key)
+  end
+end
+
+-- A row's write to the record is over: applied (or possibly), its seq becomes the record's
+-- last applied unless a later row's already is; its in-flight lease, if still its own, ends.
+local function settle_order(key, seq, applied_now, window_ms)
+  local applied, inflight, until_ms = read_order(key)
+  if applied_now and seq > applied then applied = seq end
+  if inflight == seq then inflight = nil end
+  write_order(key, applied, inflight, until_ms, window_ms)
+end
+`;
+
 /**
  * KEYS[6] results bucket base, KEYS[7] problems zset, KEYS[8] rows' retry rounds hash.
- * ARGV[1] '1' when the rows came from the queue, ARGV[2] now (ISO), then groups of five: row,
- * encoded result (first character = status), the writer's job lock key ('' = none), its lock
- * token, and the row's retry round ('' = not checked).
+ * ARGV[1] '1' when the rows came from the queue, ARGV[2] now (ISO), ARGV[3] the write-order
+ * window (ms), then groups of eight: row, encoded result (first character = status), the
+ * writer's job lock key ('' = none), its lock token, the row's retry round ('' = not checked),
+ * and the write it settles: the record's order key ('' = none), the row's seq, '1' if applied.
+ * Settling the record's write order here saves the update a script call of its own; it is
+ * done even for a refused result, because it records what the CRM holds, not the row's result.
  *
  * A queued row's result is written once: a writer whose job attempt is stale, whose row was
  * retried since, or whose row already has a result is refused (fencing; docs/architecture.md,
@@ -118,12 +154,14 @@ export const RECORD_RESULTS = new LuaScript(`${PRELUDE}
 ${BUCKET}
 ${COUNT_FIELDS}
 ${RESULTS}
+${ORDER}
 local from_queue = ARGV[1] == '1'
 local refused = {}
-for i = 3, #ARGV, 5 do
+for i = 4, #ARGV, 8 do
   local row = ARGV[i]
   local why = nil
   if from_queue then why = write_refused(row, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], KEYS[8]) end
+  if ARGV[i + 5] ~= '' then settle_order(ARGV[i + 5], ARGV[i + 6], ARGV[i + 7] == '1', ARGV[3]) end
   if why then
     refused[#refused + 1] = row
     refused[#refused + 1] = why

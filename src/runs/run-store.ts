@@ -80,6 +80,17 @@ export interface WriterFence {
   token: string;
   /** The row's retry round as the writer's job knows it (0 before any `runs retry`). */
   round: number;
+  /** The update this result settles in its record's write order (RowFence.settlement). Default: none. */
+  settles?: OrderSettlement;
+}
+
+/** An update's place in its record's write order, ended with its result (see RowFence). */
+export interface OrderSettlement {
+  key: string;
+  seq: string;
+  applied: boolean;
+  /** How long the record remembers it (ms). */
+  windowMs: number;
 }
 
 /** Why a result was not stored (see RECORD_RESULTS). */
@@ -231,21 +242,25 @@ export class RunStore {
   async recordFenced(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RecordOutcome> {
     const fromQueue = options.fromQueue ?? true;
     const args: string[] = [];
+    let windowMs = 1;
     results.forEach((result, i) => {
       if (!Number.isInteger(result.row) || result.row < 1) {
         throw new CrmSyncError('USAGE', `a result needs a row number >= 1, got ${result.row}`);
       }
       const fence = options.fences?.[i];
-      args.push(String(result.row), encodeResult(result), fence?.lockKey ?? '', fence?.token ?? '', fence ? String(fence.round) : '');
+      const s = fence?.settles;
+      if (s) windowMs = Math.max(windowMs, s.windowMs);
+      args.push(String(result.row), encodeResult(result), fence?.lockKey ?? '', fence?.token ?? '', fence ? String(fence.round) : '', s?.key ?? '', s?.seq ?? '', s?.applied ? '1' : '0');
     });
     let reply: Array<string | null> | null = null;
     const refused: RecordOutcome['refused'] = [];
     // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
-    for (let i = 0; i < args.length || reply === null; i += SCRIPT_CHUNK * 5) {
+    for (let i = 0; i < args.length || reply === null; i += SCRIPT_CHUNK * 8) {
       reply = (await this.script(RECORD_RESULTS, id, [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)], [
         fromQueue ? '1' : '0',
         new Date().toISOString(),
-        ...args.slice(i, i + SCRIPT_CHUNK * 5),
+        windowMs,
+        ...args.slice(i, i + SCRIPT_CHUNK * 8),
       ])) as Array<string | null>;
       for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2) refused.push({ row: Number(reply[r]), reason: reply[r + 1] as RefusalReason });
     }

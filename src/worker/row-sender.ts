@@ -3,13 +3,13 @@ import type { ErrorCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import type { DuplicateSafeCreate } from '../reconcile/index.js';
-import type { RecordRef, RowFence, RowResult, RowWriter } from '../runs/index.js';
+import type { OrderSettlement, RecordRef, RowFence, RowResult, RowWriter } from '../runs/index.js';
 import { now } from './row-results.js';
 
 /** What sending one row came to. */
 export type SendOutcome =
-  /** A result for the fenced result writer. */
-  | { kind: 'result'; result: RowResult }
+  /** A result for the fenced result writer, and the write order it settles (an applied update). */
+  | { kind: 'result'; result: RowResult; settles?: OrderSettlement }
   /** The result is already stored (a create's deal, claim and result go in one step). */
   | { kind: 'recorded'; status: RowResult['status'] }
   /** The row had its result before this attempt: nothing was sent. */
@@ -87,17 +87,17 @@ export class RowSender {
   async #update(r: QueuedRow, payload: UpdatePayload, record: RecordRef, seq: string, signal: AbortSignal | undefined): Promise<SendOutcome> {
     const base = { row: r.row, line: r.line };
     const opts = signal ? { signal } : {};
+    // An applied write's lease ends with its result, in the same script call.
+    const settles = this.o.fence.settlement(record, seq, true);
     try {
       const id = await updateRecord(this.o.client, payload, opts);
-      await this.o.fence.settleUpdate(record, seq, true);
-      return { kind: 'result', result: { ...base, status: 'succeeded', recordId: id, at: now() } };
+      return { kind: 'result', result: { ...base, status: 'succeeded', recordId: id, at: now() }, settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
-        await this.o.fence.settleUpdate(record, seq, true);
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})`;
-        return { kind: 'result', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() } };
+        return { kind: 'result', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() }, settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
       await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));

@@ -20,7 +20,7 @@ import {
   type WorkspaceQueue,
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
-import { RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import { RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
@@ -87,7 +87,7 @@ type Verdict =
 type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' }>;
 
 /** A queued row's outcome: a result to store, or what else became of it. */
-type RowOutcome = { kind: 'done'; result: RowResult } | { kind: 'recorded' } | { kind: 'wait'; ms: number } | Exclude<Verdict, { kind: 'fail' }>;
+type RowOutcome = { kind: 'done'; result: RowResult; settles?: OrderSettlement } | { kind: 'recorded' } | { kind: 'wait'; ms: number } | Exclude<Verdict, { kind: 'fail' }>;
 
 /** The job is no longer this worker's (its lock is gone): nothing more is sent or stored. */
 class JobLostError extends CrmSyncError {
@@ -276,7 +276,7 @@ export class SyncWorker {
         const r = data.rows[next]!;
         const writer = this.#writer(job, data.runId, token, r);
         const outcome = await this.#sendRow(job, data, r, writer, signal);
-        if (outcome.kind === 'done') results.push({ result: outcome.result, fence: writer });
+        if (outcome.kind === 'done') results.push({ result: outcome.result, fence: outcome.settles ? { ...writer, settles: outcome.settles } : writer });
         else if (outcome.kind === 'wait') waiting.push({ row: r, ms: outcome.ms });
         else if (outcome.kind === 'retry') {
           // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
@@ -317,7 +317,7 @@ export class SyncWorker {
       case 'result':
         this.#countResult(job.name, sent.result.status);
         if (sent.result.status === 'succeeded') this.#onSuccess();
-        return { kind: 'done', result: sent.result };
+        return { kind: 'done', result: sent.result, ...(sent.settles ? { settles: sent.settles } : {}) };
       case 'recorded':
         this.#countResult(job.name, sent.status);
         if (sent.status === 'succeeded') this.#onSuccess();

@@ -66,6 +66,19 @@ describe('write order of one record', () => {
     expect((await fence.beginUpdate(w1, deal('order-c'))).kind).toBe('superseded');
   });
 
+  it('an applied update settles with its result in one call: the lease ends, and an older row is superseded after it', async () => {
+    const runId = await runWithRows(2);
+    const w1 = await attempt(runId, 1);
+    const w2 = await attempt(runId, 2);
+    const begin = await fence.beginUpdate(w2, deal('order-e'));
+    if (begin.kind !== 'send') throw new Error('expected send');
+    // Settled with the result even though the writer lost its lock meanwhile: the CRM holds row 2's value.
+    await redis.set(w2.lockKey, 'another-worker');
+    const stored = await store.recordFenced(runId, [ok(2)], { fences: [{ ...w2, settles: fence.settlement(deal('order-e'), begin.seq, true) }] });
+    expect(stored.refused).toEqual([{ row: 2, reason: 'lock' }]);
+    expect(await fence.beginUpdate(w1, deal('order-e'))).toEqual({ kind: 'superseded', by: seqOf(runId, 2) });
+  });
+
   it('rows of a later run order after every row of an earlier run', async () => {
     const older = await runWithRows(1);
     await sleep(5);
