@@ -91,6 +91,8 @@ export interface Tally {
   clientGone: number;
   /** The client went away before its request body was complete: never forwarded. */
   neverForwarded: number;
+  /** List pages only: page_number=1 answered 200, i.e. lookup passes that got under way. */
+  firstPagesOk: number;
 }
 
 export type TallyKind = 'createDeal' | 'listDeals' | 'clockPage' | 'other';
@@ -102,7 +104,7 @@ export interface CountingProxy {
   close(): Promise<void>;
 }
 
-const emptyTally = (): Tally => ({ requests: 0, status: {}, noAnswer: 0, clientGone: 0, neverForwarded: 0 });
+const emptyTally = (): Tally => ({ requests: 0, status: {}, noAnswer: 0, clientGone: 0, neverForwarded: 0, firstPagesOk: 0 });
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'proxy-connection', 'te', 'trailer', 'upgrade'];
 
@@ -149,6 +151,7 @@ export async function startCountingProxy(o: { upstreamPort: number; extraDelayMs
         const up = request({ host: '127.0.0.1', port: o.upstreamPort, method: req.method, path: req.url, headers, agent }, (ur) => {
           const code = String(ur.statusCode ?? 0);
           t.status[code] = (t.status[code] ?? 0) + 1;
+          if (kind === 'listDeals' && code === '200' && (url.searchParams.get('page_number') ?? '1') === '1') t.firstPagesOk++;
           if (res.destroyed || req.socket.destroyed) {
             t.clientGone++;
             ur.resume();
@@ -196,12 +199,13 @@ export function tallyDiff(a: Tally, b: Tally): Tally {
     const d = (b.status[k] ?? 0) - (a.status[k] ?? 0);
     if (d) status[k] = d;
   }
-  return { requests: b.requests - a.requests, status, noAnswer: b.noAnswer - a.noAnswer, clientGone: b.clientGone - a.clientGone, neverForwarded: b.neverForwarded - a.neverForwarded };
+  return { requests: b.requests - a.requests, status, noAnswer: b.noAnswer - a.noAnswer, clientGone: b.clientGone - a.clientGone, neverForwarded: b.neverForwarded - a.neverForwarded, firstPagesOk: b.firstPagesOk - a.firstPagesOk };
 }
 
 export function fmtTally(t: Tally): string {
   const st = Object.entries(t.status).sort().map(([k, v]) => `${k}:${v}`).join(' ');
-  return `${t.requests} requests (answers ${st || '-'}; no answer ${t.noAnswer}; client gone ${t.clientGone}; never forwarded ${t.neverForwarded})`;
+  const passes = t.firstPagesOk ? `; passes begun (page 1 answered) ${t.firstPagesOk}` : '';
+  return `${t.requests} requests (answers ${st || '-'}; no answer ${t.noAnswer}; client gone ${t.clientGone}; never forwarded ${t.neverForwarded}${passes})`;
 }
 
 /* ---------------------------------------------------------------- config, workers */
@@ -434,4 +438,12 @@ export function printLogSummary(logFile: string): void {
     console.log('  warn/error samples:');
     for (const l of s.samples) console.log(`    ${l}`);
   }
+}
+
+/** A few failed/uncertain rows of a run with their messages, before a retry takes their results away. */
+export async function printProblems(store: RunStore, runId: string, limit = 8): Promise<void> {
+  const p = await store.problems(runId, { limit });
+  if (p.total === 0) return;
+  console.log(`  problem rows (${p.total}), first ${p.rows.length}:`);
+  for (const r of p.rows) console.log(`    row ${r.row}: ${r.status}${r.code ? ` ${r.code}` : ''}${r.httpStatus ? ` HTTP ${r.httpStatus}` : ''}: ${r.message ?? ''}`);
 }

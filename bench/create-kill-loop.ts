@@ -19,7 +19,7 @@ import { openRuntime } from '../src/runtime/index.js';
 import { importFile } from '../src/queue/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
-  auditDeals, createBenchConfig, fmtCounts, fmtTally, killNow, printLogSummary, readSimDeals, runsRetry, spawnLoggedWorker,
+  auditDeals, createBenchConfig, fmtCounts, fmtTally, killNow, printLogSummary, printProblems, readSimDeals, runsRetry, spawnLoggedWorker,
   startCountingProxy, startFaultSim, stopChild, tallyDiff, waitRun, type Tally, type TallyKind,
 } from './create-bench-lib.js';
 import type { ChildProcess } from 'node:child_process';
@@ -129,6 +129,7 @@ try {
       console.log(`runs retry #${n}: skipped, the run is still running`);
       continue;
     }
+    await printProblems(runtime.store, run.id);
     const p = Date.now();
     const r = await runsRetry(b, run.id);
     console.log(`runs retry #${n}: exit ${r.code}: ${r.out.replace(/\n/g, ' | ')}`);

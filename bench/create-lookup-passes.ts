@@ -18,7 +18,7 @@ import { openRuntime } from '../src/runtime/index.js';
 import { importFile } from '../src/queue/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
-  auditDeals, createBenchConfig, fmtCounts, fmtTally, printLogSummary, readSimDeals, runsRetry, spawnLoggedWorker,
+  auditDeals, createBenchConfig, fmtCounts, fmtTally, printLogSummary, printProblems, readSimDeals, runsRetry, spawnLoggedWorker,
   startCountingProxy, startFaultSim, stopChild, waitRun, type Tally,
 } from './create-bench-lib.js';
 
@@ -67,6 +67,7 @@ function phaseEnd(phase: string, seconds: string): void {
     noAnswer: c.noAnswer - a.noAnswer,
     clientGone: c.clientGone - a.clientGone,
     neverForwarded: c.neverForwarded - a.neverForwarded,
+    firstPagesOk: c.firstPagesOk - a.firstPagesOk,
   });
   const p = { phase, list: d(snap.listDeals, now.listDeals), clock: d(snap.clockPage, now.clockPage), post: d(snap.createDeal, now.createDeal), seconds };
   phases.push(p);
@@ -95,6 +96,7 @@ try {
     if (after.status === 'running') break;
     const problems = after.counts.failed + after.counts.uncertain + after.counts.invalid;
     if (problems === 0) break;
+    await printProblems(runtime.store, run.id);
     const p = Date.now();
     const r = await runsRetry(b, run.id);
     console.log(`runs retry #${n}: exit ${r.code}: ${r.out.replace(/\n/g, ' | ')}`);
