@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
-import { retryRun } from '../queue/index.js';
+import { retryRun, type IgnoredLine, type RetrySummary } from '../queue/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth-hooks.js';
 import { sendPage, wantsJson } from './http-answers.js';
@@ -94,6 +94,9 @@ async function receive(request: FastifyRequest, file: string, maxBytes: number):
   return { csrf, gotFile };
 }
 
+/** What an upload's slot produced; the answer is sent from it once the slot is free. */
+type UploadAnswer = { kind: 'bad-form-token' } | { kind: 'done'; summary: RetrySummary; ignored: IgnoredLine[] };
+
 export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOptions): void {
   const { runtime, auth, scope, limiter } = options;
   const { store } = runtime;
@@ -102,20 +105,20 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
     const run = await scope.run(store, request.params.id);
     if (!request.isMultipart()) throw new CrmSyncError('USAGE', 'send the corrected CSV as multipart/form-data (field "file")');
     // One upload in a slot: its file on disk and its retry are bounded, whatever the file holds.
-    return limiter.run(request.signal, async () => {
+    // The answer is sent only after the slot is free (and the temporary file gone), so a client
+    // that has its answer can upload again at once.
+    const answer = await limiter.run(request.signal, async (): Promise<UploadAnswer> => {
       const dir = await mkdtemp(join(tmpdir(), 'crm-sync-upload-'));
       const file = join(dir, 'corrected.csv');
       try {
         const { csrf, gotFile } = await receive(request, file, options.maxUploadBytes);
         // Checked after the parts are read: the browser may send the token after the file.
-        if (!checkFormToken(auth, request, csrf)) return refuse(reply, 403, FORM_TOKEN_MESSAGE);
+        if (!checkFormToken(auth, request, csrf)) return { kind: 'bad-form-token' };
         if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
         await checkLooksLikeExport(file);
         const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, file, logger: runtime.logger, ignoredSampleSize: IGNORED_SHOWN });
         const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));
-        if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
-        const body = uploadResultBody(summary.run, summary.progress.read, ignored, summary.ignoredCount);
-        return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
+        return { kind: 'done', summary, ignored };
       } catch (err) {
         if (isCrmSyncError(err)) throw new CrmSyncError(err.code, withoutPath(err.message, file, dir), { cause: err });
         throw err;
@@ -123,5 +126,10 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
         await rm(dir, { recursive: true, force: true });
       }
     });
+    if (answer.kind === 'bad-form-token') return refuse(reply, 403, FORM_TOKEN_MESSAGE);
+    const { summary, ignored } = answer;
+    if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
+    const body = uploadResultBody(summary.run, summary.progress.read, ignored, summary.ignoredCount);
+    return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
   });
 }
