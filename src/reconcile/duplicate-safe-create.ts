@@ -148,7 +148,13 @@ export class DuplicateSafeCreate {
       await this.#o.fence.holdCreate(w, fp, wait + this.#o.fence.leaseMs);
       return { kind: 'wait', ms: wait };
     }
-    const found = await this.#o.lookup.find(fields, marker, marker.sentAt + this.#settleMs, signal);
+    const answer = await this.#o.lookup.find(fields, marker, marker.sentAt + this.#settleMs, signal);
+    if (answer.kind === 'wait') {
+      // The workspace's next pass answers it: identical rows keep waiting on the lock meanwhile.
+      await this.#o.fence.holdCreate(w, fp, answer.ms + this.#o.fence.leaseMs);
+      return { kind: 'wait', ms: answer.ms };
+    }
+    const found = answer.ids;
     if (found.length === 1) return this.#record(c, found[0]!, 'lookup', marker);
     if (found.length === 0) {
       this.#logger.info({ runId: w.runId, row: w.row }, 'create in doubt: no deal made by it after the settle time, sending it again');

@@ -33,3 +33,4 @@ export {
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
+export { LookupPassBoard, type LookupPassBoardOptions, type PassSnapshotMeta, type PassTurn } from './lookup-pass-board.js';

@@ -67,6 +67,16 @@ export class RunKeys {
     return `${this.prefix}:ws:${workspace}:claim:${dealId}`;
   }
 
+  /** Where the workspace's processes agree on deal-list passes (LookupPassBoard). */
+  lookupBoard(workspace: string): string {
+    return `${this.prefix}:ws:${workspace}:lookup`;
+  }
+
+  /** The deals the workspace's last lookup pass saw (gzip'd JSON). */
+  lookupSnapshot(workspace: string): string {
+    return `${this.prefix}:ws:${workspace}:lookup:snap`;
+  }
+
   allRuns(): string {
     return `${this.prefix}:runs`;
   }

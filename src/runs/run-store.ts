@@ -23,6 +23,9 @@
  *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
  *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
  *                                          `key=value`); TTL = claim retention
+ *   <p>:ws:<w>:lookup              hash    the workspace's deal-list passes: next start, the pass under
+ *                                          way and its lease, the last snapshot's start (LookupPassBoard)
+ *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
  *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)

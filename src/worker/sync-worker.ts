@@ -20,7 +20,7 @@ import {
   type WorkspaceQueue,
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
-import { RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import { LookupPassBoard, RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
@@ -138,7 +138,15 @@ export class SyncWorker {
     // List pages of create lookups spend the same shared budget as the jobs (a known limit).
     const limit = options.rateLimit ? smoothRateLimit(options.rateLimit) : undefined;
     const limiter = limit ? new SharedLimiter({ redis: options.connection, key: `${this.#lockPrefix}limiter`, ...limit }) : undefined;
-    const lookup = new DealLookup({ client: options.client, fence: this.#fence, ...(limiter ? { limiter } : {}), logger: this.#logger });
+    const board = new LookupPassBoard({ redis: options.connection, prefix: options.prefix, workspace: options.workspace });
+    const lookup = new DealLookup({
+      client: options.client,
+      fence: this.#fence,
+      board,
+      ...(limiter ? { limiter } : {}),
+      ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
+      logger: this.#logger,
+    });
     const creates = new DuplicateSafeCreate({
       client: options.client,
       fence: this.#fence,

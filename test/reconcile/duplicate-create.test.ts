@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log/index.js';
-import { DealLookup } from '../../src/reconcile/index.js';
+import type { CrmClient } from '../../src/crm/index.js';
+import { DealLookup, type DealLookupOptions, type LookupAnswer } from '../../src/reconcile/index.js';
+import { LookupPassBoard } from '../../src/runs/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
@@ -55,28 +57,48 @@ describe('duplicate-safe deal creates', () => {
     expect(h.ws.deals.size).toBe(before + 30);
   }, 45_000);
 
+  /** A lookup as a worker process builds it; `ws` names a board of its own unless two share it. */
+  function lookupFor(client: CrmClient, ws: string, more: Partial<DealLookupOptions> = {}): DealLookup {
+    const board = new LookupPassBoard({ redis: h.runtime.redis, prefix: h.config.prefix, workspace: ws });
+    return new DealLookup({ client, board, fence: { claimed: async () => new Set() }, minGapMs: 0, ...more });
+  }
+  const found = (answer: LookupAnswer) => {
+    if (answer.kind !== 'found') throw new Error(`expected an answer, got a wait of ${answer.ms} ms`);
+    return answer.ids;
+  };
+  /** Asks as a worker's job does: a wait is a delay, then the job asks again. */
+  async function findEventually(ask: () => Promise<LookupAnswer>): Promise<string[]> {
+    for (;;) {
+      const answer = await ask();
+      if (answer.kind === 'found') return answer.ids;
+      await new Promise((r) => setTimeout(r, answer.ms));
+    }
+  }
+
   it('a lookup finds a deal by normalised name and value, created after the row was sent, unless claimed; a finished pass answers creates settled before it began', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
     const claimed = new Set<string>();
-    const lookup = new DealLookup({ client, fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) } });
+    const lookup = lookupFor(client, 'lookup-match', { fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) } });
     try {
       const sentAt = Date.now();
       // A CRM that collapses double spaces and whose automation set another status.
       const made = h.ws.createDeal({ name: 'Possibly  created'.replace('  ', ' '), value: 5, status: 'won' });
       const marker = { sentAt, crmClockAt: sentAt, measured: true };
       const fields = { name: 'possibly  Created', value: 5, status: 'in_progress' as const };
-      expect(await lookup.find(fields, marker, 0)).toEqual([made.id]);
-      expect(await lookup.find({ ...fields, value: 6 }, marker, 0)).toEqual([]);
+      expect(found(await lookup.find(fields, marker, 0))).toEqual([made.id]);
+      expect(found(await lookup.find({ ...fields, value: 6 }, marker, 0))).toEqual([]);
       // Created before this row's send (less the slack): a person's deal, not ours.
-      expect(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 }, 0)).toEqual([]);
+      expect(found(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 }, 0))).toEqual([]);
       claimed.add(made.id);
-      expect(await lookup.find(fields, marker, 0)).toEqual([]);
+      expect(found(await lookup.find(fields, marker, 0))).toEqual([]);
       // Every one of these creates had settled before the first pass began: that pass answers all.
       expect(lookup.stats.passes).toBe(1);
       // A create that settles after that pass began needs a pass of its own: its deal may be newer.
       await new Promise((r) => setTimeout(r, 10));
       const late = h.ws.createDeal({ name: 'Settled late', value: 9 });
-      expect(await lookup.find({ name: 'Settled late', value: 9 }, marker, Date.now())).toEqual([late.id]);
+      const settledAt = Date.now();
+      // Passes are spaced by four times their duration at least: this may first be a wait.
+      expect(await findEventually(() => lookup.find({ name: 'Settled late', value: 9 }, marker, settledAt))).toEqual([late.id]);
       expect(lookup.stats.passes).toBe(2);
     } finally {
       client.close();
@@ -85,15 +107,65 @@ describe('duplicate-safe deal creates', () => {
 
   it('lookups asked for together share one pass over the deal list', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
-    const lookup = new DealLookup({ client, fence: { claimed: async () => new Set() } });
+    const lookup = lookupFor(client, 'lookup-together');
     try {
       const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
       const names = Array.from({ length: 20 }, (_, i) => `Shared pass ${i}`);
       for (const name of names) h.ws.createDeal({ name, value: 1 });
-      const found = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker, Date.now())));
-      expect(found.every((ids) => ids.length === 1)).toBe(true);
+      const answers = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker, Date.now())));
+      expect(answers.every((a) => found(a).length === 1)).toBe(true);
       // Asked in the same tick: all twenty wait on one pass.
       expect(lookup.stats.passes).toBe(1);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('processes of a workspace share passes through Redis: one runs it, the other reads its snapshot; the next waits out the gap', async () => {
+    const clients = [createCrmClient(h.config, 'acme', silentLogger), createCrmClient(h.config, 'acme', silentLogger)];
+    const [a, b] = clients.map((c) => lookupFor(c, 'lookup-shared', { minGapMs: 1500 })) as [DealLookup, DealLookup];
+    try {
+      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const first = h.ws.createDeal({ name: 'Shared across processes', value: 3 });
+      const pagesBefore = h.ws.stats.listPages;
+      expect(found(await a.find({ name: 'Shared across processes', value: 3 }, marker, Date.now()))).toEqual([first.id]);
+      const pagesOfOnePass = h.ws.stats.listPages - pagesBefore;
+      // Settled before a's pass began: b answers from the shared snapshot without paging.
+      expect(found(await b.find({ name: 'Shared across processes', value: 3 }, marker, marker.sentAt))).toEqual([first.id]);
+      expect(b.stats).toMatchObject({ passes: 0, sharedLoads: 1 });
+      expect(h.ws.stats.listPages - pagesBefore).toBe(pagesOfOnePass);
+
+      // Settled after it: no process may start the next pass before the gap is over.
+      const second = h.ws.createDeal({ name: 'Needs the next pass', value: 4 });
+      const settledAt = Date.now();
+      const waited = await b.find({ name: 'Needs the next pass', value: 4 }, marker, settledAt);
+      expect(waited.kind).toBe('wait');
+      if (waited.kind === 'wait') {
+        expect(waited.ms).toBeGreaterThan(0);
+        expect(waited.ms).toBeLessThanOrEqual(1500);
+        await new Promise((r) => setTimeout(r, waited.ms + 20));
+      }
+      expect(found(await b.find({ name: 'Needs the next pass', value: 4 }, marker, settledAt))).toEqual([second.id]);
+      expect(a.stats.passes + b.stats.passes).toBe(2);
+    } finally {
+      for (const c of clients) c.close();
+    }
+  });
+
+  it('a process killed mid-pass frees it when its lease runs out: another process runs the pass', async () => {
+    const client = createCrmClient(h.config, 'acme', silentLogger);
+    const board = new LookupPassBoard({ redis: h.runtime.redis, prefix: h.config.prefix, workspace: 'lookup-lease', leaseMs: 300 });
+    // The "killed" process: granted the pass, never finishes it.
+    expect((await board.ask(0, 'dead-process')).kind).toBe('run');
+    const lookup = new DealLookup({ client, board, fence: { claimed: async () => new Set() }, minGapMs: 0 });
+    try {
+      const deal = h.ws.createDeal({ name: 'After a dead pass', value: 8 });
+      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const first = await lookup.find({ name: 'After a dead pass', value: 8 }, marker, Date.now());
+      expect(first).toMatchObject({ kind: 'wait' });
+      await new Promise((r) => setTimeout(r, 350));
+      expect(found(await lookup.find({ name: 'After a dead pass', value: 8 }, marker, marker.sentAt))).toEqual([deal.id]);
+      expect(await board.finish('dead-process', 0, undefined)).toBe(false); // its late finish changes nothing
     } finally {
       client.close();
     }

@@ -1,0 +1,130 @@
+import type { Redis } from 'ioredis';
+import { LuaScript } from './lua-script.js';
+import { RunKeys } from './run-keys.js';
+
+/**
+ * Where the worker processes of one workspace agree on deal-list passes (docs/architecture.md,
+ * "Creates: shared lookup passes"). One hash per workspace, `<p>:ws:<w>:lookup`:
+ *   next        earliest start of the next pass (Redis clock, ms)
+ *   want        the earliest creation time a create waiting for a pass needs (CRM clock, ms)
+ *   holder      the token of the process running a pass, `leaseUntil` its lease
+ *   passStartedAt / passFrom   the pass under way
+ *   snapStartedAt / snapFrom   the last finished pass, whose deals are in `<p>:ws:<w>:lookup:snap`
+ * Times are Redis's clock, the clock create markers use, so a snapshot from any process can
+ * tell whether a create settled before the pass began.
+ */
+
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** KEYS[1] board. ARGV: from, token, leaseMs, ttlMs. Returns {'run', from, now} or {'wait', ms, now}. */
+const ASK = new LuaScript(`${NOW}
+local f = redis.call('HMGET', KEYS[1], 'next', 'want', 'holder', 'leaseUntil')
+local from = tonumber(ARGV[1])
+local want = tonumber(f[2])
+if want == nil or from < want then
+  want = from
+  redis.call('HSET', KEYS[1], 'want', want)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local lease = tonumber(f[4]) or 0
+if f[3] and lease > now then return {'wait', lease - now, now} end
+local nxt = tonumber(f[1]) or 0
+if now < nxt then return {'wait', nxt - now, now} end
+redis.call('HSET', KEYS[1], 'holder', ARGV[2], 'leaseUntil', now + tonumber(ARGV[3]), 'passStartedAt', now, 'passFrom', want)
+redis.call('HDEL', KEYS[1], 'want')
+return {'run', want, now}
+`);
+
+/** KEYS[1] board. ARGV: token, leaseMs. 1 while the token still holds the pass. */
+const RENEW = new LuaScript(`${NOW}
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'leaseUntil', now + tonumber(ARGV[2]))
+return 1
+`);
+
+/**
+ * KEYS[1] board, KEYS[2] snapshot. ARGV: token, gapMs, body ('' = none), ttlMs. Ends the pass:
+ * the next may start gapMs from now; its deals become the workspace's snapshot. 0 when the
+ * token had lost the pass (its lease ran out and another process took over).
+ */
+const FINISH = new LuaScript(`${NOW}
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+local p = redis.call('HMGET', KEYS[1], 'passStartedAt', 'passFrom')
+redis.call('HDEL', KEYS[1], 'holder', 'leaseUntil', 'passStartedAt', 'passFrom')
+redis.call('HSET', KEYS[1], 'next', now + tonumber(ARGV[2]))
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+  redis.call('HSET', KEYS[1], 'snapStartedAt', p[1], 'snapFrom', p[2])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`);
+
+export interface LookupPassBoardOptions {
+  redis: Redis;
+  /** Key prefix. Default `crm-sync`. */
+  prefix?: string;
+  workspace: string;
+  /** A pass's lease, renewed with every page: a process killed mid-pass frees it this late. Default 30 000 ms. */
+  leaseMs?: number;
+  /** How long the board and the last snapshot outlive their last use. Default 15 min. */
+  ttlMs?: number;
+}
+
+export type PassTurn =
+  /** Run the pass now, for deals created from `from` on; `startedAt` is its start (Redis clock). */
+  | { kind: 'run'; from: number; startedAt: number }
+  /** A pass is under way elsewhere, or the next may not start yet: come back in `ms`. */
+  | { kind: 'wait'; ms: number };
+
+/** The last finished pass, as the board knows it. */
+export interface PassSnapshotMeta {
+  startedAt: number;
+  from: number;
+}
+
+export class LookupPassBoard {
+  readonly #redis: Redis;
+  readonly #board: string;
+  readonly #snap: string;
+  readonly #leaseMs: number;
+  readonly #ttlMs: number;
+
+  constructor(options: LookupPassBoardOptions) {
+    this.#redis = options.redis;
+    const keys = new RunKeys(options.prefix ?? 'crm-sync');
+    this.#board = keys.lookupBoard(options.workspace);
+    this.#snap = keys.lookupSnapshot(options.workspace);
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#ttlMs = options.ttlMs ?? 15 * 60_000;
+  }
+
+  /** Asks for a pass that finds deals created from `from` on (the need is remembered for the next pass). */
+  async ask(from: number, token: string): Promise<PassTurn> {
+    const [kind, n, now] = (await ASK.run(this.#redis, [this.#board], [Math.floor(from), token, this.#leaseMs, this.#ttlMs])) as [string, number, number];
+    return kind === 'run' ? { kind: 'run', from: n, startedAt: now } : { kind: 'wait', ms: n };
+  }
+
+  /** Keeps the pass while it reads pages; false once another process has taken it over. */
+  async renew(token: string): Promise<boolean> {
+    return (await RENEW.run(this.#redis, [this.#board], [token, this.#leaseMs])) === 1;
+  }
+
+  /** Ends the pass; `body` (the deals it saw, encoded by the caller) becomes the shared snapshot. */
+  async finish(token: string, gapMs: number, body: Buffer | undefined): Promise<boolean> {
+    const args = [token, Math.max(0, Math.round(gapMs)), body ?? '', this.#ttlMs];
+    return (await FINISH.run(this.#redis, [this.#board, this.#snap], args)) === 1;
+  }
+
+  async snapshotMeta(): Promise<PassSnapshotMeta | undefined> {
+    const [startedAt, from] = await this.#redis.hmget(this.#board, 'snapStartedAt', 'snapFrom');
+    if (startedAt == null || from == null) return undefined;
+    return { startedAt: Number(startedAt), from: Number(from) };
+  }
+
+  /** The snapshot's body, if it has not expired. */
+  async snapshotBody(): Promise<Buffer | undefined> {
+    return (await this.#redis.getBuffer(this.#snap)) ?? undefined;
+  }
+}
