@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'vitest';
+import type { RowResult, RunRecord } from '../../src/runs/index.js';
+import { resultsByRow, type Harness } from '../helpers/pipeline.js';
+
+/**
+ * The chaos suite's common ground (README, "Chaos suite"). CI runs every scenario in a bounded
+ * form; `CHAOS_SCALE=10 npx vitest run test/chaos` runs them ten times larger and longer.
+ */
+export const SCALE = Math.max(1, Number(process.env.CHAOS_SCALE ?? 1));
+
+/** A `crm-sync worker` child process, as an operator starts one (short job lock: kills are found fast). */
+export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {
+  const child = spawn(
+    process.execPath,
+    ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'error', 'worker', '--concurrency', '8', '--lock-ms', String(lockMs)],
+    { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr?.resume();
+  children.push(child);
+  return child;
+}
+
+/**
+ * Keeps `count` worker processes running and kills one with SIGKILL every `minMs`–`maxMs` for
+ * `forMs`, or until the run ended; then leaves `count` running. Returns the kills made while the
+ * run was still going.
+ */
+export async function killLoop(h: Harness, children: ChildProcess[], runId: string, o: { count: number; forMs: number; minMs: number; maxMs: number }): Promise<number> {
+  const live = Array.from({ length: o.count }, () => spawnWorker(h, children));
+  const until = Date.now() + o.forMs;
+  let kills = 0;
+  while (Date.now() < until) {
+    await sleep(o.minMs + Math.random() * (o.maxMs - o.minMs));
+    if ((await h.runtime.store.requireRun(runId)).status !== 'running') break;
+    const at = Math.floor(Math.random() * live.length);
+    const victim = live[at]!;
+    const exited = new Promise((resolve) => victim.once('exit', resolve));
+    victim.kill('SIGKILL');
+    await exited;
+    kills++;
+    live[at] = spawnWorker(h, children);
+  }
+  return kills;
+}
+
+export interface ChaosFigures {
+  scenario: string;
+  rowsIn: number;
+  /** Writes the simulator applied (its own count, faults included). */
+  applied: number;
+  /** Deals the simulator holds twice for one row; absent where the CRM cannot hold two (members are keyed by address). */
+  duplicates?: number;
+}
+
+/**
+ * The suite's verdict on a run: prints rows in, results by kind, rows applied at the simulator,
+ * duplicates and whether the run is stuck; asserts exactly one result per row, no duplicates
+ * and a run that ended. Returns the results for the scenario's own check of the simulator state.
+ */
+export async function checkChaos(h: Harness, run: RunRecord, f: ChaosFigures): Promise<RowResult[]> {
+  const results = await resultsByRow(h, run.id);
+  const byKind: Record<string, number> = {};
+  for (const r of results) byKind[r.status] = (byKind[r.status] ?? 0) + 1;
+  const stuck = run.status === 'running' || run.status === 'blocked' ? 1 : 0;
+  console.log(
+    `[chaos] ${f.scenario}: rows in ${f.rowsIn}; results ${JSON.stringify(byKind)} (${results.length}); ` +
+      `applied at the simulator ${f.applied}; duplicates ${f.duplicates ?? 'n/a'}; stuck runs ${stuck} (run ${run.status})`,
+  );
+  expect(results.map((r) => r.row)).toEqual(Array.from({ length: f.rowsIn }, (_, i) => i + 1));
+  expect(run.counts.total).toBe(f.rowsIn);
+  expect(run.counts.queued).toBe(0);
+  if (f.duplicates !== undefined) expect(f.duplicates).toBe(0);
+  expect(stuck).toBe(0);
+  return results;
+}
+
+/** Deals whose name appears more than once (creates made twice). */
+export function duplicateDealNames(h: Harness, prefix: string): number {
+  const seen = new Map<string, number>();
+  for (const d of h.ws.deals.values()) if (d.name.startsWith(prefix)) seen.set(d.name, (seen.get(d.name) ?? 0) + 1);
+  let extra = 0;
+  for (const n of seen.values()) extra += n - 1;
+  return extra;
+}
