@@ -52,7 +52,7 @@ export async function produceSource(options: ProduceSourceOptions): Promise<{ ru
   const stopHeartbeat = keepProducerAlive(store, run.id);
   let progress: ProducerProgress;
   try {
-    progress = await produceRun(await rows(run), { ...producer, store, runId: run.id, onProgress: (p) => onProgress?.(p, reader) });
+    progress = await produceRun(await rows(run), { ...producer, store, runId: run.id, sourceColumns: () => reader.columns, onProgress: (p) => onProgress?.(p, reader) });
   } catch (err) {
     // Best effort: when Redis is what failed, the workers' sweep fails the run later instead.
     await store.setColumns(run.id, reader.columns).catch(() => undefined);

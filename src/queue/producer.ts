@@ -44,6 +44,12 @@ export interface ProducerOptions {
   redisOutageMs?: number;
   /** Rows up to this one were queued by an earlier producer of the run (a resume): not counted again. Default 0. */
   countedThrough?: number;
+  /**
+   * The source's columns once it is read to its end. Given, the producer's last step records
+   * that every row is queued or recorded, so a run whose process dies before it finishes is
+   * completed by the workers' sweep rather than failed. Default: not recorded (a retry).
+   */
+  sourceColumns?: () => string[];
 }
 
 export interface ProducerProgress {
@@ -219,6 +225,8 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   pushRows();
   await flushJobs();
   await flushResults();
+  const columns = options.sourceColumns;
+  if (columns && options.shouldStop?.() === undefined) await redisStep(() => store.markSourceRead(runId, columns()));
   options.onProgress?.(progress);
   return progress;
 }

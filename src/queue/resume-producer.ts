@@ -54,6 +54,7 @@ export async function resumeProducer(options: ResumeProducerOptions): Promise<{ 
       runId,
       rowsPerJob: run.options.rowsPerJob ?? 1,
       countedThrough: through,
+      sourceColumns: () => reader.columns,
       logger,
       ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
       ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),

@@ -208,17 +208,32 @@ return 1
  * reading its source whose producer went silent is failed; returns 1 when it was.
  */
 export const FAIL_IF_PRODUCER_GONE = new LuaScript(`${PRELUDE}
-local f = redis.call('HMGET', run, 'status', 'producerDone', 'producerSeenAt', 'createdAt')
+local f = redis.call('HMGET', run, 'status', 'producerDone', 'producerSeenAt', 'createdAt', 'sourceRead')
 if (f[1] ~= 'running' and f[1] ~= 'blocked') or f[2] == '1' then return 0 end
 local seen = f[3] or f[4]
 if seen >= ARGV[2] then return 0 end
+if f[5] == '1' then
+  -- Every row was queued or recorded before the producer died: it only missed saying so.
+  redis.call('HSET', run, 'producerDone', '1')
+  complete_if_done(ARGV[1])
+  return 2
+end
 set_status('failed', ARGV[1], ARGV[3])
+return 1
+`);
+
+/**
+ * ARGV[1] the source's columns (JSON). The producer queued or recorded the source's last row:
+ * a run whose producer dies after this is finished by the sweep, not failed.
+ */
+export const SOURCE_READ = new LuaScript(`${PRELUDE}
+redis.call('HSET', run, 'sourceRead', '1', 'columns', ARGV[1])
 return 1
 `);
 
 /** ARGV[1] now (ISO). A retry is producing again: the run must not complete between its chunks. */
 export const BEGIN_PRODUCING = new LuaScript(`${PRELUDE}
-redis.call('HSET', run, 'producerDone', '0', 'producerSeenAt', ARGV[1])
+redis.call('HSET', run, 'producerDone', '0', 'sourceRead', '0', 'producerSeenAt', ARGV[1])
 set_status('running', ARGV[1], nil)
 return 1
 `);

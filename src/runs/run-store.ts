@@ -52,6 +52,7 @@ import {
   REQUEUE_ROWS,
   RESUME_RUN,
   SET_STATUS,
+  SOURCE_READ,
   TOUCH_PRODUCER,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
@@ -275,6 +276,11 @@ export class RunStore {
     return this.requireRun(id);
   }
 
+  /** The producer queued or recorded its source's last row (FAIL_IF_PRODUCER_GONE then completes the run). */
+  async markSourceRead(id: string, columns: string[]): Promise<void> {
+    await this.script(SOURCE_READ, id, [], [JSON.stringify(columns)]);
+  }
+
   /** The producer's heartbeat (see RunRecord.producerSeenAt). */
   async touchProducer(id: string): Promise<void> {
     await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()]);
@@ -282,7 +288,8 @@ export class RunStore {
 
   /**
    * Fails the workspace's runs whose producer stopped mid-file (its process was killed): they
-   * would otherwise stay running forever. Returns the ids failed.
+   * would otherwise stay running forever. A run whose producer had read its source to the end
+   * is finished instead (completed once its rows are). Returns the ids failed.
    */
   async failSilentProducers(workspace: string, silentForMs: number): Promise<string[]> {
     const now = Date.now();

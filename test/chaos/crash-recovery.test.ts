@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resumeProducer } from '../../src/queue/index.js';
+import { produceRun } from '../../src/queue/producer.js';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
@@ -113,6 +114,27 @@ describe('crash recovery', () => {
     expect(results.map((r) => r.row)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
     for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`P ${i}`);
   }, 90_000);
+
+  it('an import that dies after queueing its last row, before saying it finished, is completed by the sweep, not failed', async () => {
+    h = await startHarness({ records: 300 });
+    const deals = [...h.ws.deals.values()];
+    const store = h.runtime.store;
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'deals.csv', columns: [] });
+    async function* rows() {
+      for (const [i, d] of deals.entries()) {
+        const original = { id: d.id, name: `Last ${i}` };
+        yield { row: i + 1, line: i + 2, original, payload: { op: 'deal.update' as const, id: d.id, fields: { name: `Last ${i}` } } };
+      }
+    }
+    // The producer's whole loop, then the process dies where finishRun would have run.
+    await produceRun(rows(), { queue: h.runtime.queue('acme'), store, runId: run.id, sourceColumns: () => ['id', 'name'] });
+    expect(await store.requireRun(run.id)).toMatchObject({ status: 'running', producerDone: false, columns: ['id', 'name'] });
+    await h.startWorkers({ sweepIntervalMs: 200, producerSilenceMs: 1000 });
+    const done = await h.waitForRun(run.id, 30_000, (r) => r.status !== 'running');
+    expect(done).toMatchObject({ status: 'completed', counts: { total: 300, succeeded: 300, queued: 0 } });
+    await expectEveryRowOnce(h, run.id, 300);
+    for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`Last ${i}`);
+  }, 60_000);
 
   // Skipped only on a developer machine without redis-server; CI installs it, so there it must run.
   it.skipIf(!hasRedisServer() && !process.env.CI)('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
