@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   RUN_STATE: 'The run is not in a state that allows this action',
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
   REDIS_EVICTS: "Redis is set to evict keys (maxmemory-policy): queued jobs and results could vanish, so crm-sync will not start",
+  REDIS_CLUSTER: 'Redis is a Redis Cluster node; crm-sync needs a standalone Redis',
   REDIS_FULL: 'Redis refused a write because it is full (maxmemory); nothing more was sent',
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
@@ -63,4 +64,5 @@ export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'SYNC_DEFINITION_INVALID',
   'SYNC_NOT_FOUND',
   'REDIS_EVICTS',
+  'REDIS_CLUSTER',
 ]);

@@ -1,5 +1,5 @@
 export { watchRedisGeneration, generationKey, type RedisGenerationWatch } from './redis-generation.js';
-export { connectRedis, refuseEvictingRedis, redactRedisUrl, redisOptions, watchRedisLiveness, redisLiveness, DEFAULT_COMMAND_TIMEOUT_MS, BULLMQ_MAX_BLOCK_MS, type RedisRole, type ConnectRedisOptions, type RedisLiveness, type RedisLivenessOptions } from './redis-connection.js';
+export { connectRedis, refuseEvictingRedis, refuseRedisCluster, redactRedisUrl, redisOptions, watchRedisLiveness, redisLiveness, DEFAULT_COMMAND_TIMEOUT_MS, BULLMQ_MAX_BLOCK_MS, type RedisRole, type ConnectRedisOptions, type RedisLiveness, type RedisLivenessOptions } from './redis-connection.js';
 export { bullPrefix, queueName, rowJobId } from './queue-names.js';
 export { isInviteBatch, toJobData, type LegacyRowJobData, type StoredJobData, type QueuedRow, type RowBatchJobData, type RowPayload, type InviteBatchJobData, type InviteRow, type SyncJobData, type SyncJobName } from './job-data.js';
 export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type WorkspaceQueueOptions } from './workspace-queue.js';

@@ -328,3 +328,23 @@ export async function refuseEvictingRedis(redis: Redis): Promise<void> {
       'Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction) and give Redis room; crm-sync stops cleanly when Redis is full.',
   );
 }
+
+/**
+ * A Redis Cluster node answers MOVED for keys of other nodes' slots, deep inside BullMQ and the
+ * run store's scripts; refused at start-up with a clear word instead. crm-sync's keys of one run
+ * span several slots today (docs/architecture.md, "Redis").
+ */
+export async function refuseRedisCluster(redis: Redis): Promise<void> {
+  let info: string;
+  try {
+    info = await redis.info('cluster');
+  } catch {
+    return;
+  }
+  if (!/^cluster_enabled:1/m.test(info)) return;
+  throw new CrmSyncError(
+    'REDIS_CLUSTER',
+    'this Redis is a Redis Cluster node (cluster_enabled:1), and crm-sync runs on a standalone Redis (or a primary with replicas, ' +
+      'failed over by Sentinel) only: point REDIS_URL at one.',
+  );
+}

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { getWorkspace, readApiKey, type Config } from '../config/index.js';
 import { CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis, openWorkspaceQueue, refuseEvictingRedis, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import { connectRedis, openWorkspaceQueue, refuseEvictingRedis, refuseRedisCluster, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
 import { RunStore } from '../runs/index.js';
 
 /** The connected parts a command or process needs, built once from the config. */
@@ -19,6 +19,7 @@ export interface Runtime {
 export async function openRuntime(config: Config, logger: Logger, role: RedisRole = 'client'): Promise<Runtime> {
   const redis = await connectRedis(config.redisUrl, { role, name: `crm-sync-${role}` });
   try {
+    await refuseRedisCluster(redis);
     await refuseEvictingRedis(redis);
   } catch (err) {
     redis.disconnect();

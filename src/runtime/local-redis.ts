@@ -14,6 +14,8 @@ export interface PrivateRedisOptions {
   appendOnly?: boolean;
   /** Data directory. Default: a new temp dir, removed on stop. */
   dir?: string;
+  /** More `redis-server` arguments (e.g. `--cluster-enabled yes` for a test). Default none. */
+  extraArgs?: string[];
 }
 
 export interface PrivateRedis {
@@ -73,7 +75,7 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
   const launch = async () => {
     child = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', options.appendOnly ? 'yes' : 'no', '--appendfsync', 'always', '--dir', dir],
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', options.appendOnly ? 'yes' : 'no', '--appendfsync', 'always', '--dir', dir, ...(options.extraArgs ?? [])],
       { stdio: 'ignore' },
     );
     for (let i = 0; i < 100; i++) {
