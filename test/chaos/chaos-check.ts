@@ -1,14 +1,36 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import type { RowResult, RunRecord } from '../../src/runs/index.js';
-import { resultsByRow, type Harness } from '../helpers/pipeline.js';
+import { resultsByRow, startHarness, type Harness, type HarnessOptions } from '../helpers/pipeline.js';
 
 /**
  * The chaos suite's common ground (README, "Chaos suite"). CI runs every scenario in a bounded
  * form; `CHAOS_SCALE=10 npx vitest run test/chaos` runs them ten times larger and longer.
  */
 export const SCALE = Math.max(1, Number(process.env.CHAOS_SCALE ?? 1));
+
+/**
+ * One harness per test and the worker processes it spawned, all stopped after the test (faults
+ * cleared first, so closing is not itself a fault scenario).
+ */
+export function chaosFixture(): { children: ChildProcess[]; start(options: HarnessOptions): Promise<Harness> } {
+  const children: ChildProcess[] = [];
+  let h: Harness | undefined;
+  afterEach(async () => {
+    for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    h?.ws.setFaults(null);
+    await h?.close();
+    h = undefined;
+  });
+  return {
+    children,
+    async start(options) {
+      h = await startHarness(options);
+      return h;
+    },
+  };
+}
 
 /** A `crm-sync worker` child process, as an operator starts one (short job lock: kills are found fast). */
 export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {

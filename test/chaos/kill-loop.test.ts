@@ -1,7 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
-import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { SCALE, checkChaos, duplicateDealNames, killLoop } from './chaos-check.js';
+import { describe, expect, it } from 'vitest';
+import { csv } from '../helpers/pipeline.js';
+import { SCALE, chaosFixture, checkChaos, duplicateDealNames, killLoop } from './chaos-check.js';
 
 /**
  * Worker processes killed with SIGKILL every 1.5–3 s while the simulator answers 10% of
@@ -9,20 +8,13 @@ import { SCALE, checkChaos, duplicateDealNames, killLoop } from './chaos-check.j
  */
 const FAULT_MIX = { errorRate: 0.1, resetRate: 0.05, commitThenDropRate: 0.1 };
 
-let h: Harness | undefined;
-const children: ChildProcess[] = [];
-
-afterEach(async () => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  h?.ws.setFaults(null);
-  await h?.close();
-  h = undefined;
-});
+const chaos = chaosFixture();
+const children = chaos.children;
 
 describe('chaos: worker kill -9 loop under the CRM fault mix', () => {
   it('updates, each deal twice: every row one result, every deal ends at its last row', async () => {
     const deals = 200 * SCALE;
-    h = await startHarness({ records: deals, latencyMs: 120, retry: { attempts: 12, backoffMs: 50 } });
+    const h = await chaos.start({ records: deals, latencyMs: 120, retry: { attempts: 12, backoffMs: 50 } });
     const ids = [...h.ws.deals.values()].map((d) => d.id);
     // Row i and row i + deals write the same deal; the second carries the newer value.
     const rows = [...ids.map((id, i) => [id, `Old ${i}`, i]), ...ids.map((id, i) => [id, `New ${i}`, 100_000 + i])];
@@ -43,7 +35,7 @@ describe('chaos: worker kill -9 loop under the CRM fault mix', () => {
 
   it('creates: one deal per row, each recorded against its own row, none twice', async () => {
     const n = 300 * SCALE;
-    h = await startHarness({ records: 5, latencyMs: 20, retry: { attempts: 12, backoffMs: 50 } });
+    const h = await chaos.start({ records: 5, latencyMs: 20, retry: { attempts: 12, backoffMs: 50 } });
     const before = h.ws.deals.size;
     const tag = `Chaos create ${Date.now().toString(36)}`;
     const file = h.file('creates.csv', csv(['name', 'value'], Array.from({ length: n }, (_, i) => [`${tag} ${i + 1}`, 1000 + i])));

@@ -1,23 +1,15 @@
-import type { ChildProcess } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
-import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { describe, expect, it } from 'vitest';
+import { csv } from '../helpers/pipeline.js';
 import { runCli } from '../helpers/run-cli.js';
-import { SCALE, checkChaos, killLoop, spawnWorker } from './chaos-check.js';
+import { SCALE, chaosFixture, checkChaos, killLoop, spawnWorker } from './chaos-check.js';
 
-let h: Harness | undefined;
-const children: ChildProcess[] = [];
-
-afterEach(async () => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  h?.ws.setFaults(null);
-  await h?.close();
-  h = undefined;
-});
+const chaos = chaosFixture();
+const children = chaos.children;
 
 describe('chaos: faults in the middle of a run', () => {
   it('the key revoked at the CRM mid-run: the run blocks without burning rows; fixed and resumed, it completes', async () => {
     const n = 400 * SCALE;
-    h = await startHarness({ records: n, latencyMs: 40 });
+    const h = await chaos.start({ records: n, latencyMs: 40 });
     const ids = [...h.ws.deals.values()].map((d) => d.id);
     const file = h.file('updates.csv', csv(['id', 'name'], ids.map((id, i) => [id, `Revoked ${i}`])));
     spawnWorker(h, children);
@@ -42,7 +34,7 @@ describe('chaos: faults in the middle of a run', () => {
 
   it('invites under the fault mix and a kill loop: every address a member, one result per row', async () => {
     const n = 300 * SCALE;
-    h = await startHarness({ records: 5, latencyMs: 60, retry: { attempts: 12, backoffMs: 50 } });
+    const h = await chaos.start({ records: 5, latencyMs: 60, retry: { attempts: 12, backoffMs: 50 } });
     const membersBefore = h.ws.teamMembers.size;
     const emails = Array.from({ length: n }, (_, i) => `chaos.${i + 1}@invites.example`);
     const file = h.file('invites.csv', csv(['email', 'organization_role'], emails.map((e) => [e, 'Standard'])));
