@@ -164,14 +164,19 @@ export class DealLookup {
     const began = Date.now();
     const deals: DealEntry[] = [];
     try {
-      const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, ...(limiter ? { beforeFetch: () => limiter.take() } : {}) });
+      // The lease is renewed before every page request (retries included), so it only runs out
+      // for a process that died: the others wait at most one lease for a pass it held.
+      const beforeFetch = async () => {
+        await limiter?.take();
+        if (!(await board.renew(this.#token))) this.#logger.warn('a deal lookup pass outlived its lease; another process runs the next');
+      };
+      const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, beforeFetch });
       for await (const page of pages) {
         this.stats.pages++;
         for (const d of page.records) {
           const createdAt = Date.parse(d.created_at);
           if (createdAt >= from) deals.push({ id: d.id, name: normaliseName(d.name), value: canonicalFromRecord('value', d), createdAt });
         }
-        if (!(await board.renew(this.#token))) this.#logger.warn('a deal lookup pass outlived its lease; another process runs the next');
       }
     } catch (err) {
       await board.finish(this.#token, FAILED_PASS_GAP_MS, undefined).catch(() => undefined);

@@ -66,7 +66,11 @@ export interface LookupPassBoardOptions {
   /** Key prefix. Default `crm-sync`. */
   prefix?: string;
   workspace: string;
-  /** A pass's lease, renewed with every page: a process killed mid-pass frees it this late. Default 30 000 ms. */
+  /**
+   * A pass's lease, renewed before every page request: a process killed mid-pass holds the
+   * workspace's lookups up this long. Longer than one page request can take (the CRM request
+   * timeout, 15 s by default). Default 20 000 ms.
+   */
   leaseMs?: number;
   /** How long the board and the last snapshot outlive their last use. Default 15 min. */
   ttlMs?: number;
@@ -96,7 +100,7 @@ export class LookupPassBoard {
     const keys = new RunKeys(options.prefix ?? 'crm-sync');
     this.#board = keys.lookupBoard(options.workspace);
     this.#snap = keys.lookupSnapshot(options.workspace);
-    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#leaseMs = options.leaseMs ?? 20_000;
     this.#ttlMs = options.ttlMs ?? 15 * 60_000;
   }
 

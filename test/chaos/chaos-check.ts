@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect } from 'vitest';
 import type { RowResult, RunRecord } from '../../src/runs/index.js';
@@ -36,10 +37,11 @@ export function chaosFixture(): { children: ChildProcess[]; start(options: Harne
 export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {
   const child = spawn(
     process.execPath,
-    ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'error', 'worker', '--concurrency', '8', '--lock-ms', String(lockMs)],
+    ['bin/crm-sync.js', '--config', h.configPath, '--log-level', process.env.CHAOS_LOG_LEVEL ?? 'error', 'worker', '--concurrency', '8', '--lock-ms', String(lockMs)],
     { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  child.stderr?.resume();
+  if (process.env.CHAOS_LOG_FILE) child.stderr?.pipe(createWriteStream(process.env.CHAOS_LOG_FILE, { flags: 'a' }));
+  else child.stderr?.resume();
   children.push(child);
   return child;
 }
