@@ -163,14 +163,16 @@ export class DealLookup {
     this.stats.passes++;
     const began = Date.now();
     const deals: DealEntry[] = [];
+    // The lease is renewed on a timer while the pass runs, however slow a page is, so it only
+    // runs out for a process that died: the others wait at most one short lease for its pass.
+    const renewing = setInterval(() => {
+      board.renew(this.#token).then(
+        (held) => held || this.#logger.warn('a deal lookup pass outlived its lease; another process runs the next'),
+        () => undefined,
+      );
+    }, board.leaseMs / 3);
     try {
-      // The lease is renewed before every page request (retries included), so it only runs out
-      // for a process that died: the others wait at most one lease for a pass it held.
-      const beforeFetch = async () => {
-        await limiter?.take();
-        if (!(await board.renew(this.#token))) this.#logger.warn('a deal lookup pass outlived its lease; another process runs the next');
-      };
-      const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, beforeFetch });
+      const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, ...(limiter ? { beforeFetch: () => limiter.take() } : {}) });
       for await (const page of pages) {
         this.stats.pages++;
         for (const d of page.records) {
@@ -179,9 +181,11 @@ export class DealLookup {
         }
       }
     } catch (err) {
+      clearInterval(renewing);
       await board.finish(this.#token, FAILED_PASS_GAP_MS, undefined).catch(() => undefined);
       throw err;
     }
+    clearInterval(renewing);
     const snap: Snapshot = { startedAt, from, deals };
     const body = await gzipAsync(encodeSnapshot(snap));
     const shared = body.length <= MAX_SHARED_SNAPSHOT_BYTES;

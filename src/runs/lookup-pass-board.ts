@@ -67,9 +67,8 @@ export interface LookupPassBoardOptions {
   prefix?: string;
   workspace: string;
   /**
-   * A pass's lease, renewed before every page request: a process killed mid-pass holds the
-   * workspace's lookups up this long. Longer than one page request can take (the CRM request
-   * timeout, 15 s by default). Default 20 000 ms.
+   * A pass's lease, renewed on a timer (a third of it) while the pass runs: a process killed
+   * mid-pass holds the workspace's lookups up this long at most. Default 6000 ms.
    */
   leaseMs?: number;
   /** How long the board and the last snapshot outlive their last use. Default 15 min. */
@@ -92,7 +91,7 @@ export class LookupPassBoard {
   readonly #redis: Redis;
   readonly #board: string;
   readonly #snap: string;
-  readonly #leaseMs: number;
+  readonly leaseMs: number;
   readonly #ttlMs: number;
 
   constructor(options: LookupPassBoardOptions) {
@@ -100,19 +99,19 @@ export class LookupPassBoard {
     const keys = new RunKeys(options.prefix ?? 'crm-sync');
     this.#board = keys.lookupBoard(options.workspace);
     this.#snap = keys.lookupSnapshot(options.workspace);
-    this.#leaseMs = options.leaseMs ?? 20_000;
+    this.leaseMs = options.leaseMs ?? 6000;
     this.#ttlMs = options.ttlMs ?? 15 * 60_000;
   }
 
   /** Asks for a pass that finds deals created from `from` on (the need is remembered for the next pass). */
   async ask(from: number, token: string): Promise<PassTurn> {
-    const [kind, n, now] = (await ASK.run(this.#redis, [this.#board], [Math.floor(from), token, this.#leaseMs, this.#ttlMs])) as [string, number, number];
+    const [kind, n, now] = (await ASK.run(this.#redis, [this.#board], [Math.floor(from), token, this.leaseMs, this.#ttlMs])) as [string, number, number];
     return kind === 'run' ? { kind: 'run', from: n, startedAt: now } : { kind: 'wait', ms: n };
   }
 
   /** Keeps the pass while it reads pages; false once another process has taken it over. */
   async renew(token: string): Promise<boolean> {
-    return (await RENEW.run(this.#redis, [this.#board], [token, this.#leaseMs])) === 1;
+    return (await RENEW.run(this.#redis, [this.#board], [token, this.leaseMs])) === 1;
   }
 
   /** Ends the pass; `body` (the deals it saw, encoded by the caller) becomes the shared snapshot. */
