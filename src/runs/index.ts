@@ -33,3 +33,13 @@ export {
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
+export {
+  groupProblems,
+  problemGroupOf,
+  problemRowsWhere,
+  normaliseMessage,
+  type ProblemGroup,
+  type ProblemGroups,
+  type ProblemStatus,
+  type GroupProblemsOptions,
+} from './problem-groups.js';
