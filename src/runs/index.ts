@@ -43,3 +43,4 @@ export {
   type ProblemStatus,
   type GroupProblemsOptions,
 } from './problem-groups.js';
+export { searchRuns, runMatches, type ListRuns, type SearchRunsQuery, type SearchRunsResult } from './run-search.js';
