@@ -15,6 +15,13 @@ export const BULL_BOARD_CSP = "default-src 'self'; script-src 'self'; style-src 
 
 const EXTERNAL_STYLESHEET = /<link[^>]+href="https?:\/\/[^"]*"[^>]*>/g;
 
+/**
+ * Bull Board keeps its own links in a user menu; this one is always in sight. Outside its React
+ * root, so its app never replaces it; styled inline (the policy allows inline styles, no script).
+ */
+const BACK_LINK =
+  '<a href="/" style="position:fixed;right:16px;bottom:14px;z-index:1000;padding:7px 12px;border-radius:6px;background:#1d2330;color:#fff;font:14px system-ui,sans-serif;text-decoration:none">← Back to the crm-sync dashboard</a>';
+
 export function isBullBoardUrl(url: string): boolean {
   return url === BULL_BOARD_PATH || url.startsWith(`${BULL_BOARD_PATH}/`) || url.startsWith(`${BULL_BOARD_PATH}?`);
 }
@@ -38,9 +45,10 @@ export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, wor
   });
   // Bull Board's page asks Google for its fonts: the dashboard loads nothing from elsewhere
   // (BULL_BOARD_CSP refuses it too; removing the link spares the browser a refused request).
+  // And the page gets a way back to the dashboard.
   app.addHook('onSend', async (request, reply, payload) => {
     if (!isBullBoardUrl(request.url) || typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').includes('text/html')) return payload;
-    return payload.replace(EXTERNAL_STYLESHEET, '');
+    return payload.replace(EXTERNAL_STYLESHEET, '').replace('</body>', `${BACK_LINK}</body>`);
   });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
@@ -49,8 +57,8 @@ export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, wor
     // @bull-board/fastify 9.10.1 pins its own @bull-board/api 9.10.1 next to our 9.10.2: the same
     // interface, but TypeScript sees two declarations of the adapters' private fields.
     serverAdapter: serverAdapter as unknown as IServerAdapter,
-    // The way back to the dashboard; no link to the docs site (the operators' hosts may be offline).
-    options: { uiConfig: { boardTitle: 'crm-sync queues', miscLinks: [{ text: '← Back to the crm-sync dashboard', url: '/' }], hideDocsLink: true } },
+    // The way back in its user menu too; no link to the docs site (the operators' hosts may be offline).
+    options: { uiConfig: { boardTitle: 'crm-sync queues', miscLinks: [{ text: 'crm-sync dashboard', url: '/' }], hideDocsLink: true } },
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PATH });
 }

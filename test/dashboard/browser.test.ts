@@ -71,7 +71,7 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     await page.getByLabel('Token').fill(TOKEN);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
-    await page.getByText('Completed with 3 failed rows and 1 invalid row').waitFor();
+    await page.getByText('3 failed rows, 1 invalid row').first().waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'runs-page.png'), fullPage: true });
 
     await page.locator(`a[href="/runs/${run.id}"]`).click();

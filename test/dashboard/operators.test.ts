@@ -162,6 +162,17 @@ describe('runs list', () => {
   });
 });
 
+describe('Bull Board', () => {
+  it('links back to the dashboard and names no other origin', async () => {
+    const res = await d.get('/queues');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('<a href="/" ');
+    expect(res.body).not.toMatch(/(href|src)="https?:/);
+    expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(String(res.headers['content-security-policy'])).not.toMatch(/https?:/);
+  });
+});
+
 describe('activity chart', () => {
   it('draws the workspace\'s requests and failures from the series the workers keep', async () => {
     const page = (await d.get(`/runs/${mixedRun}`)).body;
