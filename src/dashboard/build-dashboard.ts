@@ -60,7 +60,7 @@ export interface DashboardOptions {
   readyTimeoutMs?: number;
   /** Newest runs one runs-page text search looks through. Default 5,000. */
   searchScanRuns?: number;
-  /** Problem rows the run page groups by cause per load. Default 20,000. */
+  /** Problem rows the run page groups by cause (per change of the run's counts). Default 10,000. */
   groupScanRows?: number;
   /**
    * Stops a run (the run-lifecycle library's cancel, as `runs cancel` does). The run page shows a
@@ -151,7 +151,7 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     pageSize: options.problemsPageSize ?? 50,
     searchScanRows: options.searchScanRows ?? 5000,
     limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
-    groupScanRows: options.groupScanRows ?? 20_000,
+    groupScanRows: options.groupScanRows ?? 10_000,
     cancelRun: options.cancelRun ?? null,
   });
   registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: new WorkLimiter('uploads', limits.upload) });

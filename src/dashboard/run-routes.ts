@@ -10,6 +10,7 @@ import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { isFiltered, problemFilter, searchProblems, type ProblemFilter } from './problem-search.js';
 import { runChart } from './activity-chart.js';
+import { GroupCache } from './group-cache.js';
 import { problemCount } from './status-words.js';
 import { runPageBody, type SearchStep } from './run-page.js';
 import type { SessionAuth } from './session-auth.js';
@@ -117,6 +118,7 @@ async function rowsToRetry(store: RunStore, runId: string, body: RetryBody, limi
 export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOptions): void {
   const { runtime, auth, scope, pageSize, limits } = options;
   const { store } = runtime;
+  const groupCache = new GroupCache();
 
   app.get('/runs/:id', async (request: RunRequest<Record<string, string | undefined>>, reply) => {
     const run = await scope.run(store, request.params.id);
@@ -137,7 +139,9 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       if (wantsJson(request)) return { run, problems: { rows: step.rows, scanned: step.scanned, of: step.problems, next: step.next } };
     }
     const hasProblems = problemCount(run) > 0;
-    const groups = hasProblems ? await limits.search.run(signal, () => groupProblems(store, run.id, { scanLimit: options.groupScanRows, signal })) : undefined;
+    const groups = hasProblems
+      ? await groupCache.get(run, () => limits.search.run(signal, () => groupProblems(store, run.id, { scanLimit: options.groupScanRows, signal })))
+      : undefined;
     if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);

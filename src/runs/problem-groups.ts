@@ -44,12 +44,14 @@ export interface ProblemGroups {
 
 /*
  * Masks, applied in order. Quoted text and e-mail addresses go first (they may contain digits),
- * then any word holding a digit (ids such as `deal_8f3a2`, `stg_unknown_9`, amounts, dates):
- * what is left is the wording of the cause, which is what rows of one cause share.
+ * then CRM-style ids (`stg_abc`, `del_x9`: a short prefix, `_`, a token; not a field name, which
+ * a colon follows), then any word holding a digit (amounts, dates, other ids): what is left is the
+ * wording of the cause, which is what rows of one cause share.
  */
 const MASKS: Array<[RegExp, string]> = [
   [/"[^"]*"|“[^”]*”|‘[^’]*’|'[^']*'/g, '"…"'],
   [/[^\s@,;:()]+@[^\s@,;:()]+\.[a-z]{2,}/gi, '<email>'],
+  [/\b[a-z]{2,5}_[A-Za-z0-9]+\b(?!\s*:)/g, '#'],
   [/[\p{L}\p{N}_.\-/]*\p{N}[\p{L}\p{N}_.\-/]*/gu, '#'],
 ];
 

@@ -14,6 +14,9 @@ describe('normaliseMessage', () => {
     expect(normaliseMessage('value "twelve hundred" is not a number')).toBe('value "…" is not a number');
     expect(normaliseMessage('owner ann.lee@example.com is not a member')).toBe('owner <email> is not a member');
     expect(normaliseMessage('name: is required')).toBe('name: is required');
+    // Ids without a digit are still ids; a field name (a colon follows) is not.
+    expect(normaliseMessage('stage_id: unknown stage stg_abc')).toBe(normaliseMessage('stage_id: unknown stage stg_q7'));
+    expect(normaliseMessage('owner_id: no owner usr_xyz')).toBe('owner_id: no owner #');
   });
 });
 
