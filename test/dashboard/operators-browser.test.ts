@@ -1,7 +1,7 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard, type CancelRun } from '../../src/dashboard/index.js';
@@ -14,12 +14,9 @@ import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
  * missing or with CRM_SYNC_UPDATE_DOCS=1.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
-const DOCS = join(import.meta.dirname, '..', '..', 'docs');
+import { ARTIFACTS, hasChromium, launchChromium, toDocs } from './browser-setup.js';
+
 const TOKEN = 'operators-browser-token-7a1c3e5f9b2d4c6e';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const hasChromium = existsSync(CHROMIUM) || Boolean(process.env.CI);
 
 let h: Harness;
 let app: Awaited<ReturnType<typeof buildDashboard>>;
@@ -34,7 +31,6 @@ const cspErrors: string[] = [];
 
 beforeAll(async () => {
   if (!hasChromium) return;
-  mkdirSync(ARTIFACTS, { recursive: true });
   // The simulator allows 15 requests a second: a run of 150 rows lasts several seconds, with 429s.
   h = await startHarness({ records: 260, simRateLimit: { max: 15, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 10 } });
   await h.startWorkers();
@@ -47,7 +43,7 @@ beforeAll(async () => {
   };
   app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN), cancelRun });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1360, height: 900 } });
   page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -72,9 +68,7 @@ afterAll(async () => {
 });
 
 function screenshot(name: string): Promise<unknown> {
-  return page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }).then(() => {
-    if (!existsSync(join(DOCS, name)) || process.env.CRM_SYNC_UPDATE_DOCS === '1') copyFileSync(join(ARTIFACTS, name), join(DOCS, name));
-  });
+  return page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }).then(() => toDocs(name));
 }
 
 /** An attribute of the page, or null while a reload is under way. */
@@ -203,7 +197,7 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     }
     await narrow.goto(`${base}/`);
     await narrow.screenshot({ path: join(ARTIFACTS, 'narrow-runs.png'), fullPage: true });
-    if (!existsSync(join(DOCS, 'narrow-runs.png')) || process.env.CRM_SYNC_UPDATE_DOCS === '1') copyFileSync(join(ARTIFACTS, 'narrow-runs.png'), join(DOCS, 'narrow-runs.png'));
+    toDocs('narrow-runs.png');
     await narrow.close();
   }, 30_000);
 });
