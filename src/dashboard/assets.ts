@@ -85,6 +85,8 @@ table.groups td.err { max-width:640px; }
   form.filters label, form.filters input, form.filters select { width:100%; }
   th, td { padding:6px 7px; }
   td.run { min-width:170px; }
+  /* The runs list keeps what an operator scans for on a phone: run, status, counts, duration. */
+  th.wide, td.wide { display:none; }
 }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }

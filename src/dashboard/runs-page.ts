@@ -49,15 +49,15 @@ function runRow(run: RunRecord): SafeHtml {
   const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
   return html`<tr>
   <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
-  <td>${run.workspace}</td>
-  <td class="nowrap">${operationWords(run.operation)}</td>
+  <td class="wide">${run.workspace}</td>
+  <td class="nowrap wide">${operationWords(run.operation)}</td>
   <td class="status">${statusBadge(run)}${progressBar(run)}</td>
   <td class="num">${c.total.toLocaleString('en-US')}</td>
   <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
-  <td class="num">${c.skipped.toLocaleString('en-US')}</td>
+  <td class="num wide">${c.skipped.toLocaleString('en-US')}</td>
   <td class="num">${c.failed.toLocaleString('en-US')}</td>
   <td class="num">${c.invalid.toLocaleString('en-US')}</td>
-  <td class="nowrap">${formatTime(run.createdAt)}</td>
+  <td class="nowrap wide">${formatTime(run.createdAt)}</td>
   <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
 </tr>`;
 }
@@ -89,9 +89,9 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
 </form>
 ${data.searched !== undefined && !data.searched.complete ? html`<p class="muted small">Searched the newest ${data.searched.scanned.toLocaleString('en-US')} runs; narrow by status or workspace to look further back.</p>` : ''}
 <div class="scroll"><table>
-<thead><tr><th>Run</th><th>Workspace</th><th>Operation</th><th>Status</th>
-<th class="num">Rows</th><th class="num">Succeeded</th><th class="num">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
-<th>Started</th><th>Duration</th></tr></thead>
+<thead><tr><th>Run</th><th class="wide">Workspace</th><th class="wide">Operation</th><th>Status</th>
+<th class="num">Rows</th><th class="num">Succeeded</th><th class="num wide">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
+<th class="wide">Started</th><th>Duration</th></tr></thead>
 <tbody>${data.runs.length === 0 ? html`<tr><td colspan="11" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
 </table></div>
 ${pager}`;

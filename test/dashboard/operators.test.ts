@@ -184,6 +184,18 @@ describe('activity chart', () => {
     expect(Number(failures?.[2])).toBeGreaterThanOrEqual(12);
     expect(page).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
   });
+
+  it('keeps the series bounded: 10-second buckets per workspace, each expiring within two hours', async () => {
+    const keys = await d.h.runtime.redis.keys(`${d.h.config.prefix}:metrics:series:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) {
+      expect(key).toMatch(/:metrics:series:acme:\d+$/);
+      const ttl = await d.h.runtime.redis.ttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(7200);
+      expect(Object.keys(await d.h.runtime.redis.hgetall(key)).every((f) => ['requests', 'rateLimited', 'failed', 'succeeded'].includes(f))).toBe(true);
+    }
+  });
 });
 
 describe('cancel', () => {
