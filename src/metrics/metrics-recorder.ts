@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { METRIC } from './metric-names.js';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, seriesKey, type SeriesField } from './metrics-series.js';
 
 export interface MetricsRecorderOptions {
@@ -59,7 +58,7 @@ export class MetricsRecorder {
     const f = field(metric, labels);
     this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
     if (!seriesCache.has(f) && seriesCache.size < 10_000) {
-      const s = labels.workspace !== undefined ? seriesFieldOf(metric, labels, { requests: METRIC.requests, rateLimited: METRIC.rateLimited, rows: METRIC.rows }) : null;
+      const s = labels.workspace !== undefined ? seriesFieldOf(metric, labels) : null;
       seriesCache.set(f, s === null ? null : { workspace: labels.workspace!, field: s });
     }
   }

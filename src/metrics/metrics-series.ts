@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { METRIC } from './metric-names.js';
 
 /**
  * A short time series of the fleet counters per workspace, for the dashboard's activity charts:
@@ -30,10 +31,10 @@ export function bucketOf(ms: number): number {
 }
 
 /** The series field a counter increment adds to, or null for counters the charts do not show. */
-export function seriesFieldOf(metric: string, labels: Record<string, string>, names: { requests: string; rateLimited: string; rows: string }): SeriesField | null {
-  if (metric === names.requests) return 'requests';
-  if (metric === names.rateLimited) return 'rateLimited';
-  if (metric === names.rows && (labels.status === 'failed' || labels.status === 'succeeded')) return labels.status;
+export function seriesFieldOf(metric: string, labels: Record<string, string>): SeriesField | null {
+  if (metric === METRIC.requests) return 'requests';
+  if (metric === METRIC.rateLimited) return 'rateLimited';
+  if (metric === METRIC.rows && (labels.status === 'failed' || labels.status === 'succeeded')) return labels.status;
   return null;
 }
 
