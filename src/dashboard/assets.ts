@@ -59,7 +59,35 @@ button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .small { font-size:11.5px; }
 .nowrap { white-space:nowrap; }
 td.run { min-width:230px; } td.run .mono { white-space:nowrap; }
-td.status { max-width:230px; } td.status .badge { white-space:normal; }
+td.status { min-width:130px; max-width:260px; }
+.detail { color:var(--muted); margin-top:2px; overflow-wrap:anywhere; }
+.progress { display:flex; align-items:center; gap:6px; }
+.progress .bar { margin-top:0; }
+.live { font-variant-numeric:tabular-nums; }
+form.upload { margin-top:12px; }
+.chart h2 { margin-top:0; }
+.sparks { display:grid; grid-template-columns:repeat(auto-fit, minmax(240px, 1fr)); gap:12px; }
+figure.spark { margin:0; }
+figure.spark figcaption { font-size:12.5px; margin-bottom:2px; }
+figure.spark svg { width:100%; height:70px; display:block; background:#fafbfc; border:1px solid var(--line); border-radius:4px; }
+figure.spark polyline { fill:none; stroke-width:1.6; vector-effect:non-scaling-stroke; }
+figure.spark line.axis { stroke:var(--line); }
+figure.spark.run polyline { stroke:var(--run); }
+figure.spark.warn polyline { stroke:#c88a00; }
+figure.spark.bad polyline { stroke:var(--bad); }
+table.groups td.err { max-width:640px; }
+@media (max-width: 720px) {
+  header.top { flex-wrap:wrap; gap:8px 16px; padding:10px 12px; }
+  header.top nav { flex-basis:100%; order:3; }
+  main { padding:14px 10px 30px; }
+  h1 { font-size:19px; }
+  .counts div { min-width:90px; padding:6px 10px; }
+  form.filters label, form.filters input, form.filters select { width:100%; }
+  th, td { padding:6px 7px; }
+  td.run { min-width:170px; }
+  /* The runs list keeps what an operator scans for on a phone: run, status, counts, duration. */
+  th.wide, td.wide { display:none; }
+}
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
 .login { max-width:380px; margin:80px auto; }

@@ -12,7 +12,7 @@ import { registerErrorHandler } from './http-answers.js';
 import { registerLoginRoutes } from './login-routes.js';
 import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
-import { registerRunRoutes } from './run-routes.js';
+import { registerRunRoutes, type CancelRun } from './run-routes.js';
 import { registerRunsRoutes } from './runs-routes.js';
 import { registerSecurityHeaders } from './security-headers.js';
 import { SessionAuth, checkTokenStrength } from './session-auth.js';
@@ -58,6 +58,16 @@ export interface DashboardOptions {
   concurrency?: Partial<Record<'search' | 'export' | 'upload', WorkLimits>>;
   /** How long /readyz waits for Redis. Default 2000 ms. */
   readyTimeoutMs?: number;
+  /** Newest runs one runs-page text search looks through. Default 5,000. */
+  searchScanRuns?: number;
+  /** Problem rows the run page groups by cause (per change of the run's counts). Default 10,000. */
+  groupScanRows?: number;
+  /**
+   * Stops a run (the run-lifecycle library's cancel, as `runs cancel` does). The run page shows a
+   * Cancel button for running and blocked runs only when this is set. Default: none (no button;
+   * POST /runs/:id/cancel answers 409).
+   */
+  cancelRun?: CancelRun;
 }
 
 const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
@@ -132,14 +142,17 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     readyTimeoutMs: options.readyTimeoutMs ?? 2000,
   });
   registerLoginRoutes(app, deps);
-  registerRunsRoutes(app, { runtime, auth, scope, workspaces, pageSize: options.runsPageSize ?? 50 });
+  const searches = new WorkLimiter('searches', limits.search);
+  registerRunsRoutes(app, { runtime, auth, scope, workspaces, pageSize: options.runsPageSize ?? 50, searchScanRuns: options.searchScanRuns ?? 5000, limiter: searches });
   registerRunRoutes(app, {
     runtime,
     auth,
     scope,
     pageSize: options.problemsPageSize ?? 50,
     searchScanRows: options.searchScanRows ?? 5000,
-    limits: { search: new WorkLimiter('searches', limits.search), export: new WorkLimiter('downloads', limits.export) },
+    limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
+    groupScanRows: options.groupScanRows ?? 10_000,
+    cancelRun: options.cancelRun ?? null,
   });
   registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: new WorkLimiter('uploads', limits.upload) });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });

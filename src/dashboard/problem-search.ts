@@ -1,9 +1,9 @@
-import type { RowResult, RunStore } from '../runs/index.js';
+import { problemGroupOf, type ProblemStatus, type RowResult, type RunStore } from '../runs/index.js';
 import { clientGone } from './work-limiter.js';
 
 export interface ProblemSearchQuery {
-  /** Lower-cased text to look for in the error message, code and field errors. */
-  needle: string;
+  /** Which problem rows are wanted (problemFilter builds it from the page's filters). */
+  match: (result: RowResult) => boolean;
   /** Position in the run's problem index to start at (the previous answer's `next`). */
   from: number;
   /** Matches per answer. */
@@ -31,6 +31,27 @@ export interface ProblemSearchResult {
  */
 const BATCH = 200;
 
+/** The run page's problem filters; '' or undefined = any. */
+export interface ProblemFilter {
+  /** Text in the error message, code or field errors (any case). */
+  q?: string;
+  result?: ProblemStatus;
+  /** An error group's key (problemGroupOf). */
+  group?: string;
+}
+
+export function isFiltered(f: ProblemFilter): boolean {
+  return Boolean(f.q || f.result || f.group);
+}
+
+export function problemFilter(f: ProblemFilter): (result: RowResult) => boolean {
+  const needle = f.q?.toLowerCase() ?? '';
+  return (r) =>
+    (needle === '' || matchesProblem(r, needle)) &&
+    (f.result === undefined || r.status === f.result) &&
+    (f.group === undefined || problemGroupOf(r).key === f.group);
+}
+
 export function matchesProblem(result: RowResult, needle: string): boolean {
   const haystack = [result.message ?? '', result.code ?? '', ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`)];
   return haystack.some((text) => text.toLowerCase().includes(needle));
@@ -56,7 +77,7 @@ export async function searchProblems(store: RunStore, runId: string, q: ProblemS
     let used = size;
     for (let i = 0; i < batch.rows.length; i++) {
       const row = batch.rows[i]!;
-      if (!matchesProblem(row, q.needle)) continue;
+      if (!q.match(row)) continue;
       rows.push(row);
       if (rows.length >= q.limit) {
         used = i + 1;

@@ -1,8 +1,10 @@
 import { basename } from 'node:path';
-import { describeError, type RowResult, type RunRecord } from '../runs/index.js';
+import { describeError, type ProblemGroups, type RowResult, type RunRecord } from '../runs/index.js';
+import { canRetry, errorGroupsSection } from './error-groups.js';
 import { html, query, type SafeHtml } from './html.js';
+import { isFiltered, type ProblemFilter } from './problem-search.js';
 import { progressBar, statusBadge } from './runs-page.js';
-import { formatDuration, formatTime, operationWords, problemCount, runDurationMs } from './status-words.js';
+import { formatDuration, formatTime, liveStats, operationWords, problemCount, runDurationMs, wallDurationMs } from './status-words.js';
 
 /** A bounded step of an error-text search (problem-search.ts) instead of a page of rows. */
 export interface SearchStep {
@@ -20,11 +22,17 @@ export interface RunPageData {
   /** 1-based page of the problems table. */
   page: number;
   pageSize: number;
-  /** Error-text filter of the problems table ('' = none). */
-  q: string;
+  /** Filters of the problems table (text, result, error group). */
+  filter: ProblemFilter;
+  /** The run's problems by cause; absent when the run has none. */
+  groups?: ProblemGroups;
   csrf: string;
   /** A message about the last action, already rendered. */
   notice?: SafeHtml;
+  /** Whether the dashboard can cancel runs (DashboardOptions.cancelRun is set). */
+  canCancel: boolean;
+  /** The activity chart, already rendered. */
+  chart?: SafeHtml;
 }
 
 function hidden(csrf: string): SafeHtml {
@@ -65,44 +73,63 @@ function blockedNotice(run: RunRecord, csrf: string): SafeHtml | '' {
 }
 
 function pagerFor(data: RunPageData): SafeHtml {
-  const { run, problems, page, pageSize, q, search } = data;
+  const { run, problems, page, pageSize, search } = data;
+  const { q, result, group } = data.filter;
+  const keep = { q, result, group };
   const id = encodeURIComponent(run.id);
   const n = (v: number) => v.toLocaleString('en-US');
   if (search !== undefined) {
     const { scanned } = search;
     const looked = scanned.to > scanned.from ? `Looked through failed rows ${n(scanned.from + 1)}–${n(scanned.to)} of ${n(search.problems)}` : '';
     return html`<div class="pager">
-  ${scanned.from > 0 ? html`<a href="/runs/${id}${query({ q })}">← From the start</a>` : ''}
+  ${scanned.from > 0 ? html`<a href="/runs/${id}${query(keep)}">← From the start</a>` : ''}
   <span>${looked}</span>
-  ${search.next !== null ? html`<a href="/runs/${id}${query({ q, from: search.next })}">Search further →</a>` : ''}
+  ${search.next !== null ? html`<a href="/runs/${id}${query({ ...keep, from: search.next })}">Search further →</a>` : ''}
 </div>`;
   }
   const pages = Math.max(1, Math.ceil(problems.total / pageSize));
   const first = problems.total === 0 ? 0 : (page - 1) * pageSize + 1;
   const last = Math.min(problems.total, page * pageSize);
   return html`<div class="pager">
-  ${page > 1 ? html`<a href="/runs/${id}${query({ q, page: page - 1 })}">← Previous</a>` : ''}
+  ${page > 1 ? html`<a href="/runs/${id}${query({ ...keep, page: page - 1 })}">← Previous</a>` : ''}
   <span>${problems.total === 0 ? '' : `Rows ${n(first)}–${n(last)} of ${n(problems.total)}`}</span>
-  ${page < pages ? html`<a href="/runs/${id}${query({ q, page: page + 1 })}">Next →</a>` : ''}
+  ${page < pages ? html`<a href="/runs/${id}${query({ ...keep, page: page + 1 })}">Next →</a>` : ''}
 </div>`;
 }
 
+const RESULT_CHOICES: Array<[string, string]> = [
+  ['', 'Any result'],
+  ['failed', 'Failed'],
+  ['invalid', 'Invalid'],
+  ['uncertain', 'Uncertain'],
+];
+
+function filtersForm(run: RunRecord, filter: ProblemFilter): SafeHtml {
+  const id = encodeURIComponent(run.id);
+  return html`<form class="filters" method="get" action="/runs/${id}#problems">
+  <label>Result<select name="result">${RESULT_CHOICES.map(
+    ([value, label]) => html`<option value="${value}"${(filter.result ?? '') === value ? html` selected` : ''}>${label}</option>`,
+  )}</select></label>
+  <label>Error contains<input name="q" value="${filter.q ?? ''}" placeholder="e.g. stage"></label>
+  ${filter.group !== undefined ? html`<input type="hidden" name="group" value="${filter.group}"><span class="muted">One error group</span>` : ''}
+  <button type="submit">Filter</button>
+  ${isFiltered(filter) ? html`<a href="/runs/${id}#problems">Clear</a>` : ''}
+</form>`;
+}
+
 function problemsSection(data: RunPageData): SafeHtml {
-  const { run, problems, page, q, csrf } = data;
+  const { run, problems, page, filter, csrf } = data;
   const id = encodeURIComponent(run.id);
   const columns = problemColumns(run, problems.rows);
   const pager = pagerFor(data);
   const further = data.search?.next != null ? ' in the rows looked through so far' : '';
-  const empty = q !== '' ? `No failed or invalid row matches that text${further}.` : 'No failed or invalid rows.';
-  if (problems.total === 0 && q === '' && page === 1) {
+  const filtered = isFiltered(filter);
+  const empty = filtered ? `No failed or invalid row matches these filters${further}.` : 'No failed or invalid rows.';
+  if (problems.total === 0 && !filtered && page === 1) {
     return html`<h2 id="problems">Failed and invalid rows</h2><p class="muted">${empty}</p>`;
   }
   return html`<h2 id="problems">Failed and invalid rows</h2>
-<form class="filters" method="get" action="/runs/${id}">
-  <label>Error contains<input name="q" value="${q}" placeholder="e.g. stage"></label>
-  <button type="submit">Filter</button>
-  ${q !== '' ? html`<a href="/runs/${id}">Clear</a>` : ''}
-</form>
+${filtersForm(run, filter)}
 <form method="post" action="/runs/${id}/retry">
 ${hidden(csrf)}
 <div class="scroll"><table>
@@ -111,8 +138,47 @@ ${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
 <tbody>${problems.rows.length === 0 ? html`<tr><td colspan="${6 + columns.length}" class="muted">${empty}</td></tr>` : problems.rows.map((r) => problemRow(r, columns))}</tbody>
 </table></div>
 ${pager}
-${problems.rows.length > 0 ? html`<div class="actions"><button type="submit">Retry selected rows</button><span class="muted">Selected rows are sent again as they are.</span></div>` : ''}
+${problems.rows.length > 0 && canRetry(run) ? html`<div class="actions"><button type="submit">Retry selected rows</button><span class="muted">Selected rows are sent again as they are; invalid ones stay invalid until corrected.</span></div>` : ''}
 </form>`;
+}
+
+function durationLine(run: RunRecord): string {
+  if (run.finishedAt === undefined && run.firstFinishedAt === undefined) return `running for ${formatDuration(wallDurationMs(run))}`;
+  const took = `took ${formatDuration(runDurationMs(run))}`;
+  const wall = wallDurationMs(run);
+  // A retry later on moves the last finish: say both, never fold the wait into the run's time.
+  if (run.finishedAt === undefined) return `${took}; a retry is running`;
+  return Math.abs(wall - runDurationMs(run)) < 1000 ? took : `${took}; last retry finished ${formatDuration(wall)} after the start`;
+}
+
+function liveLine(run: RunRecord): SafeHtml | '' {
+  if (run.status !== 'running') return '';
+  const s = liveStats(run);
+  const n = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1 });
+  return html`<span class="live" data-live>${s.percent !== null ? html`<b>${n(s.percent)}%</b>` : 'starting'}${s.rowsPerSecond !== null ? ` · ${n(s.rowsPerSecond)} rows/s` : ''}${
+    s.etaMs !== null ? ` · about ${formatDuration(s.etaMs)} left` : s.rowsPerSecond !== null && !run.producerDone ? ' · still reading the file' : ''
+  }</span>`;
+}
+
+function dryRunNotice(run: RunRecord): SafeHtml | '' {
+  if (run.options.dryRun !== true) return '';
+  return html`<div class="notice warn"><b>Dry run.</b> Rows were read and validated; nothing was sent to the CRM. “Unchanged” counts the valid rows. There is nothing to retry: fix invalid rows in the file and import it for real.</div>`;
+}
+
+function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
+  const id = encodeURIComponent(run.id);
+  const c = run.counts;
+  const sendable = c.failed + c.uncertain;
+  const n = (v: number) => v.toLocaleString('en-US');
+  if (!canRetry(run)) {
+    return run.operation === 'deal.upsert' && problemCount(run) > 0 ? html`<p class="muted">A reconciled sync is not retried row by row: run the sync again.</p>` : '';
+  }
+  const invalidNote =
+    c.invalid > 0
+      ? html`<p class="muted">${n(c.invalid)} invalid row${c.invalid === 1 ? ' is' : 's are'} not retried: ${c.invalid === 1 ? 'it needs' : 'they need'} a correction first. Download the failed rows, fix them, upload the file below.</p>`
+      : '';
+  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit">Retry all ${n(sendable)} failed row${sendable === 1 ? '' : 's'}</button></form>` : ''}
+  ${invalidNote}`;
 }
 
 export function runPageBody(data: RunPageData): SafeHtml {
@@ -121,32 +187,37 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const c = run.counts;
   const problems = problemCount(run);
   const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
-  const retryable = problems > 0 && run.operation !== 'deal.upsert' && run.options.dryRun !== true;
+  const retryable = problems > 0 && canRetry(run);
+  const cancellable = data.canCancel && (run.status === 'running' || run.status === 'blocked');
   return html`<p><a href="/">← All runs</a></p>
-<h1>${operationWords(run.operation)} · ${name}</h1>
-<p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · ${run.finishedAt !== undefined ? `took ${formatDuration(runDurationMs(run))}` : `running for ${formatDuration(runDurationMs(run))}`}</p>
-<p>${statusBadge(run)} ${progressBar(run)}</p>
+<h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
+<p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · ${durationLine(run)}</p>
+<div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
+${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}
+${dryRunNotice(run)}
 ${blockedNotice(run, csrf)}
-${run.status === 'failed' && run.reason !== undefined ? html`<div class="notice bad">${run.reason}</div>` : ''}
+${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
 <div class="counts">
-  ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard('Unchanged', c.skipped)}
+  ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard(run.options.dryRun === true ? 'Valid (not sent)' : 'Unchanged', c.skipped)}
   ${countCard('Failed', c.failed, c.failed > 0 ? 'bad' : '')}${countCard('Invalid', c.invalid, c.invalid > 0 ? 'bad' : '')}${countCard('Waiting', c.queued)}
   ${c.superseded > 0 ? countCard('Superseded', c.superseded) : ''}${c.uncertain > 0 ? countCard('Uncertain', c.uncertain, 'bad') : ''}
 </div>
+${data.chart ?? ''}
 <div class="card">
   <div class="actions">
     <a href="/runs/${id}/results.csv" download>Download all results (CSV)</a>
     <a href="/runs/${id}/results.csv?failed=1" download>Download failed rows (CSV)</a>
-    ${retryable ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<button class="primary" type="submit">Retry all ${problems.toLocaleString('en-US')} failed rows</button></form>` : ''}
+    ${retryAllCard(run, csrf)}
   </div>
-  ${retryable ? html`<form method="post" action="/runs/${id}/upload" enctype="multipart/form-data" class="actions" style="margin-top:12px">
+  ${retryable ? html`<form method="post" action="/runs/${id}/upload" enctype="multipart/form-data" class="actions upload">
     ${hidden(csrf)}
     <label>Corrected CSV <input type="file" name="file" accept=".csv,text/csv" required></label>
     <button type="submit">Upload and retry</button>
     <span class="muted">Download the failed rows, fix them in a spreadsheet, keep the crm_sync_ columns, upload.</span>
   </form>` : ''}
 </div>
+${data.groups !== undefined ? errorGroupsSection(run, data.groups, csrf) : ''}
 ${problemsSection(data)}`;
 }
 

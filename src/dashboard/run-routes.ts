@@ -2,13 +2,16 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
 import { resumeWorkspace, retryRun } from '../queue/index.js';
-import { writeResultsCsv, type RowResult } from '../runs/index.js';
+import { groupProblems, problemRowsWhere, writeResultsCsv, type ProblemStatus, type RowResult, type RunStore } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
 import { html, type SafeHtml } from './html.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
-import { searchProblems } from './problem-search.js';
+import { isFiltered, problemFilter, searchProblems, type ProblemFilter } from './problem-search.js';
+import { runChart } from './activity-chart.js';
+import { GroupCache } from './group-cache.js';
+import { problemCount } from './status-words.js';
 import { runPageBody, type SearchStep } from './run-page.js';
 import type { SessionAuth } from './session-auth.js';
 import { clientGone, type WorkLimiter } from './work-limiter.js';
@@ -23,6 +26,32 @@ export interface RunRoutesOptions {
   /** Problem rows one error-text search request looks through, at most. */
   searchScanRows: number;
   limits: { search: WorkLimiter; export: WorkLimiter };
+  /** Problem rows the "Errors by cause" table groups per page load, at most. */
+  groupScanRows: number;
+  /** Cancels a run (DashboardOptions.cancelRun); null: no cancel button. */
+  cancelRun: CancelRun | null;
+}
+
+/**
+ * Stops a run: what `runs cancel` does (the run-lifecycle library). The dashboard only calls it
+ * for a run in its scope, after the form-token check, and shows what it answers.
+ */
+export type CancelRun = (runId: string) => Promise<CancelOutcome>;
+
+export interface CancelOutcome {
+  /** Rows that will not be sent (taken off the queue), if the implementation knows. */
+  cancelledRows?: number;
+}
+
+const RESULTS = new Set<string>(['failed', 'invalid', 'uncertain']);
+const GROUP_KEY = /^[0-9a-f]{12}$/;
+
+/** The problem filters of a query string; anything malformed is dropped (a link from an old page). */
+export function problemFilterOf(query: Record<string, string | undefined>): ProblemFilter {
+  const q = (query.q ?? '').trim().slice(0, 200);
+  const result = query.result !== undefined && RESULTS.has(query.result) ? (query.result as ProblemStatus) : undefined;
+  const group = query.group !== undefined && GROUP_KEY.test(query.group) ? query.group : undefined;
+  return { ...(q !== '' ? { q } : {}), ...(result ? { result } : {}), ...(group ? { group } : {}) };
 }
 
 type RunRequest<Q = unknown> = FastifyRequest<{ Params: { id: string }; Querystring: Q }>;
@@ -47,6 +76,8 @@ function noticeFor(q: Record<string, string | undefined>): SafeHtml | undefined 
   switch (q.done) {
     case 'retry':
       return html`<div class="notice ok">${rows} sent again. The page refreshes while they run.</div>`;
+    case 'cancel':
+      return html`<div class="notice ok">Run cancelled${q.n !== undefined ? `; ${rows} will not be sent` : ''}.</div>`;
     case 'resume':
       return html`<div class="notice ok">Workspace resumed; ${n} blocked run${n === 1 ? '' : 's'} continue.</div>`;
     default:
@@ -54,66 +85,123 @@ function noticeFor(q: Record<string, string | undefined>): SafeHtml | undefined 
   }
 }
 
+interface RetryBody {
+  row?: unknown;
+  rows?: unknown;
+  /** An error group's key: retry its rows (failed and uncertain ones). */
+  group?: unknown;
+  /** `failed`: every failed and uncertain row (the "Retry all" button). */
+  scope?: unknown;
+}
+
+/**
+ * Which rows a retry form means. Ticked rows are taken as ticked; a group or "all" means its
+ * failed and uncertain rows only: invalid rows would fail validation again unchanged, they go
+ * through a corrected upload. Undefined = every problem row (an API client's plain retry).
+ */
+async function rowsToRetry(store: RunStore, runId: string, body: RetryBody, limiter: WorkLimiter, signal: AbortSignal): Promise<number[] | undefined> {
+  const selected = body.row ?? body.rows;
+  if (selected !== undefined) {
+    const rows = parseRows(selected);
+    if (rows.length === 0) throw new CrmSyncError('USAGE', 'no rows selected: tick the rows to retry first');
+    return rows;
+  }
+  const group = typeof body.group === 'string' ? body.group : undefined;
+  if (group === undefined && body.scope !== 'failed') return undefined;
+  if (group !== undefined && !GROUP_KEY.test(group)) throw new CrmSyncError('USAGE', 'that error group does not exist; reload the run page');
+  const inGroup = group !== undefined ? problemFilter({ group }) : () => true;
+  const rows = await limiter.run(signal, () => problemRowsWhere(store, runId, (r) => r.status !== 'invalid' && inGroup(r)));
+  if (rows.length === 0) throw new CrmSyncError('USAGE', 'no failed rows to retry: invalid rows need a correction first (download, fix, upload)');
+  return rows;
+}
+
 export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOptions): void {
   const { runtime, auth, scope, pageSize, limits } = options;
   const { store } = runtime;
+  const groupCache = new GroupCache();
 
   app.get('/runs/:id', async (request: RunRequest<Record<string, string | undefined>>, reply) => {
     const run = await scope.run(store, request.params.id);
-    const q = (request.query.q ?? '').trim().slice(0, 200);
+    const filter = problemFilterOf(request.query);
     const wanted = intParam(request.query.page, 1);
+    const { signal } = request;
     let problems: { rows: RowResult[]; total: number };
     let search: SearchStep | undefined;
-    if (q === '') {
+    if (!isFiltered(filter)) {
       problems = await store.problems(run.id, { offset: (wanted - 1) * pageSize, limit: pageSize });
     } else {
-      // A text search is bounded per request (scan limit, a few at once) and resumes from `from`.
-      const { signal } = request;
+      // A filter is bounded per request (scan limit, a few at once) and resumes from `from`.
       const step = await limits.search.run(signal, () =>
-        searchProblems(store, run.id, { needle: q.toLowerCase(), from: intParam(request.query.from, 0, 0), limit: pageSize, scanLimit: options.searchScanRows, signal }),
+        searchProblems(store, run.id, { match: problemFilter(filter), from: intParam(request.query.from, 0, 0), limit: pageSize, scanLimit: options.searchScanRows, signal }),
       );
       problems = { rows: step.rows, total: step.rows.length };
       search = { scanned: step.scanned, problems: step.problems, next: step.next };
       if (wantsJson(request)) return { run, problems: { rows: step.rows, scanned: step.scanned, of: step.problems, next: step.next } };
     }
-    if (wantsJson(request)) return { run, problems };
+    const hasProblems = problemCount(run) > 0;
+    const groups = hasProblems
+      ? await groupCache.get(run, () => limits.search.run(signal, () => groupProblems(store, run.id, { scanLimit: options.groupScanRows, signal })))
+      : undefined;
+    if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);
-    const body = runPageBody({ run, problems, page: wanted, pageSize, q, csrf, ...(search ? { search } : {}), ...(notice ? { notice } : {}) });
+    const chart = await runChart(runtime, run);
+    const body = runPageBody({
+      run,
+      problems,
+      page: wanted,
+      pageSize,
+      filter,
+      csrf,
+      canCancel: options.cancelRun !== null,
+      chart,
+      ...(groups ? { groups } : {}),
+      ...(search ? { search } : {}),
+      ...(notice ? { notice } : {}),
+    });
     return sendPage(
       reply,
       page({ title: `Run ${run.id}`, body, nav: 'runs', canSignOut: !auth.insecure, csrf, ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}) }),
     );
   });
 
-  app.get('/runs/:id/results.csv', async (request: RunRequest<{ failed?: string }>, reply) => {
+  app.get('/runs/:id/results.csv', async (request: RunRequest<Record<string, string | undefined>>, reply) => {
     const run = await scope.run(store, request.params.id);
-    const problemsOnly = request.query.failed === '1' || request.query.failed === 'true';
+    const filter = problemFilterOf(request.query);
+    const problemsOnly = request.query.failed === '1' || request.query.failed === 'true' || isFiltered(filter);
     const release = await limits.export.acquire(request.signal);
     const out = new PassThrough();
     out.once('close', release);
     // The client went away: stop reading Redis (writeResultsCsv fails on the destroyed stream).
     request.signal.addEventListener('abort', () => out.destroy(clientGone()), { once: true });
     // Streamed: a 100,000-row run is never held in memory; an error mid-way cuts the download.
-    writeResultsCsv(store, run.id, out, { problemsOnly }).then(
+    writeResultsCsv(store, run.id, out, { problemsOnly, ...(isFiltered(filter) ? { filter: problemFilter(filter) } : {}) }).then(
       () => out.end(),
       (err: unknown) => out.destroy(err instanceof Error ? err : new Error(String(err))),
     );
     return reply
       .type('text/csv; charset=utf-8')
-      .header('Content-Disposition', `attachment; filename="${run.id}-${problemsOnly ? 'failed' : 'results'}.csv"`)
+      .header('Content-Disposition', `attachment; filename="${run.id}-${filter.group !== undefined ? `group-${filter.group}` : problemsOnly ? 'failed' : 'results'}.csv"`)
       .send(out);
   });
 
-  app.post<{ Params: { id: string }; Body: { row?: unknown; rows?: unknown } | undefined }>('/runs/:id/retry', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
+  app.post<{ Params: { id: string }; Body: RetryBody | undefined }>('/runs/:id/retry', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
     const run = await scope.run(store, request.params.id);
-    const body = request.body ?? {};
-    const selected = body.row ?? body.rows;
-    const rows = selected !== undefined ? parseRows(selected) : undefined;
-    if (rows !== undefined && rows.length === 0) throw new CrmSyncError('USAGE', 'no rows selected: tick the rows to retry first');
+    const rows = await rowsToRetry(store, run.id, request.body ?? {}, limits.search, request.signal);
     const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, logger: runtime.logger, ...(rows ? { rows } : {}) });
     if (wantsJson(request)) return { run: summary.run, progress: summary.progress };
     return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}`, 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/runs/:id/cancel', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
+    const run = await scope.run(store, request.params.id);
+    const cancel = options.cancelRun;
+    if (cancel === null) throw new CrmSyncError('RUN_STATE', 'this dashboard cannot cancel runs: use "crm-sync runs cancel" on a worker host');
+    if (run.status !== 'running' && run.status !== 'blocked') throw new CrmSyncError('RUN_STATE', `run ${run.id} is ${run.status}: only a running or blocked run can be cancelled`);
+    const outcome = await cancel(run.id);
+    if (wantsJson(request)) return { cancelled: run.id, ...outcome };
+    const n = outcome.cancelledRows !== undefined ? `&n=${outcome.cancelledRows}` : '';
+    return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=cancel${n}`, 303);
   });
 
   app.post<{ Params: { id: string } }>('/runs/:id/resume', { preHandler: formTokenGuard(auth) }, async (request, reply) => {

@@ -7,6 +7,8 @@ export interface RunsFilter {
   status?: RunStatus;
   workspace?: string;
   sync?: string;
+  /** Text in the run id, file name or sync name. */
+  q?: string;
   /** 1-based. */
   page: number;
 }
@@ -17,6 +19,8 @@ export interface RunsPageData {
   pageSize: number;
   filter: RunsFilter;
   workspaces: string[];
+  /** With a text search: how many runs were looked through, and whether that was all of them. */
+  searched?: { scanned: number; complete: boolean };
 }
 
 const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
@@ -27,16 +31,17 @@ const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
   ['failed', 'Failed'],
 ];
 
+/** A one-line badge; the detail (problem counts, why it failed) goes under it, the whole sentence in its tooltip. */
 export function statusBadge(run: RunRecord): SafeHtml {
-  const { text, tone } = statusWords(run);
-  return html`<span class="badge ${tone}">${text}</span>`;
+  const { text, tone, detail, sentence } = statusWords(run);
+  return html`<span class="badge ${tone}" title="${sentence}">${text}</span>${detail !== '' ? html`<div class="detail small">${detail}</div>` : ''}`;
 }
 
 export function progressBar(run: RunRecord): SafeHtml | '' {
   if (run.status !== 'running') return '';
   const p = progress(run);
   const pct = p === null ? 0 : Math.round(p * 100);
-  return html`<div class="bar" role="progressbar" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" title="${pct}% done"><span style="width:${pct}%"></span></div>`;
+  return html`<div class="progress"><div class="bar" role="progressbar" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" title="${pct}% done"><span style="width:${pct}%"></span></div><span class="small">${pct}%</span></div>`;
 }
 
 function runRow(run: RunRecord): SafeHtml {
@@ -44,15 +49,15 @@ function runRow(run: RunRecord): SafeHtml {
   const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
   return html`<tr>
   <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
-  <td>${run.workspace}</td>
-  <td class="nowrap">${operationWords(run.operation)}</td>
+  <td class="wide">${run.workspace}</td>
+  <td class="nowrap wide">${operationWords(run.operation)}</td>
   <td class="status">${statusBadge(run)}${progressBar(run)}</td>
   <td class="num">${c.total.toLocaleString('en-US')}</td>
   <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
-  <td class="num">${c.skipped.toLocaleString('en-US')}</td>
+  <td class="num wide">${c.skipped.toLocaleString('en-US')}</td>
   <td class="num">${c.failed.toLocaleString('en-US')}</td>
   <td class="num">${c.invalid.toLocaleString('en-US')}</td>
-  <td class="nowrap">${formatTime(run.createdAt)}</td>
+  <td class="nowrap wide">${formatTime(run.createdAt)}</td>
   <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
 </tr>`;
 }
@@ -60,7 +65,7 @@ function runRow(run: RunRecord): SafeHtml {
 export function runsPageBody(data: RunsPageData): SafeHtml {
   const { filter, total, pageSize } = data;
   const pages = Math.max(1, Math.ceil(total / pageSize));
-  const keep = { status: filter.status, workspace: filter.workspace, sync: filter.sync };
+  const keep = { q: filter.q, status: filter.status, workspace: filter.workspace, sync: filter.sync };
   const first = total === 0 ? 0 : (filter.page - 1) * pageSize + 1;
   const last = Math.min(total, filter.page * pageSize);
   const pager = html`<div class="pager">
@@ -71,6 +76,7 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
   return html`<h1>Runs</h1>
 <p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
 <form class="filters" method="get" action="/">
+  <label>Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, file or sync name"></label>
   <label>Status<select name="status">${STATUS_CHOICES.map(
     ([value, label]) => html`<option value="${value}"${(filter.status ?? '') === value ? html` selected` : ''}>${label}</option>`,
   )}</select></label>
@@ -79,12 +85,13 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
   )}</select></label>
   <label>Nightly sync<input name="sync" value="${filter.sync ?? ''}" placeholder="sync name"></label>
   <button type="submit">Filter</button>
-  ${filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
+  ${filter.q || filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
 </form>
+${data.searched !== undefined && !data.searched.complete ? html`<p class="muted small">Searched the newest ${data.searched.scanned.toLocaleString('en-US')} runs; narrow by status or workspace to look further back.</p>` : ''}
 <div class="scroll"><table>
-<thead><tr><th>Run</th><th>Workspace</th><th>Operation</th><th>Status</th>
-<th class="num">Rows</th><th class="num">Succeeded</th><th class="num">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
-<th>Started</th><th>Duration</th></tr></thead>
+<thead><tr><th>Run</th><th class="wide">Workspace</th><th class="wide">Operation</th><th>Status</th>
+<th class="num">Rows</th><th class="num">Succeeded</th><th class="num wide">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
+<th class="wide">Started</th><th>Duration</th></tr></thead>
 <tbody>${data.runs.length === 0 ? html`<tr><td colspan="11" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
 </table></div>
 ${pager}`;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { BULL_BOARD_PATH } from './bull-board.js';
+import { BULL_BOARD_CSP, isBullBoardUrl } from './bull-board.js';
 
 const PAGE_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /** One year; no includeSubDomains: the dashboard does not speak for its parent domain's hosts. */
@@ -18,8 +18,8 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     reply.header('Referrer-Policy', 'same-origin');
     reply.header('X-Frame-Options', 'DENY');
     reply.header('Cross-Origin-Opener-Policy', 'same-origin');
-    // Bull Board brings its own scripts; our pages need nothing inline.
-    if (!request.url.startsWith(BULL_BOARD_PATH)) reply.header('Content-Security-Policy', PAGE_CSP);
+    // Our pages need nothing inline; Bull Board's needs its <base> and inline styles, nothing external.
+    reply.header('Content-Security-Policy', isBullBoardUrl(request.url) ? BULL_BOARD_CSP : PAGE_CSP);
     if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
     if (request.protocol === 'https') reply.header('Strict-Transport-Security', HSTS);
     return payload;

@@ -15,25 +15,40 @@ function plural(n: number, word: string): string {
 /** Kind of status, for the colour of its badge. */
 export type StatusTone = 'running' | 'blocked' | 'ok' | 'warn' | 'bad';
 
-/** A run's status in the words an operations person would use, and its tone. */
-export function statusWords(run: RunRecord): { text: string; tone: StatusTone } {
+/**
+ * A run's status in the words an operations person would use: a short `text` for the badge
+ * (never more than a few words, so it stays on one line), a `detail` line under it (the problem
+ * counts, or why the run failed or waits), the whole sentence for a tooltip, and the tone.
+ */
+export function statusWords(run: RunRecord): { text: string; tone: StatusTone; detail: string; sentence: string } {
+  const dry = run.options.dryRun === true;
   switch (run.status) {
     case 'running':
-      return { text: 'Running', tone: 'running' };
+      return { text: dry ? 'Dry run' : 'Running', tone: 'running', detail: '', sentence: dry ? 'Dry run in progress: rows are validated, nothing is sent' : 'Running' };
     case 'blocked':
-      return { text: 'Blocked — API key refused', tone: 'blocked' };
-    case 'failed':
-      return { text: 'Failed', tone: 'bad' };
+      return { text: 'Blocked', tone: 'blocked', detail: 'API key refused', sentence: `Blocked — API key refused${run.reason ? `: ${run.reason}` : ''}` };
+    case 'failed': {
+      const why = run.reason ?? (run.counts.total === 0 ? 'no rows were read' : 'no reason recorded');
+      return { text: 'Failed', tone: 'bad', detail: shorten(why, 90), sentence: `Failed: ${why}` };
+    }
     case 'completed': {
       const { failed, invalid, uncertain } = run.counts;
-      if (failed === 0 && invalid === 0 && uncertain === 0) return { text: 'Completed', tone: 'ok' };
+      if (failed === 0 && invalid === 0 && uncertain === 0) {
+        return dry
+          ? { text: 'Dry run', tone: 'ok', detail: 'all rows valid, nothing sent', sentence: 'Dry run completed: every row is valid; nothing was sent' }
+          : { text: 'Completed', tone: 'ok', detail: '', sentence: 'Completed' };
+      }
       const parts: string[] = [];
       if (failed > 0) parts.push(plural(failed, 'failed row'));
       if (invalid > 0) parts.push(plural(invalid, 'invalid row'));
       if (uncertain > 0) parts.push(plural(uncertain, 'uncertain create'));
-      return { text: `Completed with ${parts.join(' and ')}`, tone: 'warn' };
+      return { text: dry ? 'Dry run' : 'Completed', tone: 'warn', detail: parts.join(', '), sentence: `${dry ? 'Dry run completed' : 'Completed'} with ${parts.join(' and ')}` };
     }
   }
+}
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /** Rows with a final result, out of the rows read so far (0..1); null while nothing is known. */
@@ -43,9 +58,10 @@ export function progress(run: RunRecord): number | null {
   return Math.min(1, (total - queued) / total);
 }
 
-/** `45 s`, `12 min 3 s`, `2 h 5 min`. */
+/** `0.4 s`, `45 s`, `12 min 3 s`, `2 h 5 min`. */
 export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+  if (ms < 9950) return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s} s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m} min ${s % 60} s`;
@@ -54,8 +70,19 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
-/** How long the run took, or has taken so far while it is not finished. */
+/**
+ * How long the run's first pass took (from its start to when it first completed or failed), or
+ * has taken so far: what the run itself cost. Retries later move `finishedAt`, not this.
+ */
 export function runDurationMs(run: RunRecord, now = Date.now()): number {
+  const start = Date.parse(run.createdAt);
+  const firstEnd = run.firstFinishedAt ?? run.finishedAt;
+  const end = firstEnd !== undefined ? Date.parse(firstEnd) : now;
+  return Math.max(0, end - start);
+}
+
+/** From the start to the last finish (retries included), or to now while rows are still going. */
+export function wallDurationMs(run: RunRecord, now = Date.now()): number {
   const start = Date.parse(run.createdAt);
   const end = run.finishedAt !== undefined ? Date.parse(run.finishedAt) : now;
   return Math.max(0, end - start);
@@ -80,4 +107,28 @@ export function operationWords(operation: RunRecord['operation']): string {
     'team.invite': 'Invite team members',
   };
   return words[operation] ?? operation;
+}
+
+export interface LiveStats {
+  /** Rows with a final result, in percent of the rows read; null while none are read. */
+  percent: number | null;
+  /** Final results per second, averaged since the start; null until there is one. */
+  rowsPerSecond: number | null;
+  /** Time left at that rate; null until the total is known (producer done) and a rate exists. */
+  etaMs: number | null;
+}
+
+/**
+ * Progress of a run in numbers. The rate is the average since the start of the first pass (no
+ * per-row timing is kept); during a retry the counts mix passes, so no rate or ETA is claimed.
+ */
+export function liveStats(run: RunRecord, now = Date.now()): LiveStats {
+  const p = progress(run);
+  const percent = p === null ? null : Math.floor(p * 1000) / 10;
+  if (run.firstFinishedAt !== undefined) return { percent, rowsPerSecond: null, etaMs: null };
+  const done = run.counts.total - run.counts.queued;
+  const seconds = (now - Date.parse(run.createdAt)) / 1000;
+  const rowsPerSecond = done > 0 && seconds > 0 ? done / seconds : null;
+  const etaMs = rowsPerSecond !== null && run.producerDone ? (run.counts.queued / rowsPerSecond) * 1000 : null;
+  return { percent, rowsPerSecond, etaMs };
 }

@@ -11,6 +11,7 @@ import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth
 import { sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { uploadResultBody } from './run-page.js';
+import { loadUploadAnswer, saveUploadAnswer } from './upload-answers.js';
 import type { SessionAuth } from './session-auth.js';
 import type { WorkLimiter } from './work-limiter.js';
 import type { WorkspaceScope } from './workspace-scope.js';
@@ -129,7 +130,18 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
     if (answer.kind === 'bad-form-token') return refuse(reply, 403, FORM_TOKEN_MESSAGE);
     const { summary, ignored } = answer;
     if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
-    const body = uploadResultBody(summary.run, summary.progress.read, ignored, summary.ignoredCount);
+    const token = await saveUploadAnswer(runtime.redis, runtime.config.prefix, { runId: run.id, retried: summary.progress.read, ignored, ignoredCount: summary.ignoredCount });
+    return reply.redirect(`/runs/${encodeURIComponent(run.id)}/uploads/${token}`, 303);
+  });
+
+  app.get('/runs/:id/uploads/:token', async (request: FastifyRequest<{ Params: { id: string; token: string } }>, reply: FastifyReply) => {
+    const run = await scope.run(store, request.params.id);
+    const answer = await loadUploadAnswer(runtime.redis, runtime.config.prefix, request.params.token);
+    if (answer === null || answer.runId !== run.id) {
+      throw new CrmSyncError('RUN_NOT_FOUND', 'this upload answer is gone (they are kept 15 minutes): open the run to see where its rows are');
+    }
+    if (wantsJson(request)) return answer;
+    const body = uploadResultBody(run, answer.retried, answer.ignored, answer.ignoredCount);
     return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
   });
 }

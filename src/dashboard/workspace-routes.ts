@@ -3,6 +3,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { resumeWorkspace } from '../queue/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
+import { workspaceChart } from './activity-chart.js';
 import { html, type SafeHtml } from './html.js';
 import { sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
@@ -66,13 +67,16 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
     );
     if (wantsJson(request)) return { workspaces: states };
     const csrf = formTokenFor(auth, request);
+    const charts = await Promise.all(workspaces.map((name) => workspaceChart(runtime, name)));
+    const anyRunning = states.some((s) => s.runningRuns > 0);
     const body = html`<h1>Workspaces</h1>
 <p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
 <div class="scroll"><table>
 <thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th></th></tr></thead>
 <tbody>${states.length === 0 ? html`<tr><td colspan="9" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
-</table></div>`;
-    return sendPage(reply, page({ title: 'Workspaces', body, nav: 'workspaces', canSignOut: !auth.insecure, csrf }));
+</table></div>
+${charts}`;
+    return sendPage(reply, page({ title: 'Workspaces', body, nav: 'workspaces', canSignOut: !auth.insecure, csrf, ...(anyRunning ? { refreshSeconds: 5 } : {}) }));
   });
 
   app.post<{ Params: { name: string } }>('/workspaces/:name/pause', { preHandler: formTokenGuard(auth) }, async (request, reply) => {

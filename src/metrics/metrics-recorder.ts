@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, seriesKey, type SeriesField } from './metrics-series.js';
 
 export interface MetricsRecorderOptions {
   redis: Redis;
@@ -19,6 +20,8 @@ export function metricsKey(prefix: string): string {
 }
 
 const fieldCache = new Map<string, string>();
+/** Series bucket field of a counter field (null: not charted), memoised like fieldCache. */
+const seriesCache = new Map<string, { workspace: string; field: SeriesField } | null>();
 
 /** The hash field of a counter: metric + labels in key order (memoised: inc is on the hot path). */
 function field(metric: string, labels: Record<string, string>): string {
@@ -39,12 +42,14 @@ function field(metric: string, labels: Record<string, string>): string {
 export class MetricsRecorder {
   readonly #redis: Redis;
   readonly #key: string;
+  readonly #prefix: string;
   #buffer = new Map<string, number>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(options: MetricsRecorderOptions) {
     this.#redis = options.redis;
     this.#key = metricsKey(options.prefix);
+    this.#prefix = options.prefix;
     this.#timer = setInterval(() => void this.flush(), options.flushMs ?? 1000);
     this.#timer.unref();
   }
@@ -52,6 +57,10 @@ export class MetricsRecorder {
   inc(metric: string, labels: Record<string, string>, n = 1): void {
     const f = field(metric, labels);
     this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+    if (!seriesCache.has(f) && seriesCache.size < 10_000) {
+      const s = labels.workspace !== undefined ? seriesFieldOf(metric, labels) : null;
+      seriesCache.set(f, s === null ? null : { workspace: labels.workspace!, field: s });
+    }
   }
 
   async flush(): Promise<void> {
@@ -60,6 +69,17 @@ export class MetricsRecorder {
     this.#buffer = new Map();
     const multi = this.#redis.multi();
     for (const [f, n] of batch) multi.hincrby(this.#key, f, n);
+    // The same increments into this moment's series bucket (the charts; a bounded, expiring copy).
+    const bucket = bucketOf(Date.now());
+    const touched = new Set<string>();
+    for (const [f, n] of batch) {
+      const s = seriesCache.get(f);
+      if (!s) continue;
+      const key = seriesKey(this.#prefix, s.workspace, bucket);
+      multi.hincrby(key, s.field, n);
+      touched.add(key);
+    }
+    for (const key of touched) multi.expire(key, SERIES_TTL_SECONDS);
     await multi.exec().catch(() => {
       // Redis away: keep the counts for the next flush rather than lose them.
       for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);

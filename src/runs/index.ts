@@ -34,3 +34,14 @@ export {
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
 export { LookupPassBoard, type LookupPassBoardOptions, type PassSnapshotMeta, type PassTurn } from './lookup-pass-board.js';
+export {
+  groupProblems,
+  problemGroupOf,
+  problemRowsWhere,
+  normaliseMessage,
+  type ProblemGroup,
+  type ProblemGroups,
+  type ProblemStatus,
+  type GroupProblemsOptions,
+} from './problem-groups.js';
+export { searchRuns, runMatches, type ListRuns, type SearchRunsQuery, type SearchRunsResult } from './run-search.js';

@@ -21,6 +21,8 @@ export const EXPORT_META_COLUMNS = [
 export interface WriteResultsCsvOptions {
   /** Only failed, invalid and uncertain rows (the file to fix and re-import). Default false. */
   problemsOnly?: boolean;
+  /** Only the rows this accepts (e.g. one error group). Default: every row read. */
+  filter?: (result: RowResult) => boolean;
 }
 
 /** Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection). */
@@ -78,6 +80,7 @@ export async function writeResultsCsv(
   async function* records(): AsyncGenerator<string[]> {
     yield [...EXPORT_META_COLUMNS, ...columns].map(escapeCsvCell);
     for await (const result of store.iterateResults(runId, { problemsOnly: options.problemsOnly ?? false })) {
+      if (options.filter !== undefined && !options.filter(result)) continue;
       rows++;
       const meta = [
         run.id,

@@ -35,6 +35,7 @@ const RunHashSchema = z.object({
   options: z.string().default('{}'),
   createdAt: z.string(),
   finishedAt: z.string().optional(),
+  firstFinishedAt: z.string().optional(),
   reason: z.string().optional(),
   producerDone: z.string().default('0'),
   producerSeenAt: z.string().optional(),
@@ -110,6 +111,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   };
   if (h.syncName !== undefined) record.syncName = h.syncName;
   if (h.finishedAt !== undefined) record.finishedAt = h.finishedAt;
+  if (h.firstFinishedAt !== undefined) record.firstFinishedAt = h.firstFinishedAt;
   if (h.reason !== undefined) record.reason = h.reason;
   if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
   if (h.producedRow > 0) record.producedRow = h.producedRow;

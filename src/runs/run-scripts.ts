@@ -22,6 +22,8 @@ local function set_status(status, now, reason)
   end
   if status == 'completed' or status == 'failed' then
     redis.call('HSET', run, 'finishedAt', now)
+    -- Kept once: retries move finishedAt, the first pass's end stays (the run's own duration).
+    redis.call('HSETNX', run, 'firstFinishedAt', now)
   else
     redis.call('HDEL', run, 'finishedAt')
   end

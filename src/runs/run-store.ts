@@ -4,7 +4,8 @@
  * Key layout (<p> = prefix, default `crm-sync`):
  *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
  *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
- *                                          createdAt, createdMs, finishedAt, reason, maxRow, producedRow:
+ *                                          createdAt, createdMs, finishedAt, firstFinishedAt (set once: the
+ *                                          end of the first pass), reason, maxRow, producedRow:
  *                                          the highest row handed to the queue) and JSON
  *                                          fields (columns, options)
  *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status

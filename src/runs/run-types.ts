@@ -56,6 +56,8 @@ export interface RunRecord {
   options: RunOptions;
   createdAt: string;
   finishedAt?: string;
+  /** When the run first completed or failed; retries move finishedAt, never this. */
+  firstFinishedAt?: string;
   /** Why the run is blocked or failed, in plain words. */
   reason?: string;
   /** True once the producer has read the whole source: `total` is final. */

@@ -159,8 +159,15 @@ describe('retries', () => {
     const refused = await d.app.inject({ method: 'POST', url: `/runs/${badStageRun}/upload`, headers: { ...d.browser, origin: ORIGIN, 'content-type': noToken.contentType }, payload: noToken.body });
     expect(refused.statusCode).toBe(403);
 
-    const res = await d.app.inject({ method: 'POST', url: `/runs/${badStageRun}/upload`, headers: { ...d.browser, origin: ORIGIN, 'content-type': contentType }, payload: body });
+    const posted = await d.app.inject({ method: 'POST', url: `/runs/${badStageRun}/upload`, headers: { ...d.browser, origin: ORIGIN, 'content-type': contentType }, payload: body });
+    // POST-redirect-GET: the answer is a page of its own, so a reload shows it again, never re-sends the file.
+    expect(posted.statusCode).toBe(303);
+    const location = String(posted.headers.location);
+    expect(location).toMatch(new RegExp(`^/runs/${badStageRun}/uploads/[A-Za-z0-9_-]{22}$`));
+    const res = await d.get(location);
     expect(res.statusCode).toBe(200);
+    expect((await d.get(location)).body).toBe(res.body);
+    expect((await d.get(`/runs/${badStageRun}/uploads/AAAAAAAAAAAAAAAAAAAAAA`)).statusCode).toBe(404);
     expect(res.body).toContain('2 rows sent again');
     expect(res.body).toContain('1 line was ignored');
     expect(res.body).toContain('not a failed, invalid or uncertain row of this run');

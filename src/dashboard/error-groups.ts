@@ -1,0 +1,47 @@
+import type { ProblemGroups, RunRecord } from '../runs/index.js';
+import { html, query, type SafeHtml } from './html.js';
+
+const RESULT_WORDS = { failed: 'Failed', invalid: 'Invalid', uncertain: 'Uncertain' } as const;
+
+/** Whether rows of this run can be sent again from the dashboard at all. */
+export function canRetry(run: RunRecord): boolean {
+  return run.operation !== 'deal.upsert' && run.options.dryRun !== true;
+}
+
+/**
+ * The run's problems by cause, largest first: one line per (result, code, masked message), with
+ * links to its rows and its CSV and, for failed rows, a retry of the group. Invalid rows are never
+ * offered a retry: they would fail validation again until the file is corrected.
+ */
+export function errorGroupsSection(run: RunRecord, grouped: ProblemGroups, csrf: string): SafeHtml {
+  if (grouped.groups.length === 0) return html``;
+  const id = encodeURIComponent(run.id);
+  const n = (v: number) => v.toLocaleString('en-US');
+  const retry = canRetry(run);
+  const line = (g: ProblemGroups['groups'][number]) => html`<tr data-group="${g.key}">
+  <td class="num"><b>${n(g.count)}</b></td>
+  <td><span class="badge ${g.status === 'invalid' ? 'warn' : 'bad'}">${RESULT_WORDS[g.status]}</span></td>
+  <td class="err">${g.message}${g.code !== '' ? html` <span class="muted mono">${g.code}</span>` : ''}</td>
+  <td class="nowrap"><div class="actions">
+    <a href="/runs/${id}${query({ group: g.key })}#problems">Show rows</a>
+    <a href="/runs/${id}/results.csv${query({ group: g.key })}" download>CSV</a>
+    ${
+      g.status === 'invalid'
+        ? html`<span class="muted small">Correct the file first</span>`
+        : retry
+          ? html`<form method="post" action="/runs/${id}/retry"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="group" value="${g.key}"><button type="submit">Retry ${n(g.count)}</button></form>`
+          : ''
+    }
+  </div></td>
+</tr>`;
+  const partial = grouped.complete
+    ? ''
+    : html`<p class="muted small">Grouped the first ${n(grouped.scanned)} problem rows; download the failed rows for the rest.</p>`;
+  const other = grouped.otherRows > 0 ? html`<p class="muted small">${n(grouped.otherRows)} more rows have other causes (only the first ${n(grouped.groups.length)} causes are listed).</p>` : '';
+  return html`<h2 id="groups">Errors by cause</h2>
+<div class="scroll"><table class="groups">
+<thead><tr><th class="num">Rows</th><th>Result</th><th>Cause (values masked)</th><th></th></tr></thead>
+<tbody>${grouped.groups.map(line)}</tbody>
+</table></div>
+${partial}${other}`;
+}

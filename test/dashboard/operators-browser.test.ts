@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/index.js';
+import { buildDashboard, type CancelRun } from '../../src/dashboard/index.js';
+import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+
+/*
+ * Issue 14's operator features in Debian's chromium: error groups, the activity chart while a
+ * run is going, cancel, filters and search, Bull Board's way back, the narrow layout, and no
+ * request to anywhere but the dashboard. Screenshots go to test/artifacts; docs/ gets them when
+ * missing or with CRM_SYNC_UPDATE_DOCS=1.
+ */
+
+import { ARTIFACTS, hasChromium, launchChromium, toDocs } from './browser-setup.js';
+
+const TOKEN = 'operators-browser-token-7a1c3e5f9b2d4c6e';
+
+let h: Harness;
+let app: Awaited<ReturnType<typeof buildDashboard>>;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let base: string;
+const cancelled: string[] = [];
+/** Requests the browser made to anything but the dashboard, and CSP complaints it logged. */
+const foreign: string[] = [];
+const cspErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!hasChromium) return;
+  // The simulator allows 15 requests a second: a run of 150 rows lasts several seconds, with 429s.
+  h = await startHarness({ records: 260, simRateLimit: { max: 15, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 10 } });
+  await h.startWorkers();
+  // Stands in for the run-lifecycle library's cancel (not on this branch): it records the call
+  // and marks the run as the real one would say it, so the page's answer can be followed.
+  const cancelRun: CancelRun = async (runId) => {
+    cancelled.push(runId);
+    await h.runtime.store.setStatus(runId, 'failed', 'cancelled by an operator');
+    return { cancelledRows: 0 };
+  };
+  app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN), cancelRun });
+  base = await app.listen({ port: 0, host: '127.0.0.1' });
+  browser = await launchChromium();
+  context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1360, height: 900 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  const origin = new URL(base).origin;
+  page.on('request', (r) => {
+    if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) foreign.push(r.url());
+  });
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text());
+  });
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Token').fill(TOKEN);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Runs' }).waitFor();
+}, 60_000);
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await app?.close();
+  await h?.close();
+});
+
+function screenshot(name: string): Promise<unknown> {
+  return page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }).then(() => toDocs(name));
+}
+
+/** An attribute of the page, or null while a reload is under way. */
+async function attr(selector: string, name: string): Promise<string | null> {
+  try {
+    return await page.locator(selector).first().getAttribute(name, { timeout: 1000 });
+  } catch {
+    return null;
+  }
+}
+
+describe.skipIf(!hasChromium)('operator features in a real browser', () => {
+  it('draws the activity chart from live data while a run is going, with percent, rows/s and ETA', async () => {
+    const stage = h.ws.stages[0]!.id;
+    const deals = [...h.ws.deals.values()].slice(0, 150);
+    const file = h.file('live-run.csv', csv(['id', 'name', 'stage_id'], deals.map((d) => [d.id, `${d.name} (live)`, stage])));
+    const run = await h.importFile(file, 'deal.update');
+    await page.goto(`${base}/runs/${run.id}`);
+    await page.locator('[data-live]', { hasText: 'rows/s' }).waitFor();
+    let first: number | null = null;
+    let later: number | null = null;
+    // The page reloads itself every 3 s while the run is going; each load reads the series again.
+    for (let i = 0; i < 40 && (first === null || later === null || later <= first); i++) {
+      const total = await attr('figure[data-series="Requests"]', 'data-total');
+      const running = (await attr('body', 'data-refresh')) !== '0';
+      if (total !== null && running) {
+        if (first === null && Number(total) > 0) first = Number(total);
+        else if (first !== null) later = Number(total);
+      }
+      await page.waitForTimeout(500);
+    }
+    expect(first).not.toBeNull();
+    expect(later).toBeGreaterThan(first!);
+    expect(await page.locator('figure[data-series="Requests"] polyline').count()).toBe(1);
+    expect(await page.locator('[data-live]').first().textContent()).toMatch(/\d+(\.\d)?%/);
+    await screenshot('live-run.png');
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts.succeeded).toBe(150);
+    const limited = await attr('figure[data-series="429 answers"]', 'data-total');
+    console.log(`[live chart] requests in the series: ${first} then ${later}; 429s drawn: ${limited}`);
+  }, 90_000);
+
+  it('groups errors by cause; a group opens, downloads and retries on its own', async () => {
+    const deals = [...h.ws.deals.values()].slice(150, 184);
+    const rows = deals.map((d, i) => [d.id, d.name, i < 30 ? `about ${i}k` : String(i)]);
+    const file = h.file('groups.csv', csv(['id', 'name', 'value'], rows));
+    // The CRM is down for this run: the 4 valid rows fail, the 30 others are invalid before sending.
+    h.ws.setFaults({ errorRate: 1 });
+    const run = await h.waitForRun((await h.importFile(file, 'deal.update')).id, 60_000);
+    h.ws.setFaults(null);
+    expect(run.counts).toMatchObject({ invalid: 30, failed: 4, succeeded: 0 });
+
+    await page.goto(`${base}/runs/${run.id}`);
+    await page.getByRole('heading', { name: 'Errors by cause' }).waitFor();
+    const lines = page.locator('table.groups tbody tr');
+    expect(await lines.count()).toBe(2);
+    expect(await lines.nth(0).locator('td').first().textContent()).toBe('30');
+    expect(await lines.nth(1).locator('td').first().textContent()).toBe('4');
+    expect(await page.getByRole('button', { name: 'Retry all 4 failed rows' }).count()).toBe(1);
+    await page.getByText('30 invalid rows are not retried').waitFor();
+    await screenshot('error-groups.png');
+
+    const [groupFile] = await Promise.all([page.waitForEvent('download'), lines.nth(1).getByRole('link', { name: 'CSV' }).click()]);
+    await groupFile.saveAs(join(ARTIFACTS, 'group.csv'));
+    const records = parse(readFileSync(join(ARTIFACTS, 'group.csv')), { columns: true }) as Array<Record<string, string>>;
+    expect(records.map((r) => r.crm_sync_row)).toEqual(['31', '32', '33', '34']);
+
+    await lines.nth(1).getByRole('link', { name: 'Show rows' }).click();
+    await page.getByText('One error group').waitFor();
+    expect(await page.locator('tbody input[name=row]').count()).toBe(4);
+
+    // The CRM is back: the group's retry sends exactly its rows; the invalid ones stay as they are.
+    await page.goto(`${base}/runs/${run.id}`);
+    await page.locator('table.groups tbody tr').nth(1).getByRole('button', { name: 'Retry 4' }).click();
+    await page.getByText('4 rows sent again').waitFor();
+    const after = await h.waitForRun(run.id, 30_000);
+    expect(after.counts).toMatchObject({ invalid: 30, failed: 0, succeeded: 4 });
+  }, 90_000);
+
+  it('filters rows by result and finds runs by file name and id', async () => {
+    await page.goto(`${base}/`);
+    await page.getByLabel('Search').fill('groups.csv');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const found = page.locator('tbody tr td.run');
+    await found.first().waitFor();
+    expect(await found.count()).toBe(1);
+    expect(await found.first().textContent()).toContain('groups.csv');
+    await found.first().getByRole('link').click();
+    await page.getByLabel('Result').selectOption('invalid');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/result=invalid/);
+    const badges = page.locator('form[action$="/retry"] tbody .badge');
+    expect(await badges.count()).toBe(30);
+    expect(new Set(await badges.allTextContents())).toEqual(new Set(['Invalid']));
+  }, 30_000);
+
+  it('cancels a running run from its page', async () => {
+    const running = await h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'to-cancel.csv' });
+    await page.goto(`${base}/runs/${running.id}`);
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.getByText('Run cancelled').waitFor();
+    expect(cancelled).toEqual([running.id]);
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await page.getByText('cancelled by an operator').first().waitFor();
+  }, 30_000);
+
+  it('Bull Board links back to the dashboard; nothing is loaded from elsewhere', async () => {
+    await page.goto(`${base}/queues`);
+    const back = page.getByRole('link', { name: /Back to the crm-sync dashboard/ });
+    await back.waitFor({ timeout: 20_000 });
+    await back.click();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(foreign).toEqual([]);
+    expect(cspErrors).toEqual([]);
+  }, 45_000);
+
+  it('is usable on a narrow screen: nothing is cut off, wide tables scroll in their box', async () => {
+    const narrow = await context.newPage();
+    await narrow.setViewportSize({ width: 390, height: 844 });
+    const [latest] = (await h.runtime.store.listRuns({ limit: 1 })).runs;
+    for (const path of ['/', `/runs/${latest!.id}`, '/workspaces']) {
+      await narrow.goto(`${base}${path}`);
+      // A string: the test is type-checked without the DOM library; the browser evaluates it.
+      const overflow = (await narrow.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+      expect(overflow, path).toBeLessThanOrEqual(0);
+    }
+    await narrow.goto(`${base}/`);
+    await narrow.screenshot({ path: join(ARTIFACTS, 'narrow-runs.png'), fullPage: true });
+    toDocs('narrow-runs.png');
+    await narrow.close();
+  }, 30_000);
+});

@@ -1,0 +1,250 @@
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/index.js';
+import { buildDashboard, type CancelRun } from '../../src/dashboard/index.js';
+import type { ProblemGroups } from '../../src/runs/index.js';
+import { csv } from '../helpers/pipeline.js';
+import { csrfOf, form, HOST, ORIGIN, signIn, startDashboardHarness, TOKEN, type DashboardHarness } from './dashboard-fixture.js';
+
+/*
+ * The operator features of issue 14, black-box through app.inject against real Redis, real
+ * workers and the CRM simulator: error groups, result filters, run search, retry rules, the
+ * dry-run label, first-pass durations, the activity series and the cancel route.
+ */
+
+let d: DashboardHarness;
+/** 60 rows: 40 invalid for one cause, 12 refused by the CRM for one cause (each its own stage id), 8 good. */
+let mixedRun: string;
+
+beforeAll(async () => {
+  d = await startDashboardHarness({ records: 80, retry: { attempts: 1, backoffMs: 10 } });
+  await d.h.startWorkers();
+  const stage = d.h.ws.stages[0]!.id;
+  const deals = [...d.h.ws.deals.values()].slice(0, 60);
+  const rows = deals.map((deal, i) => {
+    if (i < 40) return [deal.id, deal.name, `about ${i} thousand`, stage]; // invalid: value is not a number
+    if (i < 52) return [deal.id, deal.name, String(100 + i), `stg_gone_${i}`]; // the CRM answers 422
+    return [deal.id, deal.name, String(100 + i), stage];
+  });
+  const file = d.h.file('mixed-causes.csv', csv(['id', 'name', 'value', 'stage_id'], rows));
+  const run = await d.h.waitForRun((await d.h.importFile(file, 'deal.update')).id);
+  expect(run.counts).toMatchObject({ total: 60, invalid: 40, failed: 12, succeeded: 8 });
+  mixedRun = run.id;
+}, 60_000);
+
+afterAll(async () => {
+  await d?.close();
+});
+
+async function groupsOf(runId: string): Promise<ProblemGroups> {
+  const res = await d.get(`/runs/${runId}`, { ...d.bearer, accept: 'application/json' });
+  expect(res.statusCode).toBe(200);
+  return (res.json() as { groups: ProblemGroups }).groups;
+}
+
+describe('error groups', () => {
+  it('shows each cause once with its count, largest first, values masked', async () => {
+    const grouped = await groupsOf(mixedRun);
+    expect(grouped.complete).toBe(true);
+    expect(grouped.groups.map((g) => [g.status, g.count])).toEqual([
+      ['invalid', 40],
+      ['failed', 12],
+    ]);
+    expect(grouped.groups[1]!.message).not.toMatch(/stg_gone_\d/);
+    const page = (await d.get(`/runs/${mixedRun}`)).body;
+    expect(page).toContain('Errors by cause');
+    const lines = page.match(/<tr data-group="[0-9a-f]{12}">/g) ?? [];
+    expect(lines).toHaveLength(2);
+    // Invalid rows are never offered a retry of their own: they need a correction.
+    expect(page).toContain('Correct the file first');
+    expect(page).toContain('Retry 12</button>');
+    expect(page).not.toContain('Retry 40</button>');
+  });
+
+  it('opens a group as a filter of the rows table and downloads only its rows', async () => {
+    const failedGroup = (await groupsOf(mixedRun)).groups.find((g) => g.status === 'failed')!;
+    const shown = await d.get(`/runs/${mixedRun}?group=${failedGroup.key}`, { ...d.bearer, accept: 'application/json' });
+    const rows = (shown.json() as { problems: { rows: Array<{ row: number; status: string }> } }).problems.rows;
+    expect(rows.map((r) => r.row)).toEqual([41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52]);
+    const download = await d.get(`/runs/${mixedRun}/results.csv?group=${failedGroup.key}`);
+    expect(download.headers['content-disposition']).toContain(`group-${failedGroup.key}`);
+    const records = parse(download.body, { columns: true }) as Array<Record<string, string>>;
+    expect(records.map((r) => r.crm_sync_result)).toEqual(Array(12).fill('failed'));
+    expect(records[0]!.stage_id).toBe('stg_gone_40');
+  });
+
+  it('filters rows by result, and ignores a malformed filter', async () => {
+    const invalid = await d.get(`/runs/${mixedRun}?result=invalid`, { ...d.bearer, accept: 'application/json' });
+    const rows = (invalid.json() as { problems: { rows: Array<{ status: string }> } }).problems.rows;
+    expect(rows).toHaveLength(40);
+    expect(new Set(rows.map((r) => r.status))).toEqual(new Set(['invalid']));
+    const page = (await d.get(`/runs/${mixedRun}?result=failed&q=stage`)).body;
+    expect(page).toContain('<option value="failed" selected>');
+    expect((await d.get(`/runs/${mixedRun}?result=bogus&group=<script>`)).statusCode).toBe(200);
+  });
+});
+
+describe('retry rules', () => {
+  it('"Retry all" sends failed rows only and says why invalid rows stay', async () => {
+    const page = (await d.get(`/runs/${mixedRun}`)).body;
+    expect(page).toContain('Retry all 12 failed rows');
+    expect(page).toContain('40 invalid rows are not retried');
+    const res = await d.post(`/runs/${mixedRun}/retry`, { scope: 'failed' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(`/runs/${mixedRun}?done=retry&n=12`);
+    const after = await d.h.waitForRun(mixedRun);
+    // The stages are still unknown: the 12 fail again; the invalid rows were not touched.
+    expect(after.counts).toMatchObject({ invalid: 40, failed: 12, succeeded: 8 });
+    expect(after.firstFinishedAt).toBeDefined();
+    expect(Date.parse(after.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(after.firstFinishedAt!));
+  });
+
+  it('retries one failed group, and refuses a retry that would only hold invalid rows', async () => {
+    const grouped = await groupsOf(mixedRun);
+    const failedGroup = grouped.groups.find((g) => g.status === 'failed')!;
+    const invalidGroup = grouped.groups.find((g) => g.status === 'invalid')!;
+    const res = await d.post(`/runs/${mixedRun}/retry`, { group: failedGroup.key });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(`/runs/${mixedRun}?done=retry&n=12`);
+    await d.h.waitForRun(mixedRun);
+    const refused = await d.post(`/runs/${mixedRun}/retry`, { group: invalidGroup.key });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('invalid rows need a correction first');
+  });
+
+  it('keeps the first pass as the run\'s duration when a retry finishes later', async () => {
+    const deals = [...d.h.ws.deals.values()].slice(60, 62);
+    d.h.ws.setFaults({ errorRate: 1 });
+    const file = d.h.file('later.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Later'])));
+    const first = await d.h.waitForRun((await d.h.importFile(file, 'deal.update')).id);
+    d.h.ws.setFaults(null);
+    expect(first.firstFinishedAt).toBe(first.finishedAt);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect((await d.post(`/runs/${first.id}/retry`, { scope: 'failed' })).statusCode).toBe(303);
+    const done = await d.h.waitForRun(first.id);
+    expect(done.counts).toMatchObject({ succeeded: 2, failed: 0 });
+    expect(done.firstFinishedAt).toBe(first.firstFinishedAt);
+    expect(Date.parse(done.finishedAt!) - Date.parse(first.finishedAt!)).toBeGreaterThanOrEqual(1000);
+    expect((await d.get(`/runs/${first.id}`)).body).toContain('last retry finished');
+  });
+});
+
+describe('runs list', () => {
+  it('searches runs by id, file name and sync name', async () => {
+    const synced = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: '/srv/exports/nightly-owners.csv', syncName: 'owners-nightly' });
+    const byFile = (await d.get('/?q=MIXED-causes', { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }>; total: number };
+    expect(byFile.runs.map((r) => r.id)).toEqual([mixedRun]);
+    const bySync = (await d.get('/?q=owners-night', { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    expect(bySync.runs.map((r) => r.id)).toEqual([synced.id]);
+    const byId = (await d.get(`/?q=${mixedRun}`, { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    expect(byId.runs.map((r) => r.id)).toEqual([mixedRun]);
+    const byIdPart = (await d.get(`/?q=${mixedRun.slice(-8)}`, { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    expect(byIdPart.runs.map((r) => r.id)).toEqual([mixedRun]);
+    const page = (await d.get('/?q=nothing-like-this')).body;
+    expect(page).toContain('No runs match.');
+    expect(page).toContain('value="nothing-like-this"');
+    await d.h.runtime.store.deleteRun(synced.id);
+  });
+
+  it('labels dry runs and says why a failed run failed, on one-line badges', async () => {
+    const deals = [...d.h.ws.deals.values()].slice(62, 65);
+    const file = d.h.file('dry.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Dry'])));
+    const dry = await d.h.waitForRun((await d.h.importFile(file, 'deal.update', { dryRun: true })).id);
+    const failed = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'gone.csv' });
+    await d.h.runtime.store.setStatus(failed.id, 'failed', 'the file could not be read: no such file');
+    const list = (await d.get('/')).body;
+    expect(list).toMatch(new RegExp(`${dry.id}[\\s\\S]*?<span class="badge ok" title="Dry run completed[^"]*">Dry run</span>`));
+    expect(list).toContain('the file could not be read: no such file');
+    const runPage = (await d.get(`/runs/${dry.id}`)).body;
+    expect(runPage).toContain('nothing was sent to the CRM');
+    expect(runPage).toContain('Valid (not sent)');
+    await d.h.runtime.store.deleteRun(failed.id);
+  });
+});
+
+describe('Bull Board', () => {
+  it('links back to the dashboard and names no other origin', async () => {
+    const res = await d.get('/queues');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('<a href="/" ');
+    expect(res.body).not.toMatch(/(href|src)="https?:/);
+    expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(String(res.headers['content-security-policy'])).not.toMatch(/https?:/);
+  });
+});
+
+describe('activity chart', () => {
+  it('draws the workspace\'s requests and failures from the series the workers keep', async () => {
+    const page = (await d.get(`/runs/${mixedRun}`)).body;
+    expect(page).toContain('data-chart');
+    const requests = /data-series="Requests" data-max="([\d.]+)" data-total="([\d.]+)"/.exec(page);
+    const failures = /data-series="Failed rows" data-max="([\d.]+)" data-total="([\d.]+)"/.exec(page);
+    expect(Number(requests?.[2])).toBeGreaterThan(0);
+    // 12 refused rows, then the two retries of them: every failure is in the series.
+    expect(Number(failures?.[2])).toBeGreaterThanOrEqual(12);
+    expect(page).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
+  });
+
+  it('keeps the series bounded: 10-second buckets per workspace, each expiring within two hours', async () => {
+    const keys = await d.h.runtime.redis.keys(`${d.h.config.prefix}:metrics:series:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) {
+      expect(key).toMatch(/:metrics:series:acme:\d+$/);
+      const ttl = await d.h.runtime.redis.ttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(7200);
+      expect(Object.keys(await d.h.runtime.redis.hgetall(key)).every((f) => ['requests', 'rateLimited', 'failed', 'succeeded'].includes(f))).toBe(true);
+    }
+  });
+});
+
+describe('cancel', () => {
+  it('has no button and answers 409 when the dashboard was given no cancel function', async () => {
+    const running = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'slow.csv' });
+    expect((await d.get(`/runs/${running.id}`)).body).not.toContain('Cancel run');
+    const res = await d.post(`/runs/${running.id}/cancel`);
+    expect(res.statusCode).toBe(409);
+    expect(res.body).toContain('runs cancel');
+    await d.h.runtime.store.deleteRun(running.id);
+  });
+
+  it('calls the cancel function for a running run in scope, after the form-token check', async () => {
+    const calls: string[] = [];
+    // The route's contract only: the real cancel is the run-lifecycle library's (wired by the caller).
+    const cancelRun: CancelRun = async (runId) => {
+      calls.push(runId);
+      await d.h.runtime.store.setStatus(runId, 'failed', 'cancelled by an operator');
+      return { cancelledRows: 7 };
+    };
+    const app = await buildDashboard({ runtime: d.h.runtime, token: new Secret(TOKEN), cancelRun, workspaces: ['acme'] });
+    try {
+      const cookie = await signIn(app);
+      const headers = { host: HOST, cookie };
+      const running = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'slow.csv' });
+      const elsewhere = await d.h.runtime.store.createRun({ workspace: 'globex', operation: 'deal.update', source: 'other.csv' });
+      const pageBody = (await app.inject({ method: 'GET', url: `/runs/${running.id}`, headers })).body;
+      expect(pageBody).toContain('Cancel run');
+      const _csrf = csrfOf(pageBody);
+      const post = (id: string, fields: Record<string, string>) =>
+        app.inject({ method: 'POST', url: `/runs/${id}/cancel`, headers: { ...headers, origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, payload: form(fields) });
+
+      expect((await post(running.id, {})).statusCode).toBe(403);
+      expect((await post(elsewhere.id, { _csrf })).statusCode).toBe(404);
+      expect(calls).toEqual([]);
+      const done = await post(running.id, { _csrf });
+      expect(done.statusCode).toBe(303);
+      expect(done.headers.location).toBe(`/runs/${running.id}?done=cancel&n=7`);
+      expect(calls).toEqual([running.id]);
+      const after = (await app.inject({ method: 'GET', url: String(done.headers.location), headers })).body;
+      expect(after).toContain('Run cancelled; 7 rows will not be sent');
+      expect(after).not.toContain('Cancel run</button>');
+      // A finished run is not cancelled again.
+      expect((await post(running.id, { _csrf })).statusCode).toBe(409);
+      expect(calls).toHaveLength(1);
+      await d.h.runtime.store.deleteRun(running.id);
+      await d.h.runtime.store.deleteRun(elsewhere.id);
+    } finally {
+      await app.close();
+    }
+  });
+});
