@@ -111,7 +111,9 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   if (run.status === 'blocked') return EXIT.BLOCKED;
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
-  if (run.status === 'failed' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0) return EXIT.ROWS_FAILED;
+  if (run.status === 'failed' || run.status === 'cancelled' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0 || run.counts.cancelled > 0) {
+    return EXIT.ROWS_FAILED;
+  }
   return EXIT.OK;
 }
 
@@ -123,11 +125,13 @@ export function formatRunSummary(run: RunRecord): string {
     `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status}${seconds !== undefined ? ` in ${seconds.toFixed(1)}s` : ''}${run.reason ? ` (${run.reason})` : ''}`,
     `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
-      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.queued ? `, ${c.queued} still queued` : ''}`,
+      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
+      `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
   if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
+  if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
   if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');
 }

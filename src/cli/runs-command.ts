@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
+import { cancelRun, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
@@ -22,7 +22,7 @@ export function registerRunsCommand(program: Command): void {
   runs
     .command('list')
     .description('Runs, newest first')
-    .addOption(new Option('--status <status>', 'only runs in this status').choices(['running', 'blocked', 'completed', 'failed']))
+    .addOption(new Option('--status <status>', 'only runs in this status').choices(['running', 'blocked', 'completed', 'failed', 'cancelled']))
     .option('-w, --workspace <name>', 'only this workspace')
     .option('--sync <name>', 'only runs of this nightly sync')
     .option('--limit <n>', 'how many', positiveInt, 20)
@@ -117,6 +117,24 @@ export function registerRunsCommand(program: Command): void {
           process.stdout.write(`${formatRunSummary(final)}\n`);
           process.exitCode = exitCodeFor(final);
         });
+      });
+    });
+
+  runs
+    .command('cancel')
+    .argument('<id>', 'a running or blocked run')
+    .description(
+      'Stop a run: rows still waiting in the queue are removed and recorded "cancelled" (exported with\n' +
+        'the failed rows; "runs retry" sends them), rows already being sent finish, and an import still\n' +
+        'reading its file stops within a few seconds. The run ends "cancelled".',
+    )
+    .option('--reason <text>', 'said in the run and in each cancelled row', 'cancelled by an operator')
+    .action(async (id: string, opts: { reason: string }, command: Command) => {
+      await withRuntime(command, async ({ runtime: rt }) => {
+        const run = await rt.store.requireRun(id);
+        const { run: after, removed } = await cancelRun({ store: rt.store, queue: rt.queue(run.workspace), runId: id, reason: opts.reason });
+        process.stdout.write(`run ${id} cancelled: ${removed} waiting rows removed and recorded cancelled; rows in flight finish\n`);
+        process.stdout.write(`${formatRunSummary(after)}\n`);
       });
     });
 

@@ -24,6 +24,8 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone } 
       return { text: 'Blocked — API key refused', tone: 'blocked' };
     case 'failed':
       return { text: 'Failed', tone: 'bad' };
+    case 'cancelled':
+      return { text: 'Cancelled', tone: 'warn' };
     case 'completed': {
       const { failed, invalid, uncertain } = run.counts;
       if (failed === 0 && invalid === 0 && uncertain === 0) return { text: 'Completed', tone: 'ok' };

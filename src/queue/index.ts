@@ -9,5 +9,7 @@ export { importFile, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export { rideOutRedis, isRedisUnavailable, isRedisFull, DEFAULT_PRODUCER_OUTAGE_MS, type RideOutOptions } from './ride-out-redis.js';
 export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
+export { runLife, finishRun, type RunLifeOptions, type WhenProducingFails } from './run-life.js';
+export { cancelRun, stopRun, stoppedResult, stopOf, type RunStop, type CancelRunOptions, type CancelSummary } from './stop-run.js';
 export { retryRun, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
-export { keepProducerAlive, PRODUCER_HEARTBEAT_MS, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+export { PRODUCER_HEARTBEAT_MS, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';

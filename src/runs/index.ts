@@ -33,3 +33,5 @@ export {
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
+export { succeeded, skipped, invalid, failed, cancelled, aborted, superseded, uncertain, type RowPlace, type FailureDetail } from './row-results.js';
+export { isProblem } from './result-codec.js';

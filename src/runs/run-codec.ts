@@ -46,6 +46,7 @@ const RunHashSchema = z.object({
   invalid: Count.default(0),
   superseded: Count.default(0),
   uncertain: Count.default(0),
+  cancelled: Count.default(0),
   maxRow: Count.default(0),
   producedRow: Count.default(0),
 });
@@ -76,6 +77,7 @@ export function encodeRun(run: RunRecord): Record<string, string> {
     invalid: String(run.counts.invalid),
     superseded: String(run.counts.superseded),
     uncertain: String(run.counts.uncertain),
+    cancelled: String(run.counts.cancelled),
     maxRow: '0',
   };
   if (run.syncName !== undefined) hash.syncName = run.syncName;
@@ -102,6 +104,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
       invalid: h.invalid,
       superseded: h.superseded,
       uncertain: h.uncertain,
+      cancelled: h.cancelled,
     },
     columns: z.array(z.string()).parse(JSON.parse(h.columns)),
     options: RunOptionsSchema.parse(JSON.parse(h.options)),

@@ -24,7 +24,8 @@
  *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
  *                                          `key=value`); TTL = claim retention
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
- *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
+ *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
+ *                                          completed, failed, cancelled)
  *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
  *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
  *
@@ -43,6 +44,7 @@ import {
   ADD_QUEUED,
   BEGIN_PRODUCING,
   BLOCK_RUN,
+  CANCEL_RUN,
   FAIL_IF_PRODUCER_GONE,
   FINISH_PRODUCING,
   RECORD_RESULTS,
@@ -152,7 +154,7 @@ export class RunStore {
       operation: input.operation,
       source: input.source,
       status: input.status ?? 'running',
-      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 },
+      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 },
       columns: input.columns ?? [],
       options: input.options ?? {},
       createdAt: now.toISOString(),
@@ -228,10 +230,11 @@ export class RunStore {
    * idempotent: a repeat after a lost answer counts nothing, and the run remembers how far its
    * producer got (`producedRow`).
    */
-  async addQueued(id: string, count: number, throughRow?: number): Promise<void> {
+  async addQueued(id: string, count: number, throughRow?: number): Promise<'counted' | 'cancelled'> {
     if (!Number.isInteger(count) || count < 0) throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
-    if (count === 0) return;
-    await this.script(ADD_QUEUED, id, [], [count, throughRow ?? '']);
+    if (count === 0) return 'counted';
+    // -1: the run was cancelled; the caller must not queue these rows.
+    return (await this.script(ADD_QUEUED, id, [], [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
@@ -272,9 +275,19 @@ export class RunStore {
     return this.requireRun(id);
   }
 
-  /** The producer's heartbeat (see RunRecord.producerSeenAt). */
-  async touchProducer(id: string): Promise<void> {
-    await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()]);
+  /** The producer's heartbeat (see RunRecord.producerSeenAt); answers the run's status. */
+  async touchProducer(id: string): Promise<RunStatus> {
+    return (await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()])) as RunStatus;
+  }
+
+  /** The run's status alone (one HGET), or null when there is no such run. */
+  async getStatus(id: string): Promise<RunStatus | null> {
+    return (await this.redis.hget(this.keys.run(id), 'status')) as RunStatus | null;
+  }
+
+  /** running/blocked → cancelled with the reason; false for a run that had already ended. */
+  async cancelRun(id: string, reason: string): Promise<boolean> {
+    return (await this.script(CANCEL_RUN, id, [], [new Date().toISOString(), reason])) === 1;
   }
 
   /**
@@ -429,7 +442,7 @@ export class RunStore {
       .unlink(this.keys.run(id), this.keys.problems(id), this.keys.rounds(id), this.keys.creating(id))
       .zrem(this.keys.allRuns(), id)
       .zrem(this.keys.byWorkspace(record.workspace), id);
-    for (const key of this.keys.statusIndexes()) tx.zrem(key, id);
+    for (const key of this.keys.allStatusIndexes()) tx.zrem(key, id);
     if (record.syncName !== undefined) tx.zrem(this.keys.bySync(record.syncName), id);
     await tx.exec();
   }
@@ -481,7 +494,7 @@ export class RunStore {
 }
 
 /** The counts in the order the scripts return them (COUNT_FIELDS in run-scripts.ts). */
-const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain'] as const satisfies ReadonlyArray<keyof RunCounts>;
+const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled'] as const satisfies ReadonlyArray<keyof RunCounts>;
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
   const counts = {} as RunCounts;
