@@ -142,7 +142,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         if (!(opts.wait || opts.work || opts.dryRun)) {
           // --json output stays one JSON document for scripts.
           if (!opts.json) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
-          process.exitCode = final.counts.invalid > 0 ? 1 : 0;
+          process.exitCode = final.counts.invalid > 0 || final.status === 'cancelled' ? 1 : 0;
         } else {
           process.exitCode = exitCodeFor(final);
         }
