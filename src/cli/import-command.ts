@@ -10,7 +10,7 @@ import { startWorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
-import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 interface ImportOptions {
@@ -136,6 +136,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
           onRun: (r) => started(r, ''),
         });
         producing = null;
+        if (!pool && !opts.dryRun && run.counts.queued > 0) await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
         const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);

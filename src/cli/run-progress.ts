@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
+import { workerCount, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -134,4 +135,18 @@ export function formatRunSummary(run: RunRecord): string {
   if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
   if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');
+}
+
+/**
+ * Says plainly, on stderr, when no worker serves the workspace's queue (BullMQ's worker list):
+ * queued rows would wait forever without one. Answers whether any worker was seen.
+ */
+export async function warnIfNoWorkers(queue: WorkspaceQueue, workspace: string): Promise<boolean> {
+  const workers = await workerCount(queue).catch(() => -1);
+  if (workers !== 0) return true;
+  process.stderr.write(
+    `no worker serves workspace ${workspace}'s queue: its rows wait until one starts. ` +
+      `Start one with "crm-sync worker -w ${workspace}", or run this command with --work.\n`,
+  );
+  return false;
 }

@@ -7,7 +7,7 @@ import { cancelRun, resumeProducer, resumeWorkspace, retryRun } from '../queue/i
 import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
-import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 
 function runLine(r: RunRecord): string {
   const c = r.counts;
@@ -112,6 +112,7 @@ export function registerRunsCommand(program: Command): void {
             logger,
           });
           process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
+          if (!opts.work && summary.progress.queued > 0) await warnIfNoWorkers(runtime.queue(run.workspace), run.workspace);
           for (const i of summary.ignored.slice(0, 20)) process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
           const final = opts.wait || opts.work ? await followRun(runtime.store, id) : summary.run;
           process.stdout.write(`${formatRunSummary(final)}\n`);
@@ -142,7 +143,8 @@ export function registerRunsCommand(program: Command): void {
     .command('resume')
     .argument('<id>', 'a blocked run, or one whose file was not read to the end')
     .description(
-      "Resume a run blocked by a refused API key (fix the key first; this resumes the workspace's queue),\n" +
+      "Resume a run blocked by a refused API key (fix the key first; this lifts the workspace's block, not an\n" +
+        "operator's pause: see \"workspace resume\"),\n" +
         'or go on reading the file of a run whose import stopped mid-file (killed, or Redis away too long):\n' +
         'rows already queued or recorded are passed over, the rest are queued.',
     )
@@ -159,7 +161,9 @@ export function registerRunsCommand(program: Command): void {
           return;
         }
         const resumed = await resumeWorkspace({ queue: rt.queue(run.workspace), store: rt.store, workspace: run.workspace });
-        process.stdout.write(`workspace ${run.workspace} resumed; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`);
+        const { paused } = await rt.store.holds(run.workspace);
+        process.stdout.write(`block of workspace ${run.workspace} lifted; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`);
+        if (paused) process.stdout.write(`the workspace stays paused by an operator (${paused.reason}): crm-sync workspace resume -w ${run.workspace}\n`);
       });
     });
 }

@@ -4,7 +4,7 @@ export { bullPrefix, queueName, rowJobId } from './queue-names.js';
 export { isInviteBatch, toJobData, type LegacyRowJobData, type StoredJobData, type QueuedRow, type RowBatchJobData, type RowPayload, type InviteBatchJobData, type InviteRow, type SyncJobData, type SyncJobName } from './job-data.js';
 export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type WorkspaceQueueOptions } from './workspace-queue.js';
 export { produceRun, type ProducerOptions, type ProducerProgress, type ProducedRow, type RowOutcome } from './producer.js';
-export { blockWorkspace, resumeWorkspace } from './workspace-control.js';
+export { blockWorkspace, resumeWorkspace, pauseWorkspace, unpauseWorkspace, workspaceStatus, workerCount, type WorkspaceStatus } from './workspace-control.js';
 export { importFile, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export { rideOutRedis, isRedisUnavailable, isRedisFull, DEFAULT_PRODUCER_OUTAGE_MS, type RideOutOptions } from './ride-out-redis.js';

@@ -11,6 +11,8 @@ export {
   type OrderSettlement,
   type RefusalReason,
   type RecordOutcome,
+  type HoldKind,
+  type WorkspaceHold,
 } from './run-store.js';
 export {
   RowFence,

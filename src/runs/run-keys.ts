@@ -69,6 +69,11 @@ export class RunKeys {
     return `${this.prefix}:ws:${workspace}:upserted:${matchHash}`;
   }
 
+  /** Why the workspace's queue is held: field `paused` (an operator) and/or `blocked` (a 401). */
+  workspaceHolds(workspace: string): string {
+    return `${this.prefix}:ws:${workspace}:holds`;
+  }
+
   /** Which run and row recorded a deal, workspace-wide. */
   dealClaim(workspace: string, dealId: string): string {
     return `${this.prefix}:ws:${workspace}:claim:${dealId}`;

@@ -23,6 +23,10 @@
  *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
  *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
  *                                          `key=value`); TTL = claim retention
+ *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
+ *                                          `workspace pause`) and `blocked` (the CRM refused the key),
+ *                                          each JSON {reason, since}; the queue runs again only when
+ *                                          neither is left (docs/architecture.md, "Pauses")
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
  *                                          completed, failed, cancelled)
@@ -102,6 +106,15 @@ export interface RecordOutcome {
   counts: RunCounts;
   /** Results not stored, with why: a late or stale writer's outcome, never an overwrite. */
   refused: Array<{ row: number; reason: RefusalReason }>;
+}
+
+/** Why a workspace's queue is held, by kind: an operator's pause, and a refused API key. */
+export type HoldKind = 'paused' | 'blocked';
+
+export interface WorkspaceHold {
+  reason: string;
+  /** ISO time the hold was set. */
+  since: string;
 }
 
 export interface ProblemsQuery {
@@ -329,6 +342,41 @@ export class RunStore {
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
     if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
     await this.script(SET_STATUS, id, [], [status, new Date().toISOString(), reason ?? '']);
+  }
+
+  /** Records why the workspace is held (replacing an earlier hold of the same kind). */
+  async setHold(workspace: string, kind: HoldKind, reason: string): Promise<void> {
+    const hold: WorkspaceHold = { reason, since: new Date().toISOString() };
+    await this.redis.hset(this.keys.workspaceHolds(workspace), kind, JSON.stringify(hold));
+  }
+
+  /**
+   * Lifts one kind of hold; answers whether the workspace is still held by the other (then its
+   * queue must stay paused). Atomic, so two lifts never both see the other still there.
+   */
+  async liftHold(workspace: string, kind: HoldKind): Promise<{ lifted: boolean; stillHeld: boolean }> {
+    const [removed, left] = (await this.redis.eval(
+      "local n = redis.call('HDEL', KEYS[1], ARGV[1]) return { n, redis.call('HLEN', KEYS[1]) }",
+      1,
+      this.keys.workspaceHolds(workspace),
+      kind,
+    )) as [number, number];
+    return { lifted: removed === 1, stillHeld: left > 0 };
+  }
+
+  async holds(workspace: string): Promise<Partial<Record<HoldKind, WorkspaceHold>>> {
+    const raw = await this.redis.hgetall(this.keys.workspaceHolds(workspace));
+    const out: Partial<Record<HoldKind, WorkspaceHold>> = {};
+    for (const kind of ['paused', 'blocked'] as const) {
+      const v = raw[kind];
+      if (v === undefined) continue;
+      try {
+        out[kind] = JSON.parse(v) as WorkspaceHold;
+      } catch {
+        out[kind] = { reason: v, since: '' };
+      }
+    }
+    return out;
   }
 
   async getResult(id: string, row: number): Promise<RowResult | null> {
