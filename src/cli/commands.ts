@@ -13,6 +13,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'import', load: async () => (await import('./import-command.js')).registerImportCommand },
   { name: 'worker', load: async () => (await import('./worker-command.js')).registerWorkerCommand },
   { name: 'runs', load: async () => (await import('./runs-command.js')).registerRunsCommand },
+  { name: 'check', load: async () => (await import('./check-command.js')).registerCheckCommand },
   { name: 'workspace', load: async () => (await import('./workspace-command.js')).registerWorkspaceCommand },
   { name: 'reconcile', load: async () => (await import('./reconcile-command.js')).registerReconcileCommand },
   { name: 'verify', load: async () => (await import('./verify-command.js')).registerVerifyCommand },

@@ -6,7 +6,7 @@ import type { RunRecord } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
-import { startWorkerPool } from '../worker/index.js';
+import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
@@ -72,9 +72,15 @@ them and "crm-sync runs show <id>" to see the outcome.`,
       getWorkspace(config, opts.workspace);
       const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
       const runtime = await openRuntime(config, logger);
-      const pool = opts.work && !opts.dryRun
-        ? await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 })
-        : null;
+      let pool: WorkerPool | null = null;
+      try {
+        if (opts.work && !opts.dryRun) pool = await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 });
+      } catch (err) {
+        // A worker that cannot start (SECRET_MISSING, a refused key) must not leave this
+        // command waiting on its open Redis connection.
+        await runtime.close();
+        throw err;
+      }
       // While the file is still being read, an interrupted import would leave a run that stays
       // "running" forever (its unread rows never get a result): mark it failed, with the reason.
       let producing: { runId: string } | null = null;
