@@ -121,10 +121,9 @@ export function exitCodeFor(run: RunRecord): ExitCode {
 /** A few plain lines a person can read at the end of a run. */
 export function formatRunSummary(run: RunRecord): string {
   const c = run.counts;
-  const seconds = run.finishedAt ? (Date.parse(run.finishedAt) - Date.parse(run.createdAt)) / 1000 : undefined;
   const lines = [
     `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
-    `  status: ${run.status}${seconds !== undefined ? ` in ${seconds.toFixed(1)}s` : ''}${run.reason ? ` (${run.reason})` : ''}`,
+    `  status: ${run.status}${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
     `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
       `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
       `${c.queued ? `, ${c.queued} still queued` : ''}`,
@@ -149,4 +148,19 @@ export async function warnIfNoWorkers(queue: WorkspaceQueue, workspace: string):
       `Start one with "crm-sync worker -w ${workspace}", or run this command with --work.\n`,
   );
   return false;
+}
+
+/**
+ * How long the run took: its last pass alone, and with retries or resumes also the active time
+ * of all passes and the wall time since it was created (a retry days later is not "a slow run").
+ */
+export function durationWords(run: RunRecord): string {
+  if (!run.finishedAt) return '';
+  const end = Date.parse(run.finishedAt);
+  const pass = (end - Date.parse(run.passStartedAt ?? run.createdAt)) / 1000;
+  if (!run.passes) return ` in ${pass.toFixed(1)}s`;
+  const active = (run.activeMs ?? 0) / 1000 + pass;
+  const wall = (end - Date.parse(run.createdAt)) / 1000;
+  const n = run.passes;
+  return ` in ${pass.toFixed(1)}s (the last of ${n + 1} passes, after ${n} retry or resume${n === 1 ? '' : 's'}; active ${active.toFixed(1)}s, wall ${wall.toFixed(1)}s since created)`;
 }

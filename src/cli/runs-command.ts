@@ -111,6 +111,11 @@ export function registerRunsCommand(program: Command): void {
             ...(opts.rows ? { rows: opts.rows } : {}),
             logger,
           });
+          if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {
+            // Nothing in the file was this run's: a wrong file, not failed rows.
+            const why = summary.ignored.slice(0, 3).map((i) => `line ${i.line}: ${i.reason}`).join('; ');
+            throw new CrmSyncError('USAGE', `no line of ${opts.file} is a failed, invalid, uncertain or cancelled row of run ${id} (${why}); nothing was queued`);
+          }
           process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
           if (!opts.work && summary.progress.queued > 0) await warnIfNoWorkers(runtime.queue(run.workspace), run.workspace);
           for (const i of summary.ignored.slice(0, 20)) process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);

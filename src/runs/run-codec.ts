@@ -49,6 +49,9 @@ const RunHashSchema = z.object({
   cancelled: Count.default(0),
   maxRow: Count.default(0),
   producedRow: Count.default(0),
+  passStartedAt: z.string().optional(),
+  activeMs: Count.default(0),
+  passes: Count.default(0),
 });
 
 export interface DecodedRun {
@@ -116,5 +119,8 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   if (h.reason !== undefined) record.reason = h.reason;
   if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
   if (h.producedRow > 0) record.producedRow = h.producedRow;
+  if (h.passStartedAt !== undefined) record.passStartedAt = h.passStartedAt;
+  if (h.activeMs > 0) record.activeMs = h.activeMs;
+  if (h.passes > 0) record.passes = h.passes;
   return { record, maxRow: h.maxRow };
 }

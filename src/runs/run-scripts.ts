@@ -232,9 +232,14 @@ set_status('failed', ARGV[1], ARGV[3])
 return 1
 `);
 
-/** ARGV[1] now (ISO). A retry is producing again: the run must not complete between its chunks. */
+/**
+ * ARGV[1] now (ISO), ARGV[2] ms the pass before took ('' when it had not ended). A retry or
+ * resume is producing again: the run must not complete between its chunks; a new pass begins.
+ */
 export const BEGIN_PRODUCING = new LuaScript(`${PRELUDE}
-redis.call('HSET', run, 'producerDone', '0', 'producerSeenAt', ARGV[1])
+redis.call('HSET', run, 'producerDone', '0', 'producerSeenAt', ARGV[1], 'passStartedAt', ARGV[1])
+redis.call('HINCRBY', run, 'passes', 1)
+if ARGV[2] ~= '' then redis.call('HINCRBY', run, 'activeMs', ARGV[2]) end
 set_status('running', ARGV[1], nil)
 return 1
 `);

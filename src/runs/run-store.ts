@@ -326,7 +326,10 @@ export class RunStore {
 
   /** A retry produces again: the run stays running (not completed) until finishProducing. */
   async beginProducing(id: string): Promise<void> {
-    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString()]);
+    // The ended pass's duration, for the run's active time (a statistic: read outside the script).
+    const run = await this.requireRun(id);
+    const took = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.passStartedAt ?? run.createdAt) : NaN;
+    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString(), Number.isFinite(took) && took >= 0 ? Math.round(took) : '']);
   }
 
   /** running → blocked with the reason; a run in any other status is left alone. */

@@ -73,6 +73,14 @@ export interface RunRecord {
   producerSeenAt?: string;
   /** The highest row the producer handed to the queue: a resumed producer goes on after it. */
   producedRow?: number;
+  /**
+   * Durations apart from wall time: a retry or resume starts a new pass. `passStartedAt` is when
+   * the current pass began (absent: createdAt), `activeMs` the time earlier passes took from
+   * their start to their end, `passes` how many passes came after the first.
+   */
+  passStartedAt?: string;
+  activeMs?: number;
+  passes?: number;
 }
 
 export interface FieldError {
