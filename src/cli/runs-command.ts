@@ -4,7 +4,7 @@ import { finished } from 'node:stream/promises';
 import { Option, type Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
-import { writeResultsCsv, type RunRecord, type RunStatus } from '../runs/index.js';
+import { ArchivedRuns, archivePath, archiveRun, parseDuration, pruneRuns, writeResultsCsv, type RunRecord, type RunResults, type RunStatus, type RunStore } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
@@ -14,6 +14,13 @@ function runLine(r: RunRecord): string {
   const line = [r.id, r.status.padEnd(9), r.workspace, r.operation, r.syncName ?? '-', `${c.succeeded}/${c.total} ok`, `${c.failed} failed`, `${c.invalid} invalid`, `${c.skipped} skipped`, r.createdAt].join('  ');
   // Blocked, failed and skipped-tick runs say why on the same line.
   return r.reason ? `${line}  (${r.reason})` : line;
+}
+
+/** Where a run's results are read from: Redis while it is there, else its archive (retention). */
+async function resultsOf(store: RunStore, resultsDir: string, id: string): Promise<{ source: RunResults; archived?: string }> {
+  if ((await store.getRun(id)) !== null) return { source: store };
+  const archived = new ArchivedRuns(resultsDir);
+  return archived.has(id) ? { source: archived, archived: archivePath(resultsDir, id) } : { source: store };
 }
 
 export function registerRunsCommand(program: Command): void {
@@ -48,13 +55,15 @@ export function registerRunsCommand(program: Command): void {
     .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, 20)
     .option('--json', 'JSON output')
     .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) => {
-      await withRuntime(command, async ({ runtime: { store } }) => {
-        const run = await store.requireRun(id);
-        const problems = await store.problems(id, { limit: opts.problems });
+      await withRuntime(command, async ({ runtime: { store }, config }) => {
+        const { source, archived } = await resultsOf(store, config.resultsDir, id);
+        const run = await source.requireRun(id);
+        const problems = await source.problems(id, { limit: opts.problems });
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify({ run, problems }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ run, problems, ...(archived ? { archived } : {}) }, null, 2)}\n`);
         } else {
           process.stdout.write(`${formatRunSummary(run)}\n`);
+          if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
           for (const p of problems.rows) {
             process.stdout.write(`  row ${p.row}${p.line ? ` (line ${p.line})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`);
           }
@@ -72,9 +81,10 @@ export function registerRunsCommand(program: Command): void {
     .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)')
     .action(async (id: string, opts: { failed?: boolean; out?: string }, command: Command) => {
       await withRuntime(command, async ({ runtime: { store }, config }) => {
-        await store.requireRun(id);
+        const { source } = await resultsOf(store, config.resultsDir, id);
+        await source.requireRun(id);
         if (opts.out === '-') {
-          await writeResultsCsv(store, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
+          await writeResultsCsv(source, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
           return;
         }
         let path = opts.out;
@@ -83,7 +93,7 @@ export function registerRunsCommand(program: Command): void {
           path = join(config.resultsDir, `${id}${opts.failed ? '-failed' : ''}.csv`);
         }
         const out = createWriteStream(path);
-        const { rows } = await writeResultsCsv(store, id, out, { problemsOnly: Boolean(opts.failed) });
+        const { rows } = await writeResultsCsv(source, id, out, { problemsOnly: Boolean(opts.failed) });
         out.end();
         await finished(out);
         process.stdout.write(`${rows} rows written to ${path}\n`);
@@ -123,6 +133,40 @@ export function registerRunsCommand(program: Command): void {
           process.stdout.write(`${formatRunSummary(final)}\n`);
           process.exitCode = exitCodeFor(final);
         });
+      });
+    });
+
+  runs
+    .command('prune')
+    .description(
+      'Retention: archive ended runs older than the cutoff (their full results to <resultsDir>/archive/<id>.ndjson.gz,\n' +
+        'which "runs show" and "runs export" still read) and remove them from Redis; remove CSV files in resultsDir\n' +
+        'older than the cutoff. Running and blocked runs are never touched. Workers do this on their own every 10 minutes.',
+    )
+    .option('--older-than <duration>', 'cutoff, e.g. 30d, 12h, 90m (default: the config\'s retention, 30 days)')
+    .option('--dry-run', 'only say what would be archived and removed')
+    .action(async (opts: { olderThan?: string; dryRun?: boolean }, command: Command) => {
+      await withRuntime(command, async ({ runtime: { store }, config }) => {
+        const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : config.retention.days * 86_400_000;
+        const s = await pruneRuns({ store, resultsDir: config.resultsDir, olderThanMs, ...(opts.dryRun ? { dryRun: true } : {}) });
+        const verb = opts.dryRun ? 'would archive and remove' : 'archived and removed';
+        process.stdout.write(`${verb} ${s.runs.length} runs${opts.dryRun ? '' : ` (${s.archivedRows} result rows)`}, ${s.files.length} old CSV files; ${s.kept.length} old runs still running or blocked were left alone\n`);
+        for (const id of s.runs.slice(0, 50)) process.stdout.write(`  ${id}\n`);
+      });
+    });
+
+  runs
+    .command('delete')
+    .argument('<id>', 'an ended run (cancel a running one first)')
+    .description('Archive the run\'s results to <resultsDir>/archive (unless --no-archive) and remove it from Redis')
+    .option('--no-archive', 'remove without writing the archive')
+    .action(async (id: string, opts: { archive: boolean }, command: Command) => {
+      await withRuntime(command, async ({ runtime: { store }, config }) => {
+        const run = await store.requireRun(id);
+        if (run.status === 'running' || run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${id} is ${run.status}: cancel it first (crm-sync runs cancel ${id})`);
+        const archived = opts.archive ? await archiveRun(store, id, config.resultsDir) : undefined;
+        await store.deleteRun(id);
+        process.stdout.write(`run ${id} removed from Redis${archived ? `; ${archived.rows} results archived to ${archived.path}` : ''}\n`);
       });
     });
 

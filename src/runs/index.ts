@@ -37,3 +37,5 @@ export {
 export { LuaScript } from './lua-script.js';
 export { succeeded, skipped, invalid, failed, cancelled, aborted, superseded, uncertain, type RowPlace, type FailureDetail } from './row-results.js';
 export { isProblem } from './result-codec.js';
+export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
+export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';

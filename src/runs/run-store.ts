@@ -160,7 +160,7 @@ export class RunStore {
   }
 
   async createRun(input: CreateRunInput): Promise<RunRecord> {
-    const now = new Date();
+    const now = input.createdAt ?? new Date();
     const run: RunRecord = {
       id: newRunId(now),
       workspace: input.workspace,
@@ -185,6 +185,11 @@ export class RunStore {
     if (run.syncName !== undefined) tx.zadd(this.keys.bySync(run.syncName), score, run.id);
     await tx.exec();
     return run;
+  }
+
+  /** Ids of runs created before `cutoffMs` (epoch ms), oldest first, at most `limit`. */
+  async runIdsCreatedBefore(cutoffMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.allRuns(), '-inf', `(${Math.floor(cutoffMs)}`, 'LIMIT', 0, Math.max(0, Math.floor(limit)));
   }
 
   async getRun(id: string): Promise<RunRecord | null> {

@@ -116,6 +116,8 @@ export interface CreateRunInput {
   options?: RunOptions;
   /** Start in this status (a dry run is created `completed` when its producer is done). */
   status?: RunStatus;
+  /** When the run began. Default now; benchmarks that simulate past nights set it. */
+  createdAt?: Date;
 }
 
 export interface ListRunsQuery {

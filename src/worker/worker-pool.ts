@@ -4,6 +4,7 @@ import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { redisLiveness, watchRedisGeneration } from '../queue/index.js';
 import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
+import { startHousekeeping } from './housekeeping.js';
 import { SyncWorker } from './sync-worker.js';
 
 export interface WorkerPoolOptions {
@@ -30,6 +31,8 @@ export interface WorkerPoolOptions {
    * warned about: it may come back. Default true.
    */
   checkKey?: boolean;
+  /** How often retention housekeeping is tried (one process of the fleet per period). Default 600000 ms. */
+  housekeepingMs?: number;
 }
 
 export interface WorkerPool {
@@ -104,10 +107,20 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     await runtime.close();
     throw err;
   }
+  const stopHousekeeping = startHousekeeping({
+    redis: runtime.redis,
+    store: runtime.store,
+    prefix: config.prefix,
+    resultsDir: config.resultsDir,
+    retentionMs: config.retention.days * 86_400_000,
+    logger,
+    ...(options.housekeepingMs !== undefined ? { everyMs: options.housekeepingMs } : {}),
+  });
   return {
     runtime,
     workers,
     async close() {
+      stopHousekeeping();
       generation.stop();
       await Promise.all(workers.map((w) => w.close()));
       // Bounded: metrics flush to Redis, which may be the thing that is gone.
