@@ -153,6 +153,8 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
       // Count first (a worker may finish a job before addBulk returns); counted once per row
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
       if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled') return false;
+      // A retry's rows were counted when they were requeued: ask the run's status instead.
+      if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
       return true;
     });
@@ -181,7 +183,8 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
 
   for await (const row of rows) {
     // A cancelled run reads no further: its rows not read have no result and are not counted.
-    if (stopNow()?.kind === 'cancelled') break;
+    // Not a retry: its source already took each row out of the store, so each must be recorded.
+    if (!options.requeued && stopNow()?.kind === 'cancelled') break;
     progress.read += 1;
     const stop = stopNow();
     if (row.outcome) {

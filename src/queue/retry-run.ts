@@ -96,7 +96,11 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
       return run;
     },
     produce: (_run, signal) => {
-      const room = () => waitForRoom(options.queue, jobsForRows(highWater, perJob), logger, signal);
+      // False once the run is stopped (cancelled): no more rows are taken from the store.
+      const room = async () => {
+        await waitForRoom(options.queue, jobsForRows(highWater, perJob), logger, signal);
+        return !signal.aborted;
+      };
       const rows = options.file
         ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)
         : fromStoredRows(options.rows, run, op, mapping, store, room, generation);
@@ -123,11 +127,11 @@ async function* fromStoredRows(
   op: Operation,
   mapping: Mapping | undefined,
   store: RunStore,
-  room: () => Promise<void>,
+  room: () => Promise<boolean>,
   round: number,
 ): AsyncIterable<IngestedRow> {
   const requeueChunk = async (rows: number[]) => {
-    await room();
+    if (!(await room())) return [];
     return store.requeueRows(run.id, rows, round);
   };
   if (only) {
@@ -155,14 +159,18 @@ async function* fromCorrectedFile(
   mapping: Mapping | undefined,
   store: RunStore,
   ignored: IgnoredLines,
-  room: () => Promise<void>,
+  room: () => Promise<boolean>,
   round: number,
 ): AsyncIterable<IngestedRow> {
   const reader = openSource(file);
   let chunk: Array<{ row: number; line: number; original: Record<string, string> }> = [];
   const flush = async function* () {
     const byRow = new Map(chunk.map((c) => [c.row, c]));
-    await room();
+    if (!(await room())) {
+      for (const c of chunk) ignored.add({ row: c.row, line: c.line, reason: 'not retried: the run was cancelled' });
+      chunk = [];
+      return;
+    }
     const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {

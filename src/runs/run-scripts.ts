@@ -299,7 +299,9 @@ for i = 3, #ARGV do
 end
 if queued > 0 then
   redis.call('HINCRBY', run, 'queued', queued)
-  set_status('running', ARGV[1], nil)
+  -- A cancelled run stays cancelled: a retry reopens it first (BEGIN_PRODUCING), so rows a
+  -- retry still takes after a cancel are recorded cancelled by its producer.
+  if redis.call('HGET', run, 'status') ~= 'cancelled' then set_status('running', ARGV[1], nil) end
 end
 return moved
 `);

@@ -116,3 +116,34 @@ describe('one owner of a run\'s life', () => {
     expect(await h.runtime.store.requireRun(id)).toMatchObject({ status: 'completed', producerDone: true, counts: { total: 2, succeeded: 1, failed: 1, queued: 0 } });
   }, 60_000);
 });
+
+describe('cancelling a retry', () => {
+  it('a retry still queueing when its run is cancelled records every row it took: none is left without a result', async () => {
+    const { failed } = await import('../../src/runs/index.js');
+    const { cancelRun, retryRun } = await import('../../src/queue/index.js');
+    const { store } = h.runtime;
+    const queue = h.runtime.queue('acme');
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'many.csv', columns: ['id', 'name'] });
+    const rows = Array.from({ length: 1200 }, (_, i) => failed({ row: i + 1, line: i + 2 }, { code: 'CRM_TRANSIENT', message: 'gave up' }, { id: `del_${i}`, name: 'x' }));
+    await store.recordResults(run.id, rows, { fromQueue: false });
+    await store.finishProducing(run.id);
+    // No worker: the retry fills the queue to its mark and waits for room.
+    const retrying = retryRun({ runId: run.id, queue, store, highWaterMark: 100 });
+    await waitFor(async () => ((await store.requireRun(run.id)).counts.queued > 0 ? true : undefined), 'the retry to queue rows');
+    await sleep(300);
+    await cancelRun({ store, queue, runId: run.id });
+    await retrying;
+    const after = await store.requireRun(run.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.counts.total).toBe(1200);
+    expect(after.counts.queued).toBe(0);
+    expect(after.counts.cancelled + after.counts.failed).toBe(1200);
+    expect(after.counts.cancelled).toBeGreaterThan(0);
+    // Rows the retry had not taken yet keep their earlier failure.
+    expect(after.counts.failed).toBeGreaterThan(0);
+    const results = await resultsByRow(h, run.id);
+    expect(results).toHaveLength(1200);
+    const waiting = await queue.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(waiting.filter((j) => j?.data.runId === run.id)).toEqual([]);
+  }, 60_000);
+});
