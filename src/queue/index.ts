@@ -5,7 +5,7 @@ export { isInviteBatch, toJobData, type LegacyRowJobData, type StoredJobData, ty
 export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type WorkspaceQueueOptions } from './workspace-queue.js';
 export { produceRun, type ProducerOptions, type ProducerProgress, type ProducedRow, type RowOutcome } from './producer.js';
 export { blockWorkspace, resumeWorkspace, pauseWorkspace, unpauseWorkspace, workspaceStatus, workerCount, type WorkspaceStatus } from './workspace-control.js';
-export { importFile, type ImportFileOptions } from './import-file.js';
+export { importFile, sourceIdentity, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export { rideOutRedis, isRedisUnavailable, isRedisFull, DEFAULT_PRODUCER_OUTAGE_MS, type RideOutOptions } from './ride-out-redis.js';
 export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';

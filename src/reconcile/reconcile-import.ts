@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { produceSource, sourceRunOptions, type ProducerProgress, type RunStop, type WorkspaceQueue } from '../queue/index.js';
+import { produceSource, sourceIdentity, sourceRunOptions, type ProducerProgress, type RunStop, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { planRows, type PlannedRow } from './plan-rows.js';
@@ -156,7 +156,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       operation: options.op,
       source: options.file,
       ...(options.syncName ? { syncName: options.syncName } : {}),
-      options: { ...sourceRunOptions(reader, options), reconcile: true, matchKey },
+      options: { ...sourceRunOptions(reader, options), ...sourceIdentity(options.file), reconcile: true, matchKey },
     },
     rows: async (created, stop) => {
       let built;

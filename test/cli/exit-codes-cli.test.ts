@@ -56,4 +56,16 @@ describe('exit codes, durations and plain messages (child processes)', () => {
     expect(active).toBeLessThan(wall);
     expect(pass).toBeLessThanOrEqual(active);
   }, 60_000);
+
+  it('verify refuses a source file that changed since the run, saying so (exit 2)', async () => {
+    const d = [...h.ws.deals.values()][3]!;
+    const file = h.file('v.csv', csv(['id', 'name'], [[d.id, 'Verified']]));
+    const imported = await cli(['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const id = (JSON.parse(imported.stdout) as { id: string }).id;
+    expect((await cli(['verify', id])).code).toBe(0);
+    h.file('v.csv', csv(['id', 'name'], [[d.id, 'Edited afterwards']]));
+    const res = await cli(['verify', id]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/v\.csv changed since run \S+ began .*so it cannot check this run \[RUN_STATE\]/);
+  }, 60_000);
 });
