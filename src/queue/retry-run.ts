@@ -96,10 +96,11 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
       return run;
     },
     produce: (_run, signal) => {
-      // False once the run is stopped (cancelled): no more rows are taken from the store.
+      // False once the run is stopped (cancelled): no more rows are taken from the store. The
+      // status is read here too, so a cancel that emptied the queue is not taken for room.
       const room = async () => {
         await waitForRoom(options.queue, jobsForRows(highWater, perJob), logger, signal);
-        return !signal.aborted;
+        return !signal.aborted && (await store.getStatus(runId)) !== 'cancelled';
       };
       const rows = options.file
         ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)

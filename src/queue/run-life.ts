@@ -32,7 +32,8 @@ export interface RunLifeOptions {
   signal?: AbortSignal;
   /**
    * How often the producer renews its sign of life and looks at the run's status (a cancel
-   * from another process is seen within this). Default 2000 ms (well inside PRODUCER_HEARTBEAT_MS).
+   * from another process is seen within this). Default 500 ms: one small script call, and a
+   * resume is never taken for a silent producer even by a sweep set to a second.
    */
   watchMs?: number;
   logger?: Logger;
@@ -51,7 +52,7 @@ export async function runLife(options: RunLifeOptions): Promise<{ run: RunRecord
   const run = await options.start();
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([stop.signal, options.signal]) : stop.signal;
-  const watch = watchRun(store, run.id, stop, Math.min(options.watchMs ?? 2000, PRODUCER_HEARTBEAT_MS));
+  const watch = watchRun(store, run.id, stop, Math.min(options.watchMs ?? 500, PRODUCER_HEARTBEAT_MS));
   let progress: ProducerProgress;
   try {
     progress = await options.produce(run, signal);

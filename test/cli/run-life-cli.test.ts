@@ -74,7 +74,7 @@ describe('runs cancel (child processes, as an operator runs them)', () => {
 
     const cancelled = await cli(['runs', 'cancel', run.id]);
     expect(cancelled.code).toBe(0);
-    // The producer sees the cancel within its watch interval (2 s), at its next row.
+    // The producer sees the cancel within its watch interval (0.5 s), at its next row.
     await sleep(2500);
     out.write(csv(['id', 'name'], deals().slice(20, 30).map((d) => [d.id, 'Never read'])).split('\n').slice(1).join('\n'));
     out.end();
