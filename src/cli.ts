@@ -20,6 +20,7 @@ async function main(argv: string[]): Promise<number> {
     if (isCrmSyncError(err)) {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
       if (err.code === 'REDIS_LOST') return EXIT.REDIS_LOST;
+      if (err.code === 'CRM_AUTH') return EXIT.BLOCKED;
       return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
     }
     if (err instanceof Error && REDIS_SILENT.test(err.message)) {
@@ -39,3 +40,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 });
 
 process.exitCode = await main(process.argv);
+// Every command has finished its work when main returns (long-running ones return at shutdown).
+// A handle something left open (a connection a failed start did not close) must not keep a cron
+// job waiting forever: give pending output a moment, then exit.
+setTimeout(() => process.exit(), 2000).unref();

@@ -5,11 +5,11 @@
 export const EXIT = {
   /** Everything asked for was done; every row succeeded or was skipped. */
   OK: 0,
-  /** The run finished but some rows failed or were invalid (see the failed-rows export). */
+  /** The run finished but some rows failed, were invalid, uncertain or cancelled (see the failed-rows export). */
   ROWS_FAILED: 1,
   /** Bad arguments, configuration or input file: nothing was sent. */
   USAGE: 2,
-  /** The run is blocked: the CRM refused the API key. Fix the key, then `crm-sync runs resume`. */
+  /** The CRM refused the API key: the run is blocked (fix the key, then `crm-sync runs resume`), or a worker refused to start. */
   BLOCKED: 3,
   /** Redis or another dependency was unreachable, or an unexpected internal error. */
   INTERNAL: 4,

@@ -6,11 +6,11 @@ import type { RunRecord } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
-import { startWorkerPool } from '../worker/index.js';
+import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
-import { exitCodeFor, followRun, formatRunSummary } from './run-progress.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 interface ImportOptions {
@@ -72,9 +72,15 @@ them and "crm-sync runs show <id>" to see the outcome.`,
       getWorkspace(config, opts.workspace);
       const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
       const runtime = await openRuntime(config, logger);
-      const pool = opts.work && !opts.dryRun
-        ? await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 })
-        : null;
+      let pool: WorkerPool | null = null;
+      try {
+        if (opts.work && !opts.dryRun) pool = await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 });
+      } catch (err) {
+        // A worker that cannot start (SECRET_MISSING, a refused key) must not leave this
+        // command waiting on its open Redis connection.
+        await runtime.close();
+        throw err;
+      }
       // While the file is still being read, an interrupted import would leave a run that stays
       // "running" forever (its unread rows never get a result): mark it failed, with the reason.
       let producing: { runId: string } | null = null;
@@ -136,13 +142,14 @@ them and "crm-sync runs show <id>" to see the outcome.`,
           onRun: (r) => started(r, ''),
         });
         producing = null;
+        if (!pool && !opts.dryRun && run.counts.queued > 0) await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
         const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
         if (!(opts.wait || opts.work || opts.dryRun)) {
           // --json output stays one JSON document for scripts.
           if (!opts.json) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
-          process.exitCode = final.counts.invalid > 0 ? 1 : 0;
+          process.exitCode = final.counts.invalid > 0 || final.status === 'cancelled' ? 1 : 0;
         } else {
           process.exitCode = exitCodeFor(final);
         }

@@ -4,9 +4,9 @@ import { EXIT } from './exit-codes.js';
 const EXIT_HELP = `
 Exit codes:
   ${EXIT.OK}  done; every row succeeded or was skipped
-  ${EXIT.ROWS_FAILED}  the run finished with failed or invalid rows (export them with "runs export <id> --failed")
+  ${EXIT.ROWS_FAILED}  the run finished with failed, invalid, uncertain or cancelled rows (export them with "runs export <id> --failed")
   ${EXIT.USAGE}  bad arguments, configuration or input: nothing was sent
-  ${EXIT.BLOCKED}  the run is blocked: the CRM refused the API key ("runs resume <id>" after fixing it)
+  ${EXIT.BLOCKED}  the CRM refused the API key: the run is blocked ("runs resume <id>" after fixing it), or a worker refused to start
   ${EXIT.INTERNAL}  Redis unreachable or an unexpected error
   ${EXIT.REDIS_LOST}  Redis stopped answering while following a run (the run goes on: crm-sync runs show <id>)
 

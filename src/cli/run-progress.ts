@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
+import { workerCount, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -111,23 +112,55 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   if (run.status === 'blocked') return EXIT.BLOCKED;
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
-  if (run.status === 'failed' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0) return EXIT.ROWS_FAILED;
+  if (run.status === 'failed' || run.status === 'cancelled' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0 || run.counts.cancelled > 0) {
+    return EXIT.ROWS_FAILED;
+  }
   return EXIT.OK;
 }
 
 /** A few plain lines a person can read at the end of a run. */
 export function formatRunSummary(run: RunRecord): string {
   const c = run.counts;
-  const seconds = run.finishedAt ? (Date.parse(run.finishedAt) - Date.parse(run.createdAt)) / 1000 : undefined;
   const lines = [
     `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
-    `  status: ${run.status}${seconds !== undefined ? ` in ${seconds.toFixed(1)}s` : ''}${run.reason ? ` (${run.reason})` : ''}`,
+    `  status: ${run.status}${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
     `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
-      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.queued ? `, ${c.queued} still queued` : ''}`,
+      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
+      `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
   if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
+  if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
   if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');
+}
+
+/**
+ * Says plainly, on stderr, when no worker serves the workspace's queue (BullMQ's worker list):
+ * queued rows would wait forever without one. Answers whether any worker was seen.
+ */
+export async function warnIfNoWorkers(queue: WorkspaceQueue, workspace: string): Promise<boolean> {
+  const workers = await workerCount(queue).catch(() => -1);
+  if (workers !== 0) return true;
+  process.stderr.write(
+    `no worker serves workspace ${workspace}'s queue: its rows wait until one starts. ` +
+      `Start one with "crm-sync worker -w ${workspace}", or run this command with --work.\n`,
+  );
+  return false;
+}
+
+/**
+ * How long the run took: its last pass alone, and with retries or resumes also the active time
+ * of all passes and the wall time since it was created (a retry days later is not "a slow run").
+ */
+export function durationWords(run: RunRecord): string {
+  if (!run.finishedAt) return '';
+  const end = Date.parse(run.finishedAt);
+  const pass = (end - Date.parse(run.passStartedAt ?? run.createdAt)) / 1000;
+  if (!run.passes) return ` in ${pass.toFixed(1)}s`;
+  const active = (run.activeMs ?? 0) / 1000 + pass;
+  const wall = (end - Date.parse(run.createdAt)) / 1000;
+  const n = run.passes;
+  return ` in ${pass.toFixed(1)}s (the last of ${n + 1} passes, after ${n} retry or resume${n === 1 ? '' : 's'}; active ${active.toFixed(1)}s, wall ${wall.toFixed(1)}s since created)`;
 }

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { createLogger } from '../log/index.js';
-import { isCrmSyncError } from '../errors/index.js';
+import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { parseRateLimit, startSimulator, type SimRateLimit, type SimWorkspaceOptions } from '../sim/index.js';
 import type { GlobalOptions } from './context.js';
 
@@ -129,6 +129,11 @@ Example:
         latencyMs: o.latency,
         faults: { errorRate: o.errorRate, resetRate: o.resetRate, commitThenDropRate: o.dropRate },
         logger,
+      }).catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException | undefined)?.code;
+        if (code === 'EADDRINUSE') throw new CrmSyncError('USAGE', `port ${o.port} on ${o.host} is already in use (another simulator?): pick another with --port, or --port 0 for any free one`);
+        if (code === 'EADDRNOTAVAIL' || code === 'EACCES') throw new CrmSyncError('USAGE', `cannot listen on ${o.host}:${o.port} (${code}): choose another --host or --port`);
+        throw err;
       });
       const lines = [`CRM simulator listening on ${sim.origin} (Ctrl-C to stop)`];
       for (const ws of list) {

@@ -89,6 +89,12 @@ export const ConfigFileSchema = z
       .optional(),
     /** Directory where exports (failed-row CSVs) are written. Default ./crm-sync-results. */
     resultsDir: z.string().min(1).optional(),
+    /**
+     * How long ended runs stay in Redis: older ones are archived to a compressed results file
+     * under resultsDir/archive and removed by the workers' housekeeping (and `runs prune`);
+     * failed-rows files in resultsDir older than this are removed too. Default 30 days.
+     */
+    retention: z.object({ days: z.number().positive() }).strict().optional(),
   })
   .strict();
 

@@ -34,9 +34,13 @@ export interface Config {
   prefix: string;
   logLevel: string;
   resultsDir: string;
+  /** Ended runs older than this are archived and removed from Redis (see ConfigFileSchema). */
+  retention: { days: number };
   workspaces: Record<string, WorkspaceConfig>;
   dashboardTokenSource: ApiKeySource;
 }
+
+export const DEFAULT_RETENTION_DAYS = 30;
 
 export interface LoadConfigOptions {
   /** `--config <path>`; wins over CRM_SYNC_CONFIG and the default file. */
@@ -99,6 +103,7 @@ export function configFromObject(
     prefix: env.CRM_SYNC_PREFIX ?? DEFAULT_PREFIX,
     logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info',
     resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
+    retention: file.retention ?? { days: DEFAULT_RETENTION_DAYS },
     workspaces,
     dashboardTokenSource: dash?.tokenFile ? { file: resolve(baseDir, dash.tokenFile) } : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
   };

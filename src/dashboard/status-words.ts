@@ -31,6 +31,10 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
       const why = run.reason ?? (run.counts.total === 0 ? 'no rows were read' : 'no reason recorded');
       return { text: 'Failed', tone: 'bad', detail: shorten(why, 90), sentence: `Failed: ${why}` };
     }
+    case 'cancelled': {
+      const why = run.reason ?? 'cancelled by an operator';
+      return { text: 'Cancelled', tone: 'warn', detail: shorten(why, 90), sentence: `Cancelled: ${why}` };
+    }
     case 'completed': {
       const { failed, invalid, uncertain } = run.counts;
       if (failed === 0 && invalid === 0 && uncertain === 0) {

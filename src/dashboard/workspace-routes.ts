@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
-import { resumeWorkspace } from '../queue/index.js';
+import { pauseWorkspace, unpauseWorkspace } from '../queue/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
 import { workspaceChart } from './activity-chart.js';
@@ -81,16 +81,16 @@ ${charts}`;
 
   app.post<{ Params: { name: string } }>('/workspaces/:name/pause', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
     const name = known(request.params.name);
-    await runtime.queue(name).pause();
+    await pauseWorkspace({ queue: runtime.queue(name), store: runtime.store, workspace: name, reason: 'paused from the dashboard' });
     if (wantsJson(request)) return { workspace: name, paused: true };
     return reply.redirect('/workspaces', 303);
   });
 
   app.post<{ Params: { name: string } }>('/workspaces/:name/resume', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
     const name = known(request.params.name);
-    // resumeWorkspace also un-blocks runs stopped by a refused key; for a plain pause it is queue.resume().
-    const resumed = await resumeWorkspace({ queue: runtime.queue(name), store: runtime.store, workspace: name });
-    if (wantsJson(request)) return { workspace: name, paused: false, resumed };
+    // Lifts the operator's pause only: a block by a refused key is lifted from its run's page.
+    const { running } = await unpauseWorkspace({ queue: runtime.queue(name), store: runtime.store, workspace: name });
+    if (wantsJson(request)) return { workspace: name, paused: !running };
     return reply.redirect('/workspaces', 303);
   });
 }

@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
+  RUN_CANCELLED: 'The run was cancelled (runs cancel) before this row was sent; runs retry sends it',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
   ROW_SUPERSEDED: 'Not sent: a later row for the same record was applied first, so this older value must not follow it',
   CREATE_UNCERTAIN: 'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',

@@ -3,10 +3,11 @@ import type { InviteOptions } from '../crm/index.js';
 import type { IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import type { RowResult, RunStore } from '../runs/index.js';
+import { failed, invalid, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
 import { rideOutRedis } from './ride-out-redis.js';
+import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
 export interface ProducerOptions {
@@ -31,10 +32,12 @@ export interface ProducerOptions {
   /** The rows were already counted as queued (a retry, after `requeueRows`). Default false. */
   requeued?: boolean;
   /**
-   * Asked before each chunk goes to the queue; a reason means the run was aborted, and the
-   * chunk's rows are recorded failed (RUN_ABORTED) instead of sent. Default: never.
+   * The run's stop (run-life.ts owns it; its reason is a RunStop). Once aborted, rows that
+   * would be queued are recorded as stopped instead (cancelled, or failed RUN_ABORTED); a
+   * cancel also stops reading. The run's status also stops it: a cancelled run refuses its
+   * next chunk (addQueued). Default: never.
    */
-  shouldStop?: () => string | undefined;
+  signal?: AbortSignal;
   logger?: Logger;
   onProgress?: (progress: ProducerProgress) => void;
   /**
@@ -129,6 +132,9 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     results = [];
     await redisStep(() => store.recordResults(runId, batch, { fromQueue: options.requeued ?? false }));
   };
+  // A cancel the store reported (addQueued refused) when no signal said so yet.
+  let refused: RunStop | undefined;
+  const stopNow = () => stopOf(options.signal) ?? refused;
   const flushJobs = async () => {
     if (jobs.length === 0) return;
     const batch = jobs;
@@ -137,24 +143,31 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     jobRows = 0;
     // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
     // (creates go one per job, invites and updates several).
-    await redisStep(() => waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger));
-    const stop = options.shouldStop?.();
-    if (stop !== undefined) {
-      // Rows held here when the run was aborted would otherwise reach the CRM after it.
-      results.push(...batch.flatMap((j) => abortedResults(j.data, stop)));
-      return;
-    }
+    await redisStep(() => waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal));
+    const held = (stop: RunStop) => {
+      // Rows held here when the run stopped would otherwise reach the CRM after it.
+      results.push(...batch.flatMap((j) => j.data.rows.map((r): RowResult => stoppedResult(stop, r, r.original))));
+    };
+    const stop = stopNow();
+    if (stop !== undefined) return held(stop);
     const rowsOf = batch.flatMap((j): Array<{ row: number }> => j.data.rows);
     const counted = rowsOf.filter((r) => r.row > (options.countedThrough ?? 0)).length;
     // Update and create jobs are flushed in row order, so their highest row marks how far the
     // producer got; invite batches fill by options and are flushed out of order.
     const through = batch.some((j) => j.name === 'team.invite') ? undefined : Math.max(...rowsOf.map((r) => r.row));
-    await redisStep(async () => {
+    const added = await redisStep(async () => {
       // Count first (a worker may finish a job before addBulk returns); counted once per row
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
-      if (!options.requeued && counted > 0) await store.addQueued(runId, counted, through);
+      if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled') return false;
+      // A retry's rows were counted when they were requeued: ask the run's status instead.
+      if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+      return true;
     });
+    if (!added) {
+      refused = { kind: 'cancelled', reason: (await store.requireRun(runId)).reason ?? 'cancelled' };
+      return held(refused);
+    }
     progress.queued += count;
   };
   const pushJob = (job: PendingJob) => {
@@ -175,34 +188,25 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   };
 
   for await (const row of rows) {
+    // A cancelled run reads no further: its rows not read have no result and are not counted.
+    // Not a retry: its source already took each row out of the store, so each must be recorded.
+    if (!options.requeued && stopNow()?.kind === 'cancelled') break;
     progress.read += 1;
-    const at = new Date().toISOString();
+    const stop = stopNow();
     if (row.outcome) {
       const o = row.outcome;
-      results.push({
-        row: row.row,
-        line: row.line,
-        status: o.status,
-        message: o.message,
-        ...(o.code ? { code: o.code } : {}),
-        ...(o.recordId ? { recordId: o.recordId } : {}),
-        ...(o.status === 'failed' ? { original: row.original } : {}),
-        at,
-      });
+      results.push(
+        o.status === 'skipped'
+          ? skipped(row, o.message, o.recordId)
+          : failed(row, { code: o.code, message: o.message, recordId: o.recordId }, row.original),
+      );
     } else if (!row.payload) {
       progress.invalid += 1;
-      results.push({
-        row: row.row,
-        line: row.line,
-        status: 'invalid',
-        code: row.code ?? 'ROW_INVALID',
-        message: (row.errors ?? []).map((e) => `${e.field}: ${e.message}`).join('; ') || 'invalid row',
-        errors: row.errors ?? [],
-        original: row.original,
-        at,
-      });
+      results.push(invalid(row, row.errors ?? [], row.original, row.code ?? 'ROW_INVALID'));
     } else if (options.dryRun) {
-      results.push({ row: row.row, line: row.line, status: 'skipped', message: 'dry run: valid, not sent', at });
+      results.push(skipped(row, 'dry run: valid, not sent'));
+    } else if (stop !== undefined) {
+      results.push(stoppedResult(stop, row, row.original));
     } else if (row.payload.op === 'team.invite') {
       const key = inviteKey(row.payload.options);
       const batch = invites.get(key) ?? { options: row.payload.options, rows: [] };
@@ -226,14 +230,9 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
   await flushJobs();
   await flushResults();
   const columns = options.sourceColumns;
-  if (columns && options.shouldStop?.() === undefined) await redisStep(() => store.markSourceRead(runId, columns()));
+  if (columns && stopNow() === undefined) await redisStep(() => store.markSourceRead(runId, columns()));
   options.onProgress?.(progress);
   return progress;
-}
-
-function abortedResults(data: SyncJobData, reason: string): RowResult[] {
-  const at = new Date().toISOString();
-  return data.rows.map((r) => ({ row: r.row, line: r.line, status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${reason}`, original: r.original, at }));
 }
 
 function inviteKey(options: InviteOptions): string {
@@ -245,10 +244,14 @@ export function jobsForRows(rows: number, rowsPerJob: number): number {
   return Math.max(1, Math.ceil(rows / Math.max(1, rowsPerJob)));
 }
 
-/** Resolves once fewer than `maxJobs` jobs wait in the queue (polls; logs once if it is paused). */
-export async function waitForRoom(queue: WorkspaceQueue, maxJobs: number, logger: Logger): Promise<void> {
+/**
+ * Resolves once fewer than `maxJobs` jobs wait in the queue, or the run is stopped (polls; logs
+ * once if it is paused).
+ */
+export async function waitForRoom(queue: WorkspaceQueue, maxJobs: number, logger: Logger, signal?: AbortSignal): Promise<void> {
   let warned = false;
   for (;;) {
+    if (signal?.aborted) return;
     const pending = await pendingJobCount(queue);
     if (pending < maxJobs) return;
     if (!warned && (await queue.isPaused())) {

@@ -4,8 +4,8 @@ import { CrmSyncError } from '../errors/index.js';
 import { ingest, parseMapping, type IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { finishRun } from './produce-source.js';
-import { keepProducerAlive, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+import { PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+import { runLife } from './run-life.js';
 import { produceRun, type ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -44,25 +44,29 @@ export async function resumeProducer(options: ResumeProducerOptions): Promise<{ 
     ...(run.options.format ? { format: run.options.format } : {}),
     ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
   });
-  await store.beginProducing(runId);
-  logger.info({ runId, from: through + 1 }, 'resuming the run where its producer stopped');
-  const stopHeartbeat = keepProducerAlive(store, runId);
-  try {
-    const progress = await produceRun(notYetDone(rows, store, runId, through), {
-      queue: options.queue,
-      store,
-      runId,
-      rowsPerJob: run.options.rowsPerJob ?? 1,
-      countedThrough: through,
-      sourceColumns: () => reader.columns,
-      logger,
-      ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
-      ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),
-    });
-    return { run: await finishRun(store, runId, reader.columns, logger), progress };
-  } finally {
-    stopHeartbeat();
-  }
+  return runLife({
+    store,
+    logger,
+    columns: () => reader.columns,
+    start: async () => {
+      await store.beginProducing(runId);
+      logger.info({ runId, from: through + 1 }, 'resuming the run where its producer stopped');
+      return run;
+    },
+    produce: (_run, signal) =>
+      produceRun(notYetDone(rows, store, runId, through), {
+        queue: options.queue,
+        store,
+        runId,
+        rowsPerJob: run.options.rowsPerJob ?? 1,
+        countedThrough: through,
+        sourceColumns: () => reader.columns,
+        logger,
+        signal,
+        ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+        ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),
+      }),
+  });
 }
 
 /** The run's operation, once nothing stands in the way of a resume. */
@@ -73,6 +77,7 @@ function refuseUnresumable(run: RunRecord): Operation {
   if (op === 'deal.upsert' || run.options.reconcile) throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
   if (op === 'team.invite') throw why('invite rows are batched out of file order; import the file again');
   if (run.options.dryRun) throw why('it was a dry run; run it again');
+  if (run.status === 'cancelled') throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
   const seen = Date.parse(run.producerSeenAt ?? run.createdAt);
   if (run.status !== 'failed' && Date.now() - seen < PRODUCER_SILENCE_MS) {
     throw why(`its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`);

@@ -3,8 +3,8 @@ import { CrmSyncError } from '../errors/index.js';
 import { ingestValues, openSource, parseMapping, type IngestedRow, type Mapping } from '../ingest/index.js';
 import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { keepProducerAlive } from './producer-heartbeat.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
+import { runLife } from './run-life.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
 export interface RetryRunOptions {
@@ -86,24 +86,40 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   // store, what fences the rows' earlier jobs off.
   const generation = Date.now();
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
-  const room = () => waitForRoom(options.queue, jobsForRows(highWater, perJob), logger);
-  await store.beginProducing(runId);
-  const rows = options.file
-    ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)
-    : fromStoredRows(options.rows, run, op, mapping, store, room, generation);
-  const stopHeartbeat = keepProducerAlive(store, runId);
-  const progress = await produceRun(rows, {
-    highWaterMark: highWater,
-    queue: options.queue,
+  const { run: after, progress } = await runLife({
     store,
-    runId,
-    requeued: true,
-    generation,
-    ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
-    rowsPerJob,
     logger,
-  }).finally(stopHeartbeat);
-  return { run: await store.finishProducing(runId), progress, ignored: ignored.sample, ignoredCount: ignored.count };
+    // Rows the retry had not reached keep their earlier result: the run is whole either way.
+    whenProducingFails: 'finish-run',
+    start: async () => {
+      await store.beginProducing(runId);
+      return run;
+    },
+    produce: (_run, signal) => {
+      // False once the run is stopped (cancelled): no more rows are taken from the store. The
+      // status is read here too, so a cancel that emptied the queue is not taken for room.
+      const room = async () => {
+        await waitForRoom(options.queue, jobsForRows(highWater, perJob), logger, signal);
+        return !signal.aborted && (await store.getStatus(runId)) !== 'cancelled';
+      };
+      const rows = options.file
+        ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)
+        : fromStoredRows(options.rows, run, op, mapping, store, room, generation);
+      return produceRun(rows, {
+        highWaterMark: highWater,
+        queue: options.queue,
+        store,
+        runId,
+        requeued: true,
+        generation,
+        signal,
+        ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
+        rowsPerJob,
+        logger,
+      });
+    },
+  });
+  return { run: after, progress, ignored: ignored.sample, ignoredCount: ignored.count };
 }
 
 async function* fromStoredRows(
@@ -112,11 +128,11 @@ async function* fromStoredRows(
   op: Operation,
   mapping: Mapping | undefined,
   store: RunStore,
-  room: () => Promise<void>,
+  room: () => Promise<boolean>,
   round: number,
 ): AsyncIterable<IngestedRow> {
   const requeueChunk = async (rows: number[]) => {
-    await room();
+    if (!(await room())) return [];
     return store.requeueRows(run.id, rows, round);
   };
   if (only) {
@@ -144,14 +160,18 @@ async function* fromCorrectedFile(
   mapping: Mapping | undefined,
   store: RunStore,
   ignored: IgnoredLines,
-  room: () => Promise<void>,
+  room: () => Promise<boolean>,
   round: number,
 ): AsyncIterable<IngestedRow> {
   const reader = openSource(file);
   let chunk: Array<{ row: number; line: number; original: Record<string, string> }> = [];
   const flush = async function* () {
     const byRow = new Map(chunk.map((c) => [c.row, c]));
-    await room();
+    if (!(await room())) {
+      for (const c of chunk) ignored.add({ row: c.row, line: c.line, reason: 'not retried: the run was cancelled' });
+      chunk = [];
+      return;
+    }
     const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {

@@ -1,29 +1,124 @@
 import type { CrmError } from '../crm/index.js';
-import type { RunStore } from '../runs/index.js';
-import type { WorkspaceQueue } from './workspace-queue.js';
+import type { RunStore, WorkspaceHold } from '../runs/index.js';
+import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
+
+/*
+ * A workspace's queue is paused for two reasons that mean different things (docs/architecture.md,
+ * "Pauses"): `blocked` — the CRM refused the key (401); lifted by `runs resume` once the key is
+ * fixed — and `paused` — an operator's decision; lifted only by `workspace resume`. Each is
+ * recorded as a hold in the run store; the queue runs again only when no hold is left.
+ * The hold is written before the queue is paused and checked before it is resumed, so lifting
+ * one never lets the queue run while the other holds it (a lift racing a new block can resume
+ * the queue for a moment: the next 401 blocks it again, and no row is burned by a 401).
+ */
+
+interface WorkspaceArgs {
+  queue: WorkspaceQueue;
+  store: RunStore;
+  workspace: string;
+}
 
 /**
  * A 401 belongs to the workspace's key, not to a row: pause the whole workspace queue (every
  * worker process stops taking its jobs) and mark its running runs blocked. Nothing is burned:
  * rows stay queued until `resumeWorkspace`.
  */
-export async function blockWorkspace(args: { queue: WorkspaceQueue; store: RunStore; workspace: string; error: CrmError }): Promise<void> {
+export async function blockWorkspace(args: WorkspaceArgs & { error: CrmError }): Promise<void> {
   const { queue, store, workspace, error } = args;
-  await queue.pause();
   const reason =
     `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}). ` +
     `Fix the key (restart the workers if it comes from an env variable), then resume the run.`;
+  await store.setHold(workspace, 'blocked', reason);
+  await queue.pause();
   const { runs } = await store.listRuns({ workspace, status: 'running', limit: 1000 });
   // blockRun only moves runs still running: one that completed meanwhile stays completed.
   for (const run of runs) await store.blockRun(run.id, reason);
 }
 
-/** Resumes a workspace queue and its blocked runs; returns the ids of the runs resumed. */
-export async function resumeWorkspace(args: { queue: WorkspaceQueue; store: RunStore; workspace: string }): Promise<string[]> {
+/**
+ * Lifts a block by a refused key (`runs resume`): the blocked runs go on, and the queue runs
+ * again unless an operator paused the workspace. Returns the ids of the runs resumed.
+ */
+export async function resumeWorkspace(args: WorkspaceArgs): Promise<string[]> {
   const { queue, store, workspace } = args;
   const { runs } = await store.listRuns({ workspace, status: 'blocked', limit: 1000 });
   const resumed: string[] = [];
   for (const run of runs) if (await store.resumeRun(run.id)) resumed.push(run.id);
-  await queue.resume();
+  const { stillHeld } = await store.liftHold(workspace, 'blocked');
+  if (!stillHeld) await queue.resume();
   return resumed;
+}
+
+/** An operator's pause (`workspace pause`, the dashboard): workers take none of its rows until `unpauseWorkspace`. */
+export async function pauseWorkspace(args: WorkspaceArgs & { reason?: string }): Promise<void> {
+  await args.store.setHold(args.workspace, 'paused', args.reason ?? 'paused by an operator');
+  await args.queue.pause();
+}
+
+/**
+ * Lifts an operator's pause only: a workspace blocked by a refused key stays paused (`runs
+ * resume` lifts that). Answers whether the queue runs again.
+ */
+export async function unpauseWorkspace(args: WorkspaceArgs): Promise<{ running: boolean; blocked?: WorkspaceHold }> {
+  const { stillHeld } = await args.store.liftHold(args.workspace, 'paused');
+  if (stillHeld) {
+    const { blocked } = await args.store.holds(args.workspace);
+    return { running: false, ...(blocked ? { blocked } : {}) };
+  }
+  await args.queue.resume();
+  return { running: true };
+}
+
+export interface WorkspaceStatus {
+  workspace: string;
+  /** An operator's pause, if any. */
+  paused?: WorkspaceHold;
+  /** A block by a refused key, if any. */
+  blocked?: WorkspaceHold;
+  /** BullMQ's own flag: true while any hold is set (or a pause from an older version). */
+  queuePaused: boolean;
+  /** Jobs waiting (including delayed), and being worked on. */
+  waiting: number;
+  active: number;
+  /** Worker connections serving this queue now (BullMQ's worker list). */
+  workers: number;
+  runningRuns: number;
+  blockedRuns: number;
+}
+
+/** What `workspace status` and the dashboard show. */
+export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceStatus> {
+  const { queue, store, workspace } = args;
+  const [holds, queuePaused, waiting, counts, workers, running, blocked] = await Promise.all([
+    store.holds(workspace),
+    queue.isPaused(),
+    pendingJobCount(queue),
+    queue.getJobCounts('active'),
+    workerCount(queue),
+    store.listRuns({ workspace, status: 'running', limit: 0 }),
+    store.listRuns({ workspace, status: 'blocked', limit: 0 }),
+  ]);
+  return {
+    workspace,
+    ...(holds.paused ? { paused: holds.paused } : {}),
+    ...(holds.blocked ? { blocked: holds.blocked } : {}),
+    queuePaused,
+    waiting,
+    active: counts.active ?? 0,
+    workers,
+    runningRuns: running.total,
+    blockedRuns: blocked.total,
+  };
+}
+
+/**
+ * Worker processes serving the queue, from BullMQ's worker list (Redis CLIENT LIST by the
+ * connection name BullMQ gives its workers). -1 when Redis does not allow CLIENT LIST.
+ */
+export async function workerCount(queue: WorkspaceQueue): Promise<number> {
+  try {
+    return (await queue.getWorkers()).length;
+  } catch {
+    return -1;
+  }
 }

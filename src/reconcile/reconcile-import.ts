@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { produceSource, sourceRunOptions, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
+import { produceSource, sourceIdentity, sourceRunOptions, type ProducerProgress, type RunStop, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { planRows, type PlannedRow } from './plan-rows.js';
@@ -103,11 +103,16 @@ export interface ReconcileImportOptions extends ReconcileSourceOptions {
   highWaterMark?: number;
   rowsPerJob?: number;
   /**
-   * Checked (with the plan counts so far) before each row that would be sent; once it answers
-   * true or a reason, every remaining such row is recorded `failed` (RUN_ABORTED, not sent,
-   * the reason in its message). Default: never.
+   * The caller's stop (a nightly sync's maxFailures, its lock lost), with a RunStop as its
+   * reason: every remaining row that would be sent is recorded as stopped (not sent). A cancel
+   * of the run is seen by the run's owner (run-life.ts) as well. Default: none.
    */
-  shouldStop?: (counts: PlanCounts) => boolean | string;
+  signal?: AbortSignal;
+  /**
+   * Abort the run (RUN_ABORTED) once this many rows matched no record or several: the file
+   * and the CRM disagree too much for the rest to be trusted. Default: never.
+   */
+  abortAfterUnmatched?: number;
   /** Called with the run as soon as it exists. */
   onRun?: (run: RunRecord) => void;
 }
@@ -134,6 +139,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
   const reader = openReader(options);
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
+  const unmatched = new AbortController();
   const { run, progress } = await produceSource({
     store: options.store,
     queue: options.queue,
@@ -144,16 +150,15 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
     ...(options.rowsPerJob !== undefined ? { rowsPerJob: options.rowsPerJob } : {}),
     ...(options.onRun ? { onRun: options.onRun } : {}),
-    // Rows already handed to the producer when the run is aborted are stopped there too.
-    shouldStop: () => abortReason(options.shouldStop?.(counts)),
+    signal: options.signal ? AbortSignal.any([options.signal, unmatched.signal]) : unmatched.signal,
     run: {
       workspace: options.workspace,
       operation: options.op,
       source: options.file,
       ...(options.syncName ? { syncName: options.syncName } : {}),
-      options: { ...sourceRunOptions(reader, options), reconcile: true, matchKey },
+      options: { ...sourceRunOptions(reader, options), ...sourceIdentity(options.file), reconcile: true, matchKey },
     },
-    rows: async (created) => {
+    rows: async (created, stop) => {
       let built;
       try {
         built = await buildIndexFor({ ...options, matchKey });
@@ -165,7 +170,12 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       }
       index = built.stats;
       logger.info({ runId: created.id, ...index }, 'reconcile index built');
-      return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }), counts, options.shouldStop);
+      const limit = options.abortAfterUnmatched;
+      const tooMany = limit === undefined ? undefined : () => {
+        const n = counts['not-found'] + counts.ambiguous;
+        if (n >= limit) unmatched.abort({ kind: 'aborted', reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})` } satisfies RunStop);
+      };
+      return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }), counts, stop, tooMany);
     },
   });
   return { run, progress, counts, index };
@@ -185,20 +195,11 @@ function indexAuthReason(workspace: string, error: AuthError): string {
 
 async function* noRows(): AsyncGenerator<PlannedRow> {}
 
-function abortReason(stop: boolean | string | undefined): string | undefined {
-  if (!stop) return undefined;
-  return typeof stop === 'string' ? stop : 'the run was aborted (too many failed rows)';
-}
-
-async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, shouldStop?: (counts: PlanCounts) => boolean | string): AsyncGenerator<PlannedRow> {
+/** Counts what the plan decided for rows that go on (the producer records stopped rows itself). */
+async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, stop: AbortSignal, check?: () => void): AsyncGenerator<PlannedRow> {
   for await (const row of rows) {
-    const why = row.payload !== undefined ? abortReason(shouldStop?.(counts)) : undefined;
-    if (why !== undefined) {
-      const { payload: _unsent, ...rest } = row;
-      yield { ...rest, outcome: { status: 'failed', code: 'RUN_ABORTED', message: `not sent: ${why}` } };
-      continue;
-    }
-    counts[row.action]++;
+    if (!(row.payload !== undefined && stop.aborted)) counts[row.action]++;
+    check?.();
     yield row;
   }
 }

@@ -3,6 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { mapRow, openSource, parseMapping, type Mapping } from '../ingest/index.js';
+import { sourceIdentity } from '../queue/index.js';
 import { escapeCsvCell, type RunStore } from '../runs/index.js';
 import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
 import { normaliseName } from './deal-lookup.js';
@@ -58,6 +59,16 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   const run = await store.requireRun(runId);
   const kind = RESOURCE_OF[run.operation];
   if (!kind) throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
+  const was = { size: run.options.sourceSize, mtime: run.options.sourceMtimeMs };
+  const now = sourceIdentity(run.source);
+  if (was.size !== undefined && (now.sourceSize !== was.size || now.sourceMtimeMs !== was.mtime)) {
+    // What was sent is recomputed from the file: a changed file would report its changes as drift.
+    throw new CrmSyncError(
+      'RUN_STATE',
+      `${run.source} changed since run ${runId} began (size ${was.size} → ${now.sourceSize ?? 'gone'} bytes, modified ${new Date(was.mtime ?? 0).toISOString()} → ` +
+        `${now.sourceMtimeMs !== undefined ? new Date(now.sourceMtimeMs).toISOString() : 'gone'}): verify compares the CRM with what that file said, so it cannot check this run`,
+    );
+  }
   const mapping: Mapping | undefined = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
 
   const sent = new Map<number, string>();

@@ -11,6 +11,8 @@ export {
   type OrderSettlement,
   type RefusalReason,
   type RecordOutcome,
+  type HoldKind,
+  type WorkspaceHold,
 } from './run-store.js';
 export {
   RowFence,
@@ -45,3 +47,7 @@ export {
   type GroupProblemsOptions,
 } from './problem-groups.js';
 export { searchRuns, runMatches, type ListRuns, type SearchRunsQuery, type SearchRunsResult } from './run-search.js';
+export { succeeded, skipped, invalid, failed, cancelled, aborted, superseded, uncertain, type RowPlace, type FailureDetail } from './row-results.js';
+export { isProblem } from './result-codec.js';
+export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
+export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';

@@ -8,8 +8,8 @@ import type { FinalRowStatus, RowResult } from './run-types.js';
  * milliseconds (13 bytes instead of a 24-byte ISO string); succeeded and skipped rows keep no
  * `original`. The Lua scripts read only the first character, so they never decode JSON.
  */
-const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f', superseded: 'p', uncertain: 'u' } as const satisfies Record<FinalRowStatus, string>;
-const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed', p: 'superseded', u: 'uncertain' };
+const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f', superseded: 'p', uncertain: 'u', cancelled: 'c' } as const satisfies Record<FinalRowStatus, string>;
+const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed', p: 'superseded', u: 'uncertain', c: 'cancelled' };
 
 const StoredResultSchema = z.object({
   /** line */
@@ -34,7 +34,7 @@ type StoredResult = z.infer<typeof StoredResultSchema>;
 
 /** Rows an operator must look at (the problems index, exports of failed rows, `runs retry`). */
 export function isProblem(status: FinalRowStatus): boolean {
-  return status === 'failed' || status === 'invalid' || status === 'uncertain';
+  return status === 'failed' || status === 'invalid' || status === 'uncertain' || status === 'cancelled';
 }
 
 export function encodeResult(result: RowResult): string {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
-import type { RunStore } from './run-store.js';
+import type { RunResults } from './run-archive.js';
 import type { RowResult } from './run-types.js';
 
 /**
@@ -69,7 +69,7 @@ export function describeError(result: RowResult): string {
  * opener).
  */
 export async function writeResultsCsv(
-  store: RunStore,
+  store: RunResults,
   runId: string,
   out: NodeJS.WritableStream,
   options: WriteResultsCsvOptions = {},

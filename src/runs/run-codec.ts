@@ -47,8 +47,12 @@ const RunHashSchema = z.object({
   invalid: Count.default(0),
   superseded: Count.default(0),
   uncertain: Count.default(0),
+  cancelled: Count.default(0),
   maxRow: Count.default(0),
   producedRow: Count.default(0),
+  passStartedAt: z.string().optional(),
+  activeMs: Count.default(0),
+  passes: Count.default(0),
 });
 
 export interface DecodedRun {
@@ -77,6 +81,7 @@ export function encodeRun(run: RunRecord): Record<string, string> {
     invalid: String(run.counts.invalid),
     superseded: String(run.counts.superseded),
     uncertain: String(run.counts.uncertain),
+    cancelled: String(run.counts.cancelled),
     maxRow: '0',
   };
   if (run.syncName !== undefined) hash.syncName = run.syncName;
@@ -103,6 +108,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
       invalid: h.invalid,
       superseded: h.superseded,
       uncertain: h.uncertain,
+      cancelled: h.cancelled,
     },
     columns: z.array(z.string()).parse(JSON.parse(h.columns)),
     options: RunOptionsSchema.parse(JSON.parse(h.options)),
@@ -115,5 +121,8 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   if (h.reason !== undefined) record.reason = h.reason;
   if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
   if (h.producedRow > 0) record.producedRow = h.producedRow;
+  if (h.passStartedAt !== undefined) record.passStartedAt = h.passStartedAt;
+  if (h.activeMs > 0) record.activeMs = h.activeMs;
+  if (h.passes > 0) record.passes = h.passes;
   return { record, maxRow: h.maxRow };
 }

@@ -7,7 +7,14 @@ import type { RunStatus } from './run-types.js';
  */
 export const RESULT_BUCKET_ROWS = 100;
 
-export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
+export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+
+/**
+ * The statuses whose indexes every script gets as KEYS[2..5]. The `cancelled` index is derived
+ * inside the scripts from the `running` one (PRELUDE in run-scripts.ts), so the KEYS layout the
+ * fence scripts share did not have to move when it was added.
+ */
+const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
 
 /**
  * Redis key names of the run store (the layout is documented at the top of run-store.ts).
@@ -62,6 +69,11 @@ export class RunKeys {
     return `${this.prefix}:ws:${workspace}:upserted:${matchHash}`;
   }
 
+  /** Why the workspace's queue is held: field `paused` (an operator) and/or `blocked` (a 401). */
+  workspaceHolds(workspace: string): string {
+    return `${this.prefix}:ws:${workspace}:holds`;
+  }
+
   /** Which run and row recorded a deal, workspace-wide. */
   dealClaim(workspace: string, dealId: string): string {
     return `${this.prefix}:ws:${workspace}:claim:${dealId}`;
@@ -85,8 +97,13 @@ export class RunKeys {
     return `${this.prefix}:runs:status:${status}`;
   }
 
-  /** The four status indexes in RUN_STATUSES order: every status-changing script gets them all. */
+  /** The status indexes scripts get as KEYS[2..5] (see SCRIPT_STATUSES). */
   statusIndexes(): string[] {
+    return SCRIPT_STATUSES.map((status) => this.byStatus(status));
+  }
+
+  /** Every status index, for removing a run from all of them. */
+  allStatusIndexes(): string[] {
     return RUN_STATUSES.map((status) => this.byStatus(status));
   }
 

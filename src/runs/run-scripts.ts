@@ -3,14 +3,16 @@ import { RESULT_BUCKET_ROWS } from './run-keys.js';
 
 /*
  * Every script gets KEYS[1] = the run hash and KEYS[2..5] = the status indexes (running,
- * blocked, completed, failed), so a status change and its index move happen in the same
+ * blocked, completed, failed; cancelled is derived), so a status change and its index move happen in the same
  * atomic step as the counts that caused it. Scripts answer `RUN_NOT_FOUND` as an error reply
  * when the run hash is gone; the store turns that into a CrmSyncError.
  */
 export const PRELUDE = `
 local run = KEYS[1]
 if redis.call('EXISTS', run) == 0 then return redis.error_reply('RUN_NOT_FOUND no such run') end
-local STATUS_INDEX = { running = KEYS[2], blocked = KEYS[3], completed = KEYS[4], failed = KEYS[5] }
+-- The cancelled index is <prefix>:runs:status:cancelled, derived from the running one (run-keys.ts).
+local STATUS_INDEX = { running = KEYS[2], blocked = KEYS[3], completed = KEYS[4], failed = KEYS[5], cancelled = string.sub(KEYS[2], 1, -8) .. 'cancelled' }
+local ENDED = { completed = true, failed = true, cancelled = true }
 
 -- Moves the run to a status, keeping the status index, finishedAt and reason in step.
 local function set_status(status, now, reason)
@@ -20,7 +22,7 @@ local function set_status(status, now, reason)
     redis.call('ZADD', STATUS_INDEX[status], current[3], current[2])
     redis.call('HSET', run, 'status', status)
   end
-  if status == 'completed' or status == 'failed' then
+  if ENDED[status] then
     redis.call('HSET', run, 'finishedAt', now)
     -- Kept once: retries move finishedAt, the first pass's end stays (the run's own duration).
     redis.call('HSETNX', run, 'firstFinishedAt', now)
@@ -51,7 +53,7 @@ local function bucket(row)
 end
 `;
 
-export const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain' }`;
+export const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled' }`;
 
 /*
  * Storing one row's result, shared by every script that records one (RECORD_RESULTS, and the
@@ -59,9 +61,9 @@ export const COUNT_FIELDS = `local COUNTS = { 'total', 'queued', 'succeeded', 'f
  * the same way whichever path wrote the row. Needs BUCKET; KEYS[7] is the problems zset.
  */
 export const RESULTS = `
-local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed', p = 'superseded', u = 'uncertain' }
-local PROBLEM = { failed = true, invalid = true, uncertain = true }
-local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0, superseded = 0, uncertain = 0 }
+local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed', p = 'superseded', u = 'uncertain', c = 'cancelled' }
+local PROBLEM = { failed = true, invalid = true, uncertain = true, cancelled = true }
+local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0, superseded = 0, uncertain = 0, cancelled = 0 }
 local max_row = tonumber(redis.call('HGET', run, 'maxRow') or '0')
 
 -- Writes the row's result and moves the counts in 'delta'; flush_results() applies them.
@@ -180,9 +182,11 @@ return out
 /**
  * ARGV[1] count, ARGV[2] the highest row among them ('' = not tracked). Rows handed to the
  * queue. With a row, a producer that repeats a step after losing Redis's answer counts it once,
- * and `producedRow` says how far a producer got (where a resumed one goes on).
+ * and `producedRow` says how far a producer got (where a resumed one goes on). Answers -1 and
+ * counts nothing once the run is cancelled: the producer then queues no more rows.
  */
 export const ADD_QUEUED = new LuaScript(`${PRELUDE}
+if redis.call('HGET', run, 'status') == 'cancelled' then return -1 end
 if ARGV[2] ~= '' then
   if tonumber(ARGV[2]) <= tonumber(redis.call('HGET', run, 'producedRow') or '0') then return 0 end
   redis.call('HSET', run, 'producedRow', ARGV[2])
@@ -199,9 +203,21 @@ complete_if_done(ARGV[1])
 return 1
 `);
 
-/** ARGV[1] now (ISO). The producer is alive (a heartbeat). */
+/** ARGV[1] now (ISO). The producer is alive (a heartbeat); answers the run's status. */
 export const TOUCH_PRODUCER = new LuaScript(`${PRELUDE}
 redis.call('HSET', run, 'producerSeenAt', ARGV[1])
+return redis.call('HGET', run, 'status')
+`);
+
+/**
+ * ARGV[1] now (ISO), ARGV[2] reason. A running or blocked run becomes cancelled; answers 1 when
+ * it did, 0 for a run that had already ended. Rows recorded afterwards (in flight at the cancel)
+ * still count, but never complete the run (complete_if_done moves only running runs).
+ */
+export const CANCEL_RUN = new LuaScript(`${PRELUDE}
+local status = redis.call('HGET', run, 'status')
+if status ~= 'running' and status ~= 'blocked' then return 0 end
+set_status('cancelled', ARGV[1], ARGV[2])
 return 1
 `);
 
@@ -233,9 +249,14 @@ redis.call('HSET', run, 'sourceRead', '1', 'columns', ARGV[1])
 return 1
 `);
 
-/** ARGV[1] now (ISO). A retry is producing again: the run must not complete between its chunks. */
+/**
+ * ARGV[1] now (ISO), ARGV[2] ms the pass before took ('' when it had not ended). A retry or
+ * resume is producing again: the run must not complete between its chunks; a new pass begins.
+ */
 export const BEGIN_PRODUCING = new LuaScript(`${PRELUDE}
-redis.call('HSET', run, 'producerDone', '0', 'sourceRead', '0', 'producerSeenAt', ARGV[1])
+redis.call('HSET', run, 'producerDone', '0', 'sourceRead', '0', 'producerSeenAt', ARGV[1], 'passStartedAt', ARGV[1])
+redis.call('HINCRBY', run, 'passes', 1)
+if ARGV[2] ~= '' then redis.call('HINCRBY', run, 'activeMs', ARGV[2]) end
 set_status('running', ARGV[1], nil)
 return 1
 `);
@@ -275,7 +296,7 @@ return 1
  */
 export const REQUEUE_ROWS = new LuaScript(`${PRELUDE}
 ${BUCKET}
-local NAMES = { i = 'invalid', f = 'failed', u = 'uncertain' }
+local NAMES = { i = 'invalid', f = 'failed', u = 'uncertain', c = 'cancelled' }
 local moved = {}
 local queued = 0
 for i = 3, #ARGV do
@@ -295,7 +316,9 @@ for i = 3, #ARGV do
 end
 if queued > 0 then
   redis.call('HINCRBY', run, 'queued', queued)
-  set_status('running', ARGV[1], nil)
+  -- A cancelled run stays cancelled: a retry reopens it first (BEGIN_PRODUCING), so rows a
+  -- retry still takes after a cancel are recorded cancelled by its producer.
+  if redis.call('HGET', run, 'status') ~= 'cancelled' then set_status('running', ARGV[1], nil) end
 end
 return moved
 `);

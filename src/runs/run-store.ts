@@ -27,8 +27,13 @@
  *   <p>:ws:<w>:lookup              hash    the workspace's deal-list passes: next start, the pass under
  *                                          way and its lease, the last snapshot's start (LookupPassBoard)
  *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
+ *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
+ *                                          `workspace pause`) and `blocked` (the CRM refused the key),
+ *                                          each JSON {reason, since}; the queue runs again only when
+ *                                          neither is left (docs/architecture.md, "Pauses")
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
- *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms)
+ *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
+ *                                          completed, failed, cancelled)
  *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
  *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
  *
@@ -47,6 +52,7 @@ import {
   ADD_QUEUED,
   BEGIN_PRODUCING,
   BLOCK_RUN,
+  CANCEL_RUN,
   FAIL_IF_PRODUCER_GONE,
   FINISH_PRODUCING,
   RECORD_RESULTS,
@@ -107,6 +113,15 @@ export interface RecordOutcome {
   refused: Array<{ row: number; reason: RefusalReason }>;
 }
 
+/** Why a workspace's queue is held, by kind: an operator's pause, and a refused API key. */
+export type HoldKind = 'paused' | 'blocked';
+
+export interface WorkspaceHold {
+  reason: string;
+  /** ISO time the hold was set. */
+  since: string;
+}
+
 export interface ProblemsQuery {
   /** Default 0. */
   offset?: number;
@@ -150,14 +165,14 @@ export class RunStore {
   }
 
   async createRun(input: CreateRunInput): Promise<RunRecord> {
-    const now = new Date();
+    const now = input.createdAt ?? new Date();
     const run: RunRecord = {
       id: newRunId(now),
       workspace: input.workspace,
       operation: input.operation,
       source: input.source,
       status: input.status ?? 'running',
-      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 },
+      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 },
       columns: input.columns ?? [],
       options: input.options ?? {},
       createdAt: now.toISOString(),
@@ -175,6 +190,11 @@ export class RunStore {
     if (run.syncName !== undefined) tx.zadd(this.keys.bySync(run.syncName), score, run.id);
     await tx.exec();
     return run;
+  }
+
+  /** Ids of runs created before `cutoffMs` (epoch ms), oldest first, at most `limit`. */
+  async runIdsCreatedBefore(cutoffMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.allRuns(), '-inf', `(${Math.floor(cutoffMs)}`, 'LIMIT', 0, Math.max(0, Math.floor(limit)));
   }
 
   async getRun(id: string): Promise<RunRecord | null> {
@@ -233,10 +253,11 @@ export class RunStore {
    * idempotent: a repeat after a lost answer counts nothing, and the run remembers how far its
    * producer got (`producedRow`).
    */
-  async addQueued(id: string, count: number, throughRow?: number): Promise<void> {
+  async addQueued(id: string, count: number, throughRow?: number): Promise<'counted' | 'cancelled'> {
     if (!Number.isInteger(count) || count < 0) throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
-    if (count === 0) return;
-    await this.script(ADD_QUEUED, id, [], [count, throughRow ?? '']);
+    if (count === 0) return 'counted';
+    // -1: the run was cancelled; the caller must not queue these rows.
+    return (await this.script(ADD_QUEUED, id, [], [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
@@ -282,9 +303,19 @@ export class RunStore {
     await this.script(SOURCE_READ, id, [], [JSON.stringify(columns)]);
   }
 
-  /** The producer's heartbeat (see RunRecord.producerSeenAt). */
-  async touchProducer(id: string): Promise<void> {
-    await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()]);
+  /** The producer's heartbeat (see RunRecord.producerSeenAt); answers the run's status. */
+  async touchProducer(id: string): Promise<RunStatus> {
+    return (await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()])) as RunStatus;
+  }
+
+  /** The run's status alone (one HGET), or null when there is no such run. */
+  async getStatus(id: string): Promise<RunStatus | null> {
+    return (await this.redis.hget(this.keys.run(id), 'status')) as RunStatus | null;
+  }
+
+  /** running/blocked → cancelled with the reason; false for a run that had already ended. */
+  async cancelRun(id: string, reason: string): Promise<boolean> {
+    return (await this.script(CANCEL_RUN, id, [], [new Date().toISOString(), reason])) === 1;
   }
 
   /**
@@ -311,7 +342,10 @@ export class RunStore {
 
   /** A retry produces again: the run stays running (not completed) until finishProducing. */
   async beginProducing(id: string): Promise<void> {
-    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString()]);
+    // The ended pass's duration, for the run's active time (a statistic: read outside the script).
+    const run = await this.requireRun(id);
+    const took = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.passStartedAt ?? run.createdAt) : NaN;
+    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString(), Number.isFinite(took) && took >= 0 ? Math.round(took) : '']);
   }
 
   /** running → blocked with the reason; a run in any other status is left alone. */
@@ -327,6 +361,41 @@ export class RunStore {
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
     if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
     await this.script(SET_STATUS, id, [], [status, new Date().toISOString(), reason ?? '']);
+  }
+
+  /** Records why the workspace is held (replacing an earlier hold of the same kind). */
+  async setHold(workspace: string, kind: HoldKind, reason: string): Promise<void> {
+    const hold: WorkspaceHold = { reason, since: new Date().toISOString() };
+    await this.redis.hset(this.keys.workspaceHolds(workspace), kind, JSON.stringify(hold));
+  }
+
+  /**
+   * Lifts one kind of hold; answers whether the workspace is still held by the other (then its
+   * queue must stay paused). Atomic, so two lifts never both see the other still there.
+   */
+  async liftHold(workspace: string, kind: HoldKind): Promise<{ lifted: boolean; stillHeld: boolean }> {
+    const [removed, left] = (await this.redis.eval(
+      "local n = redis.call('HDEL', KEYS[1], ARGV[1]) return { n, redis.call('HLEN', KEYS[1]) }",
+      1,
+      this.keys.workspaceHolds(workspace),
+      kind,
+    )) as [number, number];
+    return { lifted: removed === 1, stillHeld: left > 0 };
+  }
+
+  async holds(workspace: string): Promise<Partial<Record<HoldKind, WorkspaceHold>>> {
+    const raw = await this.redis.hgetall(this.keys.workspaceHolds(workspace));
+    const out: Partial<Record<HoldKind, WorkspaceHold>> = {};
+    for (const kind of ['paused', 'blocked'] as const) {
+      const v = raw[kind];
+      if (v === undefined) continue;
+      try {
+        out[kind] = JSON.parse(v) as WorkspaceHold;
+      } catch {
+        out[kind] = { reason: v, since: '' };
+      }
+    }
+    return out;
   }
 
   async getResult(id: string, row: number): Promise<RowResult | null> {
@@ -440,7 +509,7 @@ export class RunStore {
       .unlink(this.keys.run(id), this.keys.problems(id), this.keys.rounds(id), this.keys.creating(id))
       .zrem(this.keys.allRuns(), id)
       .zrem(this.keys.byWorkspace(record.workspace), id);
-    for (const key of this.keys.statusIndexes()) tx.zrem(key, id);
+    for (const key of this.keys.allStatusIndexes()) tx.zrem(key, id);
     if (record.syncName !== undefined) tx.zrem(this.keys.bySync(record.syncName), id);
     await tx.exec();
   }
@@ -492,7 +561,7 @@ export class RunStore {
 }
 
 /** The counts in the order the scripts return them (COUNT_FIELDS in run-scripts.ts). */
-const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain'] as const satisfies ReadonlyArray<keyof RunCounts>;
+const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled'] as const satisfies ReadonlyArray<keyof RunCounts>;
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
   const counts = {} as RunCounts;

@@ -1,15 +1,20 @@
 import type { Operation } from '../crm/index.js';
 
-/** A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue. */
-export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed';
+/**
+ * A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue.
+ * `cancelled`: an operator stopped it (`runs cancel`); rows still waiting were recorded
+ * `cancelled`, rows in flight finished.
+ */
+export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed' | 'cancelled';
 
 /**
  * A row's final result. Every input row ends with exactly one of these.
  * `superseded`: not sent, because a later row for the same record was applied first (sending
  * it now would put an older value back). `uncertain`: a create whose outcome could not be
  * established (it may have been applied); it is never re-sent blindly: `runs retry` looks again.
+ * `cancelled`: not sent because the run was cancelled; exported and retryable like a failure.
  */
-export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed' | 'superseded' | 'uncertain';
+export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed' | 'superseded' | 'uncertain' | 'cancelled';
 
 export interface RunCounts {
   /** Rows read from the source so far (final once `producerDone`). */
@@ -22,6 +27,7 @@ export interface RunCounts {
   invalid: number;
   superseded: number;
   uncertain: number;
+  cancelled: number;
 }
 
 /** How the run was made, kept so retries can map and validate rows the same way. */
@@ -69,6 +75,14 @@ export interface RunRecord {
   producerSeenAt?: string;
   /** The highest row the producer handed to the queue: a resumed producer goes on after it. */
   producedRow?: number;
+  /**
+   * Durations apart from wall time: a retry or resume starts a new pass. `passStartedAt` is when
+   * the current pass began (absent: createdAt), `activeMs` the time earlier passes took from
+   * their start to their end, `passes` how many passes came after the first.
+   */
+  passStartedAt?: string;
+  activeMs?: number;
+  passes?: number;
 }
 
 export interface FieldError {
@@ -104,6 +118,8 @@ export interface CreateRunInput {
   options?: RunOptions;
   /** Start in this status (a dry run is created `completed` when its producer is done). */
   status?: RunStatus;
+  /** When the run began. Default now; benchmarks that simulate past nights set it. */
+  createdAt?: Date;
 }
 
 export interface ListRunsQuery {

@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import { getWorkspace, readApiKey, type Config } from '../config/index.js';
-import { CrmClient } from '../crm/index.js';
+import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { connectRedis, openWorkspaceQueue, refuseEvictingRedis, refuseRedisCluster, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
 import { RunStore } from '../runs/index.js';
@@ -48,18 +47,7 @@ export async function openRuntime(config: Config, logger: Logger, role: RedisRol
   };
 }
 
-/** An API client for a configured workspace; reads its key now (SECRET_MISSING names the source). */
-export function createCrmClient(config: Config, workspace: string, logger: Logger, options: { maxSockets?: number } = {}): CrmClient {
-  const ws = getWorkspace(config, workspace);
-  return new CrmClient({
-    workspace: ws.name,
-    baseUrl: ws.baseUrl,
-    apiKey: readApiKey(ws),
-    listVersion: ws.listVersion,
-    timeoutMs: ws.requestTimeoutMs,
-    logger,
-    ...(options.maxSockets !== undefined ? { maxSockets: options.maxSockets } : {}),
-  });
-}
 export { startPrivateRedis, findOrStartRedis, redisAnswers, freePort, hasRedisServer, type PrivateRedis, type PrivateRedisOptions } from './local-redis.js';
 export { deleteKeysWithPrefix } from './delete-prefix.js';
+export { createCrmClient } from './crm-client-factory.js';
+export { preflight, checkKey, type CheckLine, type KeyCheck, type PreflightOptions } from './preflight.js';

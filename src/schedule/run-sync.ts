@@ -8,6 +8,7 @@ import type { CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import { reconcileImport, type PlanCounts } from '../reconcile/index.js';
+import type { RunStop } from '../queue/index.js';
 import { writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
@@ -112,10 +113,13 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       if (watchError !== undefined) return `aborted: the run could not be watched (${errorMessage(watchError)})`;
       return failuresReason(failed);
     };
+    // The producer's stop: rows it still reads or holds are recorded RUN_ABORTED, never queued.
+    const stopProducer = new AbortController();
     /** Fails the run and removes its waiting jobs (RUN_ABORTED); safe to repeat. */
     const abort = async (runId: string, reason: string) => {
       if (abortReason === undefined) log.warn({ runId, reason }, 'sync run aborted');
       abortReason = reason;
+      if (!stopProducer.signal.aborted) stopProducer.abort({ kind: 'aborted', reason } satisfies RunStop);
       const removed = await abortRun(store, queue, runId, reason);
       if (removed > 0) log.info({ runId, removed }, 'waiting rows of the aborted run removed');
     };
@@ -144,12 +148,14 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
       ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),
-      shouldStop: (plan) => stopReason(0) ?? (max !== undefined && plan['not-found'] + plan.ambiguous >= max),
+      signal: stopProducer.signal,
+      ...(max !== undefined ? { abortAfterUnmatched: max } : {}),
       onRun: (run) => {
         log.info({ runId: run.id, source }, 'sync run started');
         // Handled at once: a rejection here must not wait (unhandled) for reconcileImport to end.
         watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
           watchError = err;
+          stopProducer.abort({ kind: 'aborted', reason: `aborted: the run could not be watched (${errorMessage(err)})` } satisfies RunStop);
           log.error({ runId: run.id, err: errorMessage(err) }, 'could not watch the sync run');
         });
       },
@@ -160,7 +166,8 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     // A run that completed is only failed for its failures, never for a lock lost afterwards.
     const going = run.status === 'running' || run.status === 'blocked';
     const why = going || abortReason !== undefined ? stopReason(run.counts.failed) : failuresReason(run.counts.failed);
-    if (why !== undefined) {
+    // A run an operator cancelled stays cancelled: the sync reports it as it is.
+    if (why !== undefined && run.status !== 'cancelled') {
       await abort(run.id, why);
       run = await store.requireRun(run.id);
     }

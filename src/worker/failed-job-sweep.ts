@@ -2,9 +2,8 @@ import type { Job } from 'bullmq';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { isInviteBatch, PRODUCER_SILENCE_MS, toJobData, type InviteRow, type QueuedRow, type SyncJobData, type SyncJobName, type WorkspaceQueue } from '../queue/index.js';
-import type { RowFence, RunStore } from '../runs/index.js';
+import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
-import { now } from './row-results.js';
 
 type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
 
@@ -83,7 +82,7 @@ export class FailedJobSweep {
         job,
         data.runId,
         missing.map((r) => ({
-          result: { row: r.row, line: r.line, status: 'failed' as const, code: 'CRM_TRANSIENT', message, original: r.original, at: now() },
+          result: failed(r, { code: 'CRM_TRANSIENT', message }, r.original),
           fence: { lockKey: '', token: '', round: r.round ?? 0 },
         })),
       );

@@ -1,6 +1,6 @@
 import { CrmError } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
-import type { RowResult } from '../runs/index.js';
+import { failed, type RowResult } from '../runs/index.js';
 
 export function now(): string {
   return new Date().toISOString();
@@ -9,15 +9,7 @@ export function now(): string {
 /** A row's final failure: the CRM's status and message when it answered, else the error's. */
 export function failureResult(base: { row: number; line: number }, err: unknown, original: Record<string, string>): RowResult {
   const crm = err instanceof CrmError ? err : undefined;
-  return {
-    ...base,
-    status: 'failed',
-    ...(crm?.status !== undefined ? { httpStatus: crm.status } : {}),
-    code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT',
-    message: crm?.serviceMessage ?? errorMessage(err),
-    original,
-    at: now(),
-  };
+  return failed(base, { httpStatus: crm?.status, code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT', message: crm?.serviceMessage ?? errorMessage(err) }, original);
 }
 
 /** A delay between half and all of `ms` (BullMQ's jitter of 0.5), so retries do not arrive together. */

@@ -1,10 +1,8 @@
 import { BadResponseError, CrmError, TransientError, type CrmClient } from '../crm/index.js';
-import type { ErrorCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import type { DuplicateSafeCreate } from '../reconcile/index.js';
-import type { OrderSettlement, RecordRef, RowFence, RowResult, RowWriter } from '../runs/index.js';
-import { now } from './row-results.js';
+import { succeeded, superseded, type OrderSettlement, type RecordRef, type RowFence, type RowResult, type RowWriter } from '../runs/index.js';
 
 /** What sending one row came to. */
 export type SendOutcome =
@@ -73,7 +71,7 @@ export class RowSender {
       case 'send':
         return this.#update(r, payload, record, begin.seq, signal);
       case 'superseded':
-        return { kind: 'result', result: superseded(r, begin.by) };
+        return { kind: 'result', result: supersededBy(r, begin.by) };
       case 'refused':
         return { kind: 'lost', reason: `refused by the write fence (${begin.reason})` };
       case 'wait':
@@ -91,13 +89,13 @@ export class RowSender {
     const settles = this.o.fence.settlement(record, seq, true);
     try {
       const id = await updateRecord(this.o.client, payload, opts);
-      return { kind: 'result', result: { ...base, status: 'succeeded', recordId: id, at: now() }, settles };
+      return { kind: 'result', result: succeeded(base, id), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})`;
-        return { kind: 'result', result: { ...base, status: 'succeeded', recordId: err.recordId, message, at: now() }, settles };
+        return { kind: 'result', result: succeeded(base, err.recordId, message), settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
       await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));
@@ -124,15 +122,7 @@ function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?
 }
 
 /** `by` is the later row's seq (`<runId>#<row base 36>`): say which row in words. */
-function superseded(r: QueuedRow, by: string): RowResult {
+function supersededBy(r: QueuedRow, by: string): RowResult {
   const [runId = '', row36 = ''] = by.split('#');
-  const code: ErrorCode = 'ROW_SUPERSEDED';
-  return {
-    row: r.row,
-    line: r.line,
-    status: 'superseded',
-    code,
-    message: `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`,
-    at: now(),
-  };
+  return superseded(r, `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`);
 }

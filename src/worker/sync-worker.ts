@@ -20,7 +20,7 @@ import {
   type WorkspaceQueue,
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
-import { LookupPassBoard, RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import { LookupPassBoard, RowFence, cancelled, succeeded, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
@@ -31,7 +31,7 @@ import { RowSender } from './row-sender.js';
 import { splitInviteBatch } from './invite-split.js';
 import { SharedLimiter } from './shared-limiter.js';
 import { smoothRateLimit } from './smooth-rate-limit.js';
-import { failureResult, jitter, now } from './row-results.js';
+import { failureResult, jitter } from './row-results.js';
 
 export interface SyncWorkerOptions {
   workspace: string;
@@ -245,6 +245,7 @@ export class SyncWorker {
     this.#active.set(id, job);
     try {
       const data = toJobData(job.data);
+      if (await this.#cancelledRun(job, data, token ?? '')) return;
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
       return await this.#processRows(job, data, token ?? '', signal);
     } catch (err) {
@@ -254,6 +255,22 @@ export class SyncWorker {
       this.#locks.untrack(id);
       this.#active.delete(id);
     }
+  }
+
+  /**
+   * A job of a cancelled run (queued by a producer just as the cancel removed the waiting
+   * ones, or taken from a blocked queue) sends nothing: its rows without a result are recorded
+   * `cancelled`, through the fence like any result. One HGET per job.
+   */
+  async #cancelledRun(job: SyncJob, data: SyncJobData, token: string): Promise<boolean> {
+    if ((await this.#options.store.getStatus(data.runId)) !== 'cancelled') return false;
+    const { store } = this.#options;
+    const reason = (await store.getRun(data.runId))?.reason ?? 'the run was cancelled';
+    // Rows an earlier start of the job sent keep their result (and need no refusal logged).
+    const done = new Set((await store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
+    const rows = data.rows.filter((r) => !done.has(r.row));
+    if (rows.length > 0) await this.#store(job, data.runId, rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })));
+    return true;
   }
 
   /** The write fence's view of this job attempt sending row `r`. */
@@ -400,7 +417,7 @@ export class SyncWorker {
       return;
     }
     this.#count(job.name, '2xx', 'succeeded', data.rows.length);
-    await this.#store(job, data.runId, fenced(data.rows.map((r) => ({ row: r.row, line: r.line, status: 'succeeded' as const, recordId: r.email, at: now() }))));
+    await this.#store(job, data.runId, fenced(data.rows.map((r) => succeeded(r, r.email))));
     this.#onSuccess();
   }
 

@@ -3,7 +3,8 @@ import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { redisLiveness, watchRedisGeneration } from '../queue/index.js';
-import { createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
+import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
+import { startHousekeeping } from './housekeeping.js';
 import { SyncWorker } from './sync-worker.js';
 
 export interface WorkerPoolOptions {
@@ -23,6 +24,15 @@ export interface WorkerPoolOptions {
   sweepIntervalMs?: number;
   /** A run whose producer was silent this long is failed. Default 120000 ms. */
   producerSilenceMs?: number;
+  /**
+   * Ask the CRM for one record with each workspace's key before serving it, and refuse to start
+   * when the key is rejected: one process with a wrong key would otherwise pause the workspace
+   * for every worker (a 401 mid-run still blocks it). A CRM that does not answer is only
+   * warned about: it may come back. Default true.
+   */
+  checkKey?: boolean;
+  /** How often retention housekeeping is tried (one process of the fleet per period). Default 600000 ms. */
+  housekeepingMs?: number;
 }
 
 export interface WorkerPool {
@@ -55,10 +65,23 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     for (const name of names) {
       const ws = getWorkspace(config, name);
       const concurrency = options.concurrency ?? 8;
+      const client = createCrmClient(config, name, logger, { maxSockets: concurrency });
+      if (options.checkKey ?? true) {
+        const key = await checkKey(client);
+        if (key.verdict === 'rejected') {
+          client.close();
+          throw new CrmSyncError(
+            'CRM_AUTH',
+            `workspace ${name}: ${key.message}. This worker does not start: with a refused key it would pause the workspace for every worker. ` +
+              'Fix the key (its env variable or file), then start it again; "crm-sync check" tests it.',
+          );
+        }
+        if (key.verdict !== 'ok') logger.warn({ workspace: name, check: key.verdict }, `starting all the same: ${key.message}`);
+      }
       workers.push(
         await SyncWorker.start({
           workspace: name,
-          client: createCrmClient(config, name, logger, { maxSockets: concurrency }),
+          client,
           store: runtime.store,
           connection: runtime.redis,
           prefix: config.prefix,
@@ -84,10 +107,20 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     await runtime.close();
     throw err;
   }
+  const stopHousekeeping = startHousekeeping({
+    redis: runtime.redis,
+    store: runtime.store,
+    prefix: config.prefix,
+    resultsDir: config.resultsDir,
+    retentionMs: config.retention.days * 86_400_000,
+    logger,
+    ...(options.housekeepingMs !== undefined ? { everyMs: options.housekeepingMs } : {}),
+  });
   return {
     runtime,
     workers,
     async close() {
+      stopHousekeeping();
       generation.stop();
       await Promise.all(workers.map((w) => w.close()));
       // Bounded: metrics flush to Redis, which may be the thing that is gone.

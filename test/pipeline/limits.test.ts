@@ -57,16 +57,22 @@ describe('bounds', () => {
     const deals = [...h.ws.deals.values()];
     const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Stop'])));
     const { reader, rows } = ingest(file, { op: 'deal.update' });
-    let asked = 0;
+    const stop = new AbortController();
+    // The first two chunks go out; the run is aborted as row 21 is read.
+    async function* abortAt21() {
+      for await (const row of rows) {
+        if (row.row === 21) stop.abort({ kind: 'aborted', reason: 'too many failed rows' });
+        yield row;
+      }
+    }
     const { run } = await produceSource({
       store: h.runtime.store,
       queue: h.runtime.queue('acme'),
       reader,
-      rows: () => rows,
+      rows: () => abortAt21(),
       chunkSize: 10,
       run: { workspace: 'acme', operation: 'deal.update', source: file },
-      // The first two chunks go out; the run is aborted before the third.
-      shouldStop: () => (++asked > 2 ? 'too many failed rows' : undefined),
+      signal: stop.signal,
     });
     expect(run.counts).toMatchObject({ total: 50, queued: 20, failed: 30 });
     expect(await h.runtime.queue('acme').getWaitingCount()).toBe(20);

@@ -29,7 +29,7 @@ describe('create, get, list', () => {
   it('creates a running run with zero counts and reads it back', async () => {
     const run = await store.createRun({ workspace: 'acme', operation: 'deal.create', source: 'in.csv', options: { format: 'csv', delimiter: ';' } });
     expect(run.status).toBe('running');
-    expect(run.counts).toEqual({ total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
+    expect(run.counts).toEqual({ total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
     expect(run.producerDone).toBe(false);
     expect(await store.getRun(run.id)).toEqual(run);
     expect(await store.requireRun(run.id)).toEqual(run);
@@ -102,7 +102,7 @@ describe('counts', () => {
     // Redelivered jobs record the same rows again, also twice within one batch.
     await store.recordResults(run.id, [result(1, 'succeeded'), result(2, 'failed'), result(2, 'failed')]);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 4, queued: 1, succeeded: 2, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
+    expect(counts).toEqual({ total: 4, queued: 1, succeeded: 2, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
     // A later delivery that ends differently never replaces the stored result: it is refused.
     const late = await store.recordFenced(run.id, [result(2, 'succeeded')]);
     expect(late.refused).toEqual([{ row: 2, reason: 'exists' }]);
@@ -138,7 +138,7 @@ describe('counts', () => {
     await store.recordResults(run.id, [result(1, 'invalid')], { fromQueue: false });
     await store.addQueued(run.id, 1);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 3, queued: 0, succeeded: 1, failed: 0, skipped: 1, invalid: 1, superseded: 0, uncertain: 0 });
+    expect(counts).toEqual({ total: 3, queued: 0, succeeded: 1, failed: 0, skipped: 1, invalid: 1, superseded: 0, uncertain: 0, cancelled: 0 });
     const invalid = await store.getResult(run.id, 1);
     expect(invalid).toEqual(result(1, 'invalid'));
     // Succeeded/skipped rows do not keep their source values (memory), problem rows do.
@@ -254,13 +254,13 @@ describe('requeue', () => {
     let current = await store.requireRun(run.id);
     expect(current.status).toBe('running');
     expect(current.finishedAt).toBeUndefined();
-    expect(current.counts).toEqual({ total: 4, queued: 1, succeeded: 1, failed: 1, skipped: 0, invalid: 1, superseded: 0, uncertain: 0 });
+    expect(current.counts).toEqual({ total: 4, queued: 1, succeeded: 1, failed: 1, skipped: 0, invalid: 1, superseded: 0, uncertain: 0, cancelled: 0 });
     expect(await store.getResult(run.id, 3)).toBeNull();
 
     const rest = await store.requeueRows(run.id, undefined, 2);
     expect(rest.map((r) => r.row)).toEqual([2, 4]);
     current = await store.requireRun(run.id);
-    expect(current.counts).toEqual({ total: 4, queued: 3, succeeded: 1, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
+    expect(current.counts).toEqual({ total: 4, queued: 3, succeeded: 1, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
     expect(current.producerDone).toBe(true);
     expect((await store.problems(run.id)).total).toBe(0);
     expect(await store.requeueRows(run.id, undefined, 3)).toEqual([]);
@@ -268,7 +268,7 @@ describe('requeue', () => {
     await store.recordResults(run.id, [result(2, 'succeeded'), result(3, 'succeeded')]);
     expect((await store.requireRun(run.id)).status).toBe('running');
     const counts = await store.recordResults(run.id, [result(4, 'failed')]);
-    expect(counts).toEqual({ total: 4, queued: 0, succeeded: 3, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0 });
+    expect(counts).toEqual({ total: 4, queued: 0, succeeded: 3, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
     expect((await store.requireRun(run.id)).status).toBe('completed');
   });
 });

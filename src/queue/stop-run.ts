@@ -1,0 +1,96 @@
+import { CrmSyncError } from '../errors/index.js';
+import { aborted, cancelled, type RowPlace, type RowResult, type RunRecord, type RunStore } from '../runs/index.js';
+import { toJobData, type SyncJobData } from './job-data.js';
+import type { WorkspaceQueue } from './workspace-queue.js';
+
+/**
+ * Why a run stops before all its rows were sent. `cancelled`: an operator asked (`runs cancel`);
+ * the run ends `cancelled`, its unsent rows `cancelled` (retryable), and its producer stops
+ * reading. `aborted`: a nightly sync gave up on it (maxFailures, its lock lost); the run ends
+ * `failed`, its unsent rows `failed` (RUN_ABORTED), and the producer reads on so that every
+ * row of the file still gets its result.
+ *
+ * It is the `reason` of the AbortSignal a run's producer watches (run-life.ts).
+ */
+export interface RunStop {
+  kind: 'cancelled' | 'aborted';
+  reason: string;
+}
+
+/** The result of a row that was not sent because its run stopped. */
+export function stoppedResult(stop: RunStop, place: RowPlace, original: Record<string, string> | undefined): RowResult {
+  return stop.kind === 'cancelled' ? cancelled(place, stop.reason, original) : aborted(place, stop.reason, original);
+}
+
+/** The stop an AbortSignal carries, if it was aborted with one (anything else counts as a cancel). */
+export function stopOf(signal: AbortSignal | undefined): RunStop | undefined {
+  if (!signal?.aborted) return undefined;
+  const r: unknown = signal.reason;
+  if (typeof r === 'object' && r !== null && 'kind' in r && 'reason' in r) return r as RunStop;
+  return { kind: 'cancelled', reason: r instanceof Error ? r.message : String(r) };
+}
+
+/**
+ * Moves the run to its stopped status, then removes every job of the run still waiting in the
+ * queue and records its rows as stopped, so no further row is sent and every row still ends
+ * with a result. Jobs already taken by a worker finish (a worker that takes a job of a
+ * cancelled run records its rows cancelled instead of sending them). Safe to repeat. Returns the
+ * number of rows it recorded.
+ */
+export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: string, stop: RunStop): Promise<number> {
+  if (stop.kind === 'cancelled') await store.cancelRun(runId, stop.reason);
+  else await store.setStatus(runId, 'failed', stop.reason);
+  const page = 1000;
+  const mine: Array<{ id: string; data: SyncJobData }> = [];
+  for (let start = 0; ; start += page) {
+    const jobs = await queue.getJobs(['waiting', 'delayed', 'prioritized'], start, start + page - 1, true);
+    for (const job of jobs) {
+      if (job?.id && job.data.runId === runId) mine.push({ id: job.id, data: toJobData(job.data) });
+    }
+    if (jobs.length < page) break;
+  }
+  let recorded = 0;
+  for (const { id, data } of mine) {
+    // A worker may take the job meanwhile: then removal fails and the worker records the rows.
+    const ok = await queue.remove(id).catch(() => 0);
+    if (ok !== 1) continue;
+    // A row that already has its result (sent by an earlier start of the job) keeps it.
+    const done = new Set((await store.getResults(runId, data.rows.map((r) => r.row))).map((r) => r.row));
+    const results = data.rows.filter((r) => !done.has(r.row)).map((r) => stoppedResult(stop, r, r.original));
+    if (results.length > 0) await store.recordResults(runId, results);
+    recorded += results.length;
+  }
+  return recorded;
+}
+
+export interface CancelRunOptions {
+  store: RunStore;
+  /** The queue of the run's workspace. */
+  queue: WorkspaceQueue;
+  runId: string;
+  /** Said in the run's reason and each cancelled row's message. Default: "cancelled by an operator". */
+  reason?: string;
+}
+
+export interface CancelSummary {
+  /** The run as it stands after the cancel (status `cancelled`; rows in flight may still land). */
+  run: RunRecord;
+  /** Rows taken out of the queue and recorded `cancelled` by this call. */
+  removed: number;
+}
+
+/**
+ * Cancels a running or blocked run (the CLI's `runs cancel`, the dashboard's button): rows
+ * still waiting are removed and recorded `cancelled`, rows in flight finish, and a producer
+ * still reading the file stops at its next step (it learns from the run's status). A run that
+ * has already ended is refused with RUN_STATE.
+ */
+export async function cancelRun(options: CancelRunOptions): Promise<CancelSummary> {
+  const { store, queue, runId } = options;
+  const run = await store.requireRun(runId);
+  if (run.status !== 'running' && run.status !== 'blocked') {
+    throw new CrmSyncError('RUN_STATE', `run ${runId} is ${run.status}: only a running or blocked run can be cancelled`);
+  }
+  const removed = await stopRun(store, queue, runId, { kind: 'cancelled', reason: options.reason ?? 'cancelled by an operator' });
+  return { run: await store.requireRun(runId), removed };
+}

@@ -1,0 +1,74 @@
+import type { FieldError, RowResult } from './run-types.js';
+
+/*
+ * The one place a row's result is built, so every path that ends a row (producer, workers,
+ * sweep, cancel, abort) says the same thing the same way. Each takes the row's place in the
+ * source; `at` is always now.
+ */
+
+export interface RowPlace {
+  row: number;
+  /** 1-based line in the source (omitted when unknown). */
+  line?: number | undefined;
+}
+
+type Original = Record<string, string>;
+
+function base(place: RowPlace): Pick<RowResult, 'row' | 'line' | 'at'> {
+  return { row: place.row, ...(place.line !== undefined ? { line: place.line } : {}), at: new Date().toISOString() };
+}
+
+export function succeeded(place: RowPlace, recordId: string | undefined, message?: string): RowResult {
+  return { ...base(place), status: 'succeeded', ...(recordId !== undefined ? { recordId } : {}), ...(message ? { message } : {}) };
+}
+
+export function skipped(place: RowPlace, message: string, recordId?: string): RowResult {
+  return { ...base(place), status: 'skipped', message, ...(recordId !== undefined ? { recordId } : {}) };
+}
+
+/** A row that does not satisfy the operation's schema: never sent; exported with its values. */
+export function invalid(place: RowPlace, errors: FieldError[], original: Original, code = 'ROW_INVALID'): RowResult {
+  const message = errors.map((e) => `${e.field}: ${e.message}`).join('; ') || 'invalid row';
+  return { ...base(place), status: 'invalid', code, message, errors, original };
+}
+
+export interface FailureDetail {
+  /** A code from src/errors/error-codes.ts (omitted when the failure has none). */
+  code?: string | undefined;
+  message: string;
+  httpStatus?: number | undefined;
+  recordId?: string | undefined;
+}
+
+/** A final failure; `original` is kept so the row can be exported, fixed and retried. */
+export function failed(place: RowPlace, detail: FailureDetail, original: Original | undefined): RowResult {
+  return {
+    ...base(place),
+    status: 'failed',
+    ...(detail.httpStatus !== undefined ? { httpStatus: detail.httpStatus } : {}),
+    ...(detail.code !== undefined ? { code: detail.code } : {}),
+    message: detail.message,
+    ...(detail.recordId !== undefined ? { recordId: detail.recordId } : {}),
+    ...(original ? { original } : {}),
+  };
+}
+
+/** Not sent: the run was cancelled (`runs cancel`). Exported and retryable. */
+export function cancelled(place: RowPlace, reason: string, original: Original | undefined): RowResult {
+  return { ...base(place), status: 'cancelled', code: 'RUN_CANCELLED', message: `not sent: ${reason}`, ...(original ? { original } : {}) };
+}
+
+/** Not sent: the run was aborted (a nightly sync's maxFailures, its lock lost). A failure. */
+export function aborted(place: RowPlace, reason: string, original: Original | undefined): RowResult {
+  return failed(place, { code: 'RUN_ABORTED', message: `not sent: ${reason}` }, original);
+}
+
+/** Not sent: a later row for the same record was applied first. */
+export function superseded(place: RowPlace, message: string): RowResult {
+  return { ...base(place), status: 'superseded', code: 'ROW_SUPERSEDED', message };
+}
+
+/** A create whose outcome could not be established; never re-sent blindly. */
+export function uncertain(place: RowPlace, code: string, message: string, original: Original): RowResult {
+  return { ...base(place), status: 'uncertain', code, message, original };
+}

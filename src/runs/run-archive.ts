@@ -1,0 +1,103 @@
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip, createGzip } from 'node:zlib';
+import { CrmSyncError } from '../errors/index.js';
+import { isProblem } from './result-codec.js';
+import type { IterateResultsOptions, ProblemsQuery, RunStore } from './run-store.js';
+import type { RowResult, RunRecord } from './run-types.js';
+
+/*
+ * A run's archive: before retention removes a run from Redis, its record and every row's
+ * result go to `<resultsDir>/archive/<runId>.ndjson.gz` — line 1 `{"run": …}`, then one
+ * RowResult per line in row order — so `runs show` and `runs export` keep working from it.
+ * Written to a temporary name and renamed, so a half-written archive is never taken for one.
+ */
+
+/** What reading a run's results needs: the run store, or an archived run. */
+export interface RunResults {
+  requireRun(id: string): Promise<RunRecord>;
+  iterateResults(id: string, options?: IterateResultsOptions): AsyncIterable<RowResult>;
+  problems(id: string, query?: ProblemsQuery): Promise<{ rows: RowResult[]; total: number }>;
+}
+
+export function archiveDir(resultsDir: string): string {
+  return join(resultsDir, 'archive');
+}
+
+export function archivePath(resultsDir: string, runId: string): string {
+  // Run ids are generated (run-id.ts); refuse anything that could leave the directory.
+  if (!/^[\w-]+$/.test(runId)) throw new CrmSyncError('USAGE', `not a run id: ${runId}`);
+  return join(archiveDir(resultsDir), `${runId}.ndjson.gz`);
+}
+
+/** Writes the run's archive from the store; answers its path and how many results it holds. */
+export async function archiveRun(store: RunStore, runId: string, resultsDir: string): Promise<{ path: string; rows: number }> {
+  const run = await store.requireRun(runId);
+  mkdirSync(archiveDir(resultsDir), { recursive: true });
+  const path = archivePath(resultsDir, runId);
+  const partial = `${path}.partial`;
+  let rows = 0;
+  async function* lines(): AsyncGenerator<string> {
+    yield `${JSON.stringify({ run })}\n`;
+    for await (const result of store.iterateResults(runId)) {
+      rows++;
+      yield `${JSON.stringify(result)}\n`;
+    }
+  }
+  try {
+    await pipeline(Readable.from(lines()), createGzip(), createWriteStream(partial));
+    renameSync(partial, path);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
+  }
+  return { path, rows };
+}
+
+/** Runs read back from their archives (the same reads as the store's, for the CLI). */
+export class ArchivedRuns implements RunResults {
+  constructor(private readonly resultsDir: string) {}
+
+  has(runId: string): boolean {
+    return existsSync(archivePath(this.resultsDir, runId));
+  }
+
+  async requireRun(runId: string): Promise<RunRecord> {
+    for await (const line of this.#lines(runId)) return (JSON.parse(line) as { run: RunRecord }).run;
+    throw new CrmSyncError('RESULT_UNREADABLE', `the archive of run ${runId} is empty`);
+  }
+
+  async *iterateResults(runId: string, options: IterateResultsOptions = {}): AsyncIterable<RowResult> {
+    let first = true;
+    for await (const line of this.#lines(runId)) {
+      if (first) {
+        first = false;
+        continue;
+      }
+      const result = JSON.parse(line) as RowResult;
+      if (!options.problemsOnly || isProblem(result.status)) yield result;
+    }
+  }
+
+  async problems(runId: string, query: ProblemsQuery = {}): Promise<{ rows: RowResult[]; total: number }> {
+    const offset = query.offset ?? 0;
+    const limit = query.limit ?? 50;
+    const rows: RowResult[] = [];
+    let total = 0;
+    for await (const r of this.iterateResults(runId, { problemsOnly: true })) {
+      if (total >= offset && rows.length < limit) rows.push(r);
+      total++;
+    }
+    return { rows, total };
+  }
+
+  async *#lines(runId: string): AsyncIterable<string> {
+    const path = archivePath(this.resultsDir, runId);
+    if (!existsSync(path)) throw new CrmSyncError('RUN_NOT_FOUND', `no run with id ${runId} (in Redis or archived under ${archiveDir(this.resultsDir)})`);
+    const lines = createInterface({ input: createReadStream(path).pipe(createGunzip()), crlfDelay: Infinity });
+    for await (const line of lines) if (line !== '') yield line;
+  }
+}

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { runCli } from '../helpers/run-cli.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ records: 20 });
+});
+afterAll(async () => h?.close());
+
+const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+
+describe('exit codes, durations and plain messages (child processes)', () => {
+  it('sim on a port in use says so in one line (exit 2), without a stack trace', async () => {
+    const res = await cli(['sim', '--port', String(h.sim.port)]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/port \d+ on 127\.0\.0\.1 is already in use .*--port 0 for any free one \[USAGE\]/);
+    expect(res.stderr).not.toMatch(/^\s+at /m);
+  }, 30_000);
+
+  it('reconcile exits 3 when the CRM refuses the key, as the exit code table says', async () => {
+    h.ws.revokeApiKey(h.apiKey);
+    try {
+      const file = h.file('rc.csv', csv(['email', 'name'], [['a@example.com', 'A']]));
+      const res = await cli(['reconcile', file, '--op', 'contact.update', '-w', 'acme']);
+      expect(res.stderr).toMatch(/CRM_AUTH/);
+      expect(res.code).toBe(3);
+    } finally {
+      h.ws.addApiKey(h.apiKey);
+    }
+  }, 30_000);
+
+  it("runs retry --file with another run's export exits 2 and queues nothing", async () => {
+    const d = [...h.ws.deals.values()][0]!;
+    const first = await cli(['import', h.file('a.csv', csv(['id', 'name'], [['del_missing', 'A']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const second = await cli(['import', h.file('b.csv', csv(['id', 'name'], [[d.id, 'B'], ['del_missing', 'B']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const a = (JSON.parse(first.stdout) as { id: string }).id;
+    const b = (JSON.parse(second.stdout) as { id: string }).id;
+    const exported = h.file('a-failed.csv', (await cli(['runs', 'export', a, '--failed', '--out', '-'])).stdout);
+    const res = await cli(['runs', 'retry', b, '--file', exported]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(`belongs to run ${a}`);
+    expect(res.stderr).toContain('nothing was queued');
+    expect(await h.runtime.store.requireRun(b)).toMatchObject({ status: 'completed', counts: { succeeded: 1, failed: 1, queued: 0 } });
+  }, 60_000);
+
+  it('a retry later does not count as run time: the last pass, active time and wall time are said apart', async () => {
+    const imported = await cli(['import', h.file('t.csv', csv(['id', 'name'], [['del_missing', 'T']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const id = (JSON.parse(imported.stdout) as { id: string }).id;
+    await new Promise((r) => setTimeout(r, 3000));
+    const retried = await cli(['runs', 'retry', id, '--work']);
+    const m = /status: completed in ([\d.]+)s \(the last of 2 passes, after 1 retry or resume; active ([\d.]+)s, wall ([\d.]+)s since created\)/.exec(retried.stdout);
+    expect(m, retried.stdout).not.toBeNull();
+    const [pass, active, wall] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    expect(wall).toBeGreaterThanOrEqual(3);
+    expect(active).toBeLessThan(wall);
+    expect(pass).toBeLessThanOrEqual(active);
+  }, 60_000);
+
+  it('verify refuses a source file that changed since the run, saying so (exit 2)', async () => {
+    const d = [...h.ws.deals.values()][3]!;
+    const file = h.file('v.csv', csv(['id', 'name'], [[d.id, 'Verified']]));
+    const imported = await cli(['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const id = (JSON.parse(imported.stdout) as { id: string }).id;
+    expect((await cli(['verify', id])).code).toBe(0);
+    h.file('v.csv', csv(['id', 'name'], [[d.id, 'Edited afterwards']]));
+    const res = await cli(['verify', id]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/v\.csv changed since run \S+ began .*so it cannot check this run \[RUN_STATE\]/);
+  }, 60_000);
+});
