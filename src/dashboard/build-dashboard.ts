@@ -12,7 +12,7 @@ import { registerErrorHandler } from './http-answers.js';
 import { registerLoginRoutes } from './login-routes.js';
 import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
-import { registerRunRoutes, type CancelRun } from './run-routes.js';
+import { registerRunRoutes } from './run-routes.js';
 import { registerRunsRoutes } from './runs-routes.js';
 import { registerSecurityHeaders } from './security-headers.js';
 import { SessionAuth, checkTokenStrength } from './session-auth.js';
@@ -62,12 +62,6 @@ export interface DashboardOptions {
   searchScanRuns?: number;
   /** Problem rows the run page groups by cause (per change of the run's counts). Default 10,000. */
   groupScanRows?: number;
-  /**
-   * Stops a run (the run-lifecycle library's cancel, as `runs cancel` does). The run page shows a
-   * Cancel button for running and blocked runs only when this is set. Default: none (no button;
-   * POST /runs/:id/cancel answers 409).
-   */
-  cancelRun?: CancelRun;
 }
 
 const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
@@ -152,7 +146,6 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     searchScanRows: options.searchScanRows ?? 5000,
     limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
     groupScanRows: options.groupScanRows ?? 10_000,
-    cancelRun: options.cancelRun ?? null,
   });
   registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: new WorkLimiter('uploads', limits.upload) });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });

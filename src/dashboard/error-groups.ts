@@ -1,7 +1,7 @@
 import type { ProblemGroups, RunRecord } from '../runs/index.js';
 import { html, query, type SafeHtml } from './html.js';
 
-const RESULT_WORDS = { failed: 'Failed', invalid: 'Invalid', uncertain: 'Uncertain' } as const;
+const RESULT_WORDS = { failed: 'Failed', invalid: 'Invalid', uncertain: 'Uncertain', cancelled: 'Cancelled' } as const;
 
 /** Whether rows of this run can be sent again from the dashboard at all. */
 export function canRetry(run: RunRecord): boolean {

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { METRIC, readCounters, type CounterSample } from '../metrics/index.js';
-import type { RunRecord, RunStatus } from '../runs/index.js';
+import { RUN_STATUSES, type RunRecord, type RunStatus } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { runDurationMs } from './status-words.js';
@@ -25,7 +25,6 @@ interface Snapshot {
   queues: Array<{ workspace: string; depth: QueueDepth }>;
 }
 
-const RUN_STATUSES: RunStatus[] = ['running', 'blocked', 'completed', 'failed'];
 const ROW_STATUSES = ['succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'queued'] as const;
 const PAGE = 500;
 

@@ -29,8 +29,6 @@ export interface RunPageData {
   csrf: string;
   /** A message about the last action, already rendered. */
   notice?: SafeHtml;
-  /** Whether the dashboard can cancel runs (DashboardOptions.cancelRun is set). */
-  canCancel: boolean;
   /** The activity chart, already rendered. */
   chart?: SafeHtml;
 }
@@ -102,6 +100,7 @@ const RESULT_CHOICES: Array<[string, string]> = [
   ['failed', 'Failed'],
   ['invalid', 'Invalid'],
   ['uncertain', 'Uncertain'],
+  ['cancelled', 'Cancelled'],
 ];
 
 function filtersForm(run: RunRecord, filter: ProblemFilter): SafeHtml {
@@ -168,7 +167,7 @@ function dryRunNotice(run: RunRecord): SafeHtml | '' {
 function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   const id = encodeURIComponent(run.id);
   const c = run.counts;
-  const sendable = c.failed + c.uncertain;
+  const sendable = c.failed + c.uncertain + c.cancelled;
   const n = (v: number) => v.toLocaleString('en-US');
   if (!canRetry(run)) {
     return run.operation === 'deal.upsert' && problemCount(run) > 0 ? html`<p class="muted">A reconciled sync is not retried row by row: run the sync again.</p>` : '';
@@ -188,7 +187,7 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const problems = problemCount(run);
   const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
   const retryable = problems > 0 && canRetry(run);
-  const cancellable = data.canCancel && (run.status === 'running' || run.status === 'blocked');
+  const cancellable = (run.status === 'running' || run.status === 'blocked');
   return html`<p><a href="/">← All runs</a></p>
 <h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
 <p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · ${durationLine(run)}</p>

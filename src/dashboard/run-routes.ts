@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
-import { resumeWorkspace, retryRun } from '../queue/index.js';
+import { cancelRun, resumeWorkspace, retryRun } from '../queue/index.js';
 import { groupProblems, problemRowsWhere, writeResultsCsv, type ProblemStatus, type RowResult, type RunStore } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
@@ -28,22 +28,9 @@ export interface RunRoutesOptions {
   limits: { search: WorkLimiter; export: WorkLimiter };
   /** Problem rows the "Errors by cause" table groups per page load, at most. */
   groupScanRows: number;
-  /** Cancels a run (DashboardOptions.cancelRun); null: no cancel button. */
-  cancelRun: CancelRun | null;
 }
 
-/**
- * Stops a run: what `runs cancel` does (the run-lifecycle library). The dashboard only calls it
- * for a run in its scope, after the form-token check, and shows what it answers.
- */
-export type CancelRun = (runId: string) => Promise<CancelOutcome>;
-
-export interface CancelOutcome {
-  /** Rows that will not be sent (taken off the queue), if the implementation knows. */
-  cancelledRows?: number;
-}
-
-const RESULTS = new Set<string>(['failed', 'invalid', 'uncertain']);
+const RESULTS = new Set<string>(['failed', 'invalid', 'uncertain', 'cancelled']);
 const GROUP_KEY = /^[0-9a-f]{12}$/;
 
 /** The problem filters of a query string; anything malformed is dropped (a link from an old page). */
@@ -96,7 +83,7 @@ interface RetryBody {
 
 /**
  * Which rows a retry form means. Ticked rows are taken as ticked; a group or "all" means its
- * failed and uncertain rows only: invalid rows would fail validation again unchanged, they go
+ * failed, uncertain and cancelled rows only: invalid rows would fail validation again unchanged, they go
  * through a corrected upload. Undefined = every problem row (an API client's plain retry).
  */
 async function rowsToRetry(store: RunStore, runId: string, body: RetryBody, limiter: WorkLimiter, signal: AbortSignal): Promise<number[] | undefined> {
@@ -153,7 +140,6 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       pageSize,
       filter,
       csrf,
-      canCancel: options.cancelRun !== null,
       chart,
       ...(groups ? { groups } : {}),
       ...(search ? { search } : {}),
@@ -195,12 +181,11 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
 
   app.post<{ Params: { id: string } }>('/runs/:id/cancel', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
     const run = await scope.run(store, request.params.id);
-    const cancel = options.cancelRun;
-    if (cancel === null) throw new CrmSyncError('RUN_STATE', 'this dashboard cannot cancel runs: use "crm-sync runs cancel" on a worker host');
     if (run.status !== 'running' && run.status !== 'blocked') throw new CrmSyncError('RUN_STATE', `run ${run.id} is ${run.status}: only a running or blocked run can be cancelled`);
-    const outcome = await cancel(run.id);
-    if (wantsJson(request)) return { cancelled: run.id, ...outcome };
-    const n = outcome.cancelledRows !== undefined ? `&n=${outcome.cancelledRows}` : '';
+    // What `runs cancel` does: waiting rows recorded cancelled, rows in flight finish.
+    const { removed } = await cancelRun({ store, queue: runtime.queue(run.workspace), runId: run.id, reason: 'cancelled from the dashboard' });
+    if (wantsJson(request)) return { cancelled: run.id, cancelledRows: removed };
+    const n = `&n=${removed}`;
     return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=cancel${n}`, 303);
   });
 

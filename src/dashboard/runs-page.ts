@@ -29,6 +29,7 @@ const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
   ['blocked', 'Blocked'],
   ['completed', 'Completed'],
   ['failed', 'Failed'],
+  ['cancelled', 'Cancelled'],
 ];
 
 /** A one-line badge; the detail (problem counts, why it failed) goes under it, the whole sentence in its tooltip. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isCrmSyncError } from '../errors/index.js';
-import { searchRuns, type RunRecord, type RunStatus } from '../runs/index.js';
+import { RUN_STATUSES, searchRuns, type RunRecord, type RunStatus } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor } from './auth-hooks.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
@@ -23,7 +23,7 @@ export interface RunsRoutesOptions {
   limiter: WorkLimiter;
 }
 
-const STATUSES = new Set<string>(['running', 'blocked', 'completed', 'failed']);
+const STATUSES = new Set<string>(RUN_STATUSES);
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, 200) : undefined;

@@ -35,6 +35,7 @@ export {
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
+export { RUN_STATUSES } from './run-keys.js';
 export { LookupPassBoard, type LookupPassBoardOptions, type PassSnapshotMeta, type PassTurn } from './lookup-pass-board.js';
 export {
   groupProblems,

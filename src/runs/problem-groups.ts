@@ -4,7 +4,7 @@ import type { RunStore } from './run-store.js';
 import type { FinalRowStatus, RowResult } from './run-types.js';
 
 /** Result of a row the problem index holds. */
-export type ProblemStatus = Extract<FinalRowStatus, 'failed' | 'invalid' | 'uncertain'>;
+export type ProblemStatus = Extract<FinalRowStatus, 'failed' | 'invalid' | 'uncertain' | 'cancelled'>;
 
 export interface ProblemGroup {
   /** Stable short id of (status, code, normalised message): the same cause always has the same key. */
@@ -64,7 +64,7 @@ export function normaliseMessage(text: string): string {
 
 /** The group a problem row belongs to (its key is what `?group=` and the group routes take). */
 export function problemGroupOf(result: RowResult): Pick<ProblemGroup, 'key' | 'status' | 'code' | 'message'> {
-  const status: ProblemStatus = result.status === 'invalid' || result.status === 'uncertain' ? result.status : 'failed';
+  const status: ProblemStatus = result.status === 'invalid' || result.status === 'uncertain' || result.status === 'cancelled' ? result.status : 'failed';
   const code = result.code ?? '';
   const message = normaliseMessage(describeError(result));
   const key = createHash('sha1').update(`${status}\u0000${code}\u0000${message}`).digest('hex').slice(0, 12);

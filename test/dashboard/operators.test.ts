@@ -1,7 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
-import { buildDashboard, type CancelRun } from '../../src/dashboard/index.js';
+import { buildDashboard } from '../../src/dashboard/index.js';
 import type { ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
 import { csrfOf, form, HOST, ORIGIN, signIn, startDashboardHarness, TOKEN, type DashboardHarness } from './dashboard-fixture.js';
@@ -199,28 +199,27 @@ describe('activity chart', () => {
 });
 
 describe('cancel', () => {
-  it('has no button and answers 409 when the dashboard was given no cancel function', async () => {
-    const running = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'slow.csv' });
-    expect((await d.get(`/runs/${running.id}`)).body).not.toContain('Cancel run');
-    const res = await d.post(`/runs/${running.id}/cancel`);
+  it('has no button for a run that ended, and refuses to cancel it (409)', async () => {
+    const ended = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'done.csv' });
+    await d.h.runtime.store.finishProducing(ended.id);
+    expect((await d.get(`/runs/${ended.id}`)).body).not.toContain('Cancel run');
+    const res = await d.post(`/runs/${ended.id}/cancel`);
     expect(res.statusCode).toBe(409);
-    expect(res.body).toContain('runs cancel');
-    await d.h.runtime.store.deleteRun(running.id);
+    expect(res.body).toContain('only a running or blocked run can be cancelled');
+    await d.h.runtime.store.deleteRun(ended.id);
   });
 
-  it('calls the cancel function for a running run in scope, after the form-token check', async () => {
-    const calls: string[] = [];
-    // The route's contract only: the real cancel is the run-lifecycle library's (wired by the caller).
-    const cancelRun: CancelRun = async (runId) => {
-      calls.push(runId);
-      await d.h.runtime.store.setStatus(runId, 'failed', 'cancelled by an operator');
-      return { cancelledRows: 7 };
-    };
-    const app = await buildDashboard({ runtime: d.h.runtime, token: new Secret(TOKEN), cancelRun, workspaces: ['acme'] });
+  it('cancels a running run in scope after the form-token check: its waiting rows end cancelled, none is sent', async () => {
+    const app = await buildDashboard({ runtime: d.h.runtime, token: new Secret(TOKEN), workspaces: ['acme'] });
+    const queue = d.h.runtime.queue('acme');
+    // Held in the queue (an operator's pause) so the rows are still waiting when the button is pressed.
+    await queue.pause();
     try {
       const cookie = await signIn(app);
       const headers = { host: HOST, cookie };
-      const running = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'slow.csv' });
+      const deals = [...d.h.ws.deals.values()].slice(0, 7);
+      const writes = d.h.ws.stats.writes.dealUpdate;
+      const running = await d.h.importFile(d.h.file('to-cancel.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Never sent']))), 'deal.update');
       const elsewhere = await d.h.runtime.store.createRun({ workspace: 'globex', operation: 'deal.update', source: 'other.csv' });
       const pageBody = (await app.inject({ method: 'GET', url: `/runs/${running.id}`, headers })).body;
       expect(pageBody).toContain('Cancel run');
@@ -230,20 +229,24 @@ describe('cancel', () => {
 
       expect((await post(running.id, {})).statusCode).toBe(403);
       expect((await post(elsewhere.id, { _csrf })).statusCode).toBe(404);
-      expect(calls).toEqual([]);
+      expect((await d.h.runtime.store.requireRun(running.id)).status).toBe('running');
       const done = await post(running.id, { _csrf });
       expect(done.statusCode).toBe(303);
       expect(done.headers.location).toBe(`/runs/${running.id}?done=cancel&n=7`);
-      expect(calls).toEqual([running.id]);
       const after = (await app.inject({ method: 'GET', url: String(done.headers.location), headers })).body;
       expect(after).toContain('Run cancelled; 7 rows will not be sent');
       expect(after).not.toContain('Cancel run</button>');
-      // A finished run is not cancelled again.
+      const run = await d.h.runtime.store.requireRun(running.id);
+      expect(run).toMatchObject({ status: 'cancelled', counts: { total: 7, queued: 0 } });
+      expect(run.reason).toContain('cancelled from the dashboard');
+      // A cancelled run is not cancelled again.
       expect((await post(running.id, { _csrf })).statusCode).toBe(409);
-      expect(calls).toHaveLength(1);
-      await d.h.runtime.store.deleteRun(running.id);
+      await queue.resume();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(d.h.ws.stats.writes.dealUpdate).toBe(writes);
       await d.h.runtime.store.deleteRun(elsewhere.id);
     } finally {
+      await queue.resume();
       await app.close();
     }
   });
