@@ -29,8 +29,7 @@ import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
 import { splitInviteBatch } from './invite-split.js';
-import { SharedLimiter } from './shared-limiter.js';
-import { smoothRateLimit } from './smooth-rate-limit.js';
+import { SharedTokenBucket } from './token-bucket.js';
 import { failureResult, jitter, now } from './row-results.js';
 
 export interface SyncWorkerOptions {
@@ -42,8 +41,9 @@ export interface SyncWorkerOptions {
   /** Key prefix from the config. */
   prefix: string;
   /**
-   * The key's known rate limit, enforced for all worker processes together through Redis.
-   * Default: none — concurrency adapts to 429s (halve on 429, creep back on success).
+   * The key's known rate limit, enforced for all worker processes together through Redis: every
+   * request takes a token from the workspace's shared bucket. Default: none — concurrency adapts
+   * to 429s (halve on 429, creep back on success).
    */
   rateLimit?: { max: number; durationMs: number };
   /** Jobs in flight in this process. Default 8. */
@@ -117,7 +117,8 @@ export class SyncWorker {
   readonly #locks: JobLockWatch;
   readonly #outage: CrmOutageWatch;
   readonly #lockPrefix: string;
-  #warnedUnbatch = false;
+  /** The workspace's shared request budget, with a known limit. */
+  readonly #bucket: SharedTokenBucket | undefined;
   /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
   #pausedUntil = 0;
   /** Jobs this process is working on, by id. */
@@ -135,9 +136,11 @@ export class SyncWorker {
       ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
     });
     this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
-    // List pages of create lookups spend the same shared budget as the jobs (a known limit).
-    const limit = options.rateLimit ? smoothRateLimit(options.rateLimit) : undefined;
-    const limiter = limit ? new SharedLimiter({ redis: options.connection, key: `${this.#lockPrefix}limiter`, ...limit }) : undefined;
+    // Every request, a row's or a lookup's list page, spends the same shared budget (a known limit).
+    this.#bucket = options.rateLimit
+      ? new SharedTokenBucket({ redis: options.connection, key: `${options.prefix}:ws:${options.workspace}:bucket`, limit: options.rateLimit })
+      : undefined;
+    const limiter = this.#bucket;
     const board = new LookupPassBoard({ redis: options.connection, prefix: options.prefix, workspace: options.workspace });
     const lookup = new DealLookup({
       client: options.client,
@@ -199,15 +202,12 @@ export class SyncWorker {
     this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
   }
 
-  /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
+  /** Starts taking jobs. */
   static async start(options: SyncWorkerOptions): Promise<SyncWorker> {
     const w = new SyncWorker(options);
-    if (options.rateLimit) {
-      const smooth = smoothRateLimit(options.rateLimit);
-      await w.queue.setGlobalRateLimit(smooth.max, smooth.durationMs);
-    } else {
-      await w.queue.removeGlobalRateLimit();
-    }
+    // The budget counts requests, not jobs: a job limit an older version set would throttle
+    // batches of rows as if each were one request.
+    await w.queue.removeGlobalRateLimit();
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
     w.#sweep.start();
@@ -267,7 +267,6 @@ export class SyncWorker {
    * the job: results so far are stored, the job keeps only its unsent rows and goes back to wait.
    */
   async #processRows(job: SyncJob, data: RowBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
-    if (data.rows.length > 1 && this.#options.rateLimit) return this.#unbatch(job, data);
     const results: FencedResult[] = [];
     const flaky: QueuedRow[] = [];
     const waiting: Array<{ row: QueuedRow; ms: number }> = [];
@@ -276,7 +275,7 @@ export class SyncWorker {
     try {
       for (; next < data.rows.length; next++) {
         // Another job's 429 paused the workspace: stop here rather than run into it too. (Not
-        // before the first row: BullMQ's limiter gated that start, and a start spent is a start.)
+        // before the first row: the pause held back that start, and a start spent is a start.)
         if (next > 0 && Date.now() < this.#pausedUntil) {
           stop = { kind: 'paused' };
           break;
@@ -320,6 +319,7 @@ export class SyncWorker {
   }
 
   async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow, writer: RowWriter, signal: AbortSignal | undefined): Promise<RowOutcome> {
+    await this.#takeToken(job, signal);
     const sent = await this.#sender.send(writer, r, signal);
     switch (sent.kind) {
       case 'result':
@@ -379,6 +379,7 @@ export class SyncWorker {
     const fences = data.rows.map((r) => this.#writer(job, data.runId, token, r));
     const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
     // Invites carry no record id to order on: the fence here is the job's own lock.
+    await this.#takeToken(job, signal);
     if (signal?.aborted || !(await this.#fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
@@ -436,7 +437,8 @@ export class SyncWorker {
       this.#onRateLimited();
       this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
       log.debug({ ms }, '429: pausing the workspace queue');
-      await this.queue.rateLimit(ms);
+      // The queue holds back job starts; the bucket holds back the rows of jobs already running.
+      await Promise.all([this.queue.rateLimit(ms), this.#bucket?.pause(ms)]);
     } else {
       await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
@@ -460,16 +462,15 @@ export class SyncWorker {
     );
   }
 
-  /**
-   * A known rate limit counts jobs, so a batch (from a producer whose config had no limit) is
-   * split into one job per row before anything is sent.
-   */
-  async #unbatch(job: SyncJob, data: RowBatchJobData): Promise<void> {
-    if (!this.#warnedUnbatch) {
-      this.#logger.warn({ runId: data.runId, rows: data.rows.length }, 'a job of several rows reached a rate-limited worker: splitting it into one job per row');
-      this.#warnedUnbatch = true;
+  /** A known limit: a token from the workspace's shared bucket before each request (waits its turn). */
+  async #takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<void> {
+    if (!this.#bucket) return;
+    try {
+      await this.#bucket.take(signal);
+    } catch (err) {
+      if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
+      throw err;
     }
-    await this.#handOff(job, data.runId, data.rows, { backoff: false });
   }
 
   /** `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final results. */
