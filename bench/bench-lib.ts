@@ -241,15 +241,37 @@ export async function startPrivateRedis(): Promise<{ url: string; stop(): Promis
  * Commands Redis has run (INFO commandstats, which counts those Lua scripts call too: `all`),
  * and how many of them were script calls (EVALSHA, EVAL).
  */
-export async function redisCommandCounts(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ all: number; scripts: number }> {
+export async function redisCommandCounts(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ all: number; scripts: number; byCommand: Map<string, number> }> {
   const redis = new Redis(url);
   const commandstats = await redis.info('commandstats');
   redis.disconnect();
   let all = 0;
   let scripts = 0;
+  const byCommand = new Map<string, number>();
   for (const m of commandstats.matchAll(/cmdstat_(\S+?):calls=(\d+)/g)) {
     all += Number(m[2]);
+    byCommand.set(m[1]!, Number(m[2]));
     if (m[1] === 'evalsha' || m[1] === 'eval') scripts += Number(m[2]);
   }
-  return { all, scripts };
+  return { all, scripts, byCommand };
+}
+
+/**
+ * Counts the commands clients send (a Lua script call is one), through MONITOR, which also
+ * shows the commands scripts run (source "lua"): those are left out here.
+ */
+export async function countSentCommands(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ sent(): number; stop(): Promise<void> }> {
+  const redis = new Redis(url);
+  const monitor = await redis.monitor();
+  let sent = 0;
+  monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+    if (source !== 'lua') sent++;
+  });
+  return {
+    sent: () => sent,
+    async stop() {
+      monitor.disconnect();
+      redis.disconnect();
+    },
+  };
 }

@@ -2,7 +2,9 @@
  * Rate utilisation: the simulator allows LIMIT requests/s (a token bucket); 1, 2 and 4 worker
  * processes share the workspace's budget through Redis. Prints achieved rows/s as a share of
  * the limit, the 429 ratio, and Redis commands per CRM request (INFO deltas of a Redis server
- * started for the benchmark alone, so other work on the machine is not counted).
+ * started for the benchmark alone, so other work on the machine is not counted). With
+ * BENCH_COMMANDS=1 it also counts the commands clients send (through MONITOR, which slows
+ * everything: read the rates from a run without it) and prints the ten most frequent.
  *
  *   npx tsx bench/rate-utilisation.ts [limit=50] [processes=1,2,4] [mode=known|adaptive] [seconds=30]
  *
@@ -19,6 +21,7 @@ import { openRuntime } from '../src/runtime/index.js';
 import {
   benchConfig,
   dropPrefix,
+  countSentCommands,
   importAndWait,
   redisCommandCounts,
   removeBenchDir,
@@ -53,8 +56,12 @@ for (const processes of PROCESSES) {
   writeFileSync(file, `id,name\n${ids.map((id, i) => `${id},Bench ${processes}-${i}`).join('\n')}\n`);
   const runtime = await openRuntime(b.config, silentLogger);
   const workers = Array.from({ length: processes }, () => spawnWorkerProcess(b, 8));
-  await sleep(2500); // workers connect
+  // Every worker process connected (they start slowly on a busy machine), then a moment more.
+  for (let i = 0; i < 300 && (await runtime.queue('acme').getWorkersCount()) < processes; i++) await sleep(100);
+  await sleep(500);
   const before = await redisCommandCounts();
+  // MONITOR costs Redis and this process a lot: only when asked, and then the rates are not the point.
+  const monitor = process.env.BENCH_COMMANDS ? await countSentCommands() : undefined;
   // The 429 ratio after the first 10 s: counters sampled at 10 s (they are flushed every second).
   let at10: { requests: number; limited: number } | undefined;
   const sampler = setTimeout(() => {
@@ -66,6 +73,8 @@ for (const processes of PROCESSES) {
   clearTimeout(sampler);
   const seconds = (Date.parse(final.finishedAt ?? new Date().toISOString()) - started) / 1000;
   const after = await redisCommandCounts();
+  const sent = monitor?.sent();
+  await monitor?.stop();
   await sleep(1200); // workers flush their counters every second
   const requests = await counter(runtime.redis, b.prefix, METRIC.requests);
   const limited = await counter(runtime.redis, b.prefix, METRIC.rateLimited);
@@ -77,8 +86,14 @@ for (const processes of PROCESSES) {
   console.log(
     `${processes} worker process${processes > 1 ? 'es' : ''}: ${final.counts.succeeded}/${ROWS} succeeded in ${fmt(seconds)} s = ${fmt(rate)} rows/s ` +
       `(${fmt((rate / LIMIT) * 100)}% of the limit); requests ${requests}, 429s ${limited} (${fmt((limited / Math.max(1, requests)) * 100, 2)}%${late}); ` +
-      `Redis commands per request: ${fmt((after.all - before.all) / Math.max(1, requests))} (of them Lua script calls ${fmt((after.scripts - before.scripts) / Math.max(1, requests))})`,
+      `Redis commands per request: ${sent === undefined ? '' : `${fmt(sent / Math.max(1, requests))} sent, `}${fmt((after.scripts - before.scripts) / Math.max(1, requests))} Lua script calls, ` +
+      `${fmt((after.all - before.all) / Math.max(1, requests))} counting those the scripts run`,
   );
+  if (process.env.BENCH_COMMANDS) {
+    // Which commands (BENCH_COMMANDS=1): the top ten per request.
+    const per = [...after.byCommand].map(([cmd, n]) => [cmd, (n - (before.byCommand.get(cmd) ?? 0)) / Math.max(1, requests)] as const);
+    console.log('  per request: ' + per.sort((a, b) => b[1] - a[1]).slice(0, 10).map(([cmd, n]) => `${cmd} ${fmt(n, 2)}`).join(', '));
+  }
   await stopProcesses(workers);
   await runtime.close();
   await dropPrefix(b.prefix);

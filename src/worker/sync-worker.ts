@@ -21,7 +21,6 @@ import {
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { LookupPassBoard, RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
-import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { RedisFullGuard } from './redis-full-guard.js';
@@ -42,8 +41,8 @@ export interface SyncWorkerOptions {
   prefix: string;
   /**
    * The key's known rate limit, enforced for all worker processes together through Redis: every
-   * request takes a token from the workspace's shared bucket. Default: none — concurrency adapts
-   * to 429s (halve on 429, creep back on success).
+   * request takes a token from the workspace's shared bucket. Default: none — the bucket's rate
+   * is learned from 429s, shared by the workspace's processes and remembered between runs.
    */
   rateLimit?: { max: number; durationMs: number };
   /** Jobs in flight in this process. Default 8. */
@@ -108,7 +107,6 @@ export class SyncWorker {
   readonly #options: SyncWorkerOptions;
   readonly #logger: Logger;
   readonly #results: ResultWriter;
-  readonly #aimd: AdaptiveConcurrency | null;
   readonly #maxStarts: number;
   readonly #sweep: FailedJobSweep;
   readonly #full: RedisFullGuard;
@@ -117,8 +115,8 @@ export class SyncWorker {
   readonly #locks: JobLockWatch;
   readonly #outage: CrmOutageWatch;
   readonly #lockPrefix: string;
-  /** The workspace's shared request budget, with a known limit. */
-  readonly #bucket: SharedTokenBucket | undefined;
+  /** The workspace's shared request budget (a known limit, or a learned rate). */
+  readonly #bucket: SharedTokenBucket;
   /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
   #pausedUntil = 0;
   /** Jobs this process is working on, by id. */
@@ -136,17 +134,19 @@ export class SyncWorker {
       ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
     });
     this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
-    // Every request, a row's or a lookup's list page, spends the same shared budget (a known limit).
-    this.#bucket = options.rateLimit
-      ? new SharedTokenBucket({ redis: options.connection, key: `${options.prefix}:ws:${options.workspace}:bucket`, limit: options.rateLimit })
-      : undefined;
+    // Every request, a row's or a lookup's list page, spends the same shared budget.
+    this.#bucket = new SharedTokenBucket({
+      redis: options.connection,
+      key: `${options.prefix}:ws:${options.workspace}:bucket`,
+      ...(options.rateLimit ? { limit: options.rateLimit } : {}),
+    });
     const limiter = this.#bucket;
     const board = new LookupPassBoard({ redis: options.connection, prefix: options.prefix, workspace: options.workspace });
     const lookup = new DealLookup({
       client: options.client,
       fence: this.#fence,
       board,
-      ...(limiter ? { limiter } : {}),
+      limiter,
       ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
       logger: this.#logger,
     });
@@ -159,7 +159,6 @@ export class SyncWorker {
     });
     this.#sender = new RowSender({ client: options.client, fence: this.#fence, creates, logger: this.#logger });
     const concurrency = options.concurrency ?? 8;
-    this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
     this.queue = openWorkspaceQueue({
       connection: options.connection,
       prefix: options.prefix,
@@ -434,11 +433,11 @@ export class SyncWorker {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
       const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
-      this.#onRateLimited();
       this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
-      log.debug({ ms }, '429: pausing the workspace queue');
-      // The queue holds back job starts; the bucket holds back the rows of jobs already running.
-      await Promise.all([this.queue.rateLimit(ms), this.#bucket?.pause(ms)]);
+      // The queue holds back job starts; the bucket holds back the rows of jobs already running
+      // (and cuts a learned rate).
+      const [, rate] = await Promise.all([this.queue.rateLimit(ms), this.#bucket.pause(ms)]);
+      log.debug({ ms, ...(this.#options.rateLimit ? {} : { learnedRate: rate }) }, '429: pausing the workspace queue');
     } else {
       await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
@@ -462,9 +461,8 @@ export class SyncWorker {
     );
   }
 
-  /** A known limit: a token from the workspace's shared bucket before each request (waits its turn). */
+  /** A token from the workspace's shared bucket before each request (waits its turn). */
   async #takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<void> {
-    if (!this.#bucket) return;
     try {
       await this.#bucket.take(signal);
     } catch (err) {
@@ -504,14 +502,6 @@ export class SyncWorker {
 
   #onSuccess(): void {
     this.#outage.onSuccess();
-    if (!this.#aimd) return;
-    const next = this.#aimd.onSuccess();
-    if (next !== this.worker.concurrency) this.worker.concurrency = next;
-  }
-
-  #onRateLimited(): void {
-    if (!this.#aimd) return;
-    this.worker.concurrency = this.#aimd.onRateLimited();
   }
 }
 

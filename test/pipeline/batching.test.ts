@@ -97,9 +97,13 @@ describe('rows per job (updates share a job; creates go alone)', () => {
   }, 40_000);
 
   describe('a batch sent back by a 429 keeps only its unsent rows', () => {
-    /** One batch of 10 rows, row 2 a 404; 4 requests per 2 s, one job in flight: rows 1-4 go, row 5 meets the 429. */
+    /**
+     * One batch of 10 rows, row 2 a 404; 4 requests per 4 s, one job in flight: rows 1-4 go,
+     * row 5 meets the 429 (paced at the learned rate's start, 10/s, the CRM refills 0.4 of a
+     * token meanwhile).
+     */
     async function pausedBatch() {
-      h = await startHarness({ records: 20, simRateLimit: { max: 4, windowMs: 2000 } });
+      h = await startHarness({ records: 20, simRateLimit: { max: 4, windowMs: 4000 } });
       await h.startWorkers({ concurrency: 1 });
       const deals = [...h.ws.deals.values()].slice(0, 10);
       const rows = deals.map((d) => [d.id, 'Kept']);
@@ -109,7 +113,9 @@ describe('rows per job (updates share a job; creates go alone)', () => {
       let left: number[] = [];
       for (let i = 0; i < 200 && left.length === 0; i++) {
         const job = await queue.getJob(`${run.id}-1`);
-        if (job && (await job.getState()) === 'waiting' && h.ws.stats.rateLimited > 0) left = toJobData(job.data).rows.map((r) => r.row);
+        // Data read again once it waits: the copy read before may predate the 429's update.
+        const waiting = job && (await job.getState()) === 'waiting' && h.ws.stats.rateLimited > 0 ? await queue.getJob(`${run.id}-1`) : undefined;
+        if (waiting) left = toJobData(waiting.data).rows.map((r) => r.row);
         else await sleep(10);
       }
       return { run, left };

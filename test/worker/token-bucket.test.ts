@@ -98,4 +98,36 @@ describe('SharedTokenBucket', () => {
     await expect(bucket.take()).rejects.toThrow();
     broken.disconnect();
   });
+
+  describe('without a known limit (a learned rate)', () => {
+    async function learned(key: string): Promise<{ rate: number; ceiling: number }> {
+      const [rate, ceiling] = await redis.hmget(`${key}:rate`, 'rate', 'ceiling');
+      return { rate: Number(rate), ceiling: Number(ceiling ?? 0) };
+    }
+
+    it('grows while requests wait on it, from where it started', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      const bucket = new SharedTokenBucket({ redis, key, initialRate: 10 });
+      await takeMany(bucket, 30, 8);
+      // Always saturated (eight takers): the rate about doubles a second from 10.
+      expect((await learned(key)).rate).toBeGreaterThan(15);
+      expect((await learned(key)).ceiling).toBe(0);
+    }, 10_000);
+
+    it('a 429 cuts it once per episode (the first halves it), and every process, now or in a later run, goes at the cut rate', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      const a = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      await a.take();
+      expect(await a.pause(10)).toBeCloseTo(19, 1); // ceiling 20 (half of 40), rate 95 % of it
+      // More 429s of the same episode (requests sent before the cut) cut nothing more.
+      expect(await a.pause(10)).toBeCloseTo(19, 1);
+      expect(await learned(key)).toMatchObject({ ceiling: 20 });
+      // A process that starts later (another run) reads the learned rate: 10 requests at ~19/s.
+      const b = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      const times = await takeMany(b, 10, 4);
+      expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(9 * (1000 / 19.5) - 20);
+    }, 10_000);
+  });
 });
