@@ -35,7 +35,7 @@ if interval == 0 then
     if ceiling == 0 or rate < ceiling * 0.9 then
       rate = rate * (1 + dt)
     else
-      rate = rate + ceiling * (0.005 + 0.5 * math.max(0, rate / ceiling - 1)) * dt
+      rate = rate + ceiling * (0.005 + 0.2 * math.max(0, rate / ceiling - 1)) * dt
     end
   end
   redis.call('HSET', KEYS[2], 'rate', string.format('%.4f', rate), 'at', string.format('%.3f', now))
@@ -62,7 +62,7 @@ return out
  * A 429's pause: no request of any process is granted a send time before now + ARGV[1] ms.
  * With ARGV[3] = '1' (a learned rate, KEYS[2]) the rate is also cut, once per ARGV[4] ms (the
  * 429s of requests sent before the cut say nothing new): the first 429 halves it (growth
- * from the start overshoots up to about twice), later ones take 5 % off; the rate cut is
+ * from the start overshoots up to about twice), later ones take 10 % off; the rate cut is
  * remembered as the ceiling. Returns the rate (0 with a known limit).
  */
 const PAUSE = new LuaScript(`${NOW}
@@ -74,7 +74,7 @@ local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'cut')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate or now - cut < tonumber(ARGV[4]) then return tostring(rate or 0) end
 if ceiling == 0 then ceiling = rate / 2 else ceiling = rate end
-rate = math.max(tonumber(ARGV[5]), ceiling * 0.95)
+rate = math.max(tonumber(ARGV[5]), ceiling * 0.9)
 redis.call('HSET', KEYS[2], 'rate', string.format('%.4f', rate), 'ceiling', string.format('%.4f', ceiling), 'cut', string.format('%.3f', now), 'at', string.format('%.3f', now))
 return string.format('%.4f', rate)
 `);
