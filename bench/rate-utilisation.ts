@@ -83,9 +83,11 @@ for (const processes of PROCESSES) {
     at10 === undefined
       ? ''
       : `, after 10 s ${limited - at10.limited}/${requests - at10.requests} (${fmt(((limited - at10.limited) / Math.max(1, requests - at10.requests)) * 100, 2)}%)`;
+  // Past the start (workers warming up, the rate being found): successful requests/s after 10.5 s.
+  const steady = at10 === undefined ? undefined : (requests - limited - (at10.requests - at10.limited)) / (seconds - 10.5);
   console.log(
     `${processes} worker process${processes > 1 ? 'es' : ''}: ${final.counts.succeeded}/${ROWS} succeeded in ${fmt(seconds)} s = ${fmt(rate)} rows/s ` +
-      `(${fmt((rate / LIMIT) * 100)}% of the limit); requests ${requests}, 429s ${limited} (${fmt((limited / Math.max(1, requests)) * 100, 2)}%${late}); ` +
+      `(${fmt((rate / LIMIT) * 100)}% of the limit${steady === undefined ? '' : `; after 10 s ${fmt((steady / LIMIT) * 100)}%`}); requests ${requests}, 429s ${limited} (${fmt((limited / Math.max(1, requests)) * 100, 2)}%${late}); ` +
       `Redis commands per request: ${sent === undefined ? '' : `${fmt(sent / Math.max(1, requests))} sent, `}${fmt((after.scripts - before.scripts) / Math.max(1, requests))} Lua script calls, ` +
       `${fmt((after.all - before.all) / Math.max(1, requests))} counting those the scripts run`,
   );

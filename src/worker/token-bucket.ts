@@ -12,11 +12,12 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
  * may go at max(now, TAT - tolerance); each one moves TAT on by `interval`. Only times within
  * `horizon` of now are granted, so a process never holds slots far ahead.
  *
- * KEYS[1] the TAT, KEYS[2] the learned rate (a hash: rate, ceiling, at, cut). ARGV[1] interval
+ * KEYS[1] the TAT, KEYS[2] the learned rate (a hash: rate, ceiling, at, cut, hold). ARGV[1] interval
  * ms, or 0 to use the learned rate; ARGV[2] tolerance ms; ARGV[3] N; ARGV[4] horizon ms;
  * ARGV[5] the rate to start from when none was learned yet (requests/s).
  *
- * Learning (ARGV[1] = 0): while requests wait on the budget (TAT ahead of now), the rate
+ * Learning (ARGV[1] = 0): while requests wait on the budget (TAT ahead of now, and not
+ * because of a 429's pause: `hold`), the rate
  * grows with the time that passes: about doubling a second far below the last rate a 429
  * cut (the ceiling), then by 0.5 % of the ceiling a second, faster the longer it holds above
  * it (the limit was raised, or the ceiling was low).
@@ -28,9 +29,10 @@ const CLAIM = new LuaScript(`${NOW}
 local interval, tolerance, n, horizon = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if interval == 0 then
-  local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'at')
+  local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'at', 'hold')
   local rate, ceiling, at = tonumber(st[1]) or tonumber(ARGV[5]), tonumber(st[2]) or 0, tonumber(st[3]) or now
-  if tat > now then
+  -- A 429's pause also puts TAT ahead of now: that is no sign of demand above the rate.
+  if tat > now and now >= (tonumber(st[4]) or 0) then
     local dt = math.min(math.max(now - at, 0), 1000) / 1000
     if ceiling == 0 or rate < ceiling * 0.9 then
       rate = rate * (1 + dt)
@@ -70,6 +72,7 @@ local resume = now + tonumber(ARGV[1]) + tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if resume > tat then redis.call('SET', KEYS[1], string.format('%.3f', resume), 'PX', math.ceil(resume - now) + 60000) end
 if ARGV[3] ~= '1' then return '0' end
+redis.call('HSET', KEYS[2], 'hold', string.format('%.3f', resume))
 local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'cut')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate or now - cut < tonumber(ARGV[4]) then return tostring(rate or 0) end
