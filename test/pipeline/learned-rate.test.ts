@@ -8,7 +8,7 @@ afterEach(async () => {
 });
 
 describe('an unknown rate limit is learned, shared and remembered', () => {
-  it('the first run finds the limit through 429s; the next run starts from it and meets (almost) none', async () => {
+  it('the first run finds the limit through 429s; the next run starts from it and meets a handful at most', async () => {
     h = await startHarness({ records: 100, simRateLimit: { max: 20, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 100 } });
     // Two pools: two processes' worth, one learned rate between them.
     await h.startWorkers({ concurrency: 4 });
@@ -24,10 +24,12 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     expect(ceiling).toBeGreaterThan(8);
     expect(ceiling).toBeLessThan(40);
     expect(rate).toBeGreaterThan(0);
+    expect(await h.runtime.redis.pttl(`${h.config.prefix}:ws:acme:bucket:rate`)).toBe(-1); // kept between runs
     // The next run (the learned rate has no expiry) goes at it from its first request.
     const second = await h.waitForRun((await h.importFile(file('second.csv'), 'deal.update')).id, 40_000);
     expect(second.counts).toMatchObject({ total: 100, succeeded: 100 });
-    expect(h.ws.stats.rateLimited - firstLimited).toBeLessThanOrEqual(2);
+    // It may still probe a little above a ceiling the first run set low (the first 429 halves).
+    expect(h.ws.stats.rateLimited - firstLimited).toBeLessThanOrEqual(5);
     expect(h.ws.stats.writes.dealUpdate).toBe(200);
   }, 90_000);
 });
