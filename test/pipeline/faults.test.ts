@@ -41,6 +41,8 @@ describe('workers under faults', () => {
     await h.importFile(dealUpdateFile(h, 8), 'deal.update');
     for (let i = 0; i < 200 && h.ws.stats.rateLimited === 0; i++) await sleep(25);
     expect(h.ws.stats.rateLimited).toBeGreaterThan(0);
+    // The simulator counts its 429 as it answers; the worker pauses the queue a moment later.
+    for (let i = 0; i < 40 && (await queue.getRateLimitTtl()) <= 0; i++) await sleep(25);
     expect(await queue.getRateLimitTtl()).toBeGreaterThan(0);
     const seen = h.ws.stats.rateLimited;
     await sleep(1500);
