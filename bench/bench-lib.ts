@@ -207,3 +207,71 @@ function selfCpu(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
 }
+
+/**
+ * A Redis server of the benchmark's own on a free loopback port (no persistence), so command
+ * counts (INFO commandstats) see only the benchmark's traffic, not other work on the machine.
+ * Sets REDIS_URL for this process and for the processes it spawns afterwards.
+ */
+export async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  spawned.add(child);
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined); // not up yet: asked again below
+    const up = await probe.connect().then(() => true, () => false);
+    probe.disconnect();
+    if (up) break;
+    if (i > 50) throw new Error('redis-server did not start');
+    await sleep(100);
+  }
+  process.env.REDIS_URL = url;
+  return {
+    url,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+/**
+ * Commands Redis has run (INFO commandstats, which counts those Lua scripts call too: `all`),
+ * and how many of them were script calls (EVALSHA, EVAL).
+ */
+export async function redisCommandCounts(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ all: number; scripts: number; byCommand: Map<string, number> }> {
+  const redis = new Redis(url);
+  const commandstats = await redis.info('commandstats');
+  redis.disconnect();
+  let all = 0;
+  let scripts = 0;
+  const byCommand = new Map<string, number>();
+  for (const m of commandstats.matchAll(/cmdstat_(\S+?):calls=(\d+)/g)) {
+    all += Number(m[2]);
+    byCommand.set(m[1]!, Number(m[2]));
+    if (m[1] === 'evalsha' || m[1] === 'eval') scripts += Number(m[2]);
+  }
+  return { all, scripts, byCommand };
+}
+
+/**
+ * Counts the commands clients send (a Lua script call is one), through MONITOR, which also
+ * shows the commands scripts run (source "lua"): those are left out here.
+ */
+export async function countSentCommands(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ sent(): number; stop(): Promise<void> }> {
+  const redis = new Redis(url);
+  const monitor = await redis.monitor();
+  let sent = 0;
+  monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+    if (source !== 'lua') sent++;
+  });
+  return {
+    sent: () => sent,
+    async stop() {
+      monitor.disconnect();
+      redis.disconnect();
+    },
+  };
+}

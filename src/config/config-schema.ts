@@ -35,8 +35,8 @@ export const WorkspaceFileSchema = z
     /** Which list API version to page (the spec's list examples use v1). Default v2. */
     listVersion: z.enum(['v1', 'v2']).default('v2'),
     /**
-     * Update rows carried by one queue job (sent one request each, in order). Default 1 with a
-     * known rateLimit (the limiter counts jobs), else 10. Creates always travel alone.
+     * Update rows carried by one queue job (sent one request each, in order, each with its own
+     * token of the rate budget). Default 10. Creates always travel alone.
      */
     rowsPerJob: z.number().int().min(1).max(100).optional(),
     /**
@@ -51,15 +51,12 @@ export const WorkspaceFileSchema = z
   .strict()
   .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {
     message: 'set exactly one of apiKeyEnv (name of an env variable) or apiKeyFile (path of a file)',
-  })
-  .refine((w) => w.rateLimit === undefined || (w.rowsPerJob ?? 1) === 1, {
-    path: ['rowsPerJob'],
-    message: 'must be 1 (or unset) with a rateLimit: the rate limiter counts queue jobs, so each job must be one request',
   });
 
 /**
- * Rows per job without a known rate limit. Most of a worker's CPU besides HTTP is BullMQ's
- * per-job work (two Lua calls, a lock, events); ten rows share it (bench/RESULTS.md).
+ * Rows per job. Most of a worker's CPU besides HTTP is BullMQ's per-job work (two Lua calls, a
+ * lock, events); ten rows share it (bench/RESULTS.md). The rate budget counts requests, so a
+ * known limit does not change this.
  */
 export const DEFAULT_ROWS_PER_JOB = 10;
 

@@ -18,7 +18,7 @@ export interface WorkspaceConfig {
   rateLimit?: RateLimit;
   retry: { attempts: number; backoffMs: number };
   listVersion: 'v1' | 'v2';
-  /** Update rows per queue job (1 with a known rate limit). */
+  /** Update rows per queue job. */
   rowsPerJob: number;
   /** Wait before looking for a create whose answer was lost (ms). */
   createSettleMs: number;
@@ -91,7 +91,7 @@ export function configFromObject(
       ...(w.rateLimit ? { rateLimit: w.rateLimit } : {}),
       retry: w.retry,
       listVersion: w.listVersion,
-      rowsPerJob: w.rowsPerJob ?? (w.rateLimit ? 1 : DEFAULT_ROWS_PER_JOB),
+      rowsPerJob: w.rowsPerJob ?? DEFAULT_ROWS_PER_JOB,
       createSettleMs: w.createSettleMs,
       requestTimeoutMs: w.requestTimeoutMs,
     };

@@ -13,7 +13,7 @@ export interface DealLookupOptions {
   fence: Pick<RowFence, 'claimed'>;
   /** Where the workspace's processes share passes and their last snapshot. */
   board: LookupPassBoard;
-  /** Shared rate budget: every list page takes a token first. Default: none (adaptive mode). */
+  /** Shared rate budget: every list page takes a token first. Default: none. */
   limiter?: { take(): Promise<void> };
   /** Records per page. Default 100. */
   pageSize?: number;

@@ -1,4 +1,2 @@
 export { SyncWorker, type SyncWorkerOptions } from './sync-worker.js';
-export { AdaptiveConcurrency, type AdaptiveConcurrencyOptions } from './adaptive-concurrency.js';
-export { smoothRateLimit } from './smooth-rate-limit.js';
 export { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from './worker-pool.js';

@@ -21,7 +21,6 @@ import {
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { LookupPassBoard, RowFence, cancelled, succeeded, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
-import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { RedisFullGuard } from './redis-full-guard.js';
@@ -29,8 +28,7 @@ import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
 import { splitInviteBatch } from './invite-split.js';
-import { SharedLimiter } from './shared-limiter.js';
-import { smoothRateLimit } from './smooth-rate-limit.js';
+import { SharedTokenBucket } from './token-bucket.js';
 import { failureResult, jitter } from './row-results.js';
 
 export interface SyncWorkerOptions {
@@ -42,8 +40,9 @@ export interface SyncWorkerOptions {
   /** Key prefix from the config. */
   prefix: string;
   /**
-   * The key's known rate limit, enforced for all worker processes together through Redis.
-   * Default: none — concurrency adapts to 429s (halve on 429, creep back on success).
+   * The key's known rate limit, enforced for all worker processes together through Redis: every
+   * request takes a token from the workspace's shared bucket. Default: none — the bucket's rate
+   * is learned from 429s, shared by the workspace's processes and remembered between runs.
    */
   rateLimit?: { max: number; durationMs: number };
   /** Jobs in flight in this process. Default 8. */
@@ -108,7 +107,6 @@ export class SyncWorker {
   readonly #options: SyncWorkerOptions;
   readonly #logger: Logger;
   readonly #results: ResultWriter;
-  readonly #aimd: AdaptiveConcurrency | null;
   readonly #maxStarts: number;
   readonly #sweep: FailedJobSweep;
   readonly #full: RedisFullGuard;
@@ -117,7 +115,8 @@ export class SyncWorker {
   readonly #locks: JobLockWatch;
   readonly #outage: CrmOutageWatch;
   readonly #lockPrefix: string;
-  #warnedUnbatch = false;
+  /** The workspace's shared request budget (a known limit, or a learned rate). */
+  readonly #bucket: SharedTokenBucket;
   /** Until when this process knows the workspace is paused by a 429 (epoch ms). */
   #pausedUntil = 0;
   /** Jobs this process is working on, by id. */
@@ -135,15 +134,19 @@ export class SyncWorker {
       ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
     });
     this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
-    // List pages of create lookups spend the same shared budget as the jobs (a known limit).
-    const limit = options.rateLimit ? smoothRateLimit(options.rateLimit) : undefined;
-    const limiter = limit ? new SharedLimiter({ redis: options.connection, key: `${this.#lockPrefix}limiter`, ...limit }) : undefined;
+    // Every request, a row's or a lookup's list page, spends the same shared budget.
+    this.#bucket = new SharedTokenBucket({
+      redis: options.connection,
+      key: `${options.prefix}:ws:${options.workspace}:bucket`,
+      ...(options.rateLimit ? { limit: options.rateLimit } : {}),
+    });
+    const limiter = this.#bucket;
     const board = new LookupPassBoard({ redis: options.connection, prefix: options.prefix, workspace: options.workspace });
     const lookup = new DealLookup({
       client: options.client,
       fence: this.#fence,
       board,
-      ...(limiter ? { limiter } : {}),
+      limiter,
       ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
       logger: this.#logger,
     });
@@ -156,7 +159,6 @@ export class SyncWorker {
     });
     this.#sender = new RowSender({ client: options.client, fence: this.#fence, creates, logger: this.#logger });
     const concurrency = options.concurrency ?? 8;
-    this.#aimd = options.rateLimit ? null : new AdaptiveConcurrency({ max: concurrency });
     this.queue = openWorkspaceQueue({
       connection: options.connection,
       prefix: options.prefix,
@@ -199,15 +201,12 @@ export class SyncWorker {
     this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
   }
 
-  /** Applies the known rate limit (shared through Redis) and starts taking jobs. */
+  /** Starts taking jobs. */
   static async start(options: SyncWorkerOptions): Promise<SyncWorker> {
     const w = new SyncWorker(options);
-    if (options.rateLimit) {
-      const smooth = smoothRateLimit(options.rateLimit);
-      await w.queue.setGlobalRateLimit(smooth.max, smooth.durationMs);
-    } else {
-      await w.queue.removeGlobalRateLimit();
-    }
+    // The budget counts requests, not jobs: a job limit an older version set would throttle
+    // batches of rows as if each were one request.
+    await w.queue.removeGlobalRateLimit();
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
     w.#sweep.start();
@@ -284,7 +283,6 @@ export class SyncWorker {
    * the job: results so far are stored, the job keeps only its unsent rows and goes back to wait.
    */
   async #processRows(job: SyncJob, data: RowBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
-    if (data.rows.length > 1 && this.#options.rateLimit) return this.#unbatch(job, data);
     const results: FencedResult[] = [];
     const flaky: QueuedRow[] = [];
     const waiting: Array<{ row: QueuedRow; ms: number }> = [];
@@ -293,7 +291,7 @@ export class SyncWorker {
     try {
       for (; next < data.rows.length; next++) {
         // Another job's 429 paused the workspace: stop here rather than run into it too. (Not
-        // before the first row: BullMQ's limiter gated that start, and a start spent is a start.)
+        // before the first row: the pause held back that start, and a start spent is a start.)
         if (next > 0 && Date.now() < this.#pausedUntil) {
           stop = { kind: 'paused' };
           break;
@@ -337,6 +335,7 @@ export class SyncWorker {
   }
 
   async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow, writer: RowWriter, signal: AbortSignal | undefined): Promise<RowOutcome> {
+    await this.#takeToken(job, signal);
     const sent = await this.#sender.send(writer, r, signal);
     switch (sent.kind) {
       case 'result':
@@ -396,6 +395,7 @@ export class SyncWorker {
     const fences = data.rows.map((r) => this.#writer(job, data.runId, token, r));
     const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
     // Invites carry no record id to order on: the fence here is the job's own lock.
+    await this.#takeToken(job, signal);
     if (signal?.aborted || !(await this.#fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
     try {
       await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
@@ -450,10 +450,11 @@ export class SyncWorker {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
       const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
-      this.#onRateLimited();
       this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
-      log.debug({ ms }, '429: pausing the workspace queue');
-      await this.queue.rateLimit(ms);
+      // The queue holds back job starts; the bucket holds back the rows of jobs already running
+      // (and cuts a learned rate).
+      const [, rate] = await Promise.all([this.queue.rateLimit(ms), this.#bucket.pause(ms)]);
+      log.debug({ ms, ...(this.#options.rateLimit ? {} : { learnedRate: rate }) }, '429: pausing the workspace queue');
     } else {
       await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
@@ -477,16 +478,14 @@ export class SyncWorker {
     );
   }
 
-  /**
-   * A known rate limit counts jobs, so a batch (from a producer whose config had no limit) is
-   * split into one job per row before anything is sent.
-   */
-  async #unbatch(job: SyncJob, data: RowBatchJobData): Promise<void> {
-    if (!this.#warnedUnbatch) {
-      this.#logger.warn({ runId: data.runId, rows: data.rows.length }, 'a job of several rows reached a rate-limited worker: splitting it into one job per row');
-      this.#warnedUnbatch = true;
+  /** A token from the workspace's shared bucket before each request (waits its turn). */
+  async #takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.#bucket.take(signal);
+    } catch (err) {
+      if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
+      throw err;
     }
-    await this.#handOff(job, data.runId, data.rows, { backoff: false });
   }
 
   /** `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final results. */
@@ -520,14 +519,6 @@ export class SyncWorker {
 
   #onSuccess(): void {
     this.#outage.onSuccess();
-    if (!this.#aimd) return;
-    const next = this.#aimd.onSuccess();
-    if (next !== this.worker.concurrency) this.worker.concurrency = next;
-  }
-
-  #onRateLimited(): void {
-    if (!this.#aimd) return;
-    this.worker.concurrency = this.#aimd.onRateLimited();
   }
 }
 

@@ -40,14 +40,14 @@ describe('config', () => {
     expect(readApiKey(getWorkspace(config, 'globex'), {}).reveal()).toBe('globex-secret');
   });
 
-  it('rows per job: 1 with a known rate limit (its limiter counts jobs), 10 without, and no more than 1 with a limit', () => {
+  it('rows per job: 10 with or without a known rate limit (its budget counts requests, not jobs), or as set', () => {
     const config = configFromObject(valid, { source: 'c.json', env: {} });
-    expect(getWorkspace(config, 'acme').rowsPerJob).toBe(1);
+    expect(getWorkspace(config, 'acme').rowsPerJob).toBe(10);
     expect(getWorkspace(config, 'globex').rowsPerJob).toBe(10);
-    const tuned = { workspaces: { globex: { ...valid.workspaces.globex, rowsPerJob: 25 } } };
-    expect(getWorkspace(configFromObject(tuned, { source: 'c.json', env: {} }), 'globex').rowsPerJob).toBe(25);
-    const clash = { workspaces: { acme: { ...valid.workspaces.acme, rowsPerJob: 5 } } };
-    expect(() => configFromObject(clash, { source: 'c.json', env: {} })).toThrow(/rowsPerJob.*must be 1 \(or unset\) with a rateLimit/);
+    const tuned = { workspaces: { acme: { ...valid.workspaces.acme, rowsPerJob: 25 } } };
+    expect(getWorkspace(configFromObject(tuned, { source: 'c.json', env: {} }), 'acme').rowsPerJob).toBe(25);
+    const wrong = { workspaces: { acme: { ...valid.workspaces.acme, rowsPerJob: 0 } } };
+    expect(() => configFromObject(wrong, { source: 'c.json', env: {} })).toThrow(/rowsPerJob/);
   });
 
   it('uses CRM_SYNC_CONFIG, and defaults when no file exists', () => {

@@ -1,0 +1,35 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('an unknown rate limit is learned, shared and remembered', () => {
+  it('the first run finds the limit through 429s; the next run starts from it and meets a handful at most', async () => {
+    h = await startHarness({ records: 100, simRateLimit: { max: 20, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 100 } });
+    // Two pools: two processes' worth, one learned rate between them.
+    await h.startWorkers({ concurrency: 4 });
+    await h.startWorkers({ concurrency: 4 });
+    const deals = [...h.ws.deals.values()];
+    const file = (name: string) => h!.file(name, csv(['id', 'name'], deals.map((d) => [d.id, name])));
+    const first = await h.waitForRun((await h.importFile(file('first.csv'), 'deal.update')).id, 40_000);
+    expect(first.counts).toMatchObject({ total: 100, succeeded: 100 }); // 429s spent no attempt (1 allowed)
+    const firstLimited = h.ws.stats.rateLimited;
+    expect(firstLimited).toBeGreaterThan(0);
+    const [rate, ceiling] = (await h.runtime.redis.hmget(`${h.config.prefix}:ws:acme:bucket:rate`, 'rate', 'ceiling')).map(Number);
+    // Learned near the CRM's 20/s (the first 429 halves an overshoot of up to ~2x).
+    expect(ceiling).toBeGreaterThan(8);
+    expect(ceiling).toBeLessThan(40);
+    expect(rate).toBeGreaterThan(0);
+    expect(await h.runtime.redis.pttl(`${h.config.prefix}:ws:acme:bucket:rate`)).toBe(-1); // kept between runs
+    // The next run (the learned rate has no expiry) goes at it from its first request.
+    const second = await h.waitForRun((await h.importFile(file('second.csv'), 'deal.update')).id, 40_000);
+    expect(second.counts).toMatchObject({ total: 100, succeeded: 100 });
+    // It may still probe a little above a ceiling the first run set low (the first 429 halves).
+    expect(h.ws.stats.rateLimited - firstLimited).toBeLessThanOrEqual(5);
+    expect(h.ws.stats.writes.dealUpdate).toBe(200);
+  }, 90_000);
+});

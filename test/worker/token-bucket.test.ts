@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SharedTokenBucket } from '../../src/worker/token-bucket.js';
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const keys: string[] = [];
+afterAll(async () => {
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+function bucketKey(): string {
+  const key = `crm-sync-test-bucket-${randomBytes(4).toString('hex')}`;
+  keys.push(key);
+  return key;
+}
+
+/** Most requests granted within any `windowMs` span of the given times. */
+function busiestWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[i]! - sorted[j]! >= windowMs) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+/** Takes `n` tokens through `bucket`, `parallel` at a time (rows of concurrent jobs); returns when each was granted. */
+async function takeMany(bucket: SharedTokenBucket, n: number, parallel: number): Promise<number[]> {
+  const times: number[] = [];
+  let left = n;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (left > 0) {
+        left--;
+        await bucket.take();
+        times.push(Date.now());
+      }
+    }),
+  );
+  return times;
+}
+
+describe('SharedTokenBucket', () => {
+  it('processes sharing a key share one budget: no 1 s span holds more than the limit plus one burst', async () => {
+    const key = bucketKey();
+    const limit = { max: 40, durationMs: 1000 };
+    // Three "processes": separate buckets, separate connections, one Redis key.
+    const conns = [new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), redis];
+    const buckets = conns.map((c) => new SharedTokenBucket({ redis: c, key, limit }));
+    try {
+      const times = (await Promise.all(buckets.map((b) => takeMany(b, 40, 6)))).flat();
+      expect(times).toHaveLength(120);
+      // Bursts are a tenth of the limit; a budget per process would allow 3 × 40 in the first second.
+      // (Plus 4 for timers that fire late on a busy machine and bunch grants due a moment apart.)
+      expect(busiestWindow(times, 1000)).toBeLessThanOrEqual(40 + 4 + 4);
+      // 120 tokens at 40/s take at least (120 - 4) / 40 s from the first grant to the last.
+      expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(((120 - 4) / 40) * 1000 - 50);
+    } finally {
+      conns[0]!.disconnect();
+      conns[1]!.disconnect();
+    }
+  }, 20_000);
+
+  it('a pause (a 429) holds back every process sharing the key, and the rate after it is the limit', async () => {
+    const key = bucketKey();
+    const limit = { max: 20, durationMs: 1000 };
+    const a = new SharedTokenBucket({ redis, key, limit });
+    const b = new SharedTokenBucket({ redis, key, limit });
+    await a.take();
+    const pausedAt = Date.now();
+    await a.pause(600);
+    // `b` has never seen the 429: it learns the pause from Redis.
+    const times = await takeMany(b, 10, 4);
+    expect(Math.min(...times) - pausedAt).toBeGreaterThanOrEqual(600 - 5);
+    // Paced after the pause (no burst of saved-up tokens): 10 at 20/s span at least 9 intervals.
+    expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(9 * 50 - 20);
+  }, 10_000);
+
+  it('a take whose job is cancelled rejects with the reason, and leaves the others their turn', async () => {
+    const key = bucketKey();
+    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 } });
+    await takeMany(bucket, 2, 1); // the burst of a small limit is one token: the next waits ~0.5 s
+    const cancel = new AbortController();
+    const cancelled = bucket.take(cancel.signal);
+    const other = bucket.take();
+    cancel.abort(new Error('job lost'));
+    await expect(cancelled).rejects.toThrow('job lost');
+    await expect(other).resolves.toBeUndefined();
+    await expect(bucket.take(AbortSignal.abort(new Error('already gone')))).rejects.toThrow('already gone');
+  }, 10_000);
+
+  it('a Redis error fails the waiting takes instead of hanging them', async () => {
+    const broken = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, enableOfflineQueue: false });
+    const bucket = new SharedTokenBucket({ redis: broken, key: bucketKey(), limit: { max: 10, durationMs: 1000 } });
+    await expect(bucket.take()).rejects.toThrow();
+    broken.disconnect();
+  });
+
+  describe('without a known limit (a learned rate)', () => {
+    async function learned(key: string): Promise<{ rate: number; ceiling: number }> {
+      const [rate, ceiling] = await redis.hmget(`${key}:rate`, 'rate', 'ceiling');
+      return { rate: Number(rate), ceiling: Number(ceiling ?? 0) };
+    }
+
+    it('grows while requests wait on it, from where it started', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      const bucket = new SharedTokenBucket({ redis, key, initialRate: 10 });
+      await takeMany(bucket, 30, 8);
+      // Always saturated (eight takers): the rate about doubles a second from 10.
+      expect((await learned(key)).rate).toBeGreaterThan(15);
+      expect((await learned(key)).ceiling).toBe(0);
+    }, 10_000);
+
+    it('a 429 cuts it once per episode (the first halves it), and every process, now or in a later run, goes at the cut rate', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      const a = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      await a.take();
+      expect(await a.pause(10)).toBeCloseTo(18, 1); // ceiling 20 (half of 40), rate 90 % of it
+      // More 429s of the same episode (requests sent before the cut) cut nothing more.
+      expect(await a.pause(10)).toBeCloseTo(18, 1);
+      expect(await learned(key)).toMatchObject({ ceiling: 20 });
+      // A process that starts later (another run) reads the learned rate: 10 requests at ~18/s.
+      const b = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      const times = await takeMany(b, 10, 4);
+      expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(9 * (1000 / 18.5) - 20);
+    }, 10_000);
+  });
+});
