@@ -4,6 +4,7 @@ import type { IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RowResult, RunStore } from '../runs/index.js';
+import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
 import { rideOutRedis } from './ride-out-redis.js';
@@ -147,7 +148,7 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
       // Count first (a worker may finish a job before addBulk returns); counted once per row
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
       if (!options.requeued && counted > 0) await store.addQueued(runId, counted, through);
-      await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+      await addTracedBatches(queue.name, batch.map(({ name, data, opts }) => ({ name, data, opts })), (jobs) => queue.addBulk(jobs));
     });
     progress.queued += count;
   };

@@ -21,6 +21,7 @@ import {
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { RowFence, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import { annotateBatchSpan, bullmqTelemetry } from '../telemetry/index.js';
 import { AdaptiveConcurrency } from './adaptive-concurrency.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
@@ -171,6 +172,7 @@ export class SyncWorker {
       maxStalledCount: 5,
       removeOnComplete: { age: 3600, count: 1000 },
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      ...bullmqTelemetry(),
     });
     this.worker.on('failed', (job, err) => {
       if (job) void this.#sweep.record(job, err.message);
@@ -237,6 +239,7 @@ export class SyncWorker {
     this.#active.set(id, job);
     try {
       const data = toJobData(job.data);
+      annotateBatchSpan(this.queue.name, { name: job.name, data });
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
       return await this.#processRows(job, data, token ?? '', signal);
     } catch (err) {
