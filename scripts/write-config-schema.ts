@@ -2,5 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { CONFIG_JSON_SCHEMA_PATH, configJsonSchema } from '../src/config/index.js';
 
-writeFileSync(new URL(`../${CONFIG_JSON_SCHEMA_PATH}`, import.meta.url), `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+writeFileSync(
+  new URL(`../${CONFIG_JSON_SCHEMA_PATH}`, import.meta.url),
+  `${JSON.stringify(configJsonSchema(), null, 2)}\n`,
+);
 process.stdout.write(`wrote ${CONFIG_JSON_SCHEMA_PATH}\n`);

@@ -22,7 +22,15 @@ export {
 export { openRuntime, createCrmClient, type Runtime } from './runtime/index.js';
 
 // Work: queue a file's rows, process queues, compare with the CRM first, follow a run.
-export { importFile, retryRun, resumeProducer, type ImportFileOptions, type RetryRunOptions, type RetrySummary, type ResumeProducerOptions } from './queue/index.js';
+export {
+  importFile,
+  retryRun,
+  resumeProducer,
+  type ImportFileOptions,
+  type RetryRunOptions,
+  type RetrySummary,
+  type ResumeProducerOptions,
+} from './queue/index.js';
 export { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from './worker/index.js';
 export {
   reconcileImport,
@@ -38,11 +46,30 @@ export {
 export { followRun, type FollowRunOptions } from './cli/run-progress.js';
 
 // Results: every input row ends with exactly one result (docs/architecture.md, "Result model").
-export { RunStore, writeResultsCsv, type RunRecord, type RunCounts, type RunStatus, type RowResult, type FinalRowStatus, type WriteResultsCsvOptions } from './runs/index.js';
+export {
+  RunStore,
+  writeResultsCsv,
+  type RunRecord,
+  type RunCounts,
+  type RunStatus,
+  type RowResult,
+  type FinalRowStatus,
+  type WriteResultsCsvOptions,
+} from './runs/index.js';
 
 // Errors: CrmSyncError's `code` is stable (ERROR_CODES); CRM answers map to the CrmError family.
 export { CrmSyncError, isCrmSyncError, errorMessage, ERROR_CODES, type ErrorCode } from './errors/index.js';
-export { CrmError, AuthError, RateLimitedError, TransientError, NotFoundError, RejectedError, BadResponseError, OPERATIONS, type Operation } from './crm/index.js';
+export {
+  CrmError,
+  AuthError,
+  RateLimitedError,
+  TransientError,
+  NotFoundError,
+  RejectedError,
+  BadResponseError,
+  OPERATIONS,
+  type Operation,
+} from './crm/index.js';
 
 // Logging and tracing.
 export { createLogger, silentLogger, type Logger, type LoggerOptions } from './log/index.js';

@@ -44,11 +44,21 @@ export function batchAttributes(workspace: string, job: Pick<TraceableJob, 'name
  * `process` span and everything under it (HTTP, Redis) join that trace. Without tracing, `add`
  * gets the jobs unchanged.
  */
-export async function addTracedBatches<J extends TraceableJob, R>(workspace: string, jobs: J[], add: (jobs: J[]) => Promise<R>): Promise<R> {
+export async function addTracedBatches<J extends TraceableJob, R>(
+  workspace: string,
+  jobs: J[],
+  add: (jobs: J[]) => Promise<R>,
+): Promise<R> {
   const telemetry = activeBullmqTelemetry();
   if (!telemetry) return add(jobs);
   const tracer = trace.getTracer('crm-sync');
-  const spans = jobs.map((job) => tracer.startSpan(`queue ${job.name}`, { kind: SpanKind.PRODUCER, root: true, attributes: batchAttributes(workspace, job) }));
+  const spans = jobs.map((job) =>
+    tracer.startSpan(`queue ${job.name}`, {
+      kind: SpanKind.PRODUCER,
+      root: true,
+      attributes: batchAttributes(workspace, job),
+    }),
+  );
   const traced = jobs.map((job, i) => {
     const span = spans[i];
     if (!span) return job;

@@ -48,15 +48,21 @@ export async function startTelemetry(options: StartTelemetryOptions = {}): Promi
   if (settings && !settings.enabled) return OFF;
   if (active) return { enabled: true, shutdown: stopActive };
 
-  const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor }, resources, { registerInstrumentations }, { HttpInstrumentation }, { IORedisInstrumentation }, { BullMQOtel }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-trace-node'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/instrumentation'),
-      import('@opentelemetry/instrumentation-http'),
-      import('@opentelemetry/instrumentation-ioredis'),
-      import('bullmq-otel'),
-    ]);
+  const [
+    { NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor },
+    resources,
+    { registerInstrumentations },
+    { HttpInstrumentation },
+    { IORedisInstrumentation },
+    { BullMQOtel },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/instrumentation'),
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-ioredis'),
+    import('bullmq-otel'),
+  ]);
   const exporter = options.exporter ?? (await exporterFor(settings as TelemetrySettings));
   const resource = resources
     .resourceFromAttributes({ 'service.name': options.serviceName ?? 'crm-sync' })

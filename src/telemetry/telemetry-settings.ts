@@ -28,11 +28,19 @@ export function telemetrySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): 
   if (named === 'none' || (!named && !endpoint)) return OFF;
   const exporter = named ?? 'otlp';
   if (exporter !== 'otlp' && exporter !== 'console') {
-    throw new CrmSyncError('CONFIG_INVALID', `OTEL_TRACES_EXPORTER=${exporter} is not supported: use otlp, console or none`);
+    throw new CrmSyncError(
+      'CONFIG_INVALID',
+      `OTEL_TRACES_EXPORTER=${exporter} is not supported: use otlp, console or none`,
+    );
   }
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim().toLowerCase();
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf')
+    .trim()
+    .toLowerCase();
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new CrmSyncError('CONFIG_INVALID', `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: use http/protobuf or http/json`);
+    throw new CrmSyncError(
+      'CONFIG_INVALID',
+      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported: use http/protobuf or http/json`,
+    );
   }
   return { enabled: true, exporter, protocol };
 }

@@ -5,7 +5,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_JSON_SCHEMA_PATH, configJsonSchema, loadConfig } from '../../src/config/index.js';
 
-const shipped = JSON.parse(readFileSync(new URL(`../../${CONFIG_JSON_SCHEMA_PATH}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+const shipped = JSON.parse(
+  readFileSync(new URL(`../../${CONFIG_JSON_SCHEMA_PATH}`, import.meta.url), 'utf8'),
+) as Record<string, unknown>;
 const validate = new Ajv2020({ strict: false }).compile(shipped);
 
 describe('the config JSON Schema', () => {
@@ -18,9 +20,17 @@ describe('the config JSON Schema', () => {
       const raw: unknown = JSON.parse(readFileSync(new URL(`../../docs/deploy/${name}`, import.meta.url), 'utf8'));
       expect(validate(raw), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
     }
-    expect(validate({ workspaces: { acme: { baseUrl: 'https://x.example/api', apiKeyEnv: 'K', rateLimt: {} } } })).toBe(false);
+    expect(validate({ workspaces: { acme: { baseUrl: 'https://x.example/api', apiKeyEnv: 'K', rateLimt: {} } } })).toBe(
+      false,
+    );
     expect(validate.errors?.[0]?.params).toMatchObject({ additionalProperty: 'rateLimt' });
-    expect(validate({ workspaces: { acme: { baseUrl: 'https://x.example/api', apiKeyEnv: 'K', rateLimit: { max: 0, durationMs: 1000 } } } })).toBe(false);
+    expect(
+      validate({
+        workspaces: {
+          acme: { baseUrl: 'https://x.example/api', apiKeyEnv: 'K', rateLimit: { max: 0, durationMs: 1000 } },
+        },
+      }),
+    ).toBe(false);
   });
 
   it('a config file may name its schema in `$schema`', () => {
@@ -32,6 +42,8 @@ describe('the config JSON Schema', () => {
     };
     writeFileSync(path, JSON.stringify(raw));
     expect(validate(raw)).toBe(true);
-    expect(loadConfig({ path, env: { ACME_API_KEY: 'k' } }).workspaces.acme?.baseUrl).toBe('https://acme.crm.example/api/external');
+    expect(loadConfig({ path, env: { ACME_API_KEY: 'k' } }).workspaces.acme?.baseUrl).toBe(
+      'https://acme.crm.example/api/external',
+    );
   });
 });

@@ -25,18 +25,28 @@ describe('tracing (in-memory exporter, real Redis, the simulator over HTTP)', ()
   it('one trace per row batch: producer → BullMQ → worker → CRM HTTP call and Redis', async () => {
     await h.startWorkers({ concurrency: 2 });
     const deals = [...h.ws.deals.values()].slice(0, 12);
-    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `Traced ${i}`]))), 'deal.update');
+    const run = await h.importFile(
+      h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name'],
+          deals.map((d, i) => [d.id, `Traced ${i}`]),
+        ),
+      ),
+      'deal.update',
+    );
     expect((await h.waitForRun(run.id)).counts).toMatchObject({ total: 12, succeeded: 12 });
     expect(h.config.workspaces.acme?.rowsPerJob).toBe(10);
 
     // The worker's span ends after the result is stored; give it a moment to be exported.
     const spans = async () => exporter.getFinishedSpans();
     let batches: ReadableSpan[] = [];
-    let processes: ReadableSpan[] = [];
     for (let i = 0; i < 100; i++) {
       const all = await spans();
-      batches = all.filter((s) => s.kind === SpanKind.PRODUCER && s.attributes[SPAN_ATTR.runId] === run.id && !parentOf(s));
-      processes = all.filter((s) => s.kind === SpanKind.CONSUMER && s.attributes[SPAN_ATTR.runId] === run.id);
+      batches = all.filter(
+        (s) => s.kind === SpanKind.PRODUCER && s.attributes[SPAN_ATTR.runId] === run.id && !parentOf(s),
+      );
+      const processes = all.filter((s) => s.kind === SpanKind.CONSUMER && s.attributes[SPAN_ATTR.runId] === run.id);
       if (processes.length >= 2) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -66,7 +76,7 @@ describe('tracing (in-memory exporter, real Redis, the simulator over HTTP)', ()
 
       // …and under it, one CRM call per row (HTTP client instrumentation) and Redis commands.
       const underProcess = (s: ReadableSpan): boolean => {
-        for (let p = parentOf(s); p; ) {
+        for (let p = parentOf(s); p;) {
           if (p === proc.spanContext().spanId) return true;
           p = inTrace.find((x) => x.spanContext().spanId === p)?.parentSpanContext?.spanId;
         }
@@ -74,7 +84,9 @@ describe('tracing (in-memory exporter, real Redis, the simulator over HTTP)', ()
       };
       const calls = inTrace.filter((s) => s.kind === SpanKind.CLIENT && scopeOf(s).includes('instrumentation-http'));
       const rows = Number(batch.attributes[SPAN_ATTR.rowCount]);
-      expect(calls.filter((c) => c.attributes['http.request.method'] === 'PATCH' || c.attributes['http.method'] === 'PATCH')).toHaveLength(rows);
+      expect(
+        calls.filter((c) => c.attributes['http.request.method'] === 'PATCH' || c.attributes['http.method'] === 'PATCH'),
+      ).toHaveLength(rows);
       expect(calls.every(underProcess)).toBe(true);
       const redis = inTrace.filter((s) => scopeOf(s).includes('ioredis'));
       expect(redis.length).toBeGreaterThan(0);
