@@ -31,12 +31,13 @@ function readmeExample(): string {
   return match[1];
 }
 
+// Removing the installed project (hundreds of packages) takes long on a loaded machine.
 afterAll(async () => {
   const redis = new Redis(redisUrl, { lazyConnect: false });
   await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
   rmSync(dir, { recursive: true, force: true });
-});
+}, 120_000);
 
 describe('the npm package', () => {
   it(
