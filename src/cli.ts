@@ -2,7 +2,8 @@ import { CommanderError } from 'commander';
 import { buildProgram } from './cli/program.js';
 import { registrationsFor } from './cli/commands.js';
 import { EXIT } from './cli/exit-codes.js';
-import { USER_ERROR_CODES, isCrmSyncError } from './errors/index.js';
+import { USER_ERROR_CODES, errorMessage, isCrmSyncError } from './errors/index.js';
+import { startTelemetry } from './telemetry/index.js';
 
 /** ioredis's words for a command that got no answer (commandTimeout, or a connection that closed). */
 const REDIS_SILENT = /^(Command timed out|Connection is closed\.|Stream isn't writeable)/;
@@ -39,7 +40,14 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+// Tracing starts before any queue, worker or client exists (they pick it up when built) and is
+// off unless OTEL_* variables ask for it; its shutdown sends the spans still buffered.
+const telemetry = await startTelemetry().catch((err: unknown) => {
+  process.stderr.write(`crm-sync: ${errorMessage(err)} [CONFIG_INVALID]\n`);
+  return process.exit(EXIT.USAGE);
+});
 process.exitCode = await main(process.argv);
+await telemetry.shutdown();
 // Every command has finished its work when main returns (long-running ones return at shutdown).
 // A handle something left open (a connection a failed start did not close) must not keep a cron
 // job waiting forever: give pending output a moment, then exit.

@@ -62,6 +62,8 @@ export const DEFAULT_ROWS_PER_JOB = 10;
 
 export const ConfigFileSchema = z
   .object({
+    /** The JSON Schema an editor checks the file against (schema/crm-sync.config.schema.json); crm-sync ignores it. */
+    $schema: z.string().optional(),
     /** Redis connection URL. REDIS_URL in the environment wins. Default redis://127.0.0.1:6379. */
     redisUrl: z.string().min(1).optional(),
     workspaces: z

@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type pinoPretty from 'pino-pretty';
+import { traceLogFields } from '../telemetry/index.js';
 
 export type { Logger };
 
@@ -37,11 +39,20 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
-  const opts = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: options.base ?? {} };
+  const opts = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: options.base ?? {}, mixin: traceLogFields };
   if (usePretty) {
-    return pino(opts, pretty({ destination: 2, sync: true, colorize: true, singleLine: true, ignore: 'pid,hostname' }));
+    return pino(opts, loadPretty()({ destination: 2, sync: true, colorize: true, singleLine: true, ignore: 'pid,hostname' }));
   }
   return pino(opts, pino.destination({ dest: 2, sync: true }));
+}
+
+/**
+ * pino-pretty (and its colour and date helpers) is loaded only when a terminal asks for it:
+ * workers in containers log JSON and never pay for it. Required, not imported, because
+ * createLogger is synchronous; pino-pretty is CommonJS.
+ */
+function loadPretty(): typeof pinoPretty {
+  return createRequire(import.meta.url)('pino-pretty') as typeof pinoPretty;
 }
 
 /** A logger that drops everything, for library use and tests that do not look at logs. */

@@ -4,6 +4,7 @@ import type { IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, skipped, type RowResult, type RunStore } from '../runs/index.js';
+import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
 import { rideOutRedis } from './ride-out-redis.js';
@@ -161,7 +162,7 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
       if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled') return false;
       // A retry's rows were counted when they were requeued: ask the run's status instead.
       if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
-      await queue.addBulk(batch.map(({ name, data, opts }) => ({ name, data, opts })));
+      await addTracedBatches(queue.name, batch.map(({ name, data, opts }) => ({ name, data, opts })), (jobs) => queue.addBulk(jobs));
       return true;
     });
     if (!added) {

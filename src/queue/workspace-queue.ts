@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bullmqTelemetry } from '../telemetry/index.js';
 import type { SyncJobData, SyncJobName } from './job-data.js';
 import { bullPrefix, queueName } from './queue-names.js';
 
@@ -26,6 +27,7 @@ export function openWorkspaceQueue(options: WorkspaceQueueOptions): WorkspaceQue
     connection: options.connection,
     prefix: bullPrefix(options.prefix),
     streams: { events: { maxLen: 2000 } },
+    ...bullmqTelemetry(),
     defaultJobOptions: {
       attempts: options.attempts ?? 6,
       backoff: { type: 'exponential', delay: options.backoffMs ?? 1000, jitter: 0.5 },

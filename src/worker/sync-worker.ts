@@ -21,6 +21,7 @@ import {
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
 import { LookupPassBoard, RowFence, cancelled, succeeded, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import { annotateBatchSpan, bullmqTelemetry } from '../telemetry/index.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { RedisFullGuard } from './redis-full-guard.js';
@@ -181,6 +182,7 @@ export class SyncWorker {
       maxStalledCount: 5,
       removeOnComplete: { age: 3600, count: 1000 },
       removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      ...bullmqTelemetry(),
     });
     this.worker.on('failed', (job, err) => {
       if (job) void this.#sweep.record(job, err.message);
@@ -244,6 +246,7 @@ export class SyncWorker {
     this.#active.set(id, job);
     try {
       const data = toJobData(job.data);
+      annotateBatchSpan(this.queue.name, { name: job.name, data });
       if (await this.#cancelledRun(job, data, token ?? '')) return;
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
       return await this.#processRows(job, data, token ?? '', signal);

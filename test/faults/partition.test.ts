@@ -9,6 +9,7 @@ import { openRuntime } from '../../src/runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 
 /*
  * Network partitions between a worker and Redis (a TCP proxy per link that blackholes, resets
@@ -17,11 +18,10 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
  * rewritten by a stale worker, and every process recovers or stops within a bound.
  */
 
-const REDIS = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const LOCK_MS = 2000;
 
 function viaProxy(config: Config, proxy: TcpProxy): Config {
-  return { ...config, redisUrl: proxy.url('redis') };
+  return { ...config, redisUrl: testRedisUrlVia(proxy.port) };
 }
 
 /** Worker 1: a pool whose Redis link goes through the proxy (the one the tests cut). */
@@ -30,7 +30,8 @@ function workerBehind(h: Harness, proxy: TcpProxy): Promise<WorkerPool> {
 }
 
 async function redisProxy(): Promise<TcpProxy> {
-  return startTcpProxy({ upstreamHost: REDIS.hostname, upstreamPort: Number(REDIS.port || 6379) });
+  const { host, port } = testRedisAddress();
+  return startTcpProxy({ upstreamHost: host, upstreamPort: port });
 }
 
 async function summary(h: Harness, label: string, run: RunRecord, extra: Record<string, number>) {
@@ -220,7 +221,7 @@ describe('SIGTERM during a partition', () => {
   });
 
   it('(d) a busy worker cut from Redis exits within its close timeout plus 5 s', async () => {
-    const env = { ...h.env, REDIS_URL: proxy.url('redis') };
+    const env = { ...h.env, REDIS_URL: testRedisUrlVia(proxy.port) };
     const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--close-timeout-ms', '2000', '--lock-ms', String(LOCK_MS)], {
       env,
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -12,6 +12,7 @@ import { deleteKeysWithPrefix, openRuntime, type Runtime } from '../../src/runti
 import { startSimulator, type SimFaults, type SimRateLimit, type Simulator, type SimWorkspace } from '../../src/sim/index.js';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
 import { startCrmFaultProxy, type CrmFaultProxy } from './crm-fault-proxy.js';
+import { TEST_REDIS_URL } from './redis.js';
 
 export interface HarnessOptions {
   records?: number;
@@ -70,7 +71,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   const proxy = options.crmProxy ? await startCrmFaultProxy({ upstreamPort: sim.port }) : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-harness-'));
-  const redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
+  const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const raw = {
     redisUrl,
     resultsDir: join(dir, 'results'),

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+import { testRedisAddress, testRedisUrlVia } from './redis.js';
 
 /** Every mode of the TCP proxy, over real sockets on 127.0.0.1: an echo server, then real Redis. */
 
@@ -180,19 +181,19 @@ describe('tcp proxy in front of an echo server', () => {
 });
 
 describe('tcp proxy in front of real Redis', () => {
-  const target = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   let proxy: TcpProxy;
   const redises: Redis[] = [];
   // Quick reconnects and no ready check, so a reconnect shows within the test's bounds.
   const redis = (extra: RedisOptions = {}): Redis => {
-    const r = new Redis(proxy.url('redis'), { retryStrategy: () => 50, enableReadyCheck: false, ...extra });
+    const r = new Redis(testRedisUrlVia(proxy.port), { retryStrategy: () => 50, enableReadyCheck: false, ...extra });
     r.on('error', () => {}); // resets are the point here; ioredis would log them as unhandled
     redises.push(r);
     return r;
   };
 
   beforeAll(async () => {
-    proxy = await startTcpProxy({ upstreamHost: target.hostname, upstreamPort: Number(target.port || 6379) });
+    const { host, port } = testRedisAddress();
+    proxy = await startTcpProxy({ upstreamHost: host, upstreamPort: port });
   });
   afterEach(() => {
     for (const r of redises.splice(0)) r.disconnect();

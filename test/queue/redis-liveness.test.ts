@@ -14,6 +14,7 @@ import {
   watchRedisLiveness,
 } from '../../src/queue/index.js';
 import { deleteKeysWithPrefix, startPrivateRedis } from '../../src/runtime/index.js';
+import { TEST_REDIS_URL, testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 
 /**
  * A worker-role connection against a real Redis behind a half-open network: a TCP proxy on
@@ -21,7 +22,7 @@ import { deleteKeysWithPrefix, startPrivateRedis } from '../../src/runtime/index
  * that sends no FIN or RST.
  */
 
-const target = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/2');
+const target = new URL(TEST_REDIS_URL);
 const prefix = `test-liveness-${randomBytes(4).toString('hex')}`;
 /** Small values so the suite stays fast; production defaults are 15 s / 5 s / 5 s. */
 const COMMAND_TIMEOUT_MS = 1500;
@@ -42,8 +43,7 @@ interface Proxy {
 }
 
 async function startProxy(): Promise<Proxy> {
-  const upstreamHost = target.hostname || '127.0.0.1';
-  const upstreamPort = Number(target.port || 6379);
+  const { host: upstreamHost, port: upstreamPort } = testRedisAddress();
   let dropping = false;
   const sockets = new Set<Socket>();
   // allowHalfOpen: a client's FIN must not be answered by the proxy itself during a blackhole.
@@ -82,11 +82,8 @@ async function startProxy(): Promise<Proxy> {
   });
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('proxy did not bind');
-  const url = new URL(target.toString());
-  url.hostname = '127.0.0.1';
-  url.port = String(address.port);
   return {
-    url: url.toString(),
+    url: testRedisUrlVia(address.port),
     port: address.port,
     blackhole: () => {
       dropping = true;

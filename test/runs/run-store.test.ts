@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCrmSyncError } from '../../src/errors/index.js';
 import { LuaScript } from '../../src/runs/lua-script.js';
 import { RunStore, type FinalRowStatus, type RowResult } from '../../src/runs/index.js';
+import { TEST_REDIS_URL } from '../helpers/redis.js';
 import { testRedis } from './redis-fixture.js';
 
 const { redis, prefix, cleanup } = testRedis();
@@ -293,7 +294,7 @@ describe('durability', () => {
     const run = await newRun('durable');
     await store.addQueued(run.id, 2);
     await store.recordResults(run.id, [result(1, 'failed'), result(2, 'succeeded')]);
-    const other = new Redis({ host: '127.0.0.1', port: 6379, db: 2 });
+    const other = new Redis(TEST_REDIS_URL);
     try {
       const again = new RunStore({ redis: other, prefix });
       expect(await again.requireRun(run.id)).toEqual(await store.requireRun(run.id));

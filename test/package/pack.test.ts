@@ -1,0 +1,140 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
+import { TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const redisUrl = TEST_REDIS_URL;
+const prefix = testPrefix('pack');
+const dir = mkdtempSync(join(tmpdir(), 'crm-sync-pack-'));
+const project = join(dir, 'project');
+
+// A child npm must not inherit `npm test`'s own npm_* settings (package, prefix, lifecycle).
+const env: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')),
+);
+const sh = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}) =>
+  run(cmd, args, { cwd, env: { ...env, ...extra }, maxBuffer: 32 * 1024 * 1024, timeout: 240_000 });
+
+/** The README's library example, verbatim: the code block after the `library-example` marker. */
+function readmeExample(): string {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const match = /<!-- library-example -->\n```js\n([\s\S]*?)\n```/.exec(readme);
+  if (!match?.[1]) throw new Error('README.md has no library example block');
+  return match[1];
+}
+
+// Removing the installed project (hundreds of packages) takes long on a loaded machine.
+afterAll(async () => {
+  const redis = new Redis(redisUrl, { lazyConnect: false });
+  await deleteKeysWithPrefix(redis, prefix);
+  redis.disconnect();
+  rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+describe('the npm package', () => {
+  it(
+    'packs (prepack builds), installs into a new project, and its README example, types, schema and CLI work',
+    { timeout: 480_000 },
+    async () => {
+      const packed = await sh('npm', ['pack', '--json', '--pack-destination', dir], root);
+      const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as Array<{
+        filename: string;
+        files: Array<{ path: string }>;
+      }>;
+      const files = info!.files.map((f) => f.path);
+      for (const f of [
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/cli.js',
+        'bin/crm-sync.js',
+        'schema/crm-sync.config.schema.json',
+        'LICENSE',
+        'README.md',
+      ])
+        expect(files).toContain(f);
+      expect(files.filter((f) => /^(src|test|bench)\//.test(f))).toEqual([]);
+
+      mkdirSync(project);
+      writeFileSync(
+        join(project, 'package.json'),
+        JSON.stringify({ name: 'embeds-crm-sync', private: true, type: 'module' }),
+      );
+      // Every dependency is in npm's cache after `npm ci`; the registry is asked only for what is not.
+      await sh(
+        'npm',
+        [
+          'install',
+          join(dir, info!.filename),
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          '--ignore-scripts',
+          '--loglevel=error',
+        ],
+        project,
+      );
+
+      writeFileSync(join(project, 'example.mjs'), readmeExample());
+      const example = await sh('node', ['example.mjs'], project, { REDIS_URL: redisUrl, CRM_SYNC_PREFIX: prefix });
+      expect(example.stdout.trim()).toBe('completed 1 Renamed by crm-sync');
+
+      const help = await sh('npx', ['--no-install', 'crm-sync', '--help'], project);
+      expect(help.stdout).toContain('Usage: crm-sync');
+      expect(help.stdout).toContain('import');
+
+      const schema = await sh(
+        'node',
+        [
+          '--input-type=module',
+          '-e',
+          "import s from 'crm-sync/config.schema.json' with { type: 'json' }; console.log(s.title)",
+        ],
+        project,
+      );
+      expect(schema.stdout.trim()).toBe('crm-sync configuration');
+
+      // The declarations: a TypeScript consumer sees typed functions and stable error codes.
+      writeFileSync(
+        join(project, 'check.ts'),
+        [
+          "import { CrmSyncError, importFile, startWorkerPool, openRuntime, reconcileImport, type ErrorCode, type RunRecord } from 'crm-sync';",
+          "const code: ErrorCode = new CrmSyncError('CONFIG_INVALID', 'x').code;",
+          'const fns = [importFile, startWorkerPool, openRuntime, reconcileImport] as const;',
+          'export const seen: [ErrorCode, number, RunRecord | undefined] = [code, fns.length, undefined];',
+          '// @ts-expect-error: not an error code',
+          "export const wrong: ErrorCode = 'NOT_A_CODE';",
+        ].join('\n'),
+      );
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      await sh(
+        'node',
+        [
+          tsc,
+          '--noEmit',
+          '--strict',
+          '--skipLibCheck',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--target',
+          'es2022',
+          '--typeRoots',
+          join(root, 'node_modules', '@types'),
+          '--types',
+          'node',
+          'check.ts',
+        ],
+        project,
+      );
+    },
+  );
+});
