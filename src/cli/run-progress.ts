@@ -119,10 +119,13 @@ export function exitCodeFor(run: RunRecord): ExitCode {
 export function formatRunSummary(run: RunRecord): string {
   const c = run.counts;
   const seconds = run.finishedAt ? (Date.parse(run.finishedAt) - Date.parse(run.createdAt)) / 1000 : undefined;
+  // A dry run records the rows it would send as skipped; it must never read as a real one.
+  const dry = run.options.dryRun === true;
+  const skipped = !dry ? `${c.skipped} skipped` : run.options.reconcile ? `${c.skipped} would be sent or unchanged` : `${c.skipped} would be sent`;
   const lines = [
-    `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
+    `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status}${seconds !== undefined ? ` in ${seconds.toFixed(1)}s` : ''}${run.reason ? ` (${run.reason})` : ''}`,
-    `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
+    `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
       `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);

@@ -9,6 +9,7 @@ export interface FileSourceReaderSettings {
   path: string;
   format: SourceFormat;
   delimiter: string;
+  delimiterGuessed: boolean;
   maxRecordBytes: number;
   maxColumns: number;
 }
@@ -25,12 +26,18 @@ const READERS = {
  */
 export class FileSourceReader implements SourceReader {
   readonly format: SourceFormat;
+  readonly delimiter?: string;
+  readonly delimiterGuessed?: boolean;
   readonly totalBytes: number;
   private cols: string[] = [];
   private read = 0;
 
   constructor(private readonly settings: FileSourceReaderSettings) {
     this.format = settings.format;
+    if (settings.format === 'csv') {
+      this.delimiter = settings.delimiter;
+      this.delimiterGuessed = settings.delimiterGuessed;
+    }
     let size = 0;
     try {
       size = statSync(settings.path).size;

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { CrmSyncError } from '../../src/errors/index.js';
-import { fieldsOf, loadMapping, mapRow, parseMapping, readMappingFile } from '../../src/ingest/index.js';
+import type { Operation } from '../../src/crm/index.js';
+import { fieldsOf, loadMapping, parseMapping, readMappingFile, RowDecoder, type Mapping } from '../../src/ingest/index.js';
+
+/** The decoder's mapping step alone (unknown columns skipped: these tests are about coercions). */
+const mapRow = (op: Operation, values: Record<string, unknown>, mapping?: Mapping) =>
+  new RowDecoder({ op, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true }).mapValues(values);
 import { fixtureDir } from './fixtures.js';
 
 const files = fixtureDir();
@@ -121,10 +126,12 @@ describe('mapRow coercions', () => {
     expect(mapRow('team.invite', { email: 'a@b.co', send_invitation_email: 'no' }).fields).toEqual({ email: 'a@b.co', send_invitation_email: 'false' });
   });
 
-  it('takes JSON values as they are, and keeps an explicit empty list', () => {
+  it('takes JSON values as they are, keeps an explicit empty list, and never turns a number into text silently', () => {
     const { fields, errors } = mapRow('deal.update', { id: 12, name: 'N', value: 3.5, tag_ids: [], position: null }, undefined);
-    expect(errors).toEqual([]);
-    expect(fields).toEqual({ id: '12', name: 'N', value: 3.5, tag_ids: [] });
+    expect(errors).toEqual([{ field: 'id', message: expect.stringMatching(/^must be text, not a number \(12\); quote it .*"type": "string"/) }]);
+    expect(fields).toEqual({ name: 'N', value: 3.5, tag_ids: [] });
+    const typed = parseMapping({ columns: { id: { field: 'id', type: 'string' }, name: { field: 'name', type: 'string' } } }, 'm');
+    expect(mapRow('deal.update', { id: 7, name: 42 }, typed)).toEqual({ fields: { id: '7', name: '42' }, errors: [] });
     expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([{ field: 'name', message: 'must be text, not an object' }]);
   });
 

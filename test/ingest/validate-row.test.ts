@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ingestValues, ROW_FIELD, validateRow } from '../../src/ingest/index.js';
+import { ROW_FIELD, RowDecoder, validateRow, type Mapping } from '../../src/ingest/index.js';
+import type { Operation } from '../../src/crm/index.js';
+
+const ingestValues = (op: Operation, values: Record<string, unknown>, mapping: Mapping) => new RowDecoder({ op, mapping }).decodeValues(values);
 import { parseMapping } from '../../src/ingest/index.js';
 
 function errorsOf(result: ReturnType<typeof validateRow>) {
@@ -59,7 +62,7 @@ describe('validateRow', () => {
   });
 });
 
-describe('ingestValues', () => {
+describe('RowDecoder.decodeValues', () => {
   const mapping = parseMapping({ columns: { 'Deal ID': 'id', Title: 'name', Amount: 'value', Stage: 'status' } }, 'm');
 
   it('names errors by source column and does not pile "is required" on a failed cell', () => {

@@ -1,0 +1,29 @@
+import type { RowDecoder, SourcePreview, SourceReader } from '../ingest/index.js';
+import { describeError, type RunStore } from '../runs/index.js';
+
+const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
+
+/**
+ * What the first look at a file found that a person should know before trusting the counts:
+ * a guessed delimiter, columns skipped on purpose, a file without data rows.
+ */
+export function sourceNotes(reader: SourceReader, decoder: RowDecoder, preview: SourcePreview): string[] {
+  const notes: string[] = [];
+  if (reader.delimiterGuessed && reader.delimiter !== undefined) {
+    notes.push(`delimiter: ${SHOWN[reader.delimiter] ?? JSON.stringify(reader.delimiter)} (guessed from the header line; --delimiter sets it)`);
+  }
+  const ignored = decoder.ignoredColumns(reader.columns);
+  if (ignored.length > 0) notes.push(`ignored columns (not sent): ${ignored.map((c) => JSON.stringify(c)).join(', ')}`);
+  if (!preview.hasRows) notes.push('the file has 0 data rows: nothing to import');
+  return notes;
+}
+
+/** The first `limit` invalid and failed rows of a run, one line each, for a dry run's report. */
+export async function firstProblems(store: RunStore, runId: string, limit = 10): Promise<string[]> {
+  const lines: string[] = [];
+  for await (const result of store.iterateResults(runId, { problemsOnly: true, batchSize: limit })) {
+    lines.push(`  row ${result.row}${result.line !== undefined ? ` (line ${result.line})` : ''}: ${result.status}: ${describeError(result)}`);
+    if (lines.length >= limit) break;
+  }
+  return lines;
+}
