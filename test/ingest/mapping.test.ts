@@ -38,7 +38,7 @@ describe('mapping files', () => {
     const path = await files.write('m.json', JSON.stringify(EXAMPLE));
     expect(loadMapping(path).columns['Deal ID']).toBe('id');
     expect(readMappingFile(path).raw).toEqual(EXAMPLE);
-    expect(parseMapping({ columns: {} }, 'x').unmapped).toBe('ignore');
+    expect(parseMapping({ columns: {} }, 'x').unmapped).toBe('error');
   });
 
   it('names the file and the JSON path of a problem', async () => {
