@@ -1,20 +1,20 @@
-import type { RowDecoder, SourcePreview, SourceReader } from '../ingest/index.js';
+import type { RowDecoder, SourceReader } from '../ingest/index.js';
 import { describeError, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
 
 /**
  * What the first look at a file found that a person should know before trusting the counts:
- * a guessed delimiter, columns skipped on purpose, a file without data rows.
+ * a guessed delimiter, columns skipped on purpose. (A file without data rows is said by the
+ * run summary: "0 data rows".)
  */
-export function sourceNotes(reader: SourceReader, decoder: RowDecoder, preview: SourcePreview): string[] {
+export function sourceNotes(reader: SourceReader, decoder: RowDecoder): string[] {
   const notes: string[] = [];
   if (reader.delimiterGuessed && reader.delimiter !== undefined) {
     notes.push(`delimiter: ${SHOWN[reader.delimiter] ?? JSON.stringify(reader.delimiter)} (guessed from the header line; --delimiter sets it)`);
   }
   const ignored = decoder.ignoredColumns(reader.columns);
   if (ignored.length > 0) notes.push(`ignored columns (not sent): ${ignored.map((c) => JSON.stringify(c)).join(', ')}`);
-  if (!preview.hasRows) notes.push('the file has 0 data rows: nothing to import');
   return notes;
 }
 

@@ -14,12 +14,15 @@ const SIGNATURES: Array<{ bytes: number[]; what: string }> = [
 /**
  * The first bytes of a file, after refusing what can never be a row source: a directory, a
  * file with nothing in it, a workbook, PDF or archive. A file that cannot be opened returns
- * undefined: the reader reports it (INPUT_UNREADABLE) where every read error is reported.
+ * undefined (so does a pipe): the reader reports it (INPUT_UNREADABLE) where every read error is reported.
  */
 export function checkFileHead(path: string): Buffer | undefined {
   let fd: number;
   try {
-    if (statSync(path).isDirectory()) throw new CrmSyncError('INPUT_UNREADABLE', `${path} is a directory, not a file`);
+    const stat = statSync(path);
+    if (stat.isDirectory()) throw new CrmSyncError('INPUT_UNREADABLE', `${path} is a directory, not a file`);
+    // A pipe or device is read once, by the reader: looking at its head here would eat it.
+    if (!stat.isFile()) return undefined;
     fd = openSync(path, 'r');
   } catch (err) {
     if (err instanceof CrmSyncError) throw err;

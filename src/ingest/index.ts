@@ -26,4 +26,4 @@ export { ROW_FIELD, type FieldError } from './field-error.js';
 export { validateRow } from './validate-row.js';
 export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
-export { ingest, previewSource, type IngestOptions, type SourcePreview } from './ingest.js';
+export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';

@@ -5,32 +5,42 @@ import type { ReadSourceOptions, SourceItem, SourceReader } from './source-types
 
 export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
 
-/** What the first look at a file found, before any run exists. */
-export interface SourcePreview {
-  /** False for a header-only CSV or an empty JSON array: the run will have 0 data rows. */
-  hasRows: boolean;
+/** The rows of a source whose columns passed their check; it may be iterated once. */
+export interface CheckedSource {
+  items: AsyncIterable<SourceItem>;
 }
 
 /**
- * Reads up to the first row: the header (or the first JSON row's keys) is checked against the
- * decoder, and a file with nothing in it is refused (INPUT_EMPTY), so these mistakes end the
- * command before a run is created. The next iteration reads the file again from the start.
+ * Starts reading a source and checks its columns against the decoder as soon as they are
+ * known (the CSV header, or the first JSON row's keys), and refuses a source with nothing in
+ * it (INPUT_EMPTY): these mistakes end the command before a run is created. The source is read
+ * once: `items` goes on from where the check stopped (a pipe cannot be read twice).
  */
-export async function previewSource(reader: SourceReader, decoder: RowDecoder): Promise<SourcePreview> {
-  let first: SourceItem | undefined;
-  for await (const item of reader) {
-    first = item;
-    break;
-  }
-  if (first === undefined && reader.columns.length === 0 && reader.format !== 'json') {
+export async function checkSource(reader: SourceReader, decoder: RowDecoder): Promise<CheckedSource> {
+  const iterator = reader[Symbol.asyncIterator]();
+  const first = iterator.next();
+  // Observed later by `items`; until then a failed read must not count as unhandled.
+  first.catch(() => undefined);
+  const header = reader.format === 'csv' && reader.headerRead ? reader.headerRead() : undefined;
+  const step = await Promise.race(header ? [first, header.then(() => undefined)] : [first]);
+  if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
     throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
   }
   decoder.checkColumns(reader.columns, reader.format === 'csv');
-  return { hasRows: first !== undefined };
+  let used = false;
+  return {
+    items: {
+      [Symbol.asyncIterator]: async function* () {
+        if (used) throw new Error('a checked source is read once');
+        used = true;
+        for (let step = await first; step.done !== true; step = await iterator.next()) yield step.value;
+      },
+    },
+  };
 }
 
-async function* decodeAll(reader: SourceReader, decoder: RowDecoder): AsyncGenerator<IngestedRow> {
-  for await (const item of reader) yield decoder.decode(item);
+async function* decodeAll(items: AsyncIterable<SourceItem>, decoder: RowDecoder): AsyncGenerator<IngestedRow> {
+  for await (const item of items) yield decoder.decode(item);
 }
 
 /**
@@ -41,7 +51,7 @@ async function* decodeAll(reader: SourceReader, decoder: RowDecoder): AsyncGener
 export async function ingest(
   path: string,
   options: IngestOptions,
-): Promise<{ reader: SourceReader; decoder: RowDecoder; preview: SourcePreview; rows: AsyncIterable<IngestedRow> }> {
+): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow> }> {
   const { op, mapping, ignoreUnknownColumns, extraColumns, ...readOptions } = options;
   const decoder = new RowDecoder({
     op,
@@ -50,6 +60,6 @@ export async function ingest(
     ...(extraColumns ? { extraColumns } : {}),
   });
   const reader = openSource(path, readOptions);
-  const preview = await previewSource(reader, decoder);
-  return { reader, decoder, preview, rows: { [Symbol.asyncIterator]: () => decodeAll(reader, decoder) } };
+  const { items } = await checkSource(reader, decoder);
+  return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) } };
 }

@@ -56,6 +56,11 @@ export interface SourceReader extends AsyncIterable<SourceItem> {
   readonly columns: string[];
   readonly bytesRead: number;
   readonly totalBytes: number;
+  /**
+   * CSV: resolves once the iteration in progress has read the header (its columns are then
+   * complete), so they can be checked before any row arrives (a pipe may be slow to send one).
+   */
+  headerRead?(): Promise<void>;
 }
 
 /**
@@ -72,4 +77,6 @@ export interface ReaderContext {
   readonly maxRecordBytes: number;
   readonly maxColumns: number;
   readonly columns: string[];
+  /** Called by the CSV reader once the header is in `columns`. */
+  readonly onHeader?: () => void;
 }

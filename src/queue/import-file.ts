@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
-import { ingest, type Mapping, type RowDecoder, type SourceFormat, type SourcePreview, type SourceReader } from '../ingest/index.js';
+import { ingest, type Mapping, type RowDecoder, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
@@ -19,7 +19,7 @@ export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | '
   ignoreUnknownColumns?: boolean;
   syncName?: string;
   /** Called once the file's columns passed their check, before the run is created. */
-  onChecked?: (reader: SourceReader, decoder: RowDecoder, preview: SourcePreview) => void;
+  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   /** Called with the run as soon as it exists (to print its id before the long part). */
   onRun?: (run: RunRecord, reader: SourceReader) => void;
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
@@ -41,14 +41,14 @@ export function sourceIdentity(file: string): { sourceSize?: number; sourceMtime
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } = options;
-  const { reader, decoder, preview, rows } = await ingest(file, {
+  const { reader, decoder, rows } = await ingest(file, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),
     ...(format ? { format } : {}),
     ...(delimiter ? { delimiter } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
   });
-  onChecked?.(reader, decoder, preview);
+  onChecked?.(reader, decoder);
   return produceSource({
     ...rest,
     reader,

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
-import { openSource, previewSource, type Mapping, type RowDecoder, type SourceFormat, type SourcePreview, type SourceReader } from '../ingest/index.js';
+import { checkSource, openSource, type Mapping, type RowDecoder, type SourceFormat, type SourceItem, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { produceSource, sourceRunOptions, type ProducerProgress, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -28,7 +28,7 @@ export interface ReconcileSourceOptions {
   /** Skip columns that map to no field instead of refusing the file. Default false. */
   ignoreUnknownColumns?: boolean;
   /** Called once the file's columns passed their checks, before the run is created or the CRM paged. */
-  onChecked?: (reader: SourceReader, decoder: RowDecoder, preview: SourcePreview) => void;
+  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   /** Records per list page. Default 100. */
   pageSize?: number;
   /** Default: the client's. */
@@ -63,7 +63,7 @@ export async function buildIndexFor(options: ReconcileSourceOptions): Promise<{ 
  * Opens the file and checks it against the reconcile's one decoder (columns, key column, an
  * empty file) before a run exists or a page of the CRM is read.
  */
-async function openChecked(options: ReconcileSourceOptions): Promise<{ reader: SourceReader; decoder: RowDecoder }> {
+async function openChecked(options: ReconcileSourceOptions): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const reader = openSource(options.file, {
     ...(options.format ? { format: options.format } : {}),
@@ -71,10 +71,10 @@ async function openChecked(options: ReconcileSourceOptions): Promise<{ reader: S
   });
   const planning = { op: options.op, matchKey, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
-  const preview = await previewSource(reader, decoder);
+  const { items } = await checkSource(reader, decoder);
   if (reader.format === 'csv') checkKeyColumn(decoder, reader.columns, planning);
-  options.onChecked?.(reader, decoder, preview);
-  return { reader, decoder };
+  options.onChecked?.(reader, decoder);
+  return { reader, decoder, items };
 }
 
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
@@ -90,7 +90,7 @@ export interface PlanResult {
 
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
 export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
-  const { reader, decoder } = await openChecked(options);
+  const { decoder, items } = await openChecked(options);
   const { index, stats } = await buildIndexFor(options);
   const counts = emptyPlanCounts();
   let rows = 0;
@@ -98,7 +98,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
     if (options.out && !options.out.write(text)) await once(options.out, 'drain');
   };
   await write(planCsvHeader());
-  for await (const row of planRows(reader, { op: options.op, index, ...mappingOf(options) }, decoder)) {
+  for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
     rows++;
     counts[row.action]++;
     await write(planCsvLine(row));
@@ -146,7 +146,7 @@ export interface ReconcileImportResult {
 export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
   const logger = options.logger ?? silentLogger;
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const { reader, decoder } = await openChecked({ ...options, matchKey });
+  const { reader, decoder, items } = await openChecked({ ...options, matchKey });
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
   const { run, progress } = await produceSource({
@@ -180,7 +180,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       }
       index = built.stats;
       logger.info({ runId: created.id, ...index }, 'reconcile index built');
-      return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }, decoder), counts, options.shouldStop);
+      return counted(planRows(items, { op: options.op, index: built.index, ...mappingOf(options) }, decoder), counts, options.shouldStop);
     },
   });
   return { run, progress, counts, index };

@@ -65,7 +65,7 @@ function ours(text: string, prng: Prng, maxChunk: number): CsvRawRecord[] {
 }
 
 function theirs(text: string): Array<{ line: number; fields: string[] }> {
-  const parsed = parse(text, { raw: true, record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true }) as Array<{ record: string[]; raw: string }>;
+  const parsed = parse(text, { raw: true, record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true }) as unknown as Array<{ record: string[]; raw: string }>;
   let line = 1;
   return parsed.map(({ record, raw }) => {
     const start = line;
