@@ -150,7 +150,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
         if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
-          process.stdout.write(`first problem rows:\n${(await firstProblems(runtime.store, run.id)).join('\n')}\n`);
+          process.stdout.write(`first problem rows:\n${(await firstProblems(runtime.store, final)).join('\n')}\n`);
         }
         if (!(opts.wait || opts.work || opts.dryRun)) {
           // --json output stays one JSON document for scripts.

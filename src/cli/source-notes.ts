@@ -1,5 +1,5 @@
 import type { RowDecoder, SourceReader } from '../ingest/index.js';
-import { describeError, type RunStore } from '../runs/index.js';
+import { describeError, type RunRecord, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
 
@@ -19,10 +19,13 @@ export function sourceNotes(reader: SourceReader, decoder: RowDecoder): string[]
 }
 
 /** The first `limit` invalid and failed rows of a run, one line each, for a dry run's report. */
-export async function firstProblems(store: RunStore, runId: string, limit = 10): Promise<string[]> {
+export async function firstProblems(store: RunStore, run: RunRecord, limit = 10): Promise<string[]> {
   const lines: string[] = [];
-  for await (const result of store.iterateResults(runId, { problemsOnly: true, batchSize: limit })) {
-    lines.push(`  row ${result.row}${result.line !== undefined ? ` (line ${result.line})` : ''}: ${result.status}: ${describeError(result)}`);
+  // A JSON array may sit on one line: its rows are told apart by element (= row number).
+  const element = run.options.format === 'json';
+  for await (const result of store.iterateResults(run.id, { problemsOnly: true, batchSize: limit })) {
+    const where = [element ? `element ${result.row}` : '', result.line !== undefined ? `line ${result.line}` : ''].filter(Boolean).join(', ');
+    lines.push(`  row ${result.row}${where ? ` (${where})` : ''}: ${result.status}: ${describeError(result)}`);
     if (lines.length >= limit) break;
   }
   return lines;

@@ -1,4 +1,4 @@
-import type { Operation, OperationPayload } from '../crm/index.js';
+import { RecordIdSchema, type Operation, type OperationPayload } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { coerce } from './coerce.js';
 import { didYouMean } from './did-you-mean.js';
@@ -129,7 +129,8 @@ export class RowDecoder {
   /**
    * API fields → the payload of `op` (default the decoder's; reconcile creates with
    * deal.create) or errors labelled by column. `earlier` are mapValues' errors: a cell that
-   * failed coercion was left out, and "is required" on top of its reason is noise.
+   * failed coercion was left out, and "is required" (or "needs at least one field") on top of
+   * its reason is noise.
    */
   validate(
     fields: Record<string, unknown>,
@@ -143,10 +144,20 @@ export class RowDecoder {
     if (!checked.ok) {
       for (const e of checked.errors) {
         const field = this.label(e.field);
-        if (!failed.has(field)) errors.push({ field, message: e.message });
+        // "Needs at least one field" is noise too when a cell was there but failed.
+        if (!failed.has(field) && !(e.field === ROW_FIELD && earlier.length > 0)) errors.push({ field, message: e.message });
       }
     }
     return { errors };
+  }
+
+  /**
+   * A record id given in a row, checked before it is looked up (reconcile matches by id before
+   * the row is validated): `..` is an invalid cell on every path, never "not found".
+   */
+  idErrors(id: string): FieldError[] {
+    const checked = RecordIdSchema.safeParse(id);
+    return checked.success ? [] : checked.error.issues.map((i) => ({ field: this.label('id'), message: i.message }));
   }
 
   /** One row's values → a payload, or field errors named by source column. */

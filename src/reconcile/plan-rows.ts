@@ -118,9 +118,9 @@ export class RowPlanner {
     const noun = SINGULAR[resource];
     const wop = writeOperation(op);
     const mapped = this.#decoder.mapValues(item.values);
-    if (mapped.errors.length > 0) return invalid(base, mapped.errors);
     const { id: rawId, ...fields } = mapped.fields;
     const givenId = typeof rawId === 'string' ? rawId.trim() : '';
+    if (mapped.errors.length > 0) return invalid(base, this.#cellErrors(fields, givenId, mapped.errors));
     const failed = (action: 'not-found' | 'ambiguous', code: string, message: string, key?: string): PlannedRow => ({
       ...base,
       action,
@@ -131,6 +131,8 @@ export class RowPlanner {
     let key: string | undefined;
     let match;
     if (givenId !== '') {
+      const idErrors = this.#decoder.idErrors(givenId);
+      if (idErrors.length > 0) return invalid(base, idErrors);
       match = index.byId(givenId);
       if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with id "${givenId}" in the CRM; not sent`);
     } else {
@@ -174,6 +176,18 @@ export class RowPlanner {
       return { ...base, ...keyPart, action: 'skip', recordId: match.id, changes, outcome: { status: 'skipped', message: 'unchanged', recordId: match.id } };
     }
     return { ...base, ...keyPart, action: 'update', recordId: match.id, changes, payload: checked.payload };
+  }
+
+  /**
+   * A row with bad cells is not matched, but reports what import reports for it: the bad cells
+   * and every other field's problems. The id and a deal update's name come from the CRM here,
+   * so their absence is not the row's fault and stand-ins take their place for the check.
+   */
+  #cellErrors(fields: Record<string, unknown>, givenId: string, cellErrors: FieldError[]): FieldError[] {
+    const wop = writeOperation(this.#options.op);
+    const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : 'matched-by-key' };
+    if (wop === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
+    return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
   }
 
   #planCreate(base: { row: number; line: number; original: Record<string, string> }, fields: Record<string, unknown>, key: string): PlannedRow {
