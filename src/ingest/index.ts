@@ -27,3 +27,4 @@ export { validateRow } from './validate-row.js';
 export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
 export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
+export { fieldTable } from './field-table.js';
