@@ -3,6 +3,7 @@ import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import { ignoredColumnsOf } from './source-notes.js';
 
 export interface FollowRunOptions {
   /** Draw a progress bar (TTY) instead of periodic plain lines. Default: stderr is a TTY. */
@@ -128,6 +129,8 @@ export function formatRunSummary(run: RunRecord): string {
     `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
       `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
+  const ignored = ignoredColumnsOf(run);
+  if (ignored.length > 0) lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
   if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
   if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);

@@ -1,4 +1,4 @@
-import type { RowDecoder, SourceReader } from '../ingest/index.js';
+import { parseMapping, RowDecoder, type SourceReader } from '../ingest/index.js';
 import { describeError, type RunRecord, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
@@ -29,4 +29,21 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
     if (lines.length >= limit) break;
   }
   return lines;
+}
+
+/**
+ * The columns a finished file run skipped on purpose (null in its mapping, or unknown with
+ * "unmapped": "ignore" / --ignore-unknown-columns), from its stored columns and options. Not
+ * for reconciled runs: their key column is read besides the fields and is not stored.
+ */
+export function ignoredColumnsOf(run: RunRecord): string[] {
+  if (run.operation === 'deal.upsert' || run.options.reconcile || run.columns.length === 0) return [];
+  try {
+    const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;
+    const decoder = new RowDecoder({ op: run.operation, ...(mapping ? { mapping } : {}), ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}) });
+    return decoder.ignoredColumns(run.columns);
+  } catch {
+    // A summary is no place to fail: a run from an older version may hold a mapping this one refuses.
+    return [];
+  }
 }

@@ -60,6 +60,8 @@ describe('unknown columns and keys are refused before anything is sent', () => {
     const done = await cli(['import', table, '--op', 'contact.update', '-w', 'acme', '--work', '--ignore-unknown-columns']);
     expect(done.stderr).toContain('ignored columns (not sent): "Notes"');
     expect(done.code).toBe(0);
+    const shown = await cli(['runs', 'show', runIdOf(done.stdout)]);
+    expect(shown.stdout).toContain('  ignored columns (not sent): "Notes"');
     expect(h.ws.contacts.get(c.id)!.name).toBe('Kept Name');
   }, 60_000);
 
