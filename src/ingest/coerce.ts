@@ -72,7 +72,10 @@ function toList(raw: unknown, separator: string, lenient: boolean): Coerced {
     }
     return { value: items };
   }
-  if (typeof raw === 'number') return notText(raw, lenient) ?? OMIT;
+  if (typeof raw === 'number') {
+    const text = notText(raw, lenient);
+    return text !== undefined && 'value' in text ? { value: [text.value] } : (text ?? OMIT);
+  }
   return { error: `${show(raw)} is not a list` };
 }
 

@@ -132,6 +132,10 @@ describe('mapRow coercions', () => {
     expect(fields).toEqual({ name: 'N', value: 3.5, tag_ids: [] });
     const typed = parseMapping({ columns: { id: { field: 'id', type: 'string' }, name: { field: 'name', type: 'string' } } }, 'm');
     expect(mapRow('deal.update', { id: 7, name: 42 }, typed)).toEqual({ fields: { id: '7', name: '42' }, errors: [] });
+    const list = parseMapping({ columns: { tags: { field: 'tag_ids', type: 'list' } } }, 'm');
+    expect(mapRow('deal.update', { tags: 7 }, list).fields).toEqual({ tag_ids: ['7'] });
+    expect(mapRow('deal.update', { tag_ids: 7 }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^must be text, not a number \(7\)/) }]);
+    expect(mapRow('deal.update', { tag_ids: ['a', 7] }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^item 2 must be text, not a number/) }]);
     expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([{ field: 'name', message: 'must be text, not an object' }]);
   });
 
