@@ -50,6 +50,8 @@ export class RowDecoder {
   readonly unknownColumns: 'error' | 'ignore';
   readonly #mapping: Mapping | undefined;
   readonly #known: Set<string>;
+  /** Columns the mapping sets to null: skipped on purpose. */
+  readonly #skipped: Set<string>;
   readonly #labels: Map<string, string>;
 
   constructor(options: RowDecoderOptions) {
@@ -59,6 +61,7 @@ export class RowDecoder {
     this.unknownColumns = options.ignoreUnknownColumns || options.mapping?.unmapped === 'ignore' ? 'ignore' : 'error';
     const named = options.mapping ? Object.keys(options.mapping.columns) : fieldsOf(options.op);
     this.#known = new Set([...named, ...(options.extraColumns ?? [])]);
+    this.#skipped = new Set(Object.entries(options.mapping?.columns ?? {}).filter(([, target]) => target === null).map(([column]) => column));
     this.#labels = new Map(this.rules.map((r) => [r.field, labelOf(r)]));
   }
 
@@ -69,8 +72,7 @@ export class RowDecoder {
 
   /** Columns of a source that map to nothing and are skipped on purpose (null in the mapping, or unknown with "ignore"). */
   ignoredColumns(columns: readonly string[]): string[] {
-    const mapped = new Set(this.rules.map((r) => r.column));
-    return columns.filter((c) => !mapped.has(c) && (this.#known.has(c) || this.unknownColumns === 'ignore'));
+    return columns.filter((c) => this.#skipped.has(c) || (!this.#known.has(c) && this.unknownColumns === 'ignore'));
   }
 
   /**

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { isCrmSyncError } from '../../src/errors/index.js';
-import { ingest, parseMapping, ROW_FIELD, type IngestedRow } from '../../src/ingest/index.js';
+import { ingest, parseMapping, ROW_FIELD, RowDecoder, type IngestedRow } from '../../src/ingest/index.js';
 import { collect, fixtureDir } from './fixtures.js';
 
 const files = fixtureDir();
@@ -71,6 +71,9 @@ describe('ingest', () => {
     expect(rows[1]).toMatchObject({ row: 2, line: 2, code: 'ROW_INVALID', errors: [{ field: 'Surprise', message: expect.stringContaining('maps to no field of deal.update') }] });
     const ignoring = await ingest(files.path('unknown.csv'), { op: 'deal.update', mapping, ignoreUnknownColumns: true });
     expect(ignoring.decoder.ignoredColumns(ignoring.reader.columns)).toEqual(['Extra']);
+    // A null column is skipped on purpose and listed; a column the caller reads itself is not.
+    const keyed = new RowDecoder({ op: 'deal.update', mapping, extraColumns: ['unique_number'] });
+    expect(keyed.ignoredColumns(['id', 'name', 'Notes', 'unique_number'])).toEqual(['Notes']);
   });
 
   it('streams a 200,000-row CSV: every row comes out once, numbered 1..N', async () => {
