@@ -12,6 +12,7 @@ import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { firstProblems, sourceNotes } from './source-notes.js';
 
 interface ImportOptions {
   op: Operation;
@@ -19,6 +20,7 @@ interface ImportOptions {
   mapping?: string;
   format?: SourceFormat;
   delimiter?: string;
+  ignoreUnknownColumns?: boolean;
   dryRun?: boolean;
   wait?: boolean;
   work?: boolean;
@@ -44,8 +46,9 @@ export function registerImportCommand(program: Command): void {
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
     .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields (default: columns named like the fields)')
     .addOption(new Option('--format <format>', 'input format (default: from the file extension)').choices(['csv', 'ndjson', 'json']))
-    .option('--delimiter <char>', 'CSV field delimiter (default ",")')
-    .option('--dry-run', 'validate and report only; send nothing')
+    .option('--delimiter <char>', 'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)')
+    .option('--ignore-unknown-columns', 'skip columns that map to no field of the operation (listed) instead of refusing the file')
+    .option('--dry-run', 'validate and report only (the first invalid rows with their reasons); send nothing')
     .option('--wait', 'follow the run to the end (progress on stderr) and exit with its outcome')
     .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')
     .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
@@ -99,6 +102,9 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         producing = { runId: r.id };
         logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
       };
+      const noteSource = (...checked: Parameters<typeof sourceNotes>) => {
+        for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
+      };
       try {
         const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
         const op = opts.upsert ? 'deal.upsert' : opts.op;
@@ -119,6 +125,8 @@ them and "crm-sync runs show <id>" to see the outcome.`,
               ...(mapping ? { mapping } : {}),
               ...(opts.format ? { format: opts.format } : {}),
               ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+              ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+              onChecked: noteSource,
               dryRun: Boolean(opts.dryRun),
               highWaterMark: opts.highWater ?? 10_000,
               rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
@@ -134,6 +142,8 @@ them and "crm-sync runs show <id>" to see the outcome.`,
           ...(mapping ? { mapping } : {}),
           ...(opts.format ? { format: opts.format } : {}),
           ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+          ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+          onChecked: noteSource,
           dryRun: Boolean(opts.dryRun),
           inviteBatchSize: opts.batchSize ?? 50,
           highWaterMark: opts.highWater ?? 10_000,
@@ -146,6 +156,9 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
+        if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
+          process.stdout.write(`first problem rows:\n${(await firstProblems(runtime.store, final)).join('\n')}\n`);
+        }
         if (!(opts.wait || opts.work || opts.dryRun)) {
           // --json output stays one JSON document for scripts.
           if (!opts.json) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);

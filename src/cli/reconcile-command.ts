@@ -7,6 +7,7 @@ import { formatPlanCounts, planReconcile, RECONCILE_OPERATIONS, type ReconcileOp
 import { createCrmClient } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
+import { sourceNotes } from './source-notes.js';
 
 interface ReconcileOptions {
   op: ReconcileOperation;
@@ -16,6 +17,7 @@ interface ReconcileOptions {
   mapping?: string;
   format?: SourceFormat;
   delimiter?: string;
+  ignoreUnknownColumns?: boolean;
   out?: string;
   pageSize?: number;
   json?: boolean;
@@ -35,7 +37,8 @@ export function registerReconcileCommand(program: Command): void {
     .option('--key-column <column>', 'source column holding the key (default: the column mapped to it, or named like it)')
     .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
     .addOption(new Option('--format <format>', 'input format (default: from the file extension)').choices(['csv', 'ndjson', 'json']))
-    .option('--delimiter <char>', 'CSV field delimiter (default ",")')
+    .option('--delimiter <char>', 'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)')
+    .option('--ignore-unknown-columns', 'skip columns that map to no field of the operation (listed) instead of refusing the file')
     .option('-o, --out <file>', 'write the plan (one line per row) as CSV to this file; "-" for stdout')
     .option('--page-size <n>', 'records per list request', positiveInt, 100)
     .option('--json', 'print the counts as JSON')
@@ -56,6 +59,10 @@ export function registerReconcileCommand(program: Command): void {
           ...(opts.mapping ? { mapping: readMappingFile(opts.mapping) } : {}),
           ...(opts.format ? { format: opts.format } : {}),
           ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+          ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+          onChecked: (...checked) => {
+            for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
+          },
           pageSize: opts.pageSize ?? 100,
           ...(out ? { out } : {}),
           logger,

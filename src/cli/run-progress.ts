@@ -4,6 +4,7 @@ import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import { workerCount, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import { ignoredColumnsOf } from './source-notes.js';
 
 export interface FollowRunOptions {
   /** Draw a progress bar (TTY) instead of periodic plain lines. Default: stderr is a TTY. */
@@ -121,13 +122,18 @@ export function exitCodeFor(run: RunRecord): ExitCode {
 /** A few plain lines a person can read at the end of a run. */
 export function formatRunSummary(run: RunRecord): string {
   const c = run.counts;
+  // A dry run records the rows it would send as skipped; it must never read as a real one.
+  const dry = run.options.dryRun === true;
+  const skipped = !dry ? `${c.skipped} skipped` : run.options.reconcile ? `${c.skipped} would be sent or unchanged` : `${c.skipped} would be sent`;
   const lines = [
-    `Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
+    `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status}${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
-    `  rows: ${c.total} total, ${c.succeeded} succeeded, ${c.skipped} skipped, ${c.failed} failed, ${c.invalid} invalid` +
+    `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
       `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
       `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
+  const ignored = ignoredColumnsOf(run);
+  if (ignored.length > 0) lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
   if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
   if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);

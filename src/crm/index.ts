@@ -1,4 +1,5 @@
 export * from './request-bodies.js';
+export { EmailSchema, emailProblem, isValidEmail } from './email-address.js';
 export * from './operations.js';
 export {
   TagSchema,

@@ -7,6 +7,7 @@ import {
   LeadUpdateFieldsSchema,
   RecordIdSchema,
 } from './request-bodies.js';
+import { EmailSchema } from './email-address.js';
 
 /**
  * The operations crm-sync performs. An operation name is also the BullMQ job name.
@@ -41,7 +42,7 @@ export const ContactUpdatePayloadSchema = z.object({ op: z.literal('contact.upda
 /** One row of an invite file: one email. The producer groups rows into batched requests. */
 export const TeamInvitePayloadSchema = z.object({
   op: z.literal('team.invite'),
-  email: z.email('is not a valid email address'),
+  email: EmailSchema,
   options: InviteOptionsSchema,
 });
 

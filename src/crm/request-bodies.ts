@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EmailSchema } from './email-address.js';
 
 /**
  * Request bodies of the write endpoints (spec §4, wrapper keys and lead/contact field names as
@@ -16,12 +17,16 @@ export const RecordIdSchema = z
   .trim()
   .min(1, 'must not be empty')
   .max(200, 'is longer than 200 characters')
-  .refine((s) => !/[\s/?#]/.test(s), 'must not contain spaces, "/", "?" or "#"');
+  .refine((s) => !/[\s/?#\\]/.test(s), 'must not contain spaces, "/", "\\", "?" or "#"')
+  // URL normalisation turns these path segments into the parent path (PATCH v2/contacts/.. is PATCH v2/).
+  .refine((s) => s !== '.' && s !== '..', 'must not be "." or ".."')
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters');
 
 const text = z.string().trim().min(1, 'must not be empty').max(1000, 'is longer than 1000 characters');
 const ref = z.string().trim().min(1, 'must not be empty').max(200, 'is longer than 200 characters');
 const tagIds = z.array(ref).max(100, 'has more than 100 tags');
-const email = z.email('is not a valid email address');
+const email = EmailSchema;
 
 const dealFields = {
   name: text,

@@ -46,6 +46,7 @@ export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext):
       if (columns === undefined) {
         columns = checkHeader(ctx, rec);
         ctx.columns.push(...columns);
+        ctx.onHeader?.();
         continue;
       }
       row++;

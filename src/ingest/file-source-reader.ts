@@ -9,8 +9,15 @@ export interface FileSourceReaderSettings {
   path: string;
   format: SourceFormat;
   delimiter: string;
+  delimiterGuessed: boolean;
   maxRecordBytes: number;
   maxColumns: number;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 const READERS = {
@@ -25,12 +32,19 @@ const READERS = {
  */
 export class FileSourceReader implements SourceReader {
   readonly format: SourceFormat;
+  readonly delimiter?: string;
+  readonly delimiterGuessed?: boolean;
   readonly totalBytes: number;
   private cols: string[] = [];
   private read = 0;
+  private header: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly settings: FileSourceReaderSettings) {
     this.format = settings.format;
+    if (settings.format === 'csv') {
+      this.delimiter = settings.delimiter;
+      this.delimiterGuessed = settings.delimiterGuessed;
+    }
     let size = 0;
     try {
       size = statSync(settings.path).size;
@@ -48,11 +62,18 @@ export class FileSourceReader implements SourceReader {
     return this.read;
   }
 
+  headerRead(): Promise<void> {
+    this.header ??= deferred();
+    return this.header.promise;
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<SourceItem> {
     this.cols = [];
     this.read = 0;
+    const header = deferred();
+    this.header = header;
     const { path, delimiter, maxRecordBytes, maxColumns } = this.settings;
-    const ctx: ReaderContext = { name: path, delimiter, maxRecordBytes, maxColumns, columns: this.cols };
+    const ctx: ReaderContext = { name: path, delimiter, maxRecordBytes, maxColumns, columns: this.cols, onHeader: header.resolve };
     const text = readTextChunks(path, (n) => {
       this.read += n;
     });

@@ -22,6 +22,9 @@ export {
   type ColumnType,
   type Mapping,
 } from './mapping.js';
-export { mapRow } from './map-row.js';
-export { ROW_FIELD, validateRow } from './validate-row.js';
-export { ingest, ingestValues, type IngestOptions, type IngestedRow } from './ingest.js';
+export { ROW_FIELD, type FieldError } from './field-error.js';
+export { validateRow } from './validate-row.js';
+export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
+export { nearest, didYouMean } from './did-you-mean.js';
+export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
+export { fieldTable } from './field-table.js';

@@ -1,78 +1,65 @@
-import type { Operation, OperationPayload } from '../crm/index.js';
-import type { FieldError } from '../runs/index.js';
-import { labelOf, mapRow } from './map-row.js';
-import { assertKnownColumns, rulesFor, type Mapping } from './mapping.js';
+import { CrmSyncError } from '../errors/index.js';
 import { openSource } from './open-source.js';
+import { RowDecoder, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 import type { ReadSourceOptions, SourceItem, SourceReader } from './source-types.js';
-import { ROW_FIELD, validateRow } from './validate-row.js';
 
-export interface IngestOptions extends ReadSourceOptions {
-  op: Operation;
-  /** Default: columns named like the operation's API fields map themselves. */
-  mapping?: Mapping;
-}
+export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
 
-/** One input row, ready for the producer: a payload to send XOR the errors to record. */
-export interface IngestedRow {
-  row: number;
-  line: number;
-  original: Record<string, string>;
-  payload?: OperationPayload;
-  code?: 'ROW_INVALID' | 'INPUT_PARSE' | 'INPUT_TOO_LARGE';
-  errors?: FieldError[];
+/** The rows of a source whose columns passed their check; it may be iterated once. */
+export interface CheckedSource {
+  items: AsyncIterable<SourceItem>;
 }
 
 /**
- * One row's values → a payload, or field errors named by source column. Used for every row of
- * a file and on its own by retries (which re-map stored or corrected originals).
+ * Starts reading a source and checks its columns against the decoder as soon as they are
+ * known (the CSV header, or the first JSON row's keys), and refuses a source with nothing in
+ * it (INPUT_EMPTY): these mistakes end the command before a run is created. The source is read
+ * once: `items` goes on from where the check stopped (a pipe cannot be read twice).
  */
-export function ingestValues(
-  op: Operation,
-  values: Record<string, unknown>,
-  mapping?: Mapping,
-): { payload?: OperationPayload; errors?: FieldError[] } {
-  const mapped = mapRow(op, values, mapping);
-  const checked = validateRow(op, mapped.fields);
-  if (checked.ok && mapped.errors.length === 0) return { payload: checked.payload };
-  const labels = new Map(rulesFor(op, mapping).map((r) => [r.field, labelOf(r)]));
-  const failedCoercion = new Set(mapped.errors.map((e) => e.field));
-  const errors = [...mapped.errors];
-  if (!checked.ok) {
-    for (const e of checked.errors) {
-      const field = labels.get(e.field) ?? e.field;
-      // A cell that failed coercion was left out; "is required" on top of its reason is noise.
-      if (!failedCoercion.has(field)) errors.push({ field, message: e.message });
-    }
+export async function checkSource(reader: SourceReader, decoder: RowDecoder): Promise<CheckedSource> {
+  const iterator = reader[Symbol.asyncIterator]();
+  const first = iterator.next();
+  // Observed later by `items`; until then a failed read must not count as unhandled.
+  first.catch(() => undefined);
+  const header = reader.format === 'csv' && reader.headerRead ? reader.headerRead() : undefined;
+  const step = await Promise.race(header ? [first, header.then(() => undefined)] : [first]);
+  if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
+    throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
   }
-  return { errors };
+  decoder.checkColumns(reader.columns, reader.format === 'csv');
+  let used = false;
+  return {
+    items: {
+      [Symbol.asyncIterator]: async function* () {
+        if (used) throw new Error('a checked source is read once');
+        used = true;
+        for (let step = await first; step.done !== true; step = await iterator.next()) yield step.value;
+      },
+    },
+  };
 }
 
-function fromItem(op: Operation, item: SourceItem, mapping: Mapping | undefined): IngestedRow {
-  const { row, line, original } = item;
-  if (item.kind === 'problem') return { row, line, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
-  const { payload, errors } = ingestValues(op, item.values, mapping);
-  return payload !== undefined ? { row, line, original, payload } : { row, line, original, code: 'ROW_INVALID', errors: errors ?? [] };
-}
-
-async function* ingestRows(reader: SourceReader, op: Operation, mapping: Mapping | undefined): AsyncGenerator<IngestedRow> {
-  let checkedColumns = 0;
-  for await (const item of reader) {
-    if (mapping !== undefined && reader.columns.length > checkedColumns) {
-      // JSON sources reveal columns as they go; each new one is checked before its row is used.
-      assertKnownColumns(mapping, reader.columns.slice(checkedColumns));
-      checkedColumns = reader.columns.length;
-    }
-    yield fromItem(op, item, mapping);
-  }
+async function* decodeAll(items: AsyncIterable<SourceItem>, decoder: RowDecoder): AsyncGenerator<IngestedRow> {
+  for await (const item of items) yield decoder.decode(item);
 }
 
 /**
- * A file → one IngestedRow per input row, streamed. A mapping that does not fit `op` and
- * option mistakes throw here; problems with the file itself are thrown by `rows`.
+ * A file → one IngestedRow per input row, streamed, with the one RowDecoder of (op, mapping).
+ * Mapping mistakes, option mistakes, an empty file and columns that do not fit are thrown
+ * here, before any run exists; problems later in the file are thrown by `rows`.
  */
-export function ingest(path: string, options: IngestOptions): { reader: SourceReader; rows: AsyncIterable<IngestedRow> } {
-  const { op, mapping, ...readOptions } = options;
-  rulesFor(op, mapping);
+export async function ingest(
+  path: string,
+  options: IngestOptions,
+): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow> }> {
+  const { op, mapping, ignoreUnknownColumns, extraColumns, ...readOptions } = options;
+  const decoder = new RowDecoder({
+    op,
+    ...(mapping ? { mapping } : {}),
+    ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
+    ...(extraColumns ? { extraColumns } : {}),
+  });
   const reader = openSource(path, readOptions);
-  return { reader, rows: { [Symbol.asyncIterator]: () => ingestRows(reader, op, mapping) } };
+  const { items } = await checkSource(reader, decoder);
+  return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) } };
 }

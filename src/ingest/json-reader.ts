@@ -13,7 +13,9 @@ export async function* readJsonArray(text: AsyncIterable<string>, ctx: ReaderCon
     for (const piece of pieces) {
       switch (piece.kind) {
         case 'element':
-          yield jsonRow(ctx, seen, ++row, piece.line, piece.text);
+          ++row;
+          // Elements share lines when the array is written on one: the element number tells them apart.
+          yield jsonRow(ctx, seen, row, piece.line, piece.text, `element ${row} (line ${piece.line})`);
           break;
         case 'too-large':
           yield tooLarge(++row, piece.line, ctx.maxRecordBytes);

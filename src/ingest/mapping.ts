@@ -40,8 +40,11 @@ export const MappingSchema = z
       }),
       'must be an object of "source column": "api_field"',
     ),
-    /** What to do with source columns the mapping does not name. Default "ignore". */
-    unmapped: z.enum(['ignore', 'error'], 'must be "ignore" or "error"').default('ignore'),
+    /**
+     * What to do with source columns (JSON keys) the mapping does not name. Default "error":
+     * the file is refused before anything is sent; "ignore" skips them (the run lists them).
+     */
+    unmapped: z.enum(['ignore', 'error'], 'must be "ignore" or "error"').default('error'),
   },
   {
     error: (iss) =>
@@ -72,6 +75,8 @@ export interface ColumnRule {
   type: ColumnType;
   separator: string;
   trim: boolean;
+  /** The mapping named the type: JSON numbers and booleans may then become text. */
+  typed: boolean;
 }
 
 const ROW_FIELDS: Record<Operation, readonly string[]> = {
@@ -144,7 +149,7 @@ export function loadMapping(path: string): Mapping {
 const DEFAULT_RULES = Object.fromEntries(
   Object.entries(ROW_FIELDS).map(([op, fields]) => [
     op,
-    fields.map((field): ColumnRule => ({ column: field, field, type: inferType(field), separator: ';', trim: true })),
+    fields.map((field): ColumnRule => ({ column: field, field, type: inferType(field), separator: ';', trim: true, typed: false })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
 
@@ -172,6 +177,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       type: rule.type ?? inferType(rule.field),
       separator: rule.separator ?? ';',
       trim: rule.trim ?? true,
+      typed: typeof target !== 'string' && target.type !== undefined,
     });
   }
   if (wrong.length > 0) {
@@ -184,17 +190,4 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
   perOp.set(op, rules);
   ruleCache.set(mapping, perOp);
   return rules;
-}
-
-/** With `unmapped: "error"`, a source column the mapping does not name is fatal. */
-export function assertKnownColumns(mapping: Mapping, columns: readonly string[]): void {
-  if (mapping.unmapped !== 'error') return;
-  const unknown = columns.filter((c) => !Object.hasOwn(mapping.columns, c));
-  if (unknown.length > 0) {
-    throw new CrmSyncError(
-      'MAPPING_INVALID',
-      `the file has column(s) the mapping does not name: ${unknown.map((c) => JSON.stringify(c)).join(', ')} ` +
-        '(map them, set them to null to ignore them, or use "unmapped": "ignore")',
-    );
-  }
 }

@@ -8,7 +8,10 @@ export type SourceFormat = 'csv' | 'ndjson' | 'json';
 export interface ReadSourceOptions {
   /** Default: from the extension (.csv, .tsv → csv; .ndjson, .jsonl → ndjson; .json → json). */
   format?: SourceFormat;
-  /** CSV only, one character. Default ',' (or '\t' for a .tsv file). */
+  /**
+   * CSV only, one character. Default: '\t' for a .tsv file, else sniffed from the header line
+   * (the most frequent of , ; tab | outside quotes; ',' on a tie or when none occurs).
+   */
   delimiter?: string;
   /** Largest record accepted; a bigger one becomes an INPUT_TOO_LARGE row problem. Default 1 MiB. */
   maxRecordBytes?: number;
@@ -45,10 +48,19 @@ export type SourceItem = SourceRecord | SourceProblem;
 
 export interface SourceReader extends AsyncIterable<SourceItem> {
   readonly format: SourceFormat;
+  /** CSV only: the field delimiter read with. */
+  readonly delimiter?: string;
+  /** CSV only: true when the delimiter was guessed from the header line (no --delimiter, no .tsv). */
+  readonly delimiterGuessed?: boolean;
   /** CSV header order; for JSON/NDJSON the keys in order of first appearance (grows while reading). */
   readonly columns: string[];
   readonly bytesRead: number;
   readonly totalBytes: number;
+  /**
+   * CSV: resolves once the iteration in progress has read the header (its columns are then
+   * complete), so they can be checked before any row arrives (a pipe may be slow to send one).
+   */
+  headerRead?(): Promise<void>;
 }
 
 /**
@@ -65,4 +77,6 @@ export interface ReaderContext {
   readonly maxRecordBytes: number;
   readonly maxColumns: number;
   readonly columns: string[];
+  /** Called by the CSV reader once the header is in `columns`. */
+  readonly onHeader?: () => void;
 }

@@ -1,10 +1,7 @@
 import type { z } from 'zod';
 import { OperationPayloadSchema, type Operation, type OperationPayload } from '../crm/index.js';
-import type { FieldError } from '../runs/index.js';
+import { ROW_FIELD, type FieldError } from './field-error.js';
 import { fieldsOf } from './mapping.js';
-
-/** Field name for errors about the row as a whole (e.g. "needs at least one field"). */
-export const ROW_FIELD = '(row)';
 
 const INVITE_OPTIONS = ['organization_role', 'invited_by', 'send_invitation_email'] as const;
 

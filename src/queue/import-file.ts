@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
-import { ingest, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
+import { ingest, type Mapping, type RowDecoder, type SourceFormat, type SourceReader } from '../ingest/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
@@ -15,7 +15,11 @@ export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | '
   mapping?: { mapping: Mapping; raw: unknown };
   format?: SourceFormat;
   delimiter?: string;
+  /** Skip columns that map to no field instead of refusing the file. Default false. */
+  ignoreUnknownColumns?: boolean;
   syncName?: string;
+  /** Called once the file's columns passed their check, before the run is created. */
+  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   /** Called with the run as soon as it exists (to print its id before the long part). */
   onRun?: (run: RunRecord, reader: SourceReader) => void;
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
@@ -36,13 +40,15 @@ export function sourceIdentity(file: string): { sourceSize?: number; sourceMtime
  * comparison with the CRM; see reconcile for that). A file that cannot be read fails the run.
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
-  const { file, op, workspace, mapping, format, delimiter, syncName, ...rest } = options;
-  const { reader, rows } = ingest(file, {
+  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } = options;
+  const { reader, decoder, rows } = await ingest(file, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),
     ...(format ? { format } : {}),
     ...(delimiter ? { delimiter } : {}),
+    ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
   });
+  onChecked?.(reader, decoder);
   return produceSource({
     ...rest,
     reader,
@@ -53,7 +59,7 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
       source: file,
       ...(syncName ? { syncName } : {}),
       options: {
-        ...sourceRunOptions(reader, { delimiter, mapping, dryRun: options.dryRun }),
+        ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns }),
         ...sourceIdentity(file),
         ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
       },

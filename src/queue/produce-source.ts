@@ -17,11 +17,13 @@ export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 's
 /** Run options every file-based run records, so a retry reads and maps rows the same way. */
 export function sourceRunOptions(
   reader: SourceReader,
-  o: { delimiter?: string | undefined; mapping?: { mapping: Mapping; raw: unknown } | undefined; dryRun?: boolean | undefined },
+  o: { mapping?: { mapping: Mapping; raw: unknown } | undefined; dryRun?: boolean | undefined; ignoreUnknownColumns?: boolean | undefined },
 ): RunOptions {
   return {
     format: reader.format,
-    ...(o.delimiter ? { delimiter: o.delimiter } : {}),
+    // The delimiter read with (given or sniffed), so a resume reads the file the same way.
+    ...(reader.delimiter !== undefined ? { delimiter: reader.delimiter } : {}),
+    ...(o.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
     ...(o.mapping ? { mapping: o.mapping.raw } : {}),
     ...(o.dryRun ? { dryRun: true } : {}),
   };

@@ -38,9 +38,10 @@ export async function resumeProducer(options: ResumeProducerOptions): Promise<{ 
   const logger = options.logger ?? silentLogger;
   const through = run.producedRow ?? 0;
   const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
-  const { reader, rows } = ingest(run.source, {
+  const { reader, rows } = await ingest(run.source, {
     op,
     ...(mapping ? { mapping } : {}),
+    ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
     ...(run.options.format ? { format: run.options.format } : {}),
     ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
   });

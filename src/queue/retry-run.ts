@@ -1,6 +1,6 @@
 import type { Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { ingestValues, openSource, parseMapping, type IngestedRow, type Mapping } from '../ingest/index.js';
+import { openSource, parseMapping, RowDecoder, type IngestedRow } from '../ingest/index.js';
 import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
@@ -78,6 +78,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     throw new CrmSyncError('RUN_STATE', `the queue of workspace ${run.workspace} is paused: resume the workspace before retrying rows`);
   }
   const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  // The run's own decoder: rows are re-validated exactly as the run's first pass did.
+  const decoder = new RowDecoder({ op, ...(mapping ? { mapping } : {}), ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}) });
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
@@ -103,8 +105,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
         return !signal.aborted && (await store.getStatus(runId)) !== 'cancelled';
       };
       const rows = options.file
-        ? fromCorrectedFile(options.file, run, op, mapping, store, ignored, room, generation)
-        : fromStoredRows(options.rows, run, op, mapping, store, room, generation);
+        ? fromCorrectedFile(options.file, run, decoder, store, ignored, room, generation)
+        : fromStoredRows(options.rows, run, decoder, store, room, generation);
       return produceRun(rows, {
         highWaterMark: highWater,
         queue: options.queue,
@@ -125,8 +127,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
 async function* fromStoredRows(
   only: number[] | undefined,
   run: RunRecord,
-  op: Operation,
-  mapping: Mapping | undefined,
+  decoder: RowDecoder,
   store: RunStore,
   room: () => Promise<boolean>,
   round: number,
@@ -137,7 +138,7 @@ async function* fromStoredRows(
   };
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
-      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
     }
     return;
   }
@@ -147,17 +148,16 @@ async function* fromStoredRows(
   for await (const problem of store.iterateResults(run.id, { problemsOnly: true, batchSize: CHUNK })) {
     chunk.push(problem.row);
     if (chunk.length < CHUNK) continue;
-    for (const r of await requeueChunk(chunk)) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+    for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
     chunk = [];
   }
-  for (const r of await requeueChunk(chunk)) yield toIngested(op, mapping, r.row, r.line ?? 0, r.original);
+  for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
 }
 
 async function* fromCorrectedFile(
   file: string,
   run: RunRecord,
-  op: Operation,
-  mapping: Mapping | undefined,
+  decoder: RowDecoder,
   store: RunStore,
   ignored: IgnoredLines,
   room: () => Promise<boolean>,
@@ -179,7 +179,7 @@ async function* fromCorrectedFile(
     }
     for (const r of requeued) {
       const corrected = byRow.get(r.row);
-      if (corrected) yield toIngested(op, mapping, r.row, r.line ?? corrected.line, corrected.original);
+      if (corrected) yield toIngested(decoder, r.row, r.line ?? corrected.line, corrected.original);
     }
     chunk = [];
   };
@@ -209,7 +209,6 @@ async function* fromCorrectedFile(
   if (chunk.length) yield* flush();
 }
 
-function toIngested(op: Operation, mapping: Mapping | undefined, row: number, line: number, original: Record<string, string>): IngestedRow {
-  const { payload, errors } = ingestValues(op, original, mapping);
-  return payload ? { row, line, original, payload } : { row, line, original, code: 'ROW_INVALID', errors: errors ?? [] };
+function toIngested(decoder: RowDecoder, row: number, line: number, original: Record<string, string>): IngestedRow {
+  return decoder.decode({ kind: 'record', row, line, values: original, original });
 }

@@ -1,6 +1,6 @@
-import { mapRow, validateRow, ROW_FIELD, type Mapping, type SourceItem, type SourceRecord } from '../ingest/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { didYouMean, RowDecoder, ROW_FIELD, type FieldError, type Mapping, type SourceItem, type SourceRecord } from '../ingest/index.js';
 import type { ProducedRow } from '../queue/index.js';
-import type { FieldError } from '../runs/index.js';
 import { diffFields, type FieldChange } from './compare.js';
 import type { RecordIndex } from './record-index.js';
 import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
@@ -29,6 +29,8 @@ export interface PlanRowsOptions {
    * field, else the column named like the key (e.g. `email`, `unique_number`).
    */
   keyColumn?: string;
+  /** Skip columns that map to no field instead of refusing them. Default false. */
+  ignoreUnknownColumns?: boolean;
 }
 
 const SINGULAR = { deals: 'deal', leads: 'lead', contacts: 'contact' } as const;
@@ -44,12 +46,42 @@ export function keyColumnOf(matchKey: string, mapping?: Mapping, keyColumn?: str
 }
 
 /**
+ * The one row decoder of a reconcile (the operation it writes with, the mapping, the key
+ * column read on top): reconcile adds only matching and diffing to what import does.
+ */
+export function reconcileDecoder(options: Omit<PlanRowsOptions, 'index'> & { matchKey: string }): RowDecoder {
+  return new RowDecoder({
+    op: writeOperation(options.op),
+    ...(options.mapping ? { mapping: options.mapping } : {}),
+    ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+    extraColumns: [keyColumnOf(options.matchKey, options.mapping, options.keyColumn)],
+  });
+}
+
+/**
+ * Before a run exists: a file whose header has neither the id column nor the key column
+ * cannot match a single row; say which column was looked for and what the file has.
+ */
+export function checkKeyColumn(decoder: RowDecoder, columns: readonly string[], options: { op: ReconcileOperation; matchKey: string; mapping?: Mapping | undefined; keyColumn?: string | undefined }): void {
+  const keyColumn = keyColumnOf(options.matchKey, options.mapping, options.keyColumn);
+  const idColumn = decoder.rules.find((r) => r.field === 'id')?.column;
+  if (columns.includes(keyColumn) || (idColumn !== undefined && columns.includes(idColumn))) return;
+  const resource = RECONCILE_RESOURCE[options.op];
+  throw new CrmSyncError(
+    'INPUT_COLUMNS',
+    `reconcile matches ${resource} by ${options.matchKey}, read from column ${JSON.stringify(keyColumn)}, which the file does not have` +
+      `${didYouMean(keyColumn, columns)} (its columns: ${columns.map((c) => JSON.stringify(c)).join(', ')}); ` +
+      `name the key column with --key-column, or map it to ${options.matchKey} in the mapping. Nothing was sent.`,
+  );
+}
+
+/**
  * Decides every row of a source against the index: resolve the id (by id, or by match key),
  * fill a deal update's required name from the CRM, validate, and diff. Rows equal to the CRM
  * come out `skipped`, unmatched and ambiguous ones `failed` (never sent), the rest as payloads.
  */
-export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanRowsOptions): AsyncGenerator<PlannedRow> {
-  const planner = new RowPlanner(options);
+export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanRowsOptions, decoder?: RowDecoder): AsyncGenerator<PlannedRow> {
+  const planner = new RowPlanner(options, decoder);
   for await (const item of items) yield planner.plan(item);
 }
 
@@ -62,13 +94,16 @@ export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanR
 export class RowPlanner {
   readonly #options: PlanRowsOptions;
   readonly #keyColumn: string;
+  readonly #decoder: RowDecoder;
   readonly #creates = new Map<string, number>();
   /** Record id → the row that matched it first. */
   readonly #matched = new Map<string, number>();
 
-  constructor(options: PlanRowsOptions) {
+  /** `decoder`: the run's (reconcileDecoder); default one built from `options`. */
+  constructor(options: PlanRowsOptions, decoder?: RowDecoder) {
     this.#options = options;
     this.#keyColumn = keyColumnOf(options.index.matchKey, options.mapping, options.keyColumn);
+    this.#decoder = decoder ?? reconcileDecoder({ ...options, matchKey: options.index.matchKey });
   }
 
   plan(item: SourceItem): PlannedRow {
@@ -78,14 +113,14 @@ export class RowPlanner {
   }
 
   #planRecord(item: SourceRecord, base: { row: number; line: number; original: Record<string, string> }): PlannedRow {
-    const { op, index, mapping } = this.#options;
+    const { op, index } = this.#options;
     const resource = RECONCILE_RESOURCE[op];
     const noun = SINGULAR[resource];
     const wop = writeOperation(op);
-    const mapped = mapRow(wop, item.values, mapping);
-    if (mapped.errors.length > 0) return invalid(base, mapped.errors);
+    const mapped = this.#decoder.mapValues(item.values);
     const { id: rawId, ...fields } = mapped.fields;
     const givenId = typeof rawId === 'string' ? rawId.trim() : '';
+    if (mapped.errors.length > 0) return invalid(base, this.#cellErrors(fields, givenId, mapped.errors));
     const failed = (action: 'not-found' | 'ambiguous', code: string, message: string, key?: string): PlannedRow => ({
       ...base,
       action,
@@ -96,6 +131,8 @@ export class RowPlanner {
     let key: string | undefined;
     let match;
     if (givenId !== '') {
+      const idErrors = this.#decoder.idErrors(givenId);
+      if (idErrors.length > 0) return invalid(base, idErrors);
       match = index.byId(givenId);
       if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with id "${givenId}" in the CRM; not sent`);
     } else {
@@ -104,8 +141,9 @@ export class RowPlanner {
       const found = matchKey === 'id' ? [] : index.lookup(raw);
       key = matchKey === 'id' || raw === undefined || raw === null ? '' : String(raw).trim();
       if (key === '') {
-        const column = matchKey === 'id' ? 'id' : this.#keyColumn;
-        return invalid(base, [{ field: column, message: `is empty: a row without an id needs ${matchKey === 'id' ? 'one' : `a ${matchKey} to match`}` }]);
+        const idLabel = this.#decoder.label('id');
+        if (matchKey === 'id') return invalid(base, [{ field: idLabel, message: 'is empty: every row needs one' }]);
+        return invalid(base, [{ field: this.#keyColumn, message: `is empty, and so is ${idLabel}: a row needs an id or a ${matchKey} to match (read from column ${JSON.stringify(this.#keyColumn)})` }]);
       }
       if (found.length > 1) {
         const ids = found.map((r) => r.id).join(', ');
@@ -129,8 +167,8 @@ export class RowPlanner {
       fields.name = match.name;
       ignore.push('name');
     }
-    const checked = validateRow(wop, { ...fields, id: match.id });
-    if (!checked.ok) return invalid(base, checked.errors, key);
+    const checked = this.#decoder.validate({ ...fields, id: match.id });
+    if (checked.errors) return invalid(base, checked.errors, key);
     const changes = diffFields(resource, fields, match, ignore);
     const keyPart = key !== undefined ? { key } : {};
     this.#matched.set(match.id, base.row);
@@ -138,6 +176,18 @@ export class RowPlanner {
       return { ...base, ...keyPart, action: 'skip', recordId: match.id, changes, outcome: { status: 'skipped', message: 'unchanged', recordId: match.id } };
     }
     return { ...base, ...keyPart, action: 'update', recordId: match.id, changes, payload: checked.payload };
+  }
+
+  /**
+   * A row with bad cells is not matched, but reports what import reports for it: the bad cells
+   * and every other field's problems. The id and a deal update's name come from the CRM here,
+   * so their absence is not the row's fault and stand-ins take their place for the check.
+   */
+  #cellErrors(fields: Record<string, unknown>, givenId: string, cellErrors: FieldError[]): FieldError[] {
+    const wop = writeOperation(this.#options.op);
+    const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : 'matched-by-key' };
+    if (wop === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
+    return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
   }
 
   #planCreate(base: { row: number; line: number; original: Record<string, string> }, fields: Record<string, unknown>, key: string): PlannedRow {
@@ -150,8 +200,8 @@ export class RowPlanner {
         outcome: { status: 'failed', code: 'RECONCILE_AMBIGUOUS', message: `${this.#options.index.matchKey} "${key}" is also in row ${earlier}, which creates it; not sent` },
       };
     }
-    const checked = validateRow('deal.create', fields);
-    if (!checked.ok) return invalid(base, checked.errors, key);
+    const checked = this.#decoder.validate(fields, [], 'deal.create');
+    if (checked.errors) return invalid(base, checked.errors, key);
     this.#creates.set(key, base.row);
     // The match key rides along: a concurrent upsert may create this key before this row does.
     const payload = checked.payload.op === 'deal.create' ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` } : checked.payload;

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
-import { openSource, type Mapping, type SourceFormat, type SourceReader } from '../ingest/index.js';
+import { checkSource, openSource, type Mapping, type RowDecoder, type SourceFormat, type SourceItem, type SourceReader } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { produceSource, sourceIdentity, sourceRunOptions, type ProducerProgress, type RunStop, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
-import { planRows, type PlannedRow } from './plan-rows.js';
+import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
 import { DEFAULT_MATCH_KEY, RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
 
@@ -23,8 +23,12 @@ export interface ReconcileSourceOptions {
   mapping?: { mapping: Mapping; raw: unknown };
   /** Default: from the file extension. */
   format?: SourceFormat;
-  /** CSV delimiter. Default ','. */
+  /** CSV delimiter. Default: sniffed from the header line. */
   delimiter?: string;
+  /** Skip columns that map to no field instead of refusing the file. Default false. */
+  ignoreUnknownColumns?: boolean;
+  /** Called once the file's columns passed their checks, before the run is created or the CRM paged. */
+  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   /** Records per list page. Default 100. */
   pageSize?: number;
   /** Default: the client's. */
@@ -55,11 +59,22 @@ export async function buildIndexFor(options: ReconcileSourceOptions): Promise<{ 
   return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
 }
 
-function openReader(options: ReconcileSourceOptions): SourceReader {
-  return openSource(options.file, {
+/**
+ * Opens the file and checks it against the reconcile's one decoder (columns, key column, an
+ * empty file) before a run exists or a page of the CRM is read.
+ */
+async function openChecked(options: ReconcileSourceOptions): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
+  const matchKey = options.matchKey ?? defaultMatchKey(options.op);
+  const reader = openSource(options.file, {
     ...(options.format ? { format: options.format } : {}),
     ...(options.delimiter ? { delimiter: options.delimiter } : {}),
   });
+  const planning = { op: options.op, matchKey, ...mappingOf(options) };
+  const decoder = reconcileDecoder(planning);
+  const { items } = await checkSource(reader, decoder);
+  if (reader.format === 'csv') checkKeyColumn(decoder, reader.columns, planning);
+  options.onChecked?.(reader, decoder);
+  return { reader, decoder, items };
 }
 
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
@@ -75,15 +90,15 @@ export interface PlanResult {
 
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
 export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
+  const { decoder, items } = await openChecked(options);
   const { index, stats } = await buildIndexFor(options);
-  const reader = openReader(options);
   const counts = emptyPlanCounts();
   let rows = 0;
   const write = async (text: string) => {
     if (options.out && !options.out.write(text)) await once(options.out, 'drain');
   };
   await write(planCsvHeader());
-  for await (const row of planRows(reader, { op: options.op, index, ...mappingOf(options) })) {
+  for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
     rows++;
     counts[row.action]++;
     await write(planCsvLine(row));
@@ -136,7 +151,7 @@ export interface ReconcileImportResult {
 export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
   const logger = options.logger ?? silentLogger;
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const reader = openReader(options);
+  const { reader, decoder, items } = await openChecked({ ...options, matchKey });
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
   const unmatched = new AbortController();
@@ -175,7 +190,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
         const n = counts['not-found'] + counts.ambiguous;
         if (n >= limit) unmatched.abort({ kind: 'aborted', reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})` } satisfies RunStop);
       };
-      return counted(planRows(reader, { op: options.op, index: built.index, ...mappingOf(options) }), counts, stop, tooMany);
+      return counted(planRows(items, { op: options.op, index: built.index, ...mappingOf(options) }, decoder), counts, stop, tooMany);
     },
   });
   return { run, progress, counts, index };
@@ -204,9 +219,10 @@ async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, sto
   }
 }
 
-function mappingOf(options: ReconcileSourceOptions): { mapping?: Mapping; keyColumn?: string } {
+function mappingOf(options: ReconcileSourceOptions): { mapping?: Mapping; keyColumn?: string; ignoreUnknownColumns?: boolean } {
   return {
     ...(options.mapping ? { mapping: options.mapping.mapping } : {}),
     ...(options.keyColumn !== undefined ? { keyColumn: options.keyColumn } : {}),
+    ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
   };
 }

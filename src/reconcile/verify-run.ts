@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { stringify } from 'csv-stringify/sync';
 import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { mapRow, openSource, parseMapping, type Mapping } from '../ingest/index.js';
+import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/index.js';
 import { sourceIdentity } from '../queue/index.js';
 import { escapeCsvCell, type RunStore } from '../runs/index.js';
 import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
@@ -70,6 +70,8 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     );
   }
   const mapping: Mapping | undefined = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  // Only the rows the run sent are compared, so other columns are no reason to stop here.
+  const decoder = new RowDecoder({ op: kind.mapOp, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true });
 
   const sent = new Map<number, string>();
   for await (const result of store.iterateResults(runId)) {
@@ -101,7 +103,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       await write([String(item.row), String(item.line), recordId, '(record)', 'exists', 'missing']);
       continue;
     }
-    const { fields } = mapRow(kind.mapOp, item.values, mapping);
+    const { fields } = decoder.mapValues(item.values);
     if ((rowsById.get(recordId) ?? 0) > 1) {
       outcome.sharedIds++;
       await write([String(item.row), String(item.line), recordId, '(shared id)', 'one row per record', `${rowsById.get(recordId)} rows`]);

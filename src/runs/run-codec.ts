@@ -11,6 +11,7 @@ import { RUN_STATUSES } from './run-keys.js';
 const RunOptionsSchema = z.object({
   format: z.enum(['csv', 'ndjson', 'json']).optional(),
   delimiter: z.string().optional(),
+  ignoreUnknownColumns: z.boolean().optional(),
   mapping: z.unknown().optional(),
   dryRun: z.boolean().optional(),
   reconcile: z.boolean().optional(),

@@ -1,4 +1,5 @@
 import type { Operation } from '../crm/index.js';
+import type { FieldError } from '../ingest/index.js';
 
 /**
  * A run's lifecycle. `blocked`: the CRM refused the API key; rows wait in the queue.
@@ -34,6 +35,8 @@ export interface RunCounts {
 export interface RunOptions {
   format?: 'csv' | 'ndjson' | 'json';
   delimiter?: string;
+  /** Columns that map to no field were skipped, not refused (--ignore-unknown-columns). */
+  ignoreUnknownColumns?: boolean;
   /** The mapping file's content (not its path: the file may change or vanish). */
   mapping?: unknown;
   dryRun?: boolean;
@@ -85,10 +88,8 @@ export interface RunRecord {
   passes?: number;
 }
 
-export interface FieldError {
-  field: string;
-  message: string;
-}
+/** Moved to ingest/ (where rows are decoded); re-exported so the run store's users need no change. */
+export type { FieldError } from '../ingest/index.js';
 
 export interface RowResult {
   /** 1-based data row number (the header is not a row). */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isEmailAddress } from './email-check.js';
 import { DEAL_STATUSES, LEAD_STATUSES } from './sim-records.js';
 
 /**
@@ -42,7 +43,7 @@ export const ContactFieldsSchema = z
   .strictObject(
     {
       name: text,
-      email: z.email('must be a valid email address'),
+      email: z.string('must be a string').refine(isEmailAddress, 'must be a valid email address'),
       // The spec allows an empty phone number.
       phone_number: z.string('must be a string'),
       company_id: ref,

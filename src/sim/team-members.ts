@@ -1,15 +1,13 @@
-import { z } from 'zod';
 import { fail, ok, type SimAnswer } from './answer.js';
+import { isEmailAddress } from './email-check.js';
 import type { WorkspaceState } from './sim-workspace.js';
 
 /** Our reading of the unstated size limit of `emails`. */
 export const MAX_EMAILS_PER_REQUEST = 100;
 
 const KNOWN_FIELDS = new Set(['emails', 'organization_role', 'invited_by', 'send_invitation_email']);
-const emailSchema = z.email();
-
 function isEmail(value: unknown): value is string {
-  return typeof value === 'string' && emailSchema.safeParse(value).success;
+  return isEmailAddress(value);
 }
 
 /** Accept must name application/json (spec §4.5); wildcards do not count. */

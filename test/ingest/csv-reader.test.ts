@@ -119,7 +119,11 @@ describe('CSV reader', () => {
     expect(Object.getPrototypeOf(item?.kind === 'record' ? item.values : null)).toBe(Object.prototype);
   });
 
-  it('yields nothing for an empty file', async () => {
-    expect(await read('nothing.csv', '')).toEqual([]);
+  it('refuses an empty file (nothing but a BOM and white space) as INPUT_EMPTY', async () => {
+    for (const text of ['', '\ufeff', ' \r\n\n']) {
+      const err = await read('nothing.csv', text).catch((e: unknown) => e);
+      expect(isCrmSyncError(err, 'INPUT_EMPTY'), JSON.stringify(text)).toBe(true);
+      expect((err as Error).message).toContain('the file is empty');
+    }
   });
 });

@@ -2,8 +2,8 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { isCrmSyncError } from '../../src/errors/index.js';
-import { ingest, parseMapping, ROW_FIELD, type IngestedRow } from '../../src/ingest/index.js';
-import { collect, fixtureDir, iterationError } from './fixtures.js';
+import { ingest, parseMapping, ROW_FIELD, RowDecoder, type IngestedRow } from '../../src/ingest/index.js';
+import { collect, fixtureDir } from './fixtures.js';
 
 const files = fixtureDir();
 
@@ -22,7 +22,7 @@ describe('ingest', () => {
       { columns: { 'Deal ID': 'id', 'Deal name': 'name', Amount: { field: 'value', type: 'number' }, Tags: 'tag_ids', Stage: 'status' } },
       'm.json',
     );
-    const { reader, rows } = ingest(await files.write('deals.csv', csv), { op: 'deal.update', mapping });
+    const { reader, rows } = await ingest(await files.write('deals.csv', csv), { op: 'deal.update', mapping });
     const out = JSON.parse(JSON.stringify(await collect(rows))) as IngestedRow[];
     expect(reader.format).toBe('csv');
     expect(reader.columns).toEqual(['Deal ID', 'Deal name', 'Amount', 'Tags', 'Stage']);
@@ -46,33 +46,34 @@ describe('ingest', () => {
 
   it('maps NDJSON invites without a mapping', async () => {
     const text = '{"email":"a@acme.io","send_invitation_email":false}\n\n{"email":"nope"}\n';
-    const out = await collect(ingest(await files.write('team.ndjson', text), { op: 'team.invite' }).rows);
+    const out = await collect((await ingest(await files.write('team.ndjson', text), { op: 'team.invite' })).rows);
     expect(out.map((r) => [r.row, r.line])).toEqual([[1, 1], [2, 3]]);
     expect(out[0]?.payload).toEqual({ op: 'team.invite', email: 'a@acme.io', options: { send_invitation_email: 'false' } });
-    expect(out[1]).toMatchObject({ code: 'ROW_INVALID', errors: [{ field: 'email', message: 'is not a valid email address' }] });
+    expect(out[1]).toMatchObject({ code: 'ROW_INVALID', errors: [{ field: 'email', message: 'is not a valid email address: it has no "@"' }] });
   });
 
-  it('throws MAPPING_INVALID before reading when the mapping targets a field the operation lacks', () => {
+  it('throws MAPPING_INVALID before reading when the mapping targets a field the operation lacks', async () => {
     const mapping = parseMapping({ columns: { Value: 'value' } }, 'm.json');
-    expect(() => ingest('/nonexistent.csv', { op: 'lead.update', mapping })).toThrow(/column "Value" maps to "value", which lead.update does not have; valid fields are id, name, status, owner_id, tag_ids/);
+    await expect(ingest('/nonexistent.csv', { op: 'lead.update', mapping })).rejects.toThrow(/column "Value" maps to "value", which lead.update does not have; valid fields are id, name, status, owner_id, tag_ids/);
   });
 
-  it('with unmapped "error", stops at a column the mapping does not name (null columns are fine)', async () => {
-    const mapping = parseMapping({ columns: { id: 'id', name: 'name', Notes: null }, unmapped: 'error' }, 'm.json');
-    const ok = await collect(ingest(await files.write('known.csv', 'id,name,Notes\n1,A,x\n'), { op: 'deal.update', mapping }).rows);
+  it('refuses columns the mapping does not name before any row is read (null columns are fine), and a JSON row with a late unknown key', async () => {
+    const mapping = parseMapping({ columns: { id: 'id', name: 'name', Notes: null } }, 'm.json');
+    expect(mapping.unmapped).toBe('error');
+    const ok = await collect((await ingest(await files.write('known.csv', 'id,name,Notes\n1,A,x\n'), { op: 'deal.update', mapping })).rows);
     expect(ok[0]?.payload).toBeDefined();
-    const err = await iterationError(ingest(await files.write('unknown.csv', 'id,name,Extra\n1,A,x\n'), { op: 'deal.update', mapping }).rows);
-    expect(isCrmSyncError(err, 'MAPPING_INVALID')).toBe(true);
+    const err = await ingest(await files.write('unknown.csv', 'id,name,Extra\n1,A,x\n'), { op: 'deal.update', mapping }).catch((e: unknown) => e);
+    expect(isCrmSyncError(err, 'INPUT_COLUMNS')).toBe(true);
     expect((err as Error).message).toContain('"Extra"');
-    const json = ingest(await files.write('late.ndjson', '{"id":"1","name":"A"}\n{"id":"2","name":"B","Surprise":1}\n'), { op: 'deal.update', mapping });
-    const seen: IngestedRow[] = [];
-    const lateErr = await iterationError({
-      async *[Symbol.asyncIterator]() {
-        for await (const r of json.rows) seen.push(r);
-      },
-    });
-    expect(seen).toHaveLength(1);
-    expect((lateErr as Error).message).toContain('"Surprise"');
+    const json = await ingest(await files.write('late.ndjson', '{"id":"1","name":"A"}\n{"id":"2","name":"B","Surprise":1}\n'), { op: 'deal.update', mapping });
+    const rows = await collect(json.rows);
+    expect(rows[0]?.payload).toBeDefined();
+    expect(rows[1]).toMatchObject({ row: 2, line: 2, code: 'ROW_INVALID', errors: [{ field: 'Surprise', message: expect.stringContaining('maps to no field of deal.update') }] });
+    const ignoring = await ingest(files.path('unknown.csv'), { op: 'deal.update', mapping, ignoreUnknownColumns: true });
+    expect(ignoring.decoder.ignoredColumns(ignoring.reader.columns)).toEqual(['Extra']);
+    // A null column is skipped on purpose and listed; a column the caller reads itself is not.
+    const keyed = new RowDecoder({ op: 'deal.update', mapping, extraColumns: ['unique_number'] });
+    expect(keyed.ignoredColumns(['id', 'name', 'Notes', 'unique_number'])).toEqual(['Notes']);
   });
 
   it('streams a 200,000-row CSV: every row comes out once, numbered 1..N', async () => {
@@ -88,7 +89,7 @@ describe('ingest', () => {
     out.end();
     await once(out, 'finish');
 
-    const { reader, rows } = ingest(path, { op: 'deal.update' });
+    const { reader, rows } = await ingest(path, { op: 'deal.update' });
     let count = 0;
     let expectedLine = 2;
     let payloads = 0;

@@ -48,9 +48,9 @@ describe('JSON array reader', () => {
   it('reports a non-object element and an unparseable element as row problems and goes on', async () => {
     const items = await read('mixed.json', '[{"id":"1"},\n42,\n"text",\n{"id": tru},\n{"id":"5"}]');
     expect(items.map((i) => [i.row, i.line, i.kind])).toEqual([[1, 1, 'record'], [2, 2, 'problem'], [3, 3, 'problem'], [4, 4, 'problem'], [5, 5, 'record']]);
-    expect(items[1]).toMatchObject({ code: 'INPUT_PARSE', message: 'line 2: expected a JSON object (one row), found a number' });
-    expect(items[2]).toMatchObject({ message: 'line 3: expected a JSON object (one row), found a string' });
-    expect(items[3]).toMatchObject({ message: expect.stringMatching(/^line 4: not valid JSON/), original: { [RAW_TEXT_KEY]: '{"id": tru}' } });
+    expect(items[1]).toMatchObject({ code: 'INPUT_PARSE', message: 'element 2 (line 2): expected a JSON object (one row), found a number' });
+    expect(items[2]).toMatchObject({ message: 'element 3 (line 3): expected a JSON object (one row), found a string' });
+    expect(items[3]).toMatchObject({ message: expect.stringMatching(/^element 4 \(line 4\): not valid JSON/), original: { [RAW_TEXT_KEY]: '{"id": tru}' } });
   });
 
   it('reports a truncated document once, at the line where it breaks, and stops', async () => {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { CrmSyncError } from '../../src/errors/index.js';
-import { fieldsOf, loadMapping, mapRow, parseMapping, readMappingFile } from '../../src/ingest/index.js';
+import type { Operation } from '../../src/crm/index.js';
+import { fieldsOf, loadMapping, parseMapping, readMappingFile, RowDecoder, type Mapping } from '../../src/ingest/index.js';
+
+/** The decoder's mapping step alone (unknown columns skipped: these tests are about coercions). */
+const mapRow = (op: Operation, values: Record<string, unknown>, mapping?: Mapping) =>
+  new RowDecoder({ op, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true }).mapValues(values);
 import { fixtureDir } from './fixtures.js';
 
 const files = fixtureDir();
@@ -33,7 +38,7 @@ describe('mapping files', () => {
     const path = await files.write('m.json', JSON.stringify(EXAMPLE));
     expect(loadMapping(path).columns['Deal ID']).toBe('id');
     expect(readMappingFile(path).raw).toEqual(EXAMPLE);
-    expect(parseMapping({ columns: {} }, 'x').unmapped).toBe('ignore');
+    expect(parseMapping({ columns: {} }, 'x').unmapped).toBe('error');
   });
 
   it('names the file and the JSON path of a problem', async () => {
@@ -121,10 +126,16 @@ describe('mapRow coercions', () => {
     expect(mapRow('team.invite', { email: 'a@b.co', send_invitation_email: 'no' }).fields).toEqual({ email: 'a@b.co', send_invitation_email: 'false' });
   });
 
-  it('takes JSON values as they are, and keeps an explicit empty list', () => {
+  it('takes JSON values as they are, keeps an explicit empty list, and never turns a number into text silently', () => {
     const { fields, errors } = mapRow('deal.update', { id: 12, name: 'N', value: 3.5, tag_ids: [], position: null }, undefined);
-    expect(errors).toEqual([]);
-    expect(fields).toEqual({ id: '12', name: 'N', value: 3.5, tag_ids: [] });
+    expect(errors).toEqual([{ field: 'id', message: expect.stringMatching(/^must be text, not a number \(12\); quote it .*"type": "string"/) }]);
+    expect(fields).toEqual({ name: 'N', value: 3.5, tag_ids: [] });
+    const typed = parseMapping({ columns: { id: { field: 'id', type: 'string' }, name: { field: 'name', type: 'string' } } }, 'm');
+    expect(mapRow('deal.update', { id: 7, name: 42 }, typed)).toEqual({ fields: { id: '7', name: '42' }, errors: [] });
+    const list = parseMapping({ columns: { tags: { field: 'tag_ids', type: 'list' } } }, 'm');
+    expect(mapRow('deal.update', { tags: 7 }, list).fields).toEqual({ tag_ids: ['7'] });
+    expect(mapRow('deal.update', { tag_ids: 7 }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^must be text, not a number \(7\)/) }]);
+    expect(mapRow('deal.update', { tag_ids: ['a', 7] }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^item 2 must be text, not a number/) }]);
     expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([{ field: 'name', message: 'must be text, not an object' }]);
   });
 

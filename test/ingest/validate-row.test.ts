@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ingestValues, ROW_FIELD, validateRow } from '../../src/ingest/index.js';
+import { ROW_FIELD, RowDecoder, validateRow, type Mapping } from '../../src/ingest/index.js';
+import type { Operation } from '../../src/crm/index.js';
+
+const ingestValues = (op: Operation, values: Record<string, unknown>, mapping: Mapping) => new RowDecoder({ op, mapping }).decodeValues(values);
 import { parseMapping } from '../../src/ingest/index.js';
 
 function errorsOf(result: ReturnType<typeof validateRow>) {
@@ -19,7 +22,7 @@ describe('validateRow', () => {
       { field: 'id', message: 'is required' },
       { field: 'name', message: 'is required' },
     ]);
-    expect(errorsOf(validateRow('deal.update', { id: 'a/b', name: 'N' }))).toEqual([{ field: 'id', message: 'must not contain spaces, "/", "?" or "#"' }]);
+    expect(errorsOf(validateRow('deal.update', { id: 'a/b', name: 'N' }))).toEqual([{ field: 'id', message: 'must not contain spaces, "/", "\\", "?" or "#"' }]);
   });
 
   it('rejects a bad status in plain words', () => {
@@ -42,16 +45,27 @@ describe('validateRow', () => {
     ]);
   });
 
-  it('checks emails of contacts and invites', () => {
-    expect(errorsOf(validateRow('contact.update', { id: 'c1', email: 'not-an-email' }))).toEqual([{ field: 'email', message: 'is not a valid email address' }]);
+  it('checks emails of contacts and invites by the spec\'s rule (host name labels, a top-level label, a sane local part)', () => {
+    expect(errorsOf(validateRow('contact.update', { id: 'c1', email: 'not-an-email' }))).toEqual([{ field: 'email', message: 'is not a valid email address: it has no "@"' }]);
     expect(errorsOf(validateRow('team.invite', { email: 'x@', invited_by: 'boss' }))).toEqual([
-      { field: 'email', message: 'is not a valid email address' },
-      { field: 'invited_by', message: 'is not a valid email address' },
+      { field: 'email', message: 'is not a valid email address: it has no domain after the "@"' },
+      { field: 'invited_by', message: 'is not a valid email address: it has no "@"' },
     ]);
     expect(validateRow('team.invite', { email: 'new@acme.io', send_invitation_email: 'false' })).toEqual({
       ok: true,
       payload: { op: 'team.invite', email: 'new@acme.io', options: { send_invitation_email: 'false' } },
     });
+    const refused = ['x@bad-.example', 'x@-bad.example', `x@${'a'.repeat(64)}.example`, 'x@localhost', 'x@a.b1', '.x@a.example', 'x..y@a.example', `${'l'.repeat(65)}@a.example`, 'x y@a.example', 'x@a..example'];
+    for (const email of refused) expect(validateRow('contact.update', { id: 'c1', email }).ok, email).toBe(false);
+    const accepted = ['x@a.example', 'first.last+tag@sub.domain.example', `x@${'a'.repeat(63)}.example`, "o'neil@x-y.co", 'x@xn--bcher-kva.example'];
+    for (const email of accepted) expect(validateRow('contact.update', { id: 'c1', email }).ok, email).toBe(true);
+  });
+
+  it('refuses record ids that would leave the record path or carry control characters', () => {
+    for (const id of ['.', '..', 'a\u0000b', 'a\\b', ' ']) expect(validateRow('contact.update', { id, name: 'N' }).ok, JSON.stringify(id)).toBe(false);
+    expect(validateRow('lead.update', { id: '..', name: 'N' }).ok).toBe(false);
+    expect(validateRow('deal.update', { id: '.', name: 'N' }).ok).toBe(false);
+    expect(validateRow('contact.update', { id: 'c.1', name: 'N' }).ok).toBe(true);
   });
 
   it('names a bad list item by position', () => {
@@ -59,7 +73,7 @@ describe('validateRow', () => {
   });
 });
 
-describe('ingestValues', () => {
+describe('RowDecoder.decodeValues', () => {
   const mapping = parseMapping({ columns: { 'Deal ID': 'id', Title: 'name', Amount: 'value', Stage: 'status' } }, 'm');
 
   it('names errors by source column and does not pile "is required" on a failed cell', () => {

@@ -56,7 +56,7 @@ describe('bounds', () => {
     h = await startHarness({ records: 50 });
     const deals = [...h.ws.deals.values()];
     const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Stop'])));
-    const { reader, rows } = ingest(file, { op: 'deal.update' });
+    const { reader, rows } = await ingest(file, { op: 'deal.update' });
     const stop = new AbortController();
     // The first two chunks go out; the run is aborted as row 21 is read.
     async function* abortAt21() {

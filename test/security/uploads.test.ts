@@ -83,7 +83,8 @@ describe('download → upload → download (finding: formula-like headers were l
     await h.startWorkers();
     const columns = ['id', 'name', '@cmd', '+1+1', '=HYPERLINK("http://evil.example","x")', '-note'];
     const store = h.runtime.store;
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'formulas.csv', columns });
+    // The formula-like columns map to no field: the run skipped them on purpose (issue 11).
+    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'formulas.csv', columns, options: { ignoreUnknownColumns: true } });
     await store.addQueued(run.id, 2);
     const at = new Date().toISOString();
     const original = (row: number) => ({ id: `no-such-deal-${row}`, name: '=1+1', '@cmd': '@SUM(A1)', '+1+1': '+1', '=HYPERLINK("http://evil.example","x")': '=cmd|"/c calc"!A0', '-note': '-5' });

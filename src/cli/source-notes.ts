@@ -1,0 +1,49 @@
+import { parseMapping, RowDecoder, type SourceReader } from '../ingest/index.js';
+import { describeError, type RunRecord, type RunStore } from '../runs/index.js';
+
+const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
+
+/**
+ * What the first look at a file found that a person should know before trusting the counts:
+ * a guessed delimiter, columns skipped on purpose. (A file without data rows is said by the
+ * run summary: "0 data rows".)
+ */
+export function sourceNotes(reader: SourceReader, decoder: RowDecoder): string[] {
+  const notes: string[] = [];
+  if (reader.delimiterGuessed && reader.delimiter !== undefined) {
+    notes.push(`delimiter: ${SHOWN[reader.delimiter] ?? JSON.stringify(reader.delimiter)} (guessed from the header line; --delimiter sets it)`);
+  }
+  const ignored = decoder.ignoredColumns(reader.columns);
+  if (ignored.length > 0) notes.push(`ignored columns (not sent): ${ignored.map((c) => JSON.stringify(c)).join(', ')}`);
+  return notes;
+}
+
+/** The first `limit` invalid and failed rows of a run, one line each, for a dry run's report. */
+export async function firstProblems(store: RunStore, run: RunRecord, limit = 10): Promise<string[]> {
+  const lines: string[] = [];
+  // A JSON array may sit on one line: its rows are told apart by element (= row number).
+  const element = run.options.format === 'json';
+  for await (const result of store.iterateResults(run.id, { problemsOnly: true, batchSize: limit })) {
+    const where = [element ? `element ${result.row}` : '', result.line !== undefined ? `line ${result.line}` : ''].filter(Boolean).join(', ');
+    lines.push(`  row ${result.row}${where ? ` (${where})` : ''}: ${result.status}: ${describeError(result)}`);
+    if (lines.length >= limit) break;
+  }
+  return lines;
+}
+
+/**
+ * The columns a finished file run skipped on purpose (null in its mapping, or unknown with
+ * "unmapped": "ignore" / --ignore-unknown-columns), from its stored columns and options. Not
+ * for reconciled runs: their key column is read besides the fields and is not stored.
+ */
+export function ignoredColumnsOf(run: RunRecord): string[] {
+  if (run.operation === 'deal.upsert' || run.options.reconcile || run.columns.length === 0) return [];
+  try {
+    const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;
+    const decoder = new RowDecoder({ op: run.operation, ...(mapping ? { mapping } : {}), ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}) });
+    return decoder.ignoredColumns(run.columns);
+  } catch {
+    // A summary is no place to fail: a run from an older version may hold a mapping this one refuses.
+    return [];
+  }
+}

@@ -1,0 +1,65 @@
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { CrmSyncError } from '../errors/index.js';
+
+const HEAD_BYTES = 64 * 1024;
+
+/** File signatures of formats people export by mistake instead of CSV. */
+const SIGNATURES: Array<{ bytes: number[]; what: string }> = [
+  { bytes: [0x50, 0x4b, 0x03, 0x04], what: 'an Excel workbook (.xlsx) or another zip file: save it as CSV UTF-8' },
+  { bytes: [0xd0, 0xcf, 0x11, 0xe0], what: 'an old Excel workbook (.xls): save it as CSV UTF-8' },
+  { bytes: [0x25, 0x50, 0x44, 0x46], what: 'a PDF document: export the data as CSV' },
+  { bytes: [0x1f, 0x8b], what: 'a gzip-compressed file: unpack it first' },
+];
+
+/**
+ * The first bytes of a file, after refusing what can never be a row source: a directory, a
+ * file with nothing in it, a workbook, PDF or archive. A file that cannot be opened returns
+ * undefined (so does a pipe): the reader reports it (INPUT_UNREADABLE) where every read error is reported.
+ */
+export function checkFileHead(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    const stat = statSync(path);
+    if (stat.isDirectory()) throw new CrmSyncError('INPUT_UNREADABLE', `${path} is a directory, not a file`);
+    // A pipe or device is read once, by the reader: looking at its head here would eat it.
+    if (!stat.isFile()) return undefined;
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if (err instanceof CrmSyncError) throw err;
+    return undefined;
+  }
+  let head: Buffer;
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    head = buffer.subarray(0, readSync(fd, buffer, 0, HEAD_BYTES, 0));
+  } finally {
+    closeSync(fd);
+  }
+  for (const { bytes, what } of SIGNATURES) {
+    if (bytes.every((b, i) => head[i] === b)) throw new CrmSyncError('INPUT_UNREADABLE', `${path}: this is ${what}`);
+  }
+  // A BOM and white space alone are still nothing.
+  const text = head.subarray(head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0).toString('latin1');
+  if (head.length < HEAD_BYTES && text.trim() === '') throw new CrmSyncError('INPUT_EMPTY', `${path}: the file is empty`);
+  return head;
+}
+
+const CANDIDATES = [',', ';', '\t', '|'] as const;
+
+/**
+ * The delimiter of a CSV header line: the most frequent of , ; tab | outside quotes, ',' on a
+ * tie or when none occurs (a one-column file).
+ */
+export function sniffDelimiter(head: Buffer): string {
+  const text = head.toString('utf8');
+  const counts = new Map<string, number>(CANDIDATES.map((c) => [c, 0]));
+  let quoted = false;
+  for (const ch of text) {
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && (ch === '\n' || ch === '\r')) break;
+    else if (!quoted && counts.has(ch)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  }
+  let best = ',';
+  for (const c of CANDIDATES) if ((counts.get(c) ?? 0) > (counts.get(best) ?? 0)) best = c;
+  return best;
+}

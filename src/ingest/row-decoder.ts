@@ -1,0 +1,178 @@
+import { RecordIdSchema, type Operation, type OperationPayload } from '../crm/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { coerce } from './coerce.js';
+import { didYouMean } from './did-you-mean.js';
+import { ROW_FIELD, type FieldError } from './field-error.js';
+import { fieldsOf, rulesFor, type ColumnRule, type Mapping } from './mapping.js';
+import type { SourceItem } from './source-types.js';
+import { validateRow } from './validate-row.js';
+
+export interface RowDecoderOptions {
+  op: Operation;
+  /** Default: columns named like the operation's API fields map themselves. */
+  mapping?: Mapping;
+  /**
+   * Skip (and list) columns that map to no field instead of refusing the file. Default false;
+   * a mapping's `"unmapped": "ignore"` does the same.
+   */
+  ignoreUnknownColumns?: boolean;
+  /** Columns the caller reads itself, e.g. reconcile's key column. Default none. */
+  extraColumns?: readonly string[];
+}
+
+/** One input row, ready for the producer: a payload to send XOR the errors to record. */
+export interface IngestedRow {
+  row: number;
+  line: number;
+  original: Record<string, string>;
+  payload?: OperationPayload;
+  code?: 'ROW_INVALID' | 'INPUT_PARSE' | 'INPUT_TOO_LARGE';
+  errors?: FieldError[];
+}
+
+/** How a field is named to people: by its source column, with the API field when they differ. */
+export function labelOf(rule: Pick<ColumnRule, 'column' | 'field'>): string {
+  return rule.column === rule.field ? rule.field : `${rule.column} (${rule.field})`;
+}
+
+const DELIMITERS: Array<[string, string]> = [[';', ';'], ['\t', 'tab'], ['|', '|']];
+
+/**
+ * The one path from a source row to a payload or field errors, built once per (operation,
+ * mapping) and shared by import, reconcile, nightly syncs and retries (docs/architecture.md,
+ * "The path of a row"): the mapping is checked against the operation when it is built, the
+ * file's columns against the mapping before a run exists, and every row the same way after.
+ */
+export class RowDecoder {
+  readonly op: Operation;
+  readonly rules: readonly ColumnRule[];
+  /** What is done with a column that maps to no field. */
+  readonly unknownColumns: 'error' | 'ignore';
+  readonly #mapping: Mapping | undefined;
+  readonly #known: Set<string>;
+  /** Columns the mapping sets to null: skipped on purpose. */
+  readonly #skipped: Set<string>;
+  readonly #labels: Map<string, string>;
+
+  constructor(options: RowDecoderOptions) {
+    this.op = options.op;
+    this.#mapping = options.mapping;
+    this.rules = rulesFor(options.op, options.mapping);
+    this.unknownColumns = options.ignoreUnknownColumns || options.mapping?.unmapped === 'ignore' ? 'ignore' : 'error';
+    const named = options.mapping ? Object.keys(options.mapping.columns) : fieldsOf(options.op);
+    this.#known = new Set([...named, ...(options.extraColumns ?? [])]);
+    this.#skipped = new Set(Object.entries(options.mapping?.columns ?? {}).filter(([, target]) => target === null).map(([column]) => column));
+    this.#labels = new Map(this.rules.map((r) => [r.field, labelOf(r)]));
+  }
+
+  /** The name people see for an API field: its source column, with the field when they differ. */
+  label(field: string): string {
+    return this.#labels.get(field) ?? field;
+  }
+
+  /** Columns of a source that map to nothing and are skipped on purpose (null in the mapping, or unknown with "ignore"). */
+  ignoredColumns(columns: readonly string[]): string[] {
+    return columns.filter((c) => this.#skipped.has(c) || (!this.#known.has(c) && this.unknownColumns === 'ignore'));
+  }
+
+  /**
+   * Checks a source's columns before anything is sent (INPUT_COLUMNS): a column the mapping
+   * names but the file lacks (`complete`: the columns are a header, not JSON keys seen so far),
+   * and columns that map to no field unless they are to be ignored.
+   */
+  checkColumns(columns: readonly string[], complete: boolean): void {
+    const problems: string[] = [];
+    const present = new Set(columns);
+    const missing = this.#mapping && complete ? this.rules.filter((r) => !present.has(r.column)).map((r) => r.column) : [];
+    for (const column of missing) {
+      problems.push(`the mapping names column ${JSON.stringify(column)}, which the file does not have${didYouMean(column, columns)}`);
+    }
+    if (this.unknownColumns === 'error') {
+      const candidates = [...missing, ...fieldsOf(this.op).filter((f) => !this.rules.some((r) => r.field === f && present.has(r.column)))];
+      const unknown = columns.filter((c) => !this.#known.has(c));
+      if (unknown.length > 0) {
+        const named = unknown.slice(0, 10).map((c) => `${JSON.stringify(c)}${didYouMean(c, candidates)}`);
+        const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : '';
+        problems.push(
+          `column(s) ${named.join(', ')}${more} map to no field of ${this.op} (fields: ${fieldsOf(this.op).join(', ')}); ` +
+            `rename them, map them in a mapping file (null skips one), or skip every such column with "unmapped": "ignore" in the mapping or --ignore-unknown-columns`,
+        );
+      }
+      const glued = unknown.length === 1 && columns.length === 1 ? DELIMITERS.find(([d]) => (unknown[0] as string).includes(d)) : undefined;
+      if (glued) problems.push(`the header looks ${glued[1]}-separated: pass --delimiter ${JSON.stringify(glued[0])}`);
+    }
+    if (problems.length > 0) throw new CrmSyncError('INPUT_COLUMNS', `${problems.join('; ')}. Nothing was sent.`);
+  }
+
+  /**
+   * A row's values → API fields, coerced per the mapping. Cells that fail are left out of
+   * `fields` and reported in `errors` (by column label); nothing throws for a bad cell. Keys no
+   * check has seen yet (a JSON row's new key) are refused here unless unknown columns are ignored.
+   */
+  mapValues(values: Record<string, unknown>): { fields: Record<string, unknown>; errors: FieldError[] } {
+    const fields: Record<string, unknown> = {};
+    const errors: FieldError[] = [];
+    if (this.unknownColumns === 'error') {
+      for (const key of Object.keys(values)) {
+        if (!this.#known.has(key)) {
+          errors.push({ field: key, message: `maps to no field of ${this.op}${didYouMean(key, fieldsOf(this.op))}; not sent (map it, or ignore it with --ignore-unknown-columns)` });
+        }
+      }
+    }
+    for (const rule of this.rules) {
+      if (!Object.hasOwn(values, rule.column)) continue;
+      const result = coerce(values[rule.column], rule);
+      if ('error' in result) errors.push({ field: labelOf(rule), message: result.error });
+      else if ('value' in result) fields[rule.field] = result.value;
+    }
+    return { fields, errors };
+  }
+
+  /**
+   * API fields → the payload of `op` (default the decoder's; reconcile creates with
+   * deal.create) or errors labelled by column. `earlier` are mapValues' errors: a cell that
+   * failed coercion was left out, and "is required" (or "needs at least one field") on top of
+   * its reason is noise.
+   */
+  validate(
+    fields: Record<string, unknown>,
+    earlier: readonly FieldError[] = [],
+    op: Operation = this.op,
+  ): { payload: OperationPayload; errors?: undefined } | { payload?: undefined; errors: FieldError[] } {
+    const checked = validateRow(op, fields);
+    if (checked.ok && earlier.length === 0) return { payload: checked.payload };
+    const failed = new Set(earlier.map((e) => e.field));
+    const errors = [...earlier];
+    if (!checked.ok) {
+      for (const e of checked.errors) {
+        const field = this.label(e.field);
+        // "Needs at least one field" is noise too when a cell was there but failed.
+        if (!failed.has(field) && !(e.field === ROW_FIELD && earlier.length > 0)) errors.push({ field, message: e.message });
+      }
+    }
+    return { errors };
+  }
+
+  /**
+   * A record id given in a row, checked before it is looked up (reconcile matches by id before
+   * the row is validated): `..` is an invalid cell on every path, never "not found".
+   */
+  idErrors(id: string): FieldError[] {
+    const checked = RecordIdSchema.safeParse(id);
+    return checked.success ? [] : checked.error.issues.map((i) => ({ field: this.label('id'), message: i.message }));
+  }
+
+  /** One row's values → a payload, or field errors named by source column. */
+  decodeValues(values: Record<string, unknown>): { payload: OperationPayload; errors?: undefined } | { payload?: undefined; errors: FieldError[] } {
+    const mapped = this.mapValues(values);
+    return this.validate(mapped.fields, mapped.errors);
+  }
+
+  /** A source item → a row for the producer (a reader's problem stays a problem). */
+  decode(item: SourceItem): IngestedRow {
+    const { row, line, original } = item;
+    if (item.kind === 'problem') return { row, line, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+    const { payload, errors } = this.decodeValues(item.values);
+    return payload !== undefined ? { row, line, original, payload } : { row, line, original, code: 'ROW_INVALID', errors };
+  }
+}
