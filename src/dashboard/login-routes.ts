@@ -4,6 +4,7 @@ import { html } from './html.js';
 import { page } from './layout.js';
 
 /** Anything below U+0020, DEL, and the backslash browsers read as a slash. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const UNSAFE_CHARS = /[\u0000-\u001f\u007f\\]/;
 
 /**

@@ -4,7 +4,7 @@ import { errorMessage, type ErrorCode } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { CreateMarker, RowFence, RowResult, RowWriter } from '../runs/index.js';
 import { canonicalFromRow } from './compare.js';
-import { DealLookup, normaliseName } from './deal-lookup.js';
+import { type DealLookup, normaliseName } from './deal-lookup.js';
 
 export interface DuplicateSafeCreateOptions {
   client: CrmClient;

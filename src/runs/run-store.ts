@@ -44,7 +44,7 @@
  */
 import type { Redis } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
-import { LuaScript } from './lua-script.js';
+import { type LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys } from './run-keys.js';
 import { newRunId } from './run-id.js';

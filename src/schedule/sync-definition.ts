@@ -128,7 +128,7 @@ export function resolveSource(def: SyncDefinition): string {
   if (/[*?]/.test(dir)) throw new CrmSyncError('SYNC_DEFINITION_INVALID', `${def.file}: source: wildcards are allowed in the file name only`);
   const re = globToRegExp(name);
   let newest: { path: string; mtime: number } | undefined;
-  let entries: string[] = [];
+  let entries: string[];
   try {
     entries = readdirSync(dir);
   } catch {

@@ -51,7 +51,7 @@ export class RedisFullGuard {
       try {
         await this.#o.redis.set(this.#o.probeKey, '1', 'PX', 1000);
         this.#paused = false;
-        this.#o.worker.resume();
+        await this.#o.worker.resume();
         this.#o.logger.info({ seconds: Math.round((Date.now() - started) / 1000) }, 'Redis has room again: taking jobs');
       } catch {
         // Still full (or away): look again later.

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
-import { BadResponseError, CrmClient, CrmError, RejectedError, TransientError, isLoopbackName } from '../../src/crm/index.js';
+import { BadResponseError, CrmClient, type CrmError, RejectedError, TransientError, isLoopbackName } from '../../src/crm/index.js';
 import { leadRecord, ts } from './fixtures.js';
 
 /**
