@@ -41,13 +41,31 @@ process.on('exit', () => {
 });
 
 /** `crm-sync sim` in its own process. */
-export async function startSimProcess(args: { records: number; rate?: string; latencyMs?: number }): Promise<SimProcess> {
+export async function startSimProcess(args: {
+  records: number;
+  rate?: string;
+  latencyMs?: number;
+}): Promise<SimProcess> {
   const port = await freePort();
   const apiKey = 'bench-key';
   const child = spawn(
     process.execPath,
-    [CLI, '--log-level', 'error', 'sim', '--port', String(port), '--workspace', `acme:${apiKey}`, '--records', String(args.records), '--seed', '7',
-      ...(args.rate ? ['--rate', args.rate] : []), ...(args.latencyMs ? ['--latency', String(args.latencyMs)] : [])],
+    [
+      CLI,
+      '--log-level',
+      'error',
+      'sim',
+      '--port',
+      String(port),
+      '--workspace',
+      `acme:${apiKey}`,
+      '--records',
+      String(args.records),
+      '--seed',
+      '7',
+      ...(args.rate ? ['--rate', args.rate] : []),
+      ...(args.latencyMs ? ['--latency', String(args.latencyMs)] : []),
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   spawned.add(child);
@@ -84,7 +102,9 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-'));
   const prefix = `crm-sync-bench-${Date.now().toString(36)}`;
   const configPath = join(dir, 'crm-sync.config.json');
-  const raw = { workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } } };
+  const raw = {
+    workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } },
+  };
   writeFileSync(configPath, JSON.stringify(raw));
   const env = { ...process.env, BENCH_KEY: sim.apiKey, CRM_SYNC_PREFIX: prefix, CRM_SYNC_CONFIG: configPath };
   process.env.BENCH_KEY = sim.apiKey;
@@ -92,10 +112,21 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
 }
 
 /** Imports a deal-update file through the library and waits for the run to end. */
-export async function importAndWait(runtime: Runtime, file: string, pollMs = 100): Promise<{ run: RunRecord; startedAt: number }> {
+export async function importAndWait(
+  runtime: Runtime,
+  file: string,
+  pollMs = 100,
+): Promise<{ run: RunRecord; startedAt: number }> {
   const startedAt = Date.now();
   const rowsPerJob = runtime.config.workspaces.acme?.rowsPerJob;
-  const { run } = await importFile({ file, op: 'deal.update', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, ...(rowsPerJob ? { rowsPerJob } : {}) });
+  const { run } = await importFile({
+    file,
+    op: 'deal.update',
+    workspace: 'acme',
+    queue: runtime.queue('acme'),
+    store: runtime.store,
+    ...(rowsPerJob ? { rowsPerJob } : {}),
+  });
   let final = run;
   while (final.status === 'running') {
     await sleep(pollMs);
@@ -111,11 +142,15 @@ function workerProfileArgs(): string[] {
 }
 
 export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {
-  const child = spawn(process.execPath, [...workerProfileArgs(), CLI, '--log-level', 'error', 'worker', '--concurrency', String(concurrency)], {
-    cwd: ROOT,
-    env: b.env,
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...workerProfileArgs(), CLI, '--log-level', 'error', 'worker', '--concurrency', String(concurrency)],
+    {
+      cwd: ROOT,
+      env: b.env,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
   spawned.add(child);
   return child;
 }
@@ -143,7 +178,9 @@ export function peakRssMb(pid: number): number {
 }
 
 /** Samples Redis used_memory every 250 ms; returns a stop function giving the peak in MB. */
-export function sampleRedisMemory(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): () => Promise<{ peakMb: number; startMb: number }> {
+export function sampleRedisMemory(
+  url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+): () => Promise<{ peakMb: number; startMb: number }> {
   const redis = new Redis(url);
   let peak = 0;
   let start = -1;
@@ -166,7 +203,10 @@ export function sampleRedisMemory(url = process.env.REDIS_URL ?? 'redis://127.0.
 }
 
 /** Removes every key under the prefix (benchmarks clean up after themselves). */
-export async function dropPrefix(prefix: string, url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<void> {
+export async function dropPrefix(
+  prefix: string,
+  url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+): Promise<void> {
   const redis = new Redis(url);
   await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
@@ -196,7 +236,13 @@ export async function redisPid(url = process.env.REDIS_URL ?? 'redis://127.0.0.1
 
 /** CPU seconds used by each named process between `start()` and the function it returns. */
 export function cpuMeter(pids: Record<string, number | undefined>): () => Record<string, number> {
-  const read = () => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid === undefined ? NaN : pid === process.pid ? selfCpu() : cpuSeconds(pid)]));
+  const read = () =>
+    Object.fromEntries(
+      Object.entries(pids).map(([k, pid]) => [
+        k,
+        pid === undefined ? NaN : pid === process.pid ? selfCpu() : cpuSeconds(pid),
+      ]),
+    );
   const before = read();
   return () => {
     const after = read();
@@ -215,13 +261,20 @@ function selfCpu(): number {
  */
 export async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   spawned.add(child);
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined); // not up yet: asked again below
-    const up = await probe.connect().then(() => true, () => false);
+    const up = await probe.connect().then(
+      () => true,
+      () => false,
+    );
     probe.disconnect();
     if (up) break;
     if (i > 50) throw new Error('redis-server did not start');
@@ -241,7 +294,9 @@ export async function startPrivateRedis(): Promise<{ url: string; stop(): Promis
  * Commands Redis has run (INFO commandstats, which counts those Lua scripts call too: `all`),
  * and how many of them were script calls (EVALSHA, EVAL).
  */
-export async function redisCommandCounts(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ all: number; scripts: number; byCommand: Map<string, number> }> {
+export async function redisCommandCounts(
+  url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+): Promise<{ all: number; scripts: number; byCommand: Map<string, number> }> {
   const redis = new Redis(url);
   const commandstats = await redis.info('commandstats');
   redis.disconnect();
@@ -260,7 +315,9 @@ export async function redisCommandCounts(url = process.env.REDIS_URL ?? 'redis:/
  * Counts the commands clients send (a Lua script call is one), through MONITOR, which also
  * shows the commands scripts run (source "lua"): those are left out here.
  */
-export async function countSentCommands(url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'): Promise<{ sent(): number; stop(): Promise<void> }> {
+export async function countSentCommands(
+  url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+): Promise<{ sent(): number; stop(): Promise<void> }> {
   const redis = new Redis(url);
   const monitor = await redis.monitor();
   let sent = 0;

@@ -43,10 +43,36 @@ export interface FaultSim {
 }
 
 /** `crm-sync sim` (compiled CLI) in its own process, with latency and fault flags. */
-export async function startFaultSim(o: { records: number; latencyMs: number; errorRate?: number; resetRate?: number; dropRate?: number }): Promise<FaultSim> {
+export async function startFaultSim(o: {
+  records: number;
+  latencyMs: number;
+  errorRate?: number;
+  resetRate?: number;
+  dropRate?: number;
+}): Promise<FaultSim> {
   const port = await freePort();
-  const args = [CLI, '--log-level', 'error', 'sim', '--port', String(port), '--workspace', `acme:${API_KEY}`, '--records', String(o.records), '--seed', '7',
-    '--latency', String(o.latencyMs), '--error-rate', String(o.errorRate ?? 0), '--reset-rate', String(o.resetRate ?? 0), '--drop-rate', String(o.dropRate ?? 0)];
+  const args = [
+    CLI,
+    '--log-level',
+    'error',
+    'sim',
+    '--port',
+    String(port),
+    '--workspace',
+    `acme:${API_KEY}`,
+    '--records',
+    String(o.records),
+    '--seed',
+    '7',
+    '--latency',
+    String(o.latencyMs),
+    '--error-rate',
+    String(o.errorRate ?? 0),
+    '--reset-rate',
+    String(o.resetRate ?? 0),
+    '--drop-rate',
+    String(o.dropRate ?? 0),
+  ];
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('sim did not start within 20 s')), 20_000);
@@ -104,9 +130,25 @@ export interface CountingProxy {
   close(): Promise<void>;
 }
 
-const emptyTally = (): Tally => ({ requests: 0, status: {}, noAnswer: 0, clientGone: 0, neverForwarded: 0, firstPagesOk: 0 });
+const emptyTally = (): Tally => ({
+  requests: 0,
+  status: {},
+  noAnswer: 0,
+  clientGone: 0,
+  neverForwarded: 0,
+  firstPagesOk: 0,
+});
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'proxy-connection', 'te', 'trailer', 'upgrade'];
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+];
 
 function strip(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const out = { ...headers };
@@ -123,16 +165,29 @@ function strip(headers: IncomingHttpHeaders): IncomingHttpHeaders {
  * (the simulator's reset and apply-then-drop faults) destroys the client's socket, so the
  * client sees what it would see without the proxy.
  */
-export async function startCountingProxy(o: { upstreamPort: number; extraDelayMs?: [number, number] }): Promise<CountingProxy> {
-  const tallies: Record<TallyKind, Tally> = { createDeal: emptyTally(), listDeals: emptyTally(), clockPage: emptyTally(), other: emptyTally() };
+export async function startCountingProxy(o: {
+  upstreamPort: number;
+  extraDelayMs?: [number, number];
+}): Promise<CountingProxy> {
+  const tallies: Record<TallyKind, Tally> = {
+    createDeal: emptyTally(),
+    listDeals: emptyTally(),
+    clockPage: emptyTally(),
+    other: emptyTally(),
+  };
   const agent = new Agent({ keepAlive: true, maxSockets: 512 });
   const [lo, hi] = o.extraDelayMs ?? [0, 0];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://proxy');
     const isDeals = url.pathname === '/api/external/v2/deals';
-    const kind: TallyKind = isDeals && req.method === 'POST' ? 'createDeal'
-      : isDeals && req.method === 'GET' ? (url.searchParams.get('page_size') === '1' ? 'clockPage' : 'listDeals')
-      : 'other';
+    const kind: TallyKind =
+      isDeals && req.method === 'POST'
+        ? 'createDeal'
+        : isDeals && req.method === 'GET'
+          ? url.searchParams.get('page_size') === '1'
+            ? 'clockPage'
+            : 'listDeals'
+          : 'other';
     const t = tallies[kind];
     t.requests++;
     const chunks: Buffer[] = [];
@@ -147,26 +202,31 @@ export async function startCountingProxy(o: { upstreamPort: number; extraDelayMs
       const body = Buffer.concat(chunks);
       const forward = () => {
         const headers = strip(req.headers);
-        if (body.length > 0 || req.method === 'POST' || req.method === 'PATCH') headers['content-length'] = String(body.length);
-        const up = request({ host: '127.0.0.1', port: o.upstreamPort, method: req.method, path: req.url, headers, agent }, (ur) => {
-          const code = String(ur.statusCode ?? 0);
-          t.status[code] = (t.status[code] ?? 0) + 1;
-          if (kind === 'listDeals' && code === '200' && (url.searchParams.get('page_number') ?? '1') === '1') t.firstPagesOk++;
-          if (res.destroyed || req.socket.destroyed) {
-            t.clientGone++;
-            ur.resume();
-            return;
-          }
-          const body2: Buffer[] = [];
-          ur.on('data', (c: Buffer) => body2.push(c));
-          ur.on('error', () => res.destroy());
-          ur.on('end', () => {
-            const payload = Buffer.concat(body2);
-            if (res.destroyed) return;
-            res.writeHead(ur.statusCode ?? 502, { ...strip(ur.headers), 'content-length': String(payload.length) });
-            res.end(payload);
-          });
-        });
+        if (body.length > 0 || req.method === 'POST' || req.method === 'PATCH')
+          headers['content-length'] = String(body.length);
+        const up = request(
+          { host: '127.0.0.1', port: o.upstreamPort, method: req.method, path: req.url, headers, agent },
+          (ur) => {
+            const code = String(ur.statusCode ?? 0);
+            t.status[code] = (t.status[code] ?? 0) + 1;
+            if (kind === 'listDeals' && code === '200' && (url.searchParams.get('page_number') ?? '1') === '1')
+              t.firstPagesOk++;
+            if (res.destroyed || req.socket.destroyed) {
+              t.clientGone++;
+              ur.resume();
+              return;
+            }
+            const body2: Buffer[] = [];
+            ur.on('data', (c: Buffer) => body2.push(c));
+            ur.on('error', () => res.destroy());
+            ur.on('end', () => {
+              const payload = Buffer.concat(body2);
+              if (res.destroyed) return;
+              res.writeHead(ur.statusCode ?? 502, { ...strip(ur.headers), 'content-length': String(payload.length) });
+              res.end(payload);
+            });
+          },
+        );
         up.on('error', () => {
           t.noAnswer++;
           req.socket.destroy();
@@ -199,11 +259,21 @@ export function tallyDiff(a: Tally, b: Tally): Tally {
     const d = (b.status[k] ?? 0) - (a.status[k] ?? 0);
     if (d) status[k] = d;
   }
-  return { requests: b.requests - a.requests, status, noAnswer: b.noAnswer - a.noAnswer, clientGone: b.clientGone - a.clientGone, neverForwarded: b.neverForwarded - a.neverForwarded, firstPagesOk: b.firstPagesOk - a.firstPagesOk };
+  return {
+    requests: b.requests - a.requests,
+    status,
+    noAnswer: b.noAnswer - a.noAnswer,
+    clientGone: b.clientGone - a.clientGone,
+    neverForwarded: b.neverForwarded - a.neverForwarded,
+    firstPagesOk: b.firstPagesOk - a.firstPagesOk,
+  };
 }
 
 export function fmtTally(t: Tally): string {
-  const st = Object.entries(t.status).sort().map(([k, v]) => `${k}:${v}`).join(' ');
+  const st = Object.entries(t.status)
+    .sort()
+    .map(([k, v]) => `${k}:${v}`)
+    .join(' ');
   const passes = t.firstPagesOk ? `; passes begun (page 1 answered) ${t.firstPagesOk}` : '';
   return `${t.requests} requests (answers ${st || '-'}; no answer ${t.noAnswer}; client gone ${t.clientGone}; never forwarded ${t.neverForwarded}${passes})`;
 }
@@ -219,7 +289,12 @@ export interface CreateBenchEnv {
   raw: Record<string, unknown>;
 }
 
-export function createBenchConfig(o: { name: string; proxyPort: number; createSettleMs: number; requestTimeoutMs?: number }): CreateBenchEnv {
+export function createBenchConfig(o: {
+  name: string;
+  proxyPort: number;
+  createSettleMs: number;
+  requestTimeoutMs?: number;
+}): CreateBenchEnv {
   const dir = mkdtempSync(join(tmpdir(), `crm-sync-${o.name}-`));
   const prefix = `crm-sync-bench-${o.name}-${Date.now().toString(36)}`;
   const configPath = join(dir, 'crm-sync.config.json');
@@ -240,18 +315,39 @@ export function createBenchConfig(o: { name: string; proxyPort: number; createSe
 /** A `crm-sync worker` process (compiled CLI) logging JSON at info level to the bench's log file. */
 export function spawnLoggedWorker(b: CreateBenchEnv, o: { concurrency: number; lockMs: number }): ChildProcess {
   const fd = openSync(b.logFile, 'a');
-  const child = spawn(process.execPath, [CLI, '--log-level', 'info', 'worker', '--concurrency', String(o.concurrency), '--lock-ms', String(o.lockMs), '--close-timeout-ms', '10000'], {
-    cwd: ROOT,
-    env: b.env,
-    stdio: ['ignore', fd, fd],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      '--log-level',
+      'info',
+      'worker',
+      '--concurrency',
+      String(o.concurrency),
+      '--lock-ms',
+      String(o.lockMs),
+      '--close-timeout-ms',
+      '10000',
+    ],
+    {
+      cwd: ROOT,
+      env: b.env,
+      stdio: ['ignore', fd, fd],
+    },
+  );
   closeSync(fd);
   return track(child);
 }
 
 /** `crm-sync runs retry <id>` (compiled CLI); returns its stdout. Bounded to 5 minutes. */
 export async function runsRetry(b: CreateBenchEnv, runId: string): Promise<{ code: number | null; out: string }> {
-  const child = track(spawn(process.execPath, [CLI, '--log-level', 'warn', 'runs', 'retry', runId], { cwd: ROOT, env: b.env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, [CLI, '--log-level', 'warn', 'runs', 'retry', runId], {
+      cwd: ROOT,
+      env: b.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -262,7 +358,13 @@ export async function runsRetry(b: CreateBenchEnv, runId: string): Promise<{ cod
 }
 
 /** Polls until the run is no longer `running` or `timeoutMs` passed. */
-export async function waitRun(store: RunStore, runId: string, timeoutMs: number, onTick?: (run: RunRecord) => void, tickMs = 15_000): Promise<{ run: RunRecord; timedOut: boolean }> {
+export async function waitRun(
+  store: RunStore,
+  runId: string,
+  timeoutMs: number,
+  onTick?: (run: RunRecord) => void,
+  tickMs = 15_000,
+): Promise<{ run: RunRecord; timedOut: boolean }> {
   const until = Date.now() + timeoutMs;
   let lastTick = 0;
   for (;;) {
@@ -319,18 +421,28 @@ export async function readSimDeals(simPort: number): Promise<{ deals: SimDeal[];
 
 function getJson(port: number, path: string): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', headers: { host: `acme.localhost:${port}`, 'x-api-key': API_KEY, accept: 'application/json' }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-        } catch (e) {
-          reject(e);
-        }
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'GET',
+        headers: { host: `acme.localhost:${port}`, 'x-api-key': API_KEY, accept: 'application/json' },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+          } catch (e) {
+            reject(e);
+          }
+        });
+      },
+    );
     req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end();
@@ -349,10 +461,18 @@ export interface DealAudit {
   /** Succeeded rows with no record id. */
   succeededWithoutId: number[];
   resultKinds: Record<string, number>;
-  examples: { duplicates: Array<{ name: string; ids: string[] }>; missing: Array<{ row: number; name: string; status: string; message?: string }> };
+  examples: {
+    duplicates: Array<{ name: string; ids: string[] }>;
+    missing: Array<{ row: number; name: string; status: string; message?: string }>;
+  };
 }
 
-export async function auditDeals(store: RunStore, runId: string, names: string[], deals: SimDeal[]): Promise<DealAudit> {
+export async function auditDeals(
+  store: RunStore,
+  runId: string,
+  names: string[],
+  deals: SimDeal[],
+): Promise<DealAudit> {
   const wanted = new Set(names);
   const byName = new Map<string, string[]>();
   for (const d of deals) {
@@ -392,16 +512,37 @@ export async function auditDeals(store: RunStore, runId: string, names: string[]
     if (byName.has(name)) return;
     rowsWithoutDeal.push(i + 1);
     const r = results.get(i + 1);
-    if (missing.length < 5) missing.push({ row: i + 1, name, status: r?.status ?? 'no result', ...(r?.message ? { message: r.message } : {}) });
+    if (missing.length < 5)
+      missing.push({
+        row: i + 1,
+        name,
+        status: r?.status ?? 'no result',
+        ...(r?.message ? { message: r.message } : {}),
+      });
   });
-  return { dealsFound, distinctNames: byName.size, duplicateNames, extraDeals, rowsWithoutDeal, wrongRecordIds, succeededWithoutId, resultKinds, examples: { duplicates, missing } };
+  return {
+    dealsFound,
+    distinctNames: byName.size,
+    duplicateNames,
+    extraDeals,
+    rowsWithoutDeal,
+    wrongRecordIds,
+    succeededWithoutId,
+    resultKinds,
+    examples: { duplicates, missing },
+  };
 }
 
 /* ---------------------------------------------------------------- worker logs */
 
 /** Counts of the worker log lines that tell the create story, by message. */
-export function logSummary(logFile: string): { byMsg: Record<string, number>; warnOrWorse: number; lines: number; samples: string[] } {
-  let text = '';
+export function logSummary(logFile: string): {
+  byMsg: Record<string, number>;
+  warnOrWorse: number;
+  lines: number;
+  samples: string[];
+} {
+  let text: string;
   try {
     text = readFileSync(logFile, 'utf8');
   } catch {
@@ -433,7 +574,10 @@ export function logSummary(logFile: string): { byMsg: Record<string, number>; wa
 export function printLogSummary(logFile: string): void {
   const s = logSummary(logFile);
   console.log(`  worker log ${logFile}: ${s.lines} lines, ${s.warnOrWorse} at warn or above`);
-  for (const [msg, n] of Object.entries(s.byMsg).sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`    ${String(n).padStart(6)}  ${msg}`);
+  for (const [msg, n] of Object.entries(s.byMsg)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20))
+    console.log(`    ${String(n).padStart(6)}  ${msg}`);
   if (s.samples.length) {
     console.log('  warn/error samples:');
     for (const l of s.samples) console.log(`    ${l}`);
@@ -445,5 +589,8 @@ export async function printProblems(store: RunStore, runId: string, limit = 8): 
   const p = await store.problems(runId, { limit });
   if (p.total === 0) return;
   console.log(`  problem rows (${p.total}), first ${p.rows.length}:`);
-  for (const r of p.rows) console.log(`    row ${r.row}: ${r.status}${r.code ? ` ${r.code}` : ''}${r.httpStatus ? ` HTTP ${r.httpStatus}` : ''}: ${r.message ?? ''}`);
+  for (const r of p.rows)
+    console.log(
+      `    row ${r.row}: ${r.status}${r.code ? ` ${r.code}` : ''}${r.httpStatus ? ` HTTP ${r.httpStatus}` : ''}: ${r.message ?? ''}`,
+    );
 }

@@ -19,8 +19,23 @@ import { openRuntime } from '../src/runtime/index.js';
 import { importFile } from '../src/queue/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
-  auditDeals, createBenchConfig, fmtCounts, fmtTally, killNow, printLogSummary, printProblems, readSimDeals, runsRetry, spawnLoggedWorker,
-  startCountingProxy, startFaultSim, stopChild, tallyDiff, waitRun, type Tally, type TallyKind,
+  auditDeals,
+  createBenchConfig,
+  fmtCounts,
+  fmtTally,
+  killNow,
+  printLogSummary,
+  printProblems,
+  readSimDeals,
+  runsRetry,
+  spawnLoggedWorker,
+  startCountingProxy,
+  startFaultSim,
+  stopChild,
+  tallyDiff,
+  waitRun,
+  type Tally,
+  type TallyKind,
 } from './create-bench-lib.js';
 import type { ChildProcess } from 'node:child_process';
 
@@ -53,17 +68,27 @@ const names = Array.from({ length: ROWS }, (_, i) => `KillLoop ${tag} ${String(i
 const file = join(b.dir, 'creates.csv');
 writeFileSync(file, `name,value\n${names.map((n, i) => `${n},${1000 + i}`).join('\n')}\n`);
 
-console.log(`create kill loop: ${ROWS} deal creates (unique names), ${WORKERS} worker processes (concurrency ${CONCURRENCY}, --lock-ms ${LOCK_MS})`);
-console.log(`  simulator: --drop-rate ${DROP_RATE} (write applied, then the connection dropped), --latency ${SIM_LATENCY} ms + 0–${EXTRA_MAX} ms uniform added by the counting proxy before forwarding = ${SIM_LATENCY}–${SIM_LATENCY + EXTRA_MAX} ms per request; 100 seeded deals`);
-console.log(`  workspace config: ${JSON.stringify((b.raw.workspaces as Record<string, unknown>).acme)} (retry: default 6 attempts, 1000 ms backoff; requestTimeoutMs default 15000)`);
-console.log(`  kills: SIGKILL every 1–3 s (uniform), mode "${KILL_MODE}", restarted at once, for as long as the run is running, at most ${KILL_MINUTES} min`);
+console.log(
+  `create kill loop: ${ROWS} deal creates (unique names), ${WORKERS} worker processes (concurrency ${CONCURRENCY}, --lock-ms ${LOCK_MS})`,
+);
+console.log(
+  `  simulator: --drop-rate ${DROP_RATE} (write applied, then the connection dropped), --latency ${SIM_LATENCY} ms + 0–${EXTRA_MAX} ms uniform added by the counting proxy before forwarding = ${SIM_LATENCY}–${SIM_LATENCY + EXTRA_MAX} ms per request; 100 seeded deals`,
+);
+console.log(
+  `  workspace config: ${JSON.stringify((b.raw.workspaces as Record<string, unknown>).acme)} (retry: default 6 attempts, 1000 ms backoff; requestTimeoutMs default 15000)`,
+);
+console.log(
+  `  kills: SIGKILL every 1–3 s (uniform), mode "${KILL_MODE}", restarted at once, for as long as the run is running, at most ${KILL_MINUTES} min`,
+);
 console.log(`  redis prefix ${b.prefix}; worker log ${b.logFile}`);
 
 const phaseTallies: Array<{ phase: string; tallies: Record<TallyKind, Tally> }> = [];
 let lastSnap = proxy.snapshot();
 function phaseEnd(phase: string): void {
   const now = proxy.snapshot();
-  const diff = Object.fromEntries((Object.keys(now) as TallyKind[]).map((k) => [k, tallyDiff(lastSnap[k], now[k])])) as Record<TallyKind, Tally>;
+  const diff = Object.fromEntries(
+    (Object.keys(now) as TallyKind[]).map((k) => [k, tallyDiff(lastSnap[k], now[k])]),
+  ) as Record<TallyKind, Tally>;
   phaseTallies.push({ phase, tallies: diff });
   lastSnap = now;
   console.log(`  [${phase}] POST /v2/deals: ${fmtTally(diff.createDeal)}`);
@@ -72,7 +97,7 @@ function phaseEnd(phase: string): void {
 }
 
 async function stopAllWorkers(): Promise<void> {
-  await Promise.all(workers.map((w) => (w ? stopChild(w, 15_000) : undefined)));
+  await Promise.all(workers.map((w) => (w ? stopChild(w, 15_000) : Promise.resolve())));
 }
 
 let exitCode = 0;
@@ -81,7 +106,13 @@ try {
   await sleep(1500);
 
   const importStart = Date.now();
-  const { run } = await importFile({ file, op: 'deal.create', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store });
+  const { run } = await importFile({
+    file,
+    op: 'deal.create',
+    workspace: 'acme',
+    queue: runtime.queue('acme'),
+    store: runtime.store,
+  });
   console.log(`  run ${run.id}: ${run.counts.total} rows queued in ${secs(importStart)} s`);
 
   // Phase 1: kills while the run is running.
@@ -105,19 +136,27 @@ try {
     if (Date.now() - lastPrint >= 30_000) {
       lastPrint = Date.now();
       const r = await runtime.store.requireRun(run.id);
-      console.log(`    ${secs(importStart)} s: ${kills} kills; ${fmtCounts(r.counts)}; list pages answered so far ${proxy.tallies.listDeals.status['200'] ?? 0}`);
+      console.log(
+        `    ${secs(importStart)} s: ${kills} kills; ${fmtCounts(r.counts)}; list pages answered so far ${proxy.tallies.listDeals.status['200'] ?? 0}`,
+      );
     }
   }
   const phase1 = await runtime.store.requireRun(run.id);
-  console.log(`phase 1 (kill loop) ended after ${secs(importStart)} s, ${kills} kills (${restarts} restarts): run ${phase1.status}${phase1.status === 'running' ? ' (kill time cap reached)' : ''}`);
+  console.log(
+    `phase 1 (kill loop) ended after ${secs(importStart)} s, ${kills} kills (${restarts} restarts): run ${phase1.status}${phase1.status === 'running' ? ' (kill time cap reached)' : ''}`,
+  );
   console.log(`  counts: ${fmtCounts(phase1.counts)}`);
   phaseEnd('kill loop');
 
   // Phase 1b: no more kills; the same two (last started) workers finish the run.
   if (phase1.status === 'running') {
     const p1b = Date.now();
-    const { run: after, timedOut } = await waitRun(runtime.store, run.id, AFTER_KILLS_TIMEOUT_MS, (r) => console.log(`    +${secs(p1b)} s without kills: ${fmtCounts(r.counts)}`));
-    console.log(`phase 1b (no kills, workers running) ${timedOut ? 'TIMED OUT' : 'ended'} after ${secs(p1b)} s: run ${after.status}`);
+    const { run: after, timedOut } = await waitRun(runtime.store, run.id, AFTER_KILLS_TIMEOUT_MS, (r) =>
+      console.log(`    +${secs(p1b)} s without kills: ${fmtCounts(r.counts)}`),
+    );
+    console.log(
+      `phase 1b (no kills, workers running) ${timedOut ? 'TIMED OUT' : 'ended'} after ${secs(p1b)} s: run ${after.status}`,
+    );
     console.log(`  counts: ${fmtCounts(after.counts)}`);
     phaseEnd('after kills');
     if (timedOut) exitCode = 1;
@@ -133,8 +172,12 @@ try {
     const p = Date.now();
     const r = await runsRetry(b, run.id);
     console.log(`runs retry #${n}: exit ${r.code}: ${r.out.replace(/\n/g, ' | ')}`);
-    const { run: after, timedOut } = await waitRun(runtime.store, run.id, RETRY_TIMEOUT_MS, (x) => console.log(`    +${secs(p)} s: ${fmtCounts(x.counts)}`));
-    console.log(`  after retry #${n} (${secs(p)} s${timedOut ? ', TIMED OUT' : ''}): run ${after.status}; ${fmtCounts(after.counts)}`);
+    const { run: after, timedOut } = await waitRun(runtime.store, run.id, RETRY_TIMEOUT_MS, (x) =>
+      console.log(`    +${secs(p)} s: ${fmtCounts(x.counts)}`),
+    );
+    console.log(
+      `  after retry #${n} (${secs(p)} s${timedOut ? ', TIMED OUT' : ''}): run ${after.status}; ${fmtCounts(after.counts)}`,
+    );
     phaseEnd(`retry ${n}`);
     if (timedOut) exitCode = 1;
   }
@@ -147,14 +190,23 @@ try {
   console.log('final:');
   console.log(`  rows ${ROWS}; run ${final.status}; ${fmtCounts(final.counts)}`);
   console.log(`  results by kind: ${JSON.stringify(audit.resultKinds)}`);
-  console.log(`  deals in the simulator: ${read.deals.length} (read back in ${read.pages} pages, ${read.failedTries} failed tries); of the file's names: ${audit.dealsFound} deals for ${audit.distinctNames} distinct names`);
-  console.log(`  duplicate deals: ${audit.extraDeals} extra deals over ${audit.duplicateNames} names; rows without a deal: ${audit.rowsWithoutDeal.length}`);
-  console.log(`  succeeded rows whose record id is not a deal of their name: ${audit.wrongRecordIds.length}; succeeded without id: ${audit.succeededWithoutId.length}`);
-  if (audit.examples.duplicates.length) console.log(`  duplicate examples: ${JSON.stringify(audit.examples.duplicates)}`);
+  console.log(
+    `  deals in the simulator: ${read.deals.length} (read back in ${read.pages} pages, ${read.failedTries} failed tries); of the file's names: ${audit.dealsFound} deals for ${audit.distinctNames} distinct names`,
+  );
+  console.log(
+    `  duplicate deals: ${audit.extraDeals} extra deals over ${audit.duplicateNames} names; rows without a deal: ${audit.rowsWithoutDeal.length}`,
+  );
+  console.log(
+    `  succeeded rows whose record id is not a deal of their name: ${audit.wrongRecordIds.length}; succeeded without id: ${audit.succeededWithoutId.length}`,
+  );
+  if (audit.examples.duplicates.length)
+    console.log(`  duplicate examples: ${JSON.stringify(audit.examples.duplicates)}`);
   if (audit.examples.missing.length) console.log(`  missing examples: ${JSON.stringify(audit.examples.missing)}`);
   console.log(`  kills ${kills} (SIGKILL), worker starts ${restarts + WORKERS}`);
   console.log(`  POST /v2/deals in all: ${fmtTally(total.createDeal)}`);
-  console.log(`  list pages (GET /v2/deals page_size 100) in all: ${fmtTally(total.listDeals)}; = ${((total.listDeals.status['200'] ?? 0) / Math.ceil(read.deals.length / 100)).toFixed(1)} full passes over the final list (${Math.ceil(read.deals.length / 100)} pages of 100)`);
+  console.log(
+    `  list pages (GET /v2/deals page_size 100) in all: ${fmtTally(total.listDeals)}; = ${((total.listDeals.status['200'] ?? 0) / Math.ceil(read.deals.length / 100)).toFixed(1)} full passes over the final list (${Math.ceil(read.deals.length / 100)} pages of 100)`,
+  );
   console.log(`  clock pages (page_size 1) in all: ${fmtTally(total.clockPage)}`);
   printLogSummary(b.logFile);
   console.log(`  wall time ${secs(t0)} s`);

@@ -18,8 +18,20 @@ import { openRuntime } from '../src/runtime/index.js';
 import { importFile } from '../src/queue/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
-  auditDeals, createBenchConfig, fmtCounts, fmtTally, printLogSummary, printProblems, readSimDeals, runsRetry, spawnLoggedWorker,
-  startCountingProxy, startFaultSim, stopChild, waitRun, type Tally,
+  auditDeals,
+  createBenchConfig,
+  fmtCounts,
+  fmtTally,
+  printLogSummary,
+  printProblems,
+  readSimDeals,
+  runsRetry,
+  spawnLoggedWorker,
+  startCountingProxy,
+  startFaultSim,
+  stopChild,
+  waitRun,
+  type Tally,
 } from './create-bench-lib.js';
 
 const ROWS = Number(process.argv[2] ?? 2000);
@@ -47,9 +59,15 @@ const names = Array.from({ length: ROWS }, (_, i) => `Passes ${tag} ${String(i +
 const file = join(b.dir, 'creates.csv');
 writeFileSync(file, `name,value\n${names.map((n, i) => `${n},${5000 + i}`).join('\n')}\n`);
 
-console.log(`create lookup passes: ${ROWS} deal creates (unique names), ${WORKERS} worker process(es) at concurrency ${CONCURRENCY}, no kills`);
-console.log(`  simulator: --error-rate ${ERROR_RATE} (500/502/503, not applied), --reset-rate ${RESET_RATE} (connection reset, not applied), on every request; --latency ${LATENCY} ms; ${SEEDED} seeded deals`);
-console.log(`  workspace config: ${JSON.stringify((b.raw.workspaces as Record<string, unknown>).acme)} (retry: default 6 attempts, 1000 ms backoff; requestTimeoutMs default 15000)`);
+console.log(
+  `create lookup passes: ${ROWS} deal creates (unique names), ${WORKERS} worker process(es) at concurrency ${CONCURRENCY}, no kills`,
+);
+console.log(
+  `  simulator: --error-rate ${ERROR_RATE} (500/502/503, not applied), --reset-rate ${RESET_RATE} (connection reset, not applied), on every request; --latency ${LATENCY} ms; ${SEEDED} seeded deals`,
+);
+console.log(
+  `  workspace config: ${JSON.stringify((b.raw.workspaces as Record<string, unknown>).acme)} (retry: default 6 attempts, 1000 ms backoff; requestTimeoutMs default 15000)`,
+);
 console.log(`  redis prefix ${b.prefix}; worker log ${b.logFile}`);
 
 function passes(pagesN: number, dealsInList: number): string {
@@ -63,13 +81,23 @@ function phaseEnd(phase: string, seconds: string): void {
   const now = proxy.snapshot();
   const d = (a: Tally, c: Tally): Tally => ({
     requests: c.requests - a.requests,
-    status: Object.fromEntries(Object.keys(c.status).map((k) => [k, (c.status[k] ?? 0) - (a.status[k] ?? 0)]).filter(([, v]) => v !== 0)),
+    status: Object.fromEntries(
+      Object.keys(c.status)
+        .map((k) => [k, (c.status[k] ?? 0) - (a.status[k] ?? 0)])
+        .filter(([, v]) => v !== 0),
+    ),
     noAnswer: c.noAnswer - a.noAnswer,
     clientGone: c.clientGone - a.clientGone,
     neverForwarded: c.neverForwarded - a.neverForwarded,
     firstPagesOk: c.firstPagesOk - a.firstPagesOk,
   });
-  const p = { phase, list: d(snap.listDeals, now.listDeals), clock: d(snap.clockPage, now.clockPage), post: d(snap.createDeal, now.createDeal), seconds };
+  const p = {
+    phase,
+    list: d(snap.listDeals, now.listDeals),
+    clock: d(snap.clockPage, now.clockPage),
+    post: d(snap.createDeal, now.createDeal),
+    seconds,
+  };
   phases.push(p);
   snap = now;
   console.log(`  [${phase}] POST /v2/deals: ${fmtTally(p.post)}`);
@@ -81,13 +109,28 @@ try {
   for (let i = 0; i < WORKERS; i++) workers.push(spawnLoggedWorker(b, { concurrency: CONCURRENCY, lockMs: 30_000 }));
   await sleep(1500);
   const start = Date.now();
-  const { run } = await importFile({ file, op: 'deal.create', workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store });
+  const { run } = await importFile({
+    file,
+    op: 'deal.create',
+    workspace: 'acme',
+    queue: runtime.queue('acme'),
+    store: runtime.store,
+  });
   console.log(`  run ${run.id}: ${run.counts.total} rows queued`);
-  const { run: first, timedOut } = await waitRun(runtime.store, run.id, RUN_TIMEOUT_MS, (r) =>
-    console.log(`    ${secs(start)} s: ${fmtCounts(r.counts)}; list pages requested so far ${proxy.tallies.listDeals.requests}`), 60_000,
+  const { run: first, timedOut } = await waitRun(
+    runtime.store,
+    run.id,
+    RUN_TIMEOUT_MS,
+    (r) =>
+      console.log(
+        `    ${secs(start)} s: ${fmtCounts(r.counts)}; list pages requested so far ${proxy.tallies.listDeals.requests}`,
+      ),
+    60_000,
   );
   const runSeconds = secs(start);
-  console.log(`run ${timedOut ? 'TIMED OUT' : 'ended'} after ${runSeconds} s: ${first.status}; ${fmtCounts(first.counts)}`);
+  console.log(
+    `run ${timedOut ? 'TIMED OUT' : 'ended'} after ${runSeconds} s: ${first.status}; ${fmtCounts(first.counts)}`,
+  );
   phaseEnd('run', runSeconds);
   if (timedOut) exitCode = 1;
 
@@ -102,7 +145,9 @@ try {
     console.log(`runs retry #${n}: exit ${r.code}: ${r.out.replace(/\n/g, ' | ')}`);
     const w = await waitRun(runtime.store, run.id, RETRY_TIMEOUT_MS);
     after = w.run;
-    console.log(`  after retry #${n} (${secs(p)} s${w.timedOut ? ', TIMED OUT' : ''}): run ${after.status}; ${fmtCounts(after.counts)}`);
+    console.log(
+      `  after retry #${n} (${secs(p)} s${w.timedOut ? ', TIMED OUT' : ''}): run ${after.status}; ${fmtCounts(after.counts)}`,
+    );
     phaseEnd(`retry ${n}`, secs(p));
     if (w.timedOut) exitCode = 1;
   }
@@ -116,14 +161,25 @@ try {
   console.log('final:');
   console.log(`  rows ${ROWS}; run ${after.status}; ${fmtCounts(after.counts)}`);
   console.log(`  results by kind: ${JSON.stringify(audit.resultKinds)}`);
-  console.log(`  deals of the file's names: ${audit.dealsFound} for ${audit.distinctNames} distinct names; duplicates: ${audit.extraDeals} extra deals over ${audit.duplicateNames} names; rows without a deal: ${audit.rowsWithoutDeal.length}`);
-  console.log(`  succeeded rows whose record id is not a deal of their name: ${audit.wrongRecordIds.length}; succeeded without id: ${audit.succeededWithoutId.length}`);
-  if (audit.examples.duplicates.length) console.log(`  duplicate examples: ${JSON.stringify(audit.examples.duplicates)}`);
+  console.log(
+    `  deals of the file's names: ${audit.dealsFound} for ${audit.distinctNames} distinct names; duplicates: ${audit.extraDeals} extra deals over ${audit.duplicateNames} names; rows without a deal: ${audit.rowsWithoutDeal.length}`,
+  );
+  console.log(
+    `  succeeded rows whose record id is not a deal of their name: ${audit.wrongRecordIds.length}; succeeded without id: ${audit.succeededWithoutId.length}`,
+  );
+  if (audit.examples.duplicates.length)
+    console.log(`  duplicate examples: ${JSON.stringify(audit.examples.duplicates)}`);
   if (audit.examples.missing.length) console.log(`  missing examples: ${JSON.stringify(audit.examples.missing)}`);
-  console.log(`  deals in the list at the end: ${inList} (${SEEDED} seeded + created) = ${(inList / 100).toFixed(2)} pages of 100`);
+  console.log(
+    `  deals in the list at the end: ${inList} (${SEEDED} seeded + created) = ${(inList / 100).toFixed(2)} pages of 100`,
+  );
   console.log(`  POST /v2/deals in all: ${fmtTally(all.createDeal)}`);
-  console.log(`  list pages, first run: ${firstList.requests} requested (${firstList.status['200'] ?? 0} answered 200) = ${passes(firstList.requests, inList)} full passes requested (${passes(firstList.status['200'] ?? 0, inList)} answered)`);
-  console.log(`  list pages in all (with retries): ${fmtTally(all.listDeals)} = ${passes(all.listDeals.requests, inList)} full passes requested (${passes(all.listDeals.status['200'] ?? 0, inList)} answered)`);
+  console.log(
+    `  list pages, first run: ${firstList.requests} requested (${firstList.status['200'] ?? 0} answered 200) = ${passes(firstList.requests, inList)} full passes requested (${passes(firstList.status['200'] ?? 0, inList)} answered)`,
+  );
+  console.log(
+    `  list pages in all (with retries): ${fmtTally(all.listDeals)} = ${passes(all.listDeals.requests, inList)} full passes requested (${passes(all.listDeals.status['200'] ?? 0, inList)} answered)`,
+  );
   console.log(`  clock pages (page_size 1) in all: ${fmtTally(all.clockPage)}`);
   printLogSummary(b.logFile);
   console.log(`  wall time ${secs(t0)} s (first run ${phases[0]!.seconds} s)`);

@@ -12,7 +12,16 @@
  * BENCH_PARALLEL=2 sends each file that many times at once (the dashboard takes two at a time).
  */
 import { spawn } from 'node:child_process';
-import { createReadStream, mkdtempSync, openSync, closeSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  createReadStream,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +39,13 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-upload-'));
 const prefix = `crm-sync-bench-upload-${Date.now().toString(36)}`;
 const configPath = join(dir, 'crm-sync.config.json');
-writeFileSync(configPath, JSON.stringify({ redisUrl, workspaces: { acme: { baseUrl: 'http://acme.localhost:9/api/external', apiKeyEnv: 'BENCH_UNUSED_KEY' } } }));
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    redisUrl,
+    workspaces: { acme: { baseUrl: 'http://acme.localhost:9/api/external', apiKeyEnv: 'BENCH_UNUSED_KEY' } },
+  }),
+);
 
 /** Writes `bytes` of a file: the header, then `line(i)` until the size is reached. */
 function writeFile(name: string, bytes: number, header: string, line: (i: number) => string): string {
@@ -54,11 +69,15 @@ function writeFile(name: string, bytes: number, header: string, line: (i: number
 }
 
 async function startDashboard(): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, '--config', configPath, '--log-level', 'error', 'dashboard', '--port', '0'], {
-    cwd: ROOT,
-    env: { ...process.env, CRM_SYNC_PREFIX: prefix, CRM_SYNC_DASHBOARD_TOKEN: TOKEN, BENCH_UNUSED_KEY: 'unused' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, '--config', configPath, '--log-level', 'error', 'dashboard', '--port', '0'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, CRM_SYNC_PREFIX: prefix, CRM_SYNC_DASHBOARD_TOKEN: TOKEN, BENCH_UNUSED_KEY: 'unused' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -77,9 +96,15 @@ async function startDashboard(): Promise<{ pid: number; port: number; stop: () =
 }
 
 /** Streams the file as multipart/form-data; resolves with status, answer size and time. */
-function upload(port: number, runId: string, file: string): Promise<{ status: number; answerBytes: number; ms: number; ignored: number | null }> {
+function upload(
+  port: number,
+  runId: string,
+  file: string,
+): Promise<{ status: number; answerBytes: number; ms: number; ignored: number | null }> {
   const boundary = '----crmsyncbench';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="corrected.csv"\r\nContent-Type: text/csv\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="corrected.csv"\r\nContent-Type: text/csv\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const length = head.length + statSync(file).size + tail.length;
   const t0 = performance.now();
@@ -90,7 +115,12 @@ function upload(port: number, runId: string, file: string): Promise<{ status: nu
         port,
         method: 'POST',
         path: `/runs/${runId}/upload`,
-        headers: { authorization: `Bearer ${TOKEN}`, accept: 'application/json', 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': length },
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          accept: 'application/json',
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': length,
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -117,10 +147,27 @@ function upload(port: number, runId: string, file: string): Promise<{ status: nu
 
 const redis = new Redis(redisUrl);
 const store = new RunStore({ redis, prefix });
-const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'bench.csv', columns: ['id', 'name', 'note'] });
+const run = await store.createRun({
+  workspace: 'acme',
+  operation: 'deal.update',
+  source: 'bench.csv',
+  columns: ['id', 'name', 'note'],
+});
 await store.addQueued(run.id, 3);
 const at = new Date().toISOString();
-await store.recordResults(run.id, [1, 2, 3].map((row) => ({ row, line: row + 1, status: 'failed' as const, code: 'CRM_REJECTED' as const, httpStatus: 422, message: 'unknown stage', original: { id: `d${row}`, name: 'x', note: '' }, at })));
+await store.recordResults(
+  run.id,
+  [1, 2, 3].map((row) => ({
+    row,
+    line: row + 1,
+    status: 'failed' as const,
+    code: 'CRM_REJECTED' as const,
+    httpStatus: 422,
+    message: 'unknown stage',
+    original: { id: `d${row}`, name: 'x', note: '' },
+    at,
+  })),
+);
 await store.finishProducing(run.id);
 
 const wide = 'w'.repeat(100 * 1024);
@@ -130,7 +177,13 @@ const shapes: Array<{ name: string; make: (mb: number) => string }> = [
 if (sizes.includes(45)) {
   shapes.push({
     name: 'wide',
-    make: (mb) => writeFile(`wide-${mb}.csv`, mb * MB, 'crm_sync_run_id,crm_sync_row,id,name,note\n', (i) => `${run.id},${1_000_000 + i},d${i},Deal ${i},${wide}\n`),
+    make: (mb) =>
+      writeFile(
+        `wide-${mb}.csv`,
+        mb * MB,
+        'crm_sync_run_id,crm_sync_row,id,name,note\n',
+        (i) => `${run.id},${1_000_000 + i},d${i},Deal ${i},${wide}\n`,
+      ),
   });
 }
 

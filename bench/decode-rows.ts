@@ -23,15 +23,28 @@ async function write(name: string, line: (i: number) => string, header?: string)
   return path;
 }
 
-const csvPath = await write('deals.csv', (i) => `del_${i},"Deal ${i}, bulk",${i % 1000}.5,stg_1,t${i % 7};t${i % 3}\n`, 'id,name,value,stage_id,tag_ids\n');
-const ndjsonPath = await write('deals.ndjson', (i) => `${JSON.stringify({ id: `del_${i}`, name: `Deal ${i}`, value: i % 1000, stage_id: 'stg_1', tag_ids: [`t${i % 7}`] })}\n`);
+const csvPath = await write(
+  'deals.csv',
+  (i) => `del_${i},"Deal ${i}, bulk",${i % 1000}.5,stg_1,t${i % 7};t${i % 3}\n`,
+  'id,name,value,stage_id,tag_ids\n',
+);
+const ndjsonPath = await write(
+  'deals.ndjson',
+  (i) =>
+    `${JSON.stringify({ id: `del_${i}`, name: `Deal ${i}`, value: i % 1000, stage_id: 'stg_1', tag_ids: [`t${i % 7}`] })}\n`,
+);
 
-for (const [format, path] of [['csv', csvPath], ['ndjson', ndjsonPath]] as const) {
+for (const [format, path] of [
+  ['csv', csvPath],
+  ['ndjson', ndjsonPath],
+] as const) {
   const started = process.hrtime.bigint();
   const { rows } = await ingest(path, { op: 'deal.update' });
   let payloads = 0;
   for await (const row of rows) if (row.payload !== undefined) payloads++;
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  console.log(`${format}: ${ROWS} rows decoded in ${ms.toFixed(0)} ms = ${Math.round((ROWS / ms) * 1000).toLocaleString('en-US')} rows/s (${payloads} payloads)`);
+  console.log(
+    `${format}: ${ROWS} rows decoded in ${ms.toFixed(0)} ms = ${Math.round((ROWS / ms) * 1000).toLocaleString('en-US')} rows/s (${payloads} payloads)`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,19 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { benchConfig, CLI, dropPrefix, removeBenchDir, fmt, peakRssMb, ROOT, sampleRedisMemory, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import {
+  benchConfig,
+  CLI,
+  dropPrefix,
+  removeBenchDir,
+  fmt,
+  peakRssMb,
+  ROOT,
+  sampleRedisMemory,
+  spawnWorkerProcess,
+  startSimProcess,
+  stopProcesses,
+} from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -21,7 +33,8 @@ const file = join(b.dir, 'million.csv');
 const out = createWriteStream(file);
 out.write('id,name,value\n');
 for (let i = 0; i < ROWS; i++) {
-  if (!out.write(`${ids[i % ids.length]},"Deal ${i}, bulk",${i % 100000}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+  if (!out.write(`${ids[i % ids.length]},"Deal ${i}, bulk",${i % 100000}\n`))
+    await new Promise<void>((r) => out.once('drain', () => r()));
 }
 out.end();
 await finished(out);
@@ -33,7 +46,20 @@ const stopSampling = sampleRedisMemory();
 const started = Date.now();
 const producer = spawn(
   process.execPath,
-  [CLI, '--log-level', 'warn', 'import', file, '--op', 'deal.update', '--workspace', 'acme', '--high-water', String(HIGH_WATER), '--json'],
+  [
+    CLI,
+    '--log-level',
+    'warn',
+    'import',
+    file,
+    '--op',
+    'deal.update',
+    '--workspace',
+    'acme',
+    '--high-water',
+    String(HIGH_WATER),
+    '--json',
+  ],
   { cwd: ROOT, env: b.env, stdio: ['ignore', 'pipe', 'inherit'] },
 );
 let producerPeak = 0;
@@ -61,10 +87,18 @@ const mem = await stopSampling();
 const info = await redis.info('memory');
 const endMb = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0) / 1024 / 1024;
 const counts = await redis.hgetall(`${b.prefix}:run:${runId}`);
-console.log(`  producer: ${fmt((ROWS / (produced - started)) * 1000, 0)} rows/s ingested (enqueued, paced by the workers through the high-water mark), peak RSS ${fmt(producerPeak)} MB`);
-console.log(`  pipeline: ${fmt((ROWS / (done - started)) * 1000, 0)} rows/s end to end, ${fmt((done - started) / 1000)} s`);
-console.log(`  redis used_memory: start ${fmt(mem.startMb)} MB, peak ${fmt(mem.peakMb)} MB, end ${fmt(endMb)} MB (end - start = per-row results kept; peak - end = queue in flight)`);
-console.log(`  run counts: ${JSON.stringify(Object.fromEntries(Object.entries(counts).filter(([k]) => /^(total|succeeded|failed|invalid|queued)$/.test(k))))}`);
+console.log(
+  `  producer: ${fmt((ROWS / (produced - started)) * 1000, 0)} rows/s ingested (enqueued, paced by the workers through the high-water mark), peak RSS ${fmt(producerPeak)} MB`,
+);
+console.log(
+  `  pipeline: ${fmt((ROWS / (done - started)) * 1000, 0)} rows/s end to end, ${fmt((done - started) / 1000)} s`,
+);
+console.log(
+  `  redis used_memory: start ${fmt(mem.startMb)} MB, peak ${fmt(mem.peakMb)} MB, end ${fmt(endMb)} MB (end - start = per-row results kept; peak - end = queue in flight)`,
+);
+console.log(
+  `  run counts: ${JSON.stringify(Object.fromEntries(Object.entries(counts).filter(([k]) => /^(total|succeeded|failed|invalid|queued)$/.test(k))))}`,
+);
 redis.disconnect();
 await stopProcesses(workers);
 await dropPrefix(b.prefix);

@@ -17,14 +17,27 @@ const prefix = `crm-sync-bench-groups-${Date.now().toString(36)}`;
 const store = new RunStore({ redis, prefix });
 
 async function runWith(causes: number): Promise<string> {
-  const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'bench.csv', columns: ['id', 'name', 'stage_id'] });
+  const run = await store.createRun({
+    workspace: 'acme',
+    operation: 'deal.update',
+    source: 'bench.csv',
+    columns: ['id', 'name', 'stage_id'],
+  });
   await store.addQueued(run.id, rows);
   const at = new Date().toISOString();
   for (let first = 1; first <= rows; first += 1000) {
     const batch: RowResult[] = [];
     for (let row = first; row < first + 1000 && row <= rows; row++) {
       const cause = row % causes;
-      batch.push({ row, status: 'failed', httpStatus: 422, code: 'CRM_REJECTED', message: `stage_id: unknown stage stg_${row.toString(36)} (rule ${'abcdefghij'[cause % 10]}${'klmnopqrst'[Math.floor(cause / 10) % 10]}${'uvwxyzabcd'[Math.floor(cause / 100) % 10]})`, at, original: { id: `deal_${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` } });
+      batch.push({
+        row,
+        status: 'failed',
+        httpStatus: 422,
+        code: 'CRM_REJECTED',
+        message: `stage_id: unknown stage stg_${row.toString(36)} (rule ${'abcdefghij'[cause % 10]}${'klmnopqrst'[Math.floor(cause / 10) % 10]}${'uvwxyzabcd'[Math.floor(cause / 100) % 10]})`,
+        at,
+        original: { id: `deal_${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` },
+      });
     }
     await store.recordResults(run.id, batch);
   }
@@ -45,7 +58,9 @@ try {
     }
     times.sort((a, b) => a - b);
     const heap = (process.memoryUsage().heapUsed - heap0) / 1048576;
-    console.log(`${rows} problem rows, ${causes} cause(s): ${groups} groups (cap 200), median ${times[2]!.toFixed(0)} ms per grouping (min ${times[0]!.toFixed(0)}, max ${times[4]!.toFixed(0)}), heap +${heap.toFixed(1)} MB`);
+    console.log(
+      `${rows} problem rows, ${causes} cause(s): ${groups} groups (cap 200), median ${times[2]!.toFixed(0)} ms per grouping (min ${times[0]!.toFixed(0)}, max ${times[4]!.toFixed(0)}), heap +${heap.toFixed(1)} MB`,
+    );
   }
 } finally {
   await deleteKeysWithPrefix(redis, prefix);

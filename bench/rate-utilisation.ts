@@ -43,7 +43,9 @@ const redisServer = await startPrivateRedis();
 const sim = await startSimProcess({ records: Math.min(ROWS, 20_000), rate: `${LIMIT}/s` });
 const allIds = await dealIds(sim);
 const ids = Array.from({ length: ROWS }, (_, i) => allIds[i % allIds.length]!);
-console.log(`rate utilisation (${MODE} limit): ${ROWS} deal updates, simulator limit ${LIMIT} req/s, worker concurrency 8 per process`);
+console.log(
+  `rate utilisation (${MODE} limit): ${ROWS} deal updates, simulator limit ${LIMIT} req/s, worker concurrency 8 per process`,
+);
 
 async function counter(redis: Redis, prefix: string, metric: string): Promise<number> {
   return (await readCounters(redis, prefix)).filter((c) => c.metric === metric).reduce((n, c) => n + c.value, 0);
@@ -65,7 +67,10 @@ for (const processes of PROCESSES) {
   // The 429 ratio after the first 10 s: counters sampled at 10 s (they are flushed every second).
   let at10: { requests: number; limited: number } | undefined;
   const sampler = setTimeout(() => {
-    void Promise.all([counter(runtime.redis, b.prefix, METRIC.requests), counter(runtime.redis, b.prefix, METRIC.rateLimited)]).then(([requests, limited]) => {
+    void Promise.all([
+      counter(runtime.redis, b.prefix, METRIC.requests),
+      counter(runtime.redis, b.prefix, METRIC.rateLimited),
+    ]).then(([requests, limited]) => {
       at10 = { requests, limited };
     });
   }, 10_500);
@@ -84,7 +89,8 @@ for (const processes of PROCESSES) {
       ? ''
       : `, after 10 s ${limited - at10.limited}/${requests - at10.requests} (${fmt(((limited - at10.limited) / Math.max(1, requests - at10.requests)) * 100, 2)}%)`;
   // Past the start (workers warming up, the rate being found): successful requests/s after 10.5 s.
-  const steady = at10 === undefined ? undefined : (requests - limited - (at10.requests - at10.limited)) / (seconds - 10.5);
+  const steady =
+    at10 === undefined ? undefined : (requests - limited - (at10.requests - at10.limited)) / (seconds - 10.5);
   console.log(
     `${processes} worker process${processes > 1 ? 'es' : ''}: ${final.counts.succeeded}/${ROWS} succeeded in ${fmt(seconds)} s = ${fmt(rate)} rows/s ` +
       `(${fmt((rate / LIMIT) * 100)}% of the limit${steady === undefined ? '' : `; after 10 s ${fmt((steady / LIMIT) * 100)}%`}); requests ${requests}, 429s ${limited} (${fmt((limited / Math.max(1, requests)) * 100, 2)}%${late}); ` +
@@ -93,8 +99,17 @@ for (const processes of PROCESSES) {
   );
   if (process.env.BENCH_COMMANDS) {
     // Which commands (BENCH_COMMANDS=1): the top ten per request.
-    const per = [...after.byCommand].map(([cmd, n]) => [cmd, (n - (before.byCommand.get(cmd) ?? 0)) / Math.max(1, requests)] as const);
-    console.log('  per request: ' + per.sort((a, b) => b[1] - a[1]).slice(0, 10).map(([cmd, n]) => `${cmd} ${fmt(n, 2)}`).join(', '));
+    const per = [...after.byCommand].map(
+      ([cmd, n]) => [cmd, (n - (before.byCommand.get(cmd) ?? 0)) / Math.max(1, requests)] as const,
+    );
+    console.log(
+      '  per request: ' +
+        per
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 10)
+          .map(([cmd, n]) => `${cmd} ${fmt(n, 2)}`)
+          .join(', '),
+    );
   }
   await stopProcesses(workers);
   await runtime.close();

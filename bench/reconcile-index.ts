@@ -16,7 +16,15 @@ if (!gc) throw new Error('run with node --expose-gc --import tsx');
 
 const sim = await startSimulator({
   port: 0,
-  workspaces: [{ name: 'acme', apiKeys: ['bench'], records, seed: 7, rateLimit: rate ? { max: rate[0]!, windowMs: rate[1]! } : null }],
+  workspaces: [
+    {
+      name: 'acme',
+      apiKeys: ['bench'],
+      records,
+      seed: 7,
+      rateLimit: rate ? { max: rate[0]!, windowMs: rate[1]! } : null,
+    },
+  ],
 });
 const client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('bench') });
 await client.listPage('contacts', { pageNumber: 1, pageSize: 100 }); // warm the simulator's list cache and the socket

@@ -21,7 +21,10 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/6';
 const prefix = `bench-reconcile-${randomBytes(4).toString('hex')}`;
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-'));
 
-const sim = await startSimulator({ port: 0, workspaces: [{ name: 'acme', apiKeys: ['bench'], records, seed: 7, rateLimit: null }] });
+const sim = await startSimulator({
+  port: 0,
+  workspaces: [{ name: 'acme', apiKeys: ['bench'], records, seed: 7, rateLimit: null }],
+});
 const ws = sim.workspace('acme');
 const every = Math.round(100 / changedPct);
 let changed = 0;
@@ -34,11 +37,22 @@ const lines = ['name,email,phone_number'];
 writeFileSync(join(dir, 'contacts.csv'), lines.join('\n') + '\n');
 writeFileSync(
   join(dir, 'nightly.json'),
-  JSON.stringify({ name: 'bench-nightly', workspace: 'acme', operation: 'contact.update', source: 'contacts.csv', matchKey: 'email', schedule: { cron: '0 2 * * *' } }),
+  JSON.stringify({
+    name: 'bench-nightly',
+    workspace: 'acme',
+    operation: 'contact.update',
+    source: 'contacts.csv',
+    matchKey: 'email',
+    schedule: { cron: '0 2 * * *' },
+  }),
 );
 process.env.BENCH_KEY = 'bench';
 const config = configFromObject(
-  { redisUrl, resultsDir: join(dir, 'results'), workspaces: { acme: { baseUrl: sim.baseUrl('acme'), apiKeyEnv: 'BENCH_KEY' } } },
+  {
+    redisUrl,
+    resultsDir: join(dir, 'results'),
+    workspaces: { acme: { baseUrl: sim.baseUrl('acme'), apiKeyEnv: 'BENCH_KEY' } },
+  },
   { source: 'bench', env: { ...process.env, CRM_SYNC_PREFIX: prefix, REDIS_URL: redisUrl }, baseDir: dir },
 );
 const runtime = await openRuntime(config, silentLogger);
@@ -61,7 +75,10 @@ try {
   if (s.requests !== changed + s.listPages || sentWrites !== changed) process.exitCode = 1;
 } finally {
   await pool.close();
-  await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
+  await runtime
+    .queue('acme')
+    .obliterate({ force: true })
+    .catch(() => undefined);
   await deleteKeysWithPrefix(runtime.redis, prefix);
   await runtime.close();
   await sim.close();

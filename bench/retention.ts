@@ -36,19 +36,32 @@ async function usedMb(): Promise<number> {
 function result(row: number): RowResult {
   const place = { row, line: row + 1 };
   return row % 20 === 0
-    ? failed(place, { code: 'CRM_NOT_FOUND', message: 'Deal not found', httpStatus: 404 }, { id: `del_${row}`, name: `Deal ${row}`, value: String(row) })
+    ? failed(
+        place,
+        { code: 'CRM_NOT_FOUND', message: 'Deal not found', httpStatus: 404 },
+        { id: `del_${row}`, name: `Deal ${row}`, value: String(row) },
+      )
     : succeeded(place, `del_${row}`);
 }
 
 try {
   const baseline = await usedMb();
   const start = Date.now() - nights * DAY;
-  console.log(`retention bench: ${nights} nights x ${rowsPerNight} rows, retention ${retentionDays} days; Redis used_memory before: ${baseline.toFixed(1)} MB`);
+  console.log(
+    `retention bench: ${nights} nights x ${rowsPerNight} rows, retention ${retentionDays} days; Redis used_memory before: ${baseline.toFixed(1)} MB`,
+  );
   console.log('night  runs-in-redis  pruned  archived-rows  used_memory-MB  night-s');
   for (let night = 1; night <= nights; night++) {
     const began = Date.now();
     const at = start + night * DAY;
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: `nightly-${night}.csv`, syncName: 'nightly', columns: ['id', 'name', 'value'], createdAt: new Date(at) });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: `nightly-${night}.csv`,
+      syncName: 'nightly',
+      columns: ['id', 'name', 'value'],
+      createdAt: new Date(at),
+    });
     for (let first = 1; first <= rowsPerNight; first += CHUNK) {
       const batch: RowResult[] = [];
       for (let row = first; row < first + CHUNK && row <= rowsPerNight; row++) batch.push(result(row));

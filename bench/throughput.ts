@@ -14,7 +14,18 @@ import got from 'got';
 import { loopbackLookup } from '../src/crm/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { benchConfig, cpuMeter, dropPrefix, importAndWait, redisPid, removeBenchDir, fmt, spawnWorkerProcess, startSimProcess, stopProcesses } from './bench-lib.js';
+import {
+  benchConfig,
+  cpuMeter,
+  dropPrefix,
+  importAndWait,
+  redisPid,
+  removeBenchDir,
+  fmt,
+  spawnWorkerProcess,
+  startSimProcess,
+  stopProcesses,
+} from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 20_000);
@@ -67,7 +78,8 @@ await sleep(2500);
 /** Imports the file and waits; returns rows/s from the run's own start and finish. */
 async function pipelineRun(path: string): Promise<number> {
   const { run, startedAt } = await importAndWait(runtime, path);
-  if (run.counts.succeeded !== run.counts.total) throw new Error(`pipeline run ${run.id} ended ${JSON.stringify(run.counts)}`);
+  if (run.counts.succeeded !== run.counts.total)
+    throw new Error(`pipeline run ${run.id} ended ${JSON.stringify(run.counts)}`);
   return run.counts.succeeded / ((Date.parse(run.finishedAt!) - startedAt) / 1000);
 }
 
@@ -97,13 +109,19 @@ for (let round = 1; round <= ROUNDS; round++) {
   const pipeline = await pipelineRun(file);
   add(cpu.pipeline, pipeCpu());
   ratios.push(pipeline / bare);
-  console.log(`  round ${round}: bare got loop ${fmt(bare, 0)} requests/s, full pipeline ${fmt(pipeline, 0)} rows/s, ratio ${fmt(pipeline / bare, 2)}`);
+  console.log(
+    `  round ${round}: bare got loop ${fmt(bare, 0)} requests/s, full pipeline ${fmt(pipeline, 0)} rows/s, ratio ${fmt(pipeline / bare, 2)}`,
+  );
 }
 const sorted = [...ratios].sort((x, y) => x - y);
-console.log(`  ratio: median ${fmt(sorted[Math.floor(sorted.length / 2)]!, 2)} (min ${fmt(sorted[0]!, 2)}, max ${fmt(sorted[sorted.length - 1]!, 2)})`);
+console.log(
+  `  ratio: median ${fmt(sorted[Math.floor(sorted.length / 2)]!, 2)} (min ${fmt(sorted[0]!, 2)}, max ${fmt(sorted[sorted.length - 1]!, 2)})`,
+);
 // Both sides share the machine's cores with the simulator: CPU per row says where the time goes.
 const perRow = (used: Record<string, number>) =>
-  Object.entries(used).map(([k, s]) => `${k} ${Number.isNaN(s) ? 'n/a' : fmt((s * 1000) / (ROWS * ROUNDS), 3)}`).join(', ');
+  Object.entries(used)
+    .map(([k, s]) => `${k} ${Number.isNaN(s) ? 'n/a' : fmt((s * 1000) / (ROWS * ROUNDS), 3)}`)
+    .join(', ');
 console.log(`  CPU ms per row, bare:     ${perRow(cpu.bare)}`);
 console.log(`  CPU ms per row, pipeline: ${perRow(cpu.pipeline)}`);
 

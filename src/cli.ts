@@ -26,10 +26,14 @@ async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof Error && REDIS_SILENT.test(err.message)) {
       // ioredis's commandTimeout: a Redis that is down, partitioned or behind a half-open socket.
-      process.stderr.write(`crm-sync: Redis did not answer in time (${err.message}): check that it is reachable (REDIS_URL) [REDIS_UNAVAILABLE]\n`);
+      process.stderr.write(
+        `crm-sync: Redis did not answer in time (${err.message}): check that it is reachable (REDIS_URL) [REDIS_UNAVAILABLE]\n`,
+      );
       return EXIT.INTERNAL;
     }
-    process.stderr.write(`crm-sync: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `crm-sync: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     return EXIT.INTERNAL;
   }
 }

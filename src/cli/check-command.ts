@@ -14,13 +14,20 @@ export function registerCheckCommand(program: Command): void {
     )
     .option('-w, --workspace <names>', 'workspaces to check, comma-separated (default: all configured)', list)
     .option('--json', 'JSON output')
-    .addHelpText('after', '\nExit code 0 when nothing failed (warnings included), 2 when the config, a key or a baseUrl is wrong, 4 when Redis cannot be reached.')
+    .addHelpText(
+      'after',
+      '\nExit code 0 when nothing failed (warnings included), 2 when the config, a key or a baseUrl is wrong, 4 when Redis cannot be reached.',
+    )
     .action(async (opts: { workspace?: string[]; json?: boolean }, command: Command) => {
       const { config, logger } = cliContext(command);
       const lines = await preflight({ config, logger, ...(opts.workspace ? { workspaces: opts.workspace } : {}) });
       if (opts.json) process.stdout.write(`${JSON.stringify(lines, null, 2)}\n`);
       else process.stdout.write(`${lines.map((l) => `${l.level.padEnd(4)}  ${l.subject}: ${l.message}`).join('\n')}\n`);
       const failed = lines.filter((l) => l.level === 'fail');
-      process.exitCode = failed.some((l) => l.subject === 'redis') ? EXIT.INTERNAL : failed.length > 0 ? EXIT.USAGE : EXIT.OK;
+      process.exitCode = failed.some((l) => l.subject === 'redis')
+        ? EXIT.INTERNAL
+        : failed.length > 0
+          ? EXIT.USAGE
+          : EXIT.OK;
     });
 }

@@ -20,7 +20,8 @@ const TOKEN_ENV = 'CRM_SYNC_DASHBOARD_TOKEN';
 
 function port(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number from 0 to 65535');
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError('must be a port number from 0 to 65535');
   return n;
 }
 
@@ -32,10 +33,15 @@ function trustProxy(value: string): NonNullable<DashboardOptions['trustProxy']> 
   const v = value.trim();
   if (v === 'true') return true;
   if (v === 'false') return false;
-  const parts = v.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const parts = v
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   for (const p of parts) {
     if (isIP(p.split('/')[0] ?? '') === 0 && !['loopback', 'linklocal', 'uniquelocal'].includes(p)) {
-      throw new InvalidArgumentError('must be true, or the addresses/CIDRs of the proxies, e.g. 10.0.0.0/8,127.0.0.1 (or loopback)');
+      throw new InvalidArgumentError(
+        'must be true, or the addresses/CIDRs of the proxies, e.g. 10.0.0.0/8,127.0.0.1 (or loopback)',
+      );
     }
   }
   return parts;
@@ -50,12 +56,25 @@ export function isLoopbackAddress(host: string): boolean {
 export function registerDashboardCommand(program: Command): void {
   program
     .command('dashboard')
-    .description('Serve the retry dashboard: runs, failed rows, retry and download, workspace pause/resume, Bull Board, /metrics')
+    .description(
+      'Serve the retry dashboard: runs, failed rows, retry and download, workspace pause/resume, Bull Board, /metrics',
+    )
     .option('--port <n>', 'TCP port (0 = any free port)', port, 3000)
     .option('--host <address>', 'interface to listen on (0.0.0.0 in a container)', '127.0.0.1')
-    .option('-w, --workspace <names>', 'serve only these workspaces, comma-separated: other runs are not shown (default: all)', list)
-    .option('--trust-proxy <proxies>', 'believe X-Forwarded-For/-Proto/-Host from these proxies: addresses/CIDRs (or true) of the TLS proxy in front', trustProxy)
-    .option('--insecure-no-auth', 'run without a token, on a loopback address only: anyone on this machine can retry and pause (local use only)')
+    .option(
+      '-w, --workspace <names>',
+      'serve only these workspaces, comma-separated: other runs are not shown (default: all)',
+      list,
+    )
+    .option(
+      '--trust-proxy <proxies>',
+      'believe X-Forwarded-For/-Proto/-Host from these proxies: addresses/CIDRs (or true) of the TLS proxy in front',
+      trustProxy,
+    )
+    .option(
+      '--insecure-no-auth',
+      'run without a token, on a loopback address only: anyone on this machine can retry and pause (local use only)',
+    )
     .addHelpText(
       'after',
       `\nThe token comes from ${TOKEN_ENV}, or the config's "dashboard": {"tokenEnv"|"tokenFile"}; it must have at least\n` +
@@ -77,16 +96,29 @@ export function registerDashboardCommand(program: Command): void {
             { cause: err },
           );
         }
-        checkTokenStrength(token, `the dashboard token (${'env' in source ? source.env : 'the config\'s dashboard.tokenFile'})`);
+        checkTokenStrength(
+          token,
+          `the dashboard token (${'env' in source ? source.env : "the config's dashboard.tokenFile"})`,
+        );
       } else {
         if (!isLoopbackAddress(opts.host)) {
-          throw new CrmSyncError('USAGE', `--insecure-no-auth listens on loopback only (127.0.0.1, ::1 or localhost), not ${opts.host}: set a token to serve other machines`);
+          throw new CrmSyncError(
+            'USAGE',
+            `--insecure-no-auth listens on loopback only (127.0.0.1, ::1 or localhost), not ${opts.host}: set a token to serve other machines`,
+          );
         }
-        if (opts.trustProxy !== undefined) throw new CrmSyncError('USAGE', '--insecure-no-auth cannot be used with --trust-proxy: an open dashboard is for this machine only');
-        logger.warn('DASHBOARD RUNNING WITHOUT AUTHENTICATION (--insecure-no-auth): anyone on this machine can retry runs and pause workspaces');
+        if (opts.trustProxy !== undefined)
+          throw new CrmSyncError(
+            'USAGE',
+            '--insecure-no-auth cannot be used with --trust-proxy: an open dashboard is for this machine only',
+          );
+        logger.warn(
+          'DASHBOARD RUNNING WITHOUT AUTHENTICATION (--insecure-no-auth): anyone on this machine can retry runs and pause workspaces',
+        );
       }
       for (const name of opts.workspace ?? []) {
-        if (config.workspaces[name] === undefined) throw new CrmSyncError('WORKSPACE_UNKNOWN', `workspace "${name}" is not in the configuration`);
+        if (config.workspaces[name] === undefined)
+          throw new CrmSyncError('WORKSPACE_UNKNOWN', `workspace "${name}" is not in the configuration`);
       }
       const runtime = await openRuntime(config, logger);
       const app = await buildDashboard({

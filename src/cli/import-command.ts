@@ -44,18 +44,41 @@ export function registerImportCommand(program: Command): void {
     )
     .addOption(new Option('--op <operation>', 'what each row does').choices(OPERATIONS).makeOptionMandatory())
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
-    .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields (default: columns named like the fields)')
-    .addOption(new Option('--format <format>', 'input format (default: from the file extension)').choices(['csv', 'ndjson', 'json']))
-    .option('--delimiter <char>', 'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)')
-    .option('--ignore-unknown-columns', 'skip columns that map to no field of the operation (listed) instead of refusing the file')
+    .option(
+      '-m, --mapping <file>',
+      'JSON file mapping source columns to API fields (default: columns named like the fields)',
+    )
+    .addOption(
+      new Option('--format <format>', 'input format (default: from the file extension)').choices([
+        'csv',
+        'ndjson',
+        'json',
+      ]),
+    )
+    .option(
+      '--delimiter <char>',
+      'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)',
+    )
+    .option(
+      '--ignore-unknown-columns',
+      'skip columns that map to no field of the operation (listed) instead of refusing the file',
+    )
     .option('--dry-run', 'validate and report only (the first invalid rows with their reasons); send nothing')
     .option('--wait', 'follow the run to the end (progress on stderr) and exit with its outcome')
     .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')
     .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
     .option('--batch-size <n>', 'emails per team-members request (team.invite)', positiveInt, 50)
-    .option('--high-water <n>', 'pause reading while about this many rows wait in the queue (bounds Redis memory)', positiveInt, 10_000)
+    .option(
+      '--high-water <n>',
+      'pause reading while about this many rows wait in the queue (bounds Redis memory)',
+      positiveInt,
+      10_000,
+    )
     .option('--json', 'print the run as JSON on stdout at the end')
-    .option('--reconcile', 'page the CRM first: match rows without ids, send only rows that differ (see "crm-sync reconcile")')
+    .option(
+      '--reconcile',
+      'page the CRM first: match rows without ids, send only rows that differ (see "crm-sync reconcile")',
+    )
     .option('--match <key>', 'with --reconcile: match rows without an id by this key (email, unique_number, name)')
     .option('--key-column <column>', 'with --reconcile: source column holding the key')
     .option('--upsert', 'with --reconcile and a deal op: update deals that match, create the missing ones')
@@ -77,7 +100,13 @@ them and "crm-sync runs show <id>" to see the outcome.`,
       const runtime = await openRuntime(config, logger);
       let pool: WorkerPool | null = null;
       try {
-        if (opts.work && !opts.dryRun) pool = await startWorkerPool({ config, logger, workspaces: [opts.workspace], concurrency: opts.concurrency ?? 8 });
+        if (opts.work && !opts.dryRun)
+          pool = await startWorkerPool({
+            config,
+            logger,
+            workspaces: [opts.workspace],
+            concurrency: opts.concurrency ?? 8,
+          });
       } catch (err) {
         // A worker that cannot start (SECRET_MISSING, a refused key) must not leave this
         // command waiting on its open Redis connection.
@@ -87,17 +116,24 @@ them and "crm-sync runs show <id>" to see the outcome.`,
       // While the file is still being read, an interrupted import would leave a run that stays
       // "running" forever (its unread rows never get a result): mark it failed, with the reason.
       let producing: { runId: string } | null = null;
-      const removeHandlers = onShutdown(async (signal) => {
-        if (producing) {
-          await runtime.store
-            .setStatus(producing.runId, 'failed', `interrupted (${signal}) while reading the file; rows not read were not sent: import the file again`)
-            .catch(() => undefined);
-        }
-        await pool?.close();
-        await runtime.close();
-        process.exit(130);
-        // The status write is best effort: Redis may not answer at all (a partition).
-      }, { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS });
+      const removeHandlers = onShutdown(
+        async (signal) => {
+          if (producing) {
+            await runtime.store
+              .setStatus(
+                producing.runId,
+                'failed',
+                `interrupted (${signal}) while reading the file; rows not read were not sent: import the file again`,
+              )
+              .catch(() => undefined);
+          }
+          await pool?.close();
+          await runtime.close();
+          process.exit(130);
+          // The status write is best effort: Redis may not answer at all (a partition).
+        },
+        { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS },
+      );
       const started = (r: RunRecord, how: string) => {
         producing = { runId: r.id };
         logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
@@ -109,51 +145,59 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
         const op = opts.upsert ? 'deal.upsert' : opts.op;
         if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
-          throw new CrmSyncError('USAGE', `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`);
+          throw new CrmSyncError(
+            'USAGE',
+            `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`,
+          );
         }
         const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
-        const { run } = client && isReconcileOperation(op)
-          ? await reconcileImport({
-              file,
-              op,
-              workspace: opts.workspace,
-              client,
-              queue: runtime.queue(opts.workspace),
-              store: runtime.store,
-              ...(opts.match ? { matchKey: opts.match } : {}),
-              ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
-              ...(mapping ? { mapping } : {}),
-              ...(opts.format ? { format: opts.format } : {}),
-              ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-              ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-              onChecked: noteSource,
-              dryRun: Boolean(opts.dryRun),
-              highWaterMark: opts.highWater ?? 10_000,
-              rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
-              logger,
-              onRun: (r) => started(r, ' (reconciled)'),
-            }).finally(() => client.close())
-          : await importFile({
-          file,
-          op: opts.op,
-          workspace: opts.workspace,
-          queue: runtime.queue(opts.workspace),
-          store: runtime.store,
-          ...(mapping ? { mapping } : {}),
-          ...(opts.format ? { format: opts.format } : {}),
-          ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-          ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-          onChecked: noteSource,
-          dryRun: Boolean(opts.dryRun),
-          inviteBatchSize: opts.batchSize ?? 50,
-          highWaterMark: opts.highWater ?? 10_000,
-          rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
-          logger,
-          onRun: (r) => started(r, ''),
-        });
+        const { run } =
+          client && isReconcileOperation(op)
+            ? await reconcileImport({
+                file,
+                op,
+                workspace: opts.workspace,
+                client,
+                queue: runtime.queue(opts.workspace),
+                store: runtime.store,
+                ...(opts.match ? { matchKey: opts.match } : {}),
+                ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
+                ...(mapping ? { mapping } : {}),
+                ...(opts.format ? { format: opts.format } : {}),
+                ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+                ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+                onChecked: noteSource,
+                dryRun: Boolean(opts.dryRun),
+                highWaterMark: opts.highWater ?? 10_000,
+                rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
+                logger,
+                onRun: (r) => started(r, ' (reconciled)'),
+              }).finally(() => client.close())
+            : await importFile({
+                file,
+                op: opts.op,
+                workspace: opts.workspace,
+                queue: runtime.queue(opts.workspace),
+                store: runtime.store,
+                ...(mapping ? { mapping } : {}),
+                ...(opts.format ? { format: opts.format } : {}),
+                ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+                ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+                onChecked: noteSource,
+                dryRun: Boolean(opts.dryRun),
+                inviteBatchSize: opts.batchSize ?? 50,
+                highWaterMark: opts.highWater ?? 10_000,
+                rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
+                logger,
+                onRun: (r) => started(r, ''),
+              });
         producing = null;
-        if (!pool && !opts.dryRun && run.counts.queued > 0) await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
-        const final = opts.wait || opts.work || opts.dryRun ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) }) : run;
+        if (!pool && !opts.dryRun && run.counts.queued > 0)
+          await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
+        const final =
+          opts.wait || opts.work || opts.dryRun
+            ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) })
+            : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
         if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {

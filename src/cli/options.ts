@@ -9,7 +9,13 @@ export function positiveInt(value: string): number {
 
 /** Comma-separated list, e.g. `--workspace acme,globex`. */
 export function list(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
 }
 
 /** Comma-separated row numbers and ranges: `3,7,10-12`. */

@@ -18,7 +18,9 @@ export function buildProgram(registrations: ReadonlyArray<(program: Command) => 
   const program = new Command('crm-sync')
     .description('Bulk sync and import worker for the CRM external API')
     .option('-c, --config <path>', 'config file (default ./crm-sync.config.json or $CRM_SYNC_CONFIG)')
-    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']))
+    .addOption(
+      new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']),
+    )
     .addHelpText('after', EXIT_HELP)
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();

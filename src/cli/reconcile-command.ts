@@ -31,18 +31,40 @@ export function registerReconcileCommand(program: Command): void {
       'Show what a reconciled import would do, without sending anything: pages the CRM, matches each row\n' +
         '(by id, or by --match key) and counts update / create / skip (unchanged) / not-found / ambiguous / invalid.',
     )
-    .addOption(new Option('--op <operation>', 'what each row does (deal.upsert: update by key, create what is missing)').choices(RECONCILE_OPERATIONS).makeOptionMandatory())
+    .addOption(
+      new Option('--op <operation>', 'what each row does (deal.upsert: update by key, create what is missing)')
+        .choices(RECONCILE_OPERATIONS)
+        .makeOptionMandatory(),
+    )
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
     .option('--match <key>', 'match rows without an id by this key (email, unique_number, name, …)')
-    .option('--key-column <column>', 'source column holding the key (default: the column mapped to it, or named like it)')
+    .option(
+      '--key-column <column>',
+      'source column holding the key (default: the column mapped to it, or named like it)',
+    )
     .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
-    .addOption(new Option('--format <format>', 'input format (default: from the file extension)').choices(['csv', 'ndjson', 'json']))
-    .option('--delimiter <char>', 'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)')
-    .option('--ignore-unknown-columns', 'skip columns that map to no field of the operation (listed) instead of refusing the file')
+    .addOption(
+      new Option('--format <format>', 'input format (default: from the file extension)').choices([
+        'csv',
+        'ndjson',
+        'json',
+      ]),
+    )
+    .option(
+      '--delimiter <char>',
+      'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)',
+    )
+    .option(
+      '--ignore-unknown-columns',
+      'skip columns that map to no field of the operation (listed) instead of refusing the file',
+    )
     .option('-o, --out <file>', 'write the plan (one line per row) as CSV to this file; "-" for stdout')
     .option('--page-size <n>', 'records per list request', positiveInt, 100)
     .option('--json', 'print the counts as JSON')
-    .addHelpText('after', '\nExample:\n  crm-sync reconcile samples/contacts-sync.csv --op contact.update -w acme --match email --out plan.csv')
+    .addHelpText(
+      'after',
+      '\nExample:\n  crm-sync reconcile samples/contacts-sync.csv --op contact.update -w acme --match email --out plan.csv',
+    )
     .action(async (file: string, opts: ReconcileOptions, command: Command) => {
       const { config, logger } = cliContext(command);
       getWorkspace(config, opts.workspace);

@@ -35,7 +35,8 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
           {
             stream: process.stderr,
             hideCursor: true,
-            format: ' {bar} {percentage}% | {value}/{total} rows | {succeeded} ok, {failed} failed, {invalid} invalid | {rate} rows/s | ETA {eta_formatted}',
+            format:
+              ' {bar} {percentage}% | {value}/{total} rows | {succeeded} ok, {failed} failed, {invalid} invalid | {rate} rows/s | ETA {eta_formatted}',
           },
           cliProgress.Presets.shades_classic,
         )
@@ -71,12 +72,19 @@ export const DEFAULT_REDIS_OUTAGE_MS = 60_000;
  * goes on in the workers meanwhile, so following it is no reason to fail. Past the bound it
  * throws REDIS_LOST, saying where the run stood. Answers undefined while Redis is away.
  */
-function redisTolerantReader(store: RunStore, runId: string, outageMs: number): (last: RunRecord) => Promise<RunRecord | undefined> {
+function redisTolerantReader(
+  store: RunStore,
+  runId: string,
+  outageMs: number,
+): (last: RunRecord) => Promise<RunRecord | undefined> {
   let since: number | undefined;
   return async (last) => {
     try {
       const run = await store.requireRun(runId);
-      if (since !== undefined) process.stderr.write(`Redis answers again after ${((Date.now() - since) / 1000).toFixed(0)} s; following run ${runId}\n`);
+      if (since !== undefined)
+        process.stderr.write(
+          `Redis answers again after ${((Date.now() - since) / 1000).toFixed(0)} s; following run ${runId}\n`,
+        );
       since = undefined;
       return run;
     } catch (err) {
@@ -89,7 +97,9 @@ function redisTolerantReader(store: RunStore, runId: string, outageMs: number): 
       }
       if (since === undefined) {
         since = Date.now();
-        process.stderr.write(`Redis does not answer (${errorMessage(err)}); still following run ${runId} for up to ${outageMs / 1000} s\n`);
+        process.stderr.write(
+          `Redis does not answer (${errorMessage(err)}); still following run ${runId} for up to ${outageMs / 1000} s\n`,
+        );
       } else if (Date.now() - since > outageMs) {
         throw new CrmSyncError(
           'REDIS_LOST',
@@ -105,7 +115,12 @@ function redisTolerantReader(store: RunStore, runId: string, outageMs: number): 
 }
 
 function payload(run: RunRecord, rate: number) {
-  return { succeeded: run.counts.succeeded, failed: run.counts.failed, invalid: run.counts.invalid, rate: rate.toFixed(0) };
+  return {
+    succeeded: run.counts.succeeded,
+    failed: run.counts.failed,
+    invalid: run.counts.invalid,
+    rate: rate.toFixed(0),
+  };
 }
 
 /** The documented exit code for a run's outcome. */
@@ -113,7 +128,14 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   if (run.status === 'blocked') return EXIT.BLOCKED;
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
-  if (run.status === 'failed' || run.status === 'cancelled' || run.counts.failed > 0 || run.counts.invalid > 0 || run.counts.uncertain > 0 || run.counts.cancelled > 0) {
+  if (
+    run.status === 'failed' ||
+    run.status === 'cancelled' ||
+    run.counts.failed > 0 ||
+    run.counts.invalid > 0 ||
+    run.counts.uncertain > 0 ||
+    run.counts.cancelled > 0
+  ) {
     return EXIT.ROWS_FAILED;
   }
   return EXIT.OK;
@@ -124,7 +146,11 @@ export function formatRunSummary(run: RunRecord): string {
   const c = run.counts;
   // A dry run records the rows it would send as skipped; it must never read as a real one.
   const dry = run.options.dryRun === true;
-  const skipped = !dry ? `${c.skipped} skipped` : run.options.reconcile ? `${c.skipped} would be sent or unchanged` : `${c.skipped} would be sent`;
+  const skipped = !dry
+    ? `${c.skipped} skipped`
+    : run.options.reconcile
+      ? `${c.skipped} would be sent or unchanged`
+      : `${c.skipped} would be sent`;
   const lines = [
     `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status}${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
@@ -133,9 +159,14 @@ export function formatRunSummary(run: RunRecord): string {
       `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   const ignored = ignoredColumnsOf(run);
-  if (ignored.length > 0) lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
-  if (c.superseded > 0) lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
-  if (c.uncertain > 0) lines.push(`  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`);
+  if (ignored.length > 0)
+    lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
+  if (c.superseded > 0)
+    lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
+  if (c.uncertain > 0)
+    lines.push(
+      `  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`,
+    );
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
   if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
   if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);

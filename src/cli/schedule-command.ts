@@ -1,6 +1,15 @@
 import type { Command } from 'commander';
 import type { Runtime } from '../runtime/index.js';
-import { findDefinition, listSchedules, loadDefinitions, openSyncQueue, removeSchedule, runSync, syncSchedules, type SyncQueue } from '../schedule/index.js';
+import {
+  findDefinition,
+  listSchedules,
+  loadDefinitions,
+  openSyncQueue,
+  removeSchedule,
+  runSync,
+  syncSchedules,
+  type SyncQueue,
+} from '../schedule/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { positiveInt } from './options.js';
@@ -34,31 +43,40 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
     );
   const jobsDir = (cmd: Command) => cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs');
 
-  jobsDir(schedule.command('list').description('definitions and installed schedules with their next tick')).action(async (opts: JobsOption, command: Command) => {
-    await withQueue(command, async (queue) => {
-      const defs = loadDefinitions(opts.jobsDir);
-      const installed = new Map((await listSchedules(queue)).map((s) => [s.name, s]));
-      for (const d of defs) {
-        const s = installed.get(d.name);
-        installed.delete(d.name);
-        const state = s ? `installed, next ${s.next ?? '?'}` : 'not installed (run "crm-sync schedule sync")';
-        process.stdout.write(`${d.name}  ${d.operation} -> ${d.workspace}  "${d.schedule.cron}" ${d.schedule.timezone}  ${state}\n`);
-      }
-      for (const s of installed.values()) process.stdout.write(`${s.name}  installed, but no definition in ${opts.jobsDir} (removed by "schedule sync")\n`);
-      if (defs.length === 0 && installed.size === 0) process.stdout.write(`no sync definitions in ${opts.jobsDir}\n`);
-    });
-  });
-
-  jobsDir(schedule.command('sync').description('install or update every definition; remove schedules whose definition is gone')).action(
+  jobsDir(schedule.command('list').description('definitions and installed schedules with their next tick')).action(
     async (opts: JobsOption, command: Command) => {
       await withQueue(command, async (queue) => {
-        // Load (and so validate) everything first: one bad file changes nothing.
         const defs = loadDefinitions(opts.jobsDir);
-        const { installed, removed } = await syncSchedules(queue, defs);
-        process.stdout.write(`installed: ${installed.join(', ') || '-'}\nremoved: ${removed.join(', ') || '-'}\n`);
+        const installed = new Map((await listSchedules(queue)).map((s) => [s.name, s]));
+        for (const d of defs) {
+          const s = installed.get(d.name);
+          installed.delete(d.name);
+          const state = s ? `installed, next ${s.next ?? '?'}` : 'not installed (run "crm-sync schedule sync")';
+          process.stdout.write(
+            `${d.name}  ${d.operation} -> ${d.workspace}  "${d.schedule.cron}" ${d.schedule.timezone}  ${state}\n`,
+          );
+        }
+        for (const s of installed.values())
+          process.stdout.write(
+            `${s.name}  installed, but no definition in ${opts.jobsDir} (removed by "schedule sync")\n`,
+          );
+        if (defs.length === 0 && installed.size === 0) process.stdout.write(`no sync definitions in ${opts.jobsDir}\n`);
       });
     },
   );
+
+  jobsDir(
+    schedule
+      .command('sync')
+      .description('install or update every definition; remove schedules whose definition is gone'),
+  ).action(async (opts: JobsOption, command: Command) => {
+    await withQueue(command, async (queue) => {
+      // Load (and so validate) everything first: one bad file changes nothing.
+      const defs = loadDefinitions(opts.jobsDir);
+      const { installed, removed } = await syncSchedules(queue, defs);
+      process.stdout.write(`installed: ${installed.join(', ') || '-'}\nremoved: ${removed.join(', ') || '-'}\n`);
+    });
+  });
 
   schedule
     .command('remove')
@@ -80,23 +98,33 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
       .option('--work', 'also process the rows in this process')
       .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
       .option('--json', 'print the summary as JSON'),
-  ).action(async (name: string, opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean }, command: Command) => {
-    const def = findDefinition(opts.jobsDir, name);
-    await withRuntime(command, async (scope) => {
-      const { runtime } = scope;
-      await withWorkers(scope, { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency ?? 8 }, async () => {
-        // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
-        const summary = await runSync(def, { runtime, returnWhenBlocked: true });
-        const c = summary.counts;
-        process.stdout.write(
-          opts.json
-            ? `${JSON.stringify(summary, null, 2)}\n`
-            : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
-                `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
-                `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
+  ).action(
+    async (
+      name: string,
+      opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean },
+      command: Command,
+    ) => {
+      const def = findDefinition(opts.jobsDir, name);
+      await withRuntime(command, async (scope) => {
+        const { runtime } = scope;
+        await withWorkers(
+          scope,
+          { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency ?? 8 },
+          async () => {
+            // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
+            const summary = await runSync(def, { runtime, returnWhenBlocked: true });
+            const c = summary.counts;
+            process.stdout.write(
+              opts.json
+                ? `${JSON.stringify(summary, null, 2)}\n`
+                : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
+                    `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
+                    `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
+            );
+            process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
+          },
         );
-        process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
       });
-    });
-  });
+    },
+  );
 }

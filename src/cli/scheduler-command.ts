@@ -13,7 +13,12 @@ export function registerSchedulerCommand(program: Command): void {
     )
     .option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs')
     .option('--concurrency <n>', 'syncs handled at once', positiveInt, 4)
-    .option('--close-timeout <ms>', 'on SIGTERM, wait this long for the syncs in hand (their runs go on in the queue either way)', positiveInt, 30_000)
+    .option(
+      '--close-timeout <ms>',
+      'on SIGTERM, wait this long for the syncs in hand (their runs go on in the queue either way)',
+      positiveInt,
+      30_000,
+    )
     .action(async (opts: { jobsDir: string; concurrency?: number; closeTimeout?: number }, command: Command) => {
       const { config, logger } = cliContext(command);
       const scheduler = await startSyncScheduler({

@@ -24,7 +24,9 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
       const ms = options.forceAfterMs;
       // Unref'd: a stop that finishes lets the process end at once.
       setTimeout(() => {
-        process.stderr.write(`did not stop within ${(ms / 1000).toFixed(0)} s (Redis unreachable?): exiting; unfinished rows are retried by other workers\n`);
+        process.stderr.write(
+          `did not stop within ${(ms / 1000).toFixed(0)} s (Redis unreachable?): exiting; unfinished rows are retried by other workers\n`,
+        );
         process.exit(1);
       }, ms).unref();
     }
@@ -35,7 +37,10 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
       })
       .finally(() => {
         // Stopped. A socket left hung by a partition must not keep the process alive after that.
-        setTimeout(() => process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0), STOPPED_EXIT_MS).unref();
+        setTimeout(
+          () => process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0),
+          STOPPED_EXIT_MS,
+        ).unref();
       });
   };
   process.on('SIGINT', handler);

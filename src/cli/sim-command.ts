@@ -36,7 +36,8 @@ function wholeNumber(min: number) {
 
 function probability(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number from 0 to 1');
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError('must be a number from 0 to 1');
   return n;
 }
 
@@ -46,15 +47,21 @@ const ENV_KEY = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
  * `NAME:KEY`, or `NAME:env:VARIABLE` to read the key from the environment — so it stays out of
  * argv, which `ps` and `docker inspect` show to anyone on the host.
  */
-function workspaceSpec(value: string, previous: WorkspaceSpec[] = [], env: NodeJS.ProcessEnv = process.env): WorkspaceSpec[] {
+function workspaceSpec(
+  value: string,
+  previous: WorkspaceSpec[] = [],
+  env: NodeJS.ProcessEnv = process.env,
+): WorkspaceSpec[] {
   const at = value.indexOf(':');
   const name = value.slice(0, at).trim().toLowerCase();
   const rest = value.slice(at + 1);
-  if (at < 1 || rest === '') throw new InvalidArgumentError('must be NAME:API_KEY or NAME:env:VARIABLE, e.g. acme:sim-key-acme');
+  if (at < 1 || rest === '')
+    throw new InvalidArgumentError('must be NAME:API_KEY or NAME:env:VARIABLE, e.g. acme:sim-key-acme');
   const fromEnv = ENV_KEY.exec(rest)?.[1];
   if (fromEnv === undefined) return [...previous, { name, key: rest }];
   const key = env[fromEnv];
-  if (key === undefined || key === '') throw new InvalidArgumentError(`env variable ${fromEnv} (the key of workspace ${name}) is not set`);
+  if (key === undefined || key === '')
+    throw new InvalidArgumentError(`env variable ${fromEnv} (the key of workspace ${name}) is not set`);
   return [...previous, { name, key, env: fromEnv }];
 }
 
@@ -98,7 +105,9 @@ function waitForSignal(): Promise<NodeJS.Signals> {
 export function registerSimCommand(program: Command): void {
   program
     .command('sim')
-    .description('run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)')
+    .description(
+      'run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)',
+    )
     .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), 4010)
     .option('--host <address>', 'interface to listen on', '127.0.0.1')
     .option(
@@ -108,16 +117,28 @@ export function registerSimCommand(program: Command): void {
     )
     .option('--records <n>', 'seeded deals, leads and contacts (each) per workspace', wholeNumber(0), 100)
     .option('--seed <n>', 'seed of the generated data: the same seed gives the same records', wholeNumber(0), 1)
-    .option('--rate <limit>', 'per-workspace rate limit (token bucket), e.g. 50/s, 100/10s, 3000/min; over it → 429 + Retry-After (default unlimited)', rate)
+    .option(
+      '--rate <limit>',
+      'per-workspace rate limit (token bucket), e.g. 50/s, 100/10s, 3000/min; over it → 429 + Retry-After (default unlimited)',
+      rate,
+    )
     .option('--latency <ms>', 'delay before every answer, in ms', wholeNumber(0), 0)
     .option('--error-rate <p>', 'share of requests answered 500/502/503 without applying (0..1)', probability, 0)
     .option('--reset-rate <p>', 'share of requests whose connection is reset without an answer (0..1)', probability, 0)
-    .option('--drop-rate <p>', 'share of writes applied and then left unanswered, connection dropped (0..1)', probability, 0)
-    .addHelpText('after', `
+    .option(
+      '--drop-rate <p>',
+      'share of writes applied and then left unanswered, connection dropped (0..1)',
+      probability,
+      0,
+    )
+    .addHelpText(
+      'after',
+      `
 Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external.
 Example:
   crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s
-  SIM_KEY_ACME=... crm-sync sim --workspace acme:env:SIM_KEY_ACME   (the key stays out of the process list)`)
+  SIM_KEY_ACME=... crm-sync sim --workspace acme:env:SIM_KEY_ACME   (the key stays out of the process list)`,
+    )
     .action(async (o: SimCommandOptions, command: Command) => {
       const logger = createLogger({ level: command.optsWithGlobals<GlobalOptions>().logLevel ?? 'info' });
       const specs = o.workspace ?? [DEFAULT_WORKSPACE];
@@ -131,8 +152,16 @@ Example:
         logger,
       }).catch((err: unknown) => {
         const code = (err as NodeJS.ErrnoException | undefined)?.code;
-        if (code === 'EADDRINUSE') throw new CrmSyncError('USAGE', `port ${o.port} on ${o.host} is already in use (another simulator?): pick another with --port, or --port 0 for any free one`);
-        if (code === 'EADDRNOTAVAIL' || code === 'EACCES') throw new CrmSyncError('USAGE', `cannot listen on ${o.host}:${o.port} (${code}): choose another --host or --port`);
+        if (code === 'EADDRINUSE')
+          throw new CrmSyncError(
+            'USAGE',
+            `port ${o.port} on ${o.host} is already in use (another simulator?): pick another with --port, or --port 0 for any free one`,
+          );
+        if (code === 'EADDRNOTAVAIL' || code === 'EACCES')
+          throw new CrmSyncError(
+            'USAGE',
+            `cannot listen on ${o.host}:${o.port} (${code}): choose another --host or --port`,
+          );
         throw err;
       });
       const lines = [`CRM simulator listening on ${sim.origin} (Ctrl-C to stop)`];

@@ -11,7 +11,9 @@ const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<stri
 export function sourceNotes(reader: SourceReader, decoder: RowDecoder): string[] {
   const notes: string[] = [];
   if (reader.delimiterGuessed && reader.delimiter !== undefined) {
-    notes.push(`delimiter: ${SHOWN[reader.delimiter] ?? JSON.stringify(reader.delimiter)} (guessed from the header line; --delimiter sets it)`);
+    notes.push(
+      `delimiter: ${SHOWN[reader.delimiter] ?? JSON.stringify(reader.delimiter)} (guessed from the header line; --delimiter sets it)`,
+    );
   }
   const ignored = decoder.ignoredColumns(reader.columns);
   if (ignored.length > 0) notes.push(`ignored columns (not sent): ${ignored.map((c) => JSON.stringify(c)).join(', ')}`);
@@ -24,7 +26,9 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
   // A JSON array may sit on one line: its rows are told apart by element (= row number).
   const element = run.options.format === 'json';
   for await (const result of store.iterateResults(run.id, { problemsOnly: true, batchSize: limit })) {
-    const where = [element ? `element ${result.row}` : '', result.line !== undefined ? `line ${result.line}` : ''].filter(Boolean).join(', ');
+    const where = [element ? `element ${result.row}` : '', result.line !== undefined ? `line ${result.line}` : '']
+      .filter(Boolean)
+      .join(', ');
     lines.push(`  row ${result.row}${where ? ` (${where})` : ''}: ${result.status}: ${describeError(result)}`);
     if (lines.length >= limit) break;
   }
@@ -39,8 +43,13 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
 export function ignoredColumnsOf(run: RunRecord): string[] {
   if (run.operation === 'deal.upsert' || run.options.reconcile || run.columns.length === 0) return [];
   try {
-    const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;
-    const decoder = new RowDecoder({ op: run.operation, ...(mapping ? { mapping } : {}), ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}) });
+    const mapping =
+      run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;
+    const decoder = new RowDecoder({
+      op: run.operation,
+      ...(mapping ? { mapping } : {}),
+      ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+    });
     return decoder.ignoredColumns(run.columns);
   } catch {
     // A summary is no place to fail: a run from an older version may hold a mapping this one refuses.

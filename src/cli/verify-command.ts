@@ -11,7 +11,7 @@ export function registerVerifyCommand(program: Command): void {
     .command('verify')
     .argument('<runId>', 'a finished run')
     .description(
-      "Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift),\n" +
+      'Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift),\n' +
         'rows that share one record id, and create rows that more than one deal matches (suspected duplicates).\n' +
         "What was sent is re-read from the run's source file with the run's mapping, so the file must be unchanged.",
     )
@@ -24,14 +24,23 @@ export function registerVerifyCommand(program: Command): void {
         const run = await runtime.store.requireRun(runId);
         const client = createCrmClient(config, run.workspace, logger);
         try {
-          const report = await verifyRun({ runId, store: runtime.store, client, pageSize: opts.pageSize ?? 100, ...(out ? { out } : {}) });
-          const fields = Object.entries(report.byField).map(([f, n]) => `${f} ${n}`).join(', ');
+          const report = await verifyRun({
+            runId,
+            store: runtime.store,
+            client,
+            pageSize: opts.pageSize ?? 100,
+            ...(out ? { out } : {}),
+          });
+          const fields = Object.entries(report.byField)
+            .map(([f, n]) => `${f} ${n}`)
+            .join(', ');
           const text = opts.json
             ? JSON.stringify(report, null, 2)
             : `verify ${runId}: ${report.checked} rows checked, ${report.matching} match, ${report.drifted} drifted${fields ? ` (${fields})` : ''}, ${report.missing} missing` +
               `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} rows match more than one deal (suspected duplicates)` : ''}`;
           (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
-          process.exitCode = report.drifted + report.missing + report.sharedIds + report.suspectedDuplicates > 0 ? 1 : 0;
+          process.exitCode =
+            report.drifted + report.missing + report.sharedIds + report.suspectedDuplicates > 0 ? 1 : 0;
         } finally {
           client.close();
           if (out && out !== process.stdout) {

@@ -15,7 +15,10 @@ export const RateLimitSchema = z
 export const WorkspaceFileSchema = z
   .object({
     /** The workspace's address + `/api/external`, e.g. `https://acme.crm.example/api/external`. */
-    baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://acme.localhost:4010/api/external' }),
+    baseUrl: z.url({
+      protocol: /^https?$/,
+      error: 'must be an http(s) URL such as http://acme.localhost:4010/api/external',
+    }),
     /** Name of the env variable holding the API key (this or apiKeyFile). */
     apiKeyEnv: z.string().min(1).optional(),
     /** Path of a file holding the API key (this or apiKeyEnv), e.g. a Docker secret. */
@@ -72,7 +75,11 @@ export const ConfigFileSchema = z
       .superRefine((workspaces, ctx) => {
         for (const name of Object.keys(workspaces)) {
           if (!WORKSPACE_NAME.test(name)) {
-            ctx.addIssue({ code: 'custom', path: [name], message: 'workspace names use letters, digits, - and _ only (max 63)' });
+            ctx.addIssue({
+              code: 'custom',
+              path: [name],
+              message: 'workspace names use letters, digits, - and _ only (max 63)',
+            });
           }
         }
       })

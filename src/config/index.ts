@@ -13,5 +13,12 @@ export {
   type ApiKeySource,
   type LoadConfigOptions,
 } from './load-config.js';
-export { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, RateLimitSchema, WORKSPACE_NAME, type RateLimit, type ConfigFile } from './config-schema.js';
+export {
+  ConfigFileSchema,
+  DEFAULT_ROWS_PER_JOB,
+  RateLimitSchema,
+  WORKSPACE_NAME,
+  type RateLimit,
+  type ConfigFile,
+} from './config-schema.js';
 export { configJsonSchema, CONFIG_JSON_SCHEMA_PATH } from './json-schema.js';

@@ -57,7 +57,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const path = resolve(cwd, explicit ?? DEFAULT_CONFIG_FILE);
   if (!existsSync(path)) {
     if (explicit !== undefined) {
-      throw new CrmSyncError('CONFIG_NOT_FOUND', `config file ${path} does not exist (from ${options.path ? '--config' : 'CRM_SYNC_CONFIG'})`);
+      throw new CrmSyncError(
+        'CONFIG_NOT_FOUND',
+        `config file ${path} does not exist (from ${options.path ? '--config' : 'CRM_SYNC_CONFIG'})`,
+      );
     }
     return configFromObject({}, { source: null, env, baseDir: cwd });
   }
@@ -105,7 +108,9 @@ export function configFromObject(
     resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
     retention: file.retention ?? { days: DEFAULT_RETENTION_DAYS },
     workspaces,
-    dashboardTokenSource: dash?.tokenFile ? { file: resolve(baseDir, dash.tokenFile) } : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
+    dashboardTokenSource: dash?.tokenFile
+      ? { file: resolve(baseDir, dash.tokenFile) }
+      : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
   };
 }
 
@@ -134,7 +139,10 @@ export function readSecret(source: ApiKeySource, what: string, env: NodeJS.Proce
   try {
     value = readFileSync(source.file, 'utf8').trim();
   } catch (err) {
-    throw new CrmSyncError('SECRET_MISSING', `${what}: cannot read ${source.file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new CrmSyncError(
+      'SECRET_MISSING',
+      `${what}: cannot read ${source.file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   if (!value) throw new CrmSyncError('SECRET_MISSING', `${what}: ${source.file} is empty`);
   return new Secret(value);

@@ -21,7 +21,13 @@ import {
   type ListResource,
   type RecordOf,
 } from './records.js';
-import type { ContactUpdateFields, DealCreateFields, DealUpdateFields, LeadUpdateFields, TeamMembersBody } from './request-bodies.js';
+import type {
+  ContactUpdateFields,
+  DealCreateFields,
+  DealUpdateFields,
+  LeadUpdateFields,
+  TeamMembersBody,
+} from './request-bodies.js';
 
 export interface CrmClientOptions {
   /** Workspace name, for error context and logs. Required. */
@@ -125,31 +131,63 @@ export class CrmClient {
 
   /** POST v2/deals `{deal}`; the spec does not fix the status, so 201 and 200 both succeed. */
   async createDeal(fields: DealCreateFields, opts: CallOptions = {}): Promise<Deal> {
-    const body = await this.#call({ method: 'POST', path: 'v2/deals', json: { deal: fields }, schema: DealResponseSchema, okStatuses: [200, 201], signal: opts.signal });
+    const body = await this.#call({
+      method: 'POST',
+      path: 'v2/deals',
+      json: { deal: fields },
+      schema: DealResponseSchema,
+      okStatuses: [200, 201],
+      signal: opts.signal,
+    });
     return body.deal;
   }
 
   async updateDeal(id: string, fields: DealUpdateFields, opts: CallOptions = {}): Promise<Deal> {
     const path = `v2/deals/${encodeURIComponent(id)}`;
-    const body = await this.#call({ method: 'PATCH', path, json: { deal: fields }, schema: DealResponseSchema, signal: opts.signal });
+    const body = await this.#call({
+      method: 'PATCH',
+      path,
+      json: { deal: fields },
+      schema: DealResponseSchema,
+      signal: opts.signal,
+    });
     return body.deal;
   }
 
   async updateLead(id: string, fields: LeadUpdateFields, opts: CallOptions = {}): Promise<Lead> {
     const path = `v2/leads/${encodeURIComponent(id)}`;
-    const body = await this.#call({ method: 'PATCH', path, json: { lead: fields }, schema: LeadResponseSchema, signal: opts.signal });
+    const body = await this.#call({
+      method: 'PATCH',
+      path,
+      json: { lead: fields },
+      schema: LeadResponseSchema,
+      signal: opts.signal,
+    });
     return body.lead;
   }
 
   async updateContact(id: string, fields: ContactUpdateFields, opts: CallOptions = {}): Promise<Contact> {
     const path = `v2/contacts/${encodeURIComponent(id)}`;
-    const body = await this.#call({ method: 'PATCH', path, json: { contact: fields }, schema: ContactResponseSchema, signal: opts.signal });
+    const body = await this.#call({
+      method: 'PATCH',
+      path,
+      json: { contact: fields },
+      schema: ContactResponseSchema,
+      signal: opts.signal,
+    });
     return body.contact;
   }
 
   /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */
   async addTeamMembers(body: TeamMembersBody, opts: CallOptions = {}): Promise<{ message: string }> {
-    const spec = { method: 'POST', path: 'v2/team-members', json: body, schema: TeamMembersResponseSchema, okStatuses: [200, 201], signal: opts.signal } as const;
+    const spec = {
+      method: 'POST',
+      path: 'v2/team-members',
+      json: body,
+      schema: TeamMembersResponseSchema,
+      okStatuses: [200, 201],
+      signal: opts.signal,
+    } as const;
     const res = await this.#call(spec);
     return { message: res.message };
   }
@@ -182,7 +220,8 @@ export class CrmClient {
   /** Every page of a list until the empty page, each record once; retries 429 and transient failures. */
   pages<R extends ListResource>(resource: R, opts: PagerOptions = {}): AsyncIterable<ListPage<RecordOf<R>>> {
     const version = opts.version ?? this.#listVersion;
-    const fetchPage = (pageNumber: number, pageSize: number) => this.listPage(resource, { pageNumber, pageSize, version });
+    const fetchPage = (pageNumber: number, pageSize: number) =>
+      this.listPage(resource, { pageNumber, pageSize, version });
     return paginate<RecordOf<R>>(fetchPage, opts, { logger: this.#logger, label: `${version}/${resource}` });
   }
 
@@ -238,7 +277,8 @@ export class CrmClient {
       throw this.#fail({ kind: 'invalid', statusCode, problem: 'not-json' }, ctx);
     }
     const parsed = spec.schema.safeParse(json);
-    if (!parsed.success) throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, ctx);
+    if (!parsed.success)
+      throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, ctx);
     this.#logger.debug({ method: spec.method, path: ctx.path, status: statusCode }, 'crm request ok');
     return parsed.data as z.infer<S>;
   }
@@ -253,13 +293,18 @@ export class CrmClient {
 
   #fail(failure: CrmFailure, ctx: CrmRequestContext): Error {
     const err = toCrmError(failure, ctx);
-    this.#logger.debug({ method: ctx.method, path: ctx.path, code: err.code, status: err.status }, 'crm request failed');
+    this.#logger.debug(
+      { method: ctx.method, path: ctx.path, code: err.code, status: err.status },
+      'crm request failed',
+    );
     return err;
   }
 
   /** Path + query as the service sees it (e.g. `/api/external/v2/deals?page_number=1`). */
   #pathOf(relative: string, searchParams?: Record<string, number>): string {
-    const query = searchParams ? `?${new URLSearchParams(Object.entries(searchParams).map(([k, v]): [string, string] => [k, String(v)])).toString()}` : '';
+    const query = searchParams
+      ? `?${new URLSearchParams(Object.entries(searchParams).map(([k, v]): [string, string] => [k, String(v)])).toString()}`
+      : '';
     return `${this.#basePath}${relative}${query}`;
   }
 

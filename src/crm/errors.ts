@@ -162,14 +162,18 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
   if (failure.kind === 'transport') {
     const { code, message, event } = describeTransport(failure.error);
     const cleanMessage = scrub(message);
-    const notSent = (code !== undefined && NOT_SENT_CODES.has(code)) || (event !== undefined && NOT_SENT_TIMEOUT_EVENTS.has(event));
+    const notSent =
+      (code !== undefined && NOT_SENT_CODES.has(code)) || (event !== undefined && NOT_SENT_TIMEOUT_EVENTS.has(event));
     const maybeCommitted = isWrite(ctx.method) && !notSent;
     const cause = Object.assign(new Error(cleanMessage), { code });
-    return new TransientError(`${where} failed: ${code ?? 'network error'}: ${cleanMessage}${maybeCommitted ? ' (the service may have applied it)' : ''}`, {
-      ...base,
-      cause,
-      maybeCommitted,
-    });
+    return new TransientError(
+      `${where} failed: ${code ?? 'network error'}: ${cleanMessage}${maybeCommitted ? ' (the service may have applied it)' : ''}`,
+      {
+        ...base,
+        cause,
+        maybeCommitted,
+      },
+    );
   }
 
   if (failure.kind === 'invalid') {

@@ -13,9 +13,14 @@ export function isLoopbackName(hostname: string): boolean {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-export const loopbackLookup: LookupFunction = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+export const loopbackLookup: LookupFunction = (
+  hostname: string,
+  options: LookupOptions,
+  callback: LookupCallback,
+): void => {
   if (!isLoopbackName(hostname)) {
-    if (options.all === true) systemLookup(hostname, { ...options, all: true }, (err, addresses) => callback(err, addresses));
+    if (options.all === true)
+      systemLookup(hostname, { ...options, all: true }, (err, addresses) => callback(err, addresses));
     else systemLookup(hostname, { ...options, all: false }, (err, address, family) => callback(err, address, family));
     return;
   }

@@ -26,7 +26,11 @@ export const OPERATION_RESOURCE = {
   'team.invite': 'team-members',
 } as const satisfies Record<Operation, string>;
 
-export const DealUpdatePayloadSchema = z.object({ op: z.literal('deal.update'), id: RecordIdSchema, fields: DealUpdateFieldsSchema });
+export const DealUpdatePayloadSchema = z.object({
+  op: z.literal('deal.update'),
+  id: RecordIdSchema,
+  fields: DealUpdateFieldsSchema,
+});
 export const DealCreatePayloadSchema = z.object({
   op: z.literal('deal.create'),
   fields: DealCreateFieldsSchema,
@@ -37,8 +41,16 @@ export const DealCreatePayloadSchema = z.object({
    */
   match: z.string().min(1).optional(),
 });
-export const LeadUpdatePayloadSchema = z.object({ op: z.literal('lead.update'), id: RecordIdSchema, fields: LeadUpdateFieldsSchema });
-export const ContactUpdatePayloadSchema = z.object({ op: z.literal('contact.update'), id: RecordIdSchema, fields: ContactUpdateFieldsSchema });
+export const LeadUpdatePayloadSchema = z.object({
+  op: z.literal('lead.update'),
+  id: RecordIdSchema,
+  fields: LeadUpdateFieldsSchema,
+});
+export const ContactUpdatePayloadSchema = z.object({
+  op: z.literal('contact.update'),
+  id: RecordIdSchema,
+  fields: ContactUpdateFieldsSchema,
+});
 /** One row of an invite file: one email. The producer groups rows into batched requests. */
 export const TeamInvitePayloadSchema = z.object({
   op: z.literal('team.invite'),

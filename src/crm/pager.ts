@@ -93,7 +93,12 @@ async function fetchWithRetry<T>(
         throw err;
       }
       ctx.logger.warn(
-        { list: ctx.label, page: pageNumber, code: (err as RateLimitedError | TransientError).code, delayMs: Math.round(delay) },
+        {
+          list: ctx.label,
+          page: pageNumber,
+          code: (err as RateLimitedError | TransientError).code,
+          delayMs: Math.round(delay),
+        },
         'list page failed, retrying',
       );
       await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined).catch((e: unknown) => {

@@ -26,7 +26,6 @@ const looseTags = z.array(z.unknown()).transform((items): unknown[] =>
   }),
 );
 
-
 export const DealSchema = z.looseObject({
   id,
   name: z.string(),

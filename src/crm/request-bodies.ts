@@ -42,7 +42,15 @@ const dealFields = {
 /** PATCH v2/deals/{id}: `name` is required by the spec. */
 export const DealUpdateFieldsSchema = z
   .object({ ...dealFields, name: text.describe('required by the API on every deal update') })
-  .partial({ value: true, status: true, owner_id: true, stage_id: true, pipeline_id: true, position: true, tag_ids: true })
+  .partial({
+    value: true,
+    status: true,
+    owner_id: true,
+    stage_id: true,
+    pipeline_id: true,
+    position: true,
+    tag_ids: true,
+  })
   .strict();
 
 /** POST v2/deals: the spec does not say which fields are required; a deal without a name is useless. */
@@ -72,7 +80,10 @@ export const ContactUpdateFieldsSchema = z
   })
   .partial()
   .strict()
-  .refine(atLeastOne, 'a contact update needs at least one of name, email, phone_number, company_id, owner_id, tag_ids');
+  .refine(
+    atLeastOne,
+    'a contact update needs at least one of name, email, phone_number, company_id, owner_id, tag_ids',
+  );
 
 /** Options of a team-members request that are shared by every email in one request. */
 export const InviteOptionsSchema = z

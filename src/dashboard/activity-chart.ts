@@ -39,24 +39,38 @@ function sparkline(points: SeriesPoint[], line: Line): SafeHtml {
   const coords = values.map((v, i) => `${(i * step).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   const last = values[values.length - 1] ?? 0;
   return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}">
-  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span></figcaption>
-  <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}">
-    <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
-    ${points.length > 1 ? html`<polyline points="${coords}"></polyline>` : ''}
-  </svg>
-</figure>`;
+    <figcaption>
+      <b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span>
+    </figcaption>
+    <svg
+      viewBox="0 0 ${WIDTH} ${HEIGHT}"
+      preserveAspectRatio="none"
+      role="img"
+      aria-label="${line.label}, peak ${fmt(max)}${line.unit}"
+    >
+      <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
+      ${points.length > 1 ? html`<polyline points="${coords}"></polyline>` : ''}
+    </svg>
+  </figure>`;
 }
 
 /** The charts of one workspace's activity between two moments, or a line saying there is none yet. */
 export function activityCharts(title: string, points: SeriesPoint[]): SafeHtml {
   const from = points[0]?.t;
   const to = points[points.length - 1]?.t;
-  const span = from !== undefined && to !== undefined ? `${new Date(from).toISOString().slice(11, 19)}–${new Date(to + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC` : '';
-  if (points.length === 0) return html`<div class="card chart"><h2>${title}</h2><p class="muted">No activity recorded in the last two hours.</p></div>`;
+  const span =
+    from !== undefined && to !== undefined
+      ? `${new Date(from).toISOString().slice(11, 19)}–${new Date(to + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC`
+      : '';
+  if (points.length === 0)
+    return html`<div class="card chart">
+      <h2>${title}</h2>
+      <p class="muted">No activity recorded in the last two hours.</p>
+    </div>`;
   return html`<div class="card chart" data-chart>
-  <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
-  <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
-</div>`;
+    <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
+    <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
+  </div>`;
 }
 
 /**
@@ -66,13 +80,19 @@ export function activityCharts(title: string, points: SeriesPoint[]): SafeHtml {
  */
 export async function runChart(runtime: Runtime, run: RunRecord, now = Date.now()): Promise<SafeHtml> {
   const from = Date.parse(run.createdAt) - SERIES_BUCKET_MS;
-  const end = run.status === 'running' || run.finishedAt === undefined ? now : Date.parse(run.finishedAt) + SERIES_BUCKET_MS;
+  const end =
+    run.status === 'running' || run.finishedAt === undefined ? now : Date.parse(run.finishedAt) + SERIES_BUCKET_MS;
   const points = await readSeries(runtime.redis, runtime.config.prefix, run.workspace, from, Math.min(end, now));
   return activityCharts(`Workspace ${run.workspace} during this run`, points);
 }
 
 /** A workspace's last `minutes` of activity. */
-export async function workspaceChart(runtime: Runtime, workspace: string, minutes = 30, now = Date.now()): Promise<SafeHtml> {
+export async function workspaceChart(
+  runtime: Runtime,
+  workspace: string,
+  minutes = 30,
+  now = Date.now(),
+): Promise<SafeHtml> {
   const points = await readSeries(runtime.redis, runtime.config.prefix, workspace, now - minutes * 60_000, now);
   return activityCharts(`Workspace ${workspace}, last ${minutes} minutes`, points);
 }

@@ -73,7 +73,12 @@ export function isLoopbackHost(host: string | undefined): boolean {
   return isIP(name) === 4 && name.startsWith('127.');
 }
 
-export function refuse(reply: FastifyReply, status: 401 | 403 | 429, message: string, retryAfterSeconds?: number): FastifyReply {
+export function refuse(
+  reply: FastifyReply,
+  status: 401 | 403 | 429,
+  message: string,
+  retryAfterSeconds?: number,
+): FastifyReply {
   if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="crm-sync dashboard"');
   if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
   return reply.code(status).type('text/plain; charset=utf-8').send(`${message}\n`);
@@ -135,7 +140,11 @@ export function registerAuthHook(app: FastifyInstance, deps: AuthHookDeps): void
 
     // Scripts with a bearer header are exempt: a browser cannot be made to send that header.
     if (!SAFE_METHODS.has(request.method) && who?.kind !== 'bearer' && !isSameOrigin(request)) {
-      return refuse(reply, 403, 'Cross-site request refused: use the dashboard page itself, or send Authorization: Bearer <token>.');
+      return refuse(
+        reply,
+        403,
+        'Cross-site request refused: use the dashboard page itself, or send Authorization: Bearer <token>.',
+      );
     }
     if (who !== null || OPEN_PATHS.has(path)) return undefined;
     if (request.method === 'GET' && !API_PREFIXES.some((p) => path.startsWith(p))) {
@@ -145,7 +154,8 @@ export function registerAuthHook(app: FastifyInstance, deps: AuthHookDeps): void
   });
 }
 
-export const FORM_TOKEN_MESSAGE = 'This form has expired or did not come from the dashboard. Reload the page and try again.';
+export const FORM_TOKEN_MESSAGE =
+  'This form has expired or did not come from the dashboard. Reload the page and try again.';
 
 /** For form posts: the session's form token must come back in `_csrf` (bearer scripts skip it). */
 export function checkFormToken(auth: SessionAuth, request: FastifyRequest, candidate: unknown): boolean {

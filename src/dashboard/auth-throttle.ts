@@ -57,7 +57,12 @@ export async function registerAuthThrottle(
       // Exactly one failure sees the count reach the limit: one log line per burst.
       if (!state.isAllowed && state.remaining === 0 && !state.isExceeded) {
         options.logger.warn(
-          { client: state.key, failures: max, windowSeconds: Math.round(windowMs / 1000), lockedSeconds: state.ttlInSeconds },
+          {
+            client: state.key,
+            failures: max,
+            windowSeconds: Math.round(windowMs / 1000),
+            lockedSeconds: state.ttlInSeconds,
+          },
           `dashboard: ${max} wrong tokens from ${state.key}; refusing its sign-ins and bearer requests for ${state.ttlInSeconds} s`,
         );
       }

@@ -123,7 +123,12 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     // A new token ends the sessions signed in with the old one.
     const revoked = await sessions.revokeOtherTokens();
     if (revoked > 0) logger.info({ revoked }, 'dashboard: the token changed; signed out the sessions of the old one');
-    throttle = await registerAuthThrottle(app, { ...options.authFailures, redisUrl: runtime.config.redisUrl, prefix: runtime.config.prefix, logger });
+    throttle = await registerAuthThrottle(app, {
+      ...options.authFailures,
+      redisUrl: runtime.config.redisUrl,
+      prefix: runtime.config.prefix,
+      logger,
+    });
   }
   const deps = { auth, sessions, throttle };
   registerAuthHook(app, deps);
@@ -137,7 +142,15 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
   });
   registerLoginRoutes(app, deps);
   const searches = new WorkLimiter('searches', limits.search);
-  registerRunsRoutes(app, { runtime, auth, scope, workspaces, pageSize: options.runsPageSize ?? 50, searchScanRuns: options.searchScanRuns ?? 5000, limiter: searches });
+  registerRunsRoutes(app, {
+    runtime,
+    auth,
+    scope,
+    workspaces,
+    pageSize: options.runsPageSize ?? 50,
+    searchScanRuns: options.searchScanRuns ?? 5000,
+    limiter: searches,
+  });
   registerRunRoutes(app, {
     runtime,
     auth,
@@ -147,7 +160,13 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
     groupScanRows: options.groupScanRows ?? 10_000,
   });
-  registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: new WorkLimiter('uploads', limits.upload) });
+  registerUploadRoute(app, {
+    runtime,
+    auth,
+    scope,
+    maxUploadBytes,
+    limiter: new WorkLimiter('uploads', limits.upload),
+  });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });
   await mountBullBoard(app, runtime, workspaces);
 }

@@ -11,7 +11,8 @@ export const BULL_BOARD_PATH = '/queues';
  * Bull Board's policy: its own scripts and styles from /queues/static (its page has inline
  * styles and a JSON config block, no inline script), nothing from another origin.
  */
-export const BULL_BOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'";
+export const BULL_BOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'";
 
 const EXTERNAL_STYLESHEET = /<link[^>]+href="https?:\/\/[^"]*"[^>]*>/g;
 
@@ -41,13 +42,22 @@ export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, wor
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'GET' || request.method === 'HEAD') return undefined;
     if (!isBullBoardUrl(request.url)) return undefined;
-    return reply.code(405).header('Allow', 'GET, HEAD').type('text/plain; charset=utf-8').send('Bull Board is read-only here: retry, pause and resume from the run and workspace pages.\n');
+    return reply
+      .code(405)
+      .header('Allow', 'GET, HEAD')
+      .type('text/plain; charset=utf-8')
+      .send('Bull Board is read-only here: retry, pause and resume from the run and workspace pages.\n');
   });
   // Bull Board's page asks Google for its fonts: the dashboard loads nothing from elsewhere
   // (BULL_BOARD_CSP refuses it too; removing the link spares the browser a refused request).
   // And the page gets a way back to the dashboard.
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!isBullBoardUrl(request.url) || typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').includes('text/html')) return payload;
+    if (
+      !isBullBoardUrl(request.url) ||
+      typeof payload !== 'string' ||
+      !String(reply.getHeader('content-type') ?? '').includes('text/html')
+    )
+      return payload;
     return payload.replace(EXTERNAL_STYLESHEET, '').replace('</body>', `${BACK_LINK}</body>`);
   });
   const serverAdapter = new FastifyAdapter();
@@ -58,7 +68,13 @@ export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, wor
     // interface, but TypeScript sees two declarations of the adapters' private fields.
     serverAdapter: serverAdapter as unknown as IServerAdapter,
     // The way back in its user menu too; no link to the docs site (the operators' hosts may be offline).
-    options: { uiConfig: { boardTitle: 'crm-sync queues', miscLinks: [{ text: 'crm-sync dashboard', url: '/' }], hideDocsLink: true } },
+    options: {
+      uiConfig: {
+        boardTitle: 'crm-sync queues',
+        miscLinks: [{ text: 'crm-sync dashboard', url: '/' }],
+        hideDocsLink: true,
+      },
+    },
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PATH });
 }

@@ -57,7 +57,13 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
       status = STATUS_BY_CODE[error.code] ?? 500;
       message = error.message;
       code = error.code;
-    } else if (typeof error === 'object' && error !== null && 'statusCode' in error && typeof error.statusCode === 'number' && error.statusCode < 500) {
+    } else if (
+      typeof error === 'object' &&
+      error !== null &&
+      'statusCode' in error &&
+      typeof error.statusCode === 'number' &&
+      error.statusCode < 500
+    ) {
       // fastify's own client errors (bad body, too large): their message is about the request.
       status = error.statusCode;
       message = error instanceof Error ? error.message : message;
@@ -69,11 +75,18 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
       logger.info({ url: request.url.slice(0, 200), reason: message }, 'dashboard: work stopped, the client went away');
       return reply.code(status).send();
     }
-    if (status >= 500 && code !== 'DASHBOARD_BUSY') logger.error({ err: error, url: request.url }, 'dashboard request failed');
-    if (wantsJson(request) || request.url.startsWith('/metrics')) return reply.code(status).send({ error: code, message });
+    if (status >= 500 && code !== 'DASHBOARD_BUSY')
+      logger.error({ err: error, url: request.url }, 'dashboard request failed');
+    if (wantsJson(request) || request.url.startsWith('/metrics'))
+      return reply.code(status).send({ error: code, message });
     return sendPage(
       reply,
-      page({ title: 'Error', body: html`<h1>That did not work</h1><div class="notice bad">${message}</div><p><a href="/">Back to the runs</a></p>` }),
+      page({
+        title: 'Error',
+        body: html`<h1>That did not work</h1>
+          <div class="notice bad">${message}</div>
+          <p><a href="/">Back to the runs</a></p>`,
+      }),
       status,
     );
   });

@@ -1,5 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SESSION_COOKIE, authOf, formTokenGuard, ownOrigin, sessionOf, tooManyMessage, type AuthHookDeps } from './auth-hooks.js';
+import {
+  SESSION_COOKIE,
+  authOf,
+  formTokenGuard,
+  ownOrigin,
+  sessionOf,
+  tooManyMessage,
+  type AuthHookDeps,
+} from './auth-hooks.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 
@@ -14,7 +22,14 @@ const UNSAFE_CHARS = /[\u0000-\u001f\u007f\\]/;
  * browser could read differently from us reaches the Location header.
  */
 export function safeNext(next: unknown, origin: string | null): string {
-  if (typeof next !== 'string' || origin === null || !next.startsWith('/') || next.length > 2048 || UNSAFE_CHARS.test(next)) return '/';
+  if (
+    typeof next !== 'string' ||
+    origin === null ||
+    !next.startsWith('/') ||
+    next.length > 2048 ||
+    UNSAFE_CHARS.test(next)
+  )
+    return '/';
   try {
     const url = new URL(next, origin);
     return url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : '/';
@@ -27,16 +42,16 @@ function loginPage(next: string, error?: string): string {
   return page({
     title: 'Sign in',
     body: html`<div class="login card">
-  <h1>Sign in</h1>
-  <p class="sub">Enter the dashboard token (the value of <code>CRM_SYNC_DASHBOARD_TOKEN</code>).</p>
-  ${error !== undefined ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
-  <form method="post" action="/login">
-    <input type="hidden" name="next" value="${next}">
-    <label for="token">Token</label>
-    <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
-    <button class="primary" type="submit">Sign in</button>
-  </form>
-</div>`,
+      <h1>Sign in</h1>
+      <p class="sub">Enter the dashboard token (the value of <code>CRM_SYNC_DASHBOARD_TOKEN</code>).</p>
+      ${error !== undefined ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
+      <form method="post" action="/login">
+        <input type="hidden" name="next" value="${next}" />
+        <label for="token">Token</label>
+        <input id="token" name="token" type="password" autocomplete="current-password" required autofocus />
+        <button class="primary" type="submit">Sign in</button>
+      </form>
+    </div>`,
   });
 }
 
@@ -54,25 +69,35 @@ export function registerLoginRoutes(app: FastifyInstance, deps: AuthHookDeps): v
     return reply.type('text/html; charset=utf-8').send(loginPage(next));
   });
 
-  app.post('/login', async (request: FastifyRequest<{ Body: { token?: unknown; next?: unknown } }>, reply: FastifyReply) => {
-    const body = request.body ?? {};
-    const next = safeNext(body.next, ownOrigin(request));
-    if (auth.insecure || sessions === null) return reply.redirect(next, 303);
-    const wait = await throttle?.waitSeconds(request);
-    if (wait != null) {
-      return reply.code(429).header('Retry-After', String(wait)).type('text/html; charset=utf-8').send(loginPage(next, tooManyMessage(wait)));
-    }
-    if (typeof body.token !== 'string' || !auth.checkToken(body.token.trim())) {
-      await throttle?.failed(request);
-      return reply.code(401).type('text/html; charset=utf-8').send(loginPage(next, 'That token is not right. Check it and try again.'));
-    }
-    // A fresh id on every sign-in; a session the browser still had ends here.
-    const previous = await sessionOf(request, sessions);
-    if (previous !== null) await sessions.revoke(previous);
-    const sid = await sessions.create();
-    reply.setCookie(SESSION_COOKIE, sid, { ...cookieOptions(request), signed: true });
-    return reply.redirect(next, 303);
-  });
+  app.post(
+    '/login',
+    async (request: FastifyRequest<{ Body: { token?: unknown; next?: unknown } }>, reply: FastifyReply) => {
+      const body = request.body ?? {};
+      const next = safeNext(body.next, ownOrigin(request));
+      if (auth.insecure || sessions === null) return reply.redirect(next, 303);
+      const wait = await throttle?.waitSeconds(request);
+      if (wait != null) {
+        return reply
+          .code(429)
+          .header('Retry-After', String(wait))
+          .type('text/html; charset=utf-8')
+          .send(loginPage(next, tooManyMessage(wait)));
+      }
+      if (typeof body.token !== 'string' || !auth.checkToken(body.token.trim())) {
+        await throttle?.failed(request);
+        return reply
+          .code(401)
+          .type('text/html; charset=utf-8')
+          .send(loginPage(next, 'That token is not right. Check it and try again.'));
+      }
+      // A fresh id on every sign-in; a session the browser still had ends here.
+      const previous = await sessionOf(request, sessions);
+      if (previous !== null) await sessions.revoke(previous);
+      const sid = await sessions.create();
+      reply.setCookie(SESSION_COOKIE, sid, { ...cookieOptions(request), signed: true });
+      return reply.redirect(next, 303);
+    },
+  );
 
   app.post('/logout', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
     const who = authOf(request);

@@ -53,9 +53,14 @@ async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot>
   const [counters, statusTotals, queues] = await Promise.all([
     readCounters(runtime.redis, runtime.config.prefix),
     Promise.all(RUN_STATUSES.map(async (status) => (await runtime.store.listRuns({ status, limit: 0 })).total)),
-    Promise.all(workspaces.map(async (workspace) => ({ workspace, depth: await queueDepth(runtime.queue(workspace)) }))),
+    Promise.all(
+      workspaces.map(async (workspace) => ({ workspace, depth: await queueDepth(runtime.queue(workspace)) })),
+    ),
   ]);
-  const runsByStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, statusTotals[i] ?? 0])) as Record<RunStatus, number>;
+  const runsByStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, statusTotals[i] ?? 0])) as Record<
+    RunStatus,
+    number
+  >;
   return { counters, rows, runsByStatus, durations, queues };
 }
 
@@ -97,7 +102,11 @@ export function createMetricsRegistry(options: DashboardMetricsOptions): Registr
         }
       },
     });
-  fromRedis(METRIC.requests, 'CRM API calls made by workers, by HTTP status (or "network")', ['workspace', 'operation', 'status']);
+  fromRedis(METRIC.requests, 'CRM API calls made by workers, by HTTP status (or "network")', [
+    'workspace',
+    'operation',
+    'status',
+  ]);
   fromRedis(METRIC.rateLimited, 'CRM answers 429 Too Many Requests', ['workspace']);
   fromRedis(METRIC.retries, 'Transient failures (5xx, timeouts, resets) that were retried', ['workspace', 'operation']);
   fromRedis(METRIC.rows, 'Final row results written by workers', ['workspace', 'operation', 'status']);
@@ -132,7 +141,8 @@ export function createMetricsRegistry(options: DashboardMetricsOptions): Registr
       const snap = await snapshot();
       this.reset();
       for (const { workspace, depth } of snap.queues) {
-        for (const state of ['waiting', 'active', 'delayed', 'failed'] as const) this.set({ workspace, state }, depth[state]);
+        for (const state of ['waiting', 'active', 'delayed', 'failed'] as const)
+          this.set({ workspace, state }, depth[state]);
       }
     },
   });

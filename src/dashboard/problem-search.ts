@@ -53,7 +53,11 @@ export function problemFilter(f: ProblemFilter): (result: RowResult) => boolean 
 }
 
 export function matchesProblem(result: RowResult, needle: string): boolean {
-  const haystack = [result.message ?? '', result.code ?? '', ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`)];
+  const haystack = [
+    result.message ?? '',
+    result.code ?? '',
+    ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`),
+  ];
   return haystack.some((text) => text.toLowerCase().includes(needle));
 }
 
@@ -63,7 +67,11 @@ export function matchesProblem(result: RowResult, needle: string): boolean {
  * and says where to go on. The cost of one request is bounded whatever the run's size; the
  * total number of matches is not known (that would need the whole scan).
  */
-export async function searchProblems(store: RunStore, runId: string, q: ProblemSearchQuery): Promise<ProblemSearchResult> {
+export async function searchProblems(
+  store: RunStore,
+  runId: string,
+  q: ProblemSearchQuery,
+): Promise<ProblemSearchResult> {
   const rows: RowResult[] = [];
   let at = q.from;
   let problems = -1;

@@ -12,7 +12,10 @@ export interface QueueDepth {
 }
 
 export async function queueDepth(queue: WorkspaceQueue): Promise<QueueDepth> {
-  const [counts, paused] = await Promise.all([queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), queue.isPaused()]);
+  const [counts, paused] = await Promise.all([
+    queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
+    queue.isPaused(),
+  ]);
   return {
     waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
     active: counts.active ?? 0,

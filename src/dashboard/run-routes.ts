@@ -2,7 +2,14 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, resumeWorkspace, retryRun } from '../queue/index.js';
-import { groupProblems, problemRowsWhere, writeResultsCsv, type ProblemStatus, type RowResult, type RunStore } from '../runs/index.js';
+import {
+  groupProblems,
+  problemRowsWhere,
+  writeResultsCsv,
+  type ProblemStatus,
+  type RowResult,
+  type RunStore,
+} from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
 import { html, type SafeHtml } from './html.js';
@@ -51,7 +58,8 @@ export function parseRows(value: unknown): number[] {
   const rows = new Set<number>();
   for (const p of parts) {
     const n = Number(typeof p === 'string' ? p.trim() : p);
-    if (!Number.isInteger(n) || n < 1) throw new CrmSyncError('USAGE', `"${String(p).slice(0, 40)}" is not a row number`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new CrmSyncError('USAGE', `"${String(p).slice(0, 40)}" is not a row number`);
     rows.add(n);
   }
   return [...rows].sort((a, b) => a - b);
@@ -86,7 +94,13 @@ interface RetryBody {
  * failed, uncertain and cancelled rows only: invalid rows would fail validation again unchanged, they go
  * through a corrected upload. Undefined = every problem row (an API client's plain retry).
  */
-async function rowsToRetry(store: RunStore, runId: string, body: RetryBody, limiter: WorkLimiter, signal: AbortSignal): Promise<number[] | undefined> {
+async function rowsToRetry(
+  store: RunStore,
+  runId: string,
+  body: RetryBody,
+  limiter: WorkLimiter,
+  signal: AbortSignal,
+): Promise<number[] | undefined> {
   const selected = body.row ?? body.rows;
   if (selected !== undefined) {
     const rows = parseRows(selected);
@@ -95,10 +109,17 @@ async function rowsToRetry(store: RunStore, runId: string, body: RetryBody, limi
   }
   const group = typeof body.group === 'string' ? body.group : undefined;
   if (group === undefined && body.scope !== 'failed') return undefined;
-  if (group !== undefined && !GROUP_KEY.test(group)) throw new CrmSyncError('USAGE', 'that error group does not exist; reload the run page');
+  if (group !== undefined && !GROUP_KEY.test(group))
+    throw new CrmSyncError('USAGE', 'that error group does not exist; reload the run page');
   const inGroup = group !== undefined ? problemFilter({ group }) : () => true;
-  const rows = await limiter.run(signal, () => problemRowsWhere(store, runId, (r) => r.status !== 'invalid' && inGroup(r)));
-  if (rows.length === 0) throw new CrmSyncError('USAGE', 'no failed rows to retry: invalid rows need a correction first (download, fix, upload)');
+  const rows = await limiter.run(signal, () =>
+    problemRowsWhere(store, runId, (r) => r.status !== 'invalid' && inGroup(r)),
+  );
+  if (rows.length === 0)
+    throw new CrmSyncError(
+      'USAGE',
+      'no failed rows to retry: invalid rows need a correction first (download, fix, upload)',
+    );
   return rows;
 }
 
@@ -119,15 +140,24 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     } else {
       // A filter is bounded per request (scan limit, a few at once) and resumes from `from`.
       const step = await limits.search.run(signal, () =>
-        searchProblems(store, run.id, { match: problemFilter(filter), from: intParam(request.query.from, 0, 0), limit: pageSize, scanLimit: options.searchScanRows, signal }),
+        searchProblems(store, run.id, {
+          match: problemFilter(filter),
+          from: intParam(request.query.from, 0, 0),
+          limit: pageSize,
+          scanLimit: options.searchScanRows,
+          signal,
+        }),
       );
       problems = { rows: step.rows, total: step.rows.length };
       search = { scanned: step.scanned, problems: step.problems, next: step.next };
-      if (wantsJson(request)) return { run, problems: { rows: step.rows, scanned: step.scanned, of: step.problems, next: step.next } };
+      if (wantsJson(request))
+        return { run, problems: { rows: step.rows, scanned: step.scanned, of: step.problems, next: step.next } };
     }
     const hasProblems = problemCount(run) > 0;
     const groups = hasProblems
-      ? await groupCache.get(run, () => limits.search.run(signal, () => groupProblems(store, run.id, { scanLimit: options.groupScanRows, signal })))
+      ? await groupCache.get(run, () =>
+          limits.search.run(signal, () => groupProblems(store, run.id, { scanLimit: options.groupScanRows, signal })),
+        )
       : undefined;
     if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
@@ -147,7 +177,14 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     });
     return sendPage(
       reply,
-      page({ title: `Run ${run.id}`, body, nav: 'runs', canSignOut: !auth.insecure, csrf, ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}) }),
+      page({
+        title: `Run ${run.id}`,
+        body,
+        nav: 'runs',
+        canSignOut: !auth.insecure,
+        csrf,
+        ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}),
+      }),
     );
   });
 
@@ -161,46 +198,79 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     // The client went away: stop reading Redis (writeResultsCsv fails on the destroyed stream).
     request.signal.addEventListener('abort', () => out.destroy(clientGone()), { once: true });
     // Streamed: a 100,000-row run is never held in memory; an error mid-way cuts the download.
-    writeResultsCsv(store, run.id, out, { problemsOnly, ...(isFiltered(filter) ? { filter: problemFilter(filter) } : {}) }).then(
+    writeResultsCsv(store, run.id, out, {
+      problemsOnly,
+      ...(isFiltered(filter) ? { filter: problemFilter(filter) } : {}),
+    }).then(
       () => out.end(),
       (err: unknown) => out.destroy(err instanceof Error ? err : new Error(String(err))),
     );
     return reply
       .type('text/csv; charset=utf-8')
-      .header('Content-Disposition', `attachment; filename="${run.id}-${filter.group !== undefined ? `group-${filter.group}` : problemsOnly ? 'failed' : 'results'}.csv"`)
+      .header(
+        'Content-Disposition',
+        `attachment; filename="${run.id}-${filter.group !== undefined ? `group-${filter.group}` : problemsOnly ? 'failed' : 'results'}.csv"`,
+      )
       .send(out);
   });
 
-  app.post<{ Params: { id: string }; Body: RetryBody | undefined }>('/runs/:id/retry', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    const run = await scope.run(store, request.params.id);
-    const rows = await rowsToRetry(store, run.id, request.body ?? {}, limits.search, request.signal);
-    const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, logger: runtime.logger, ...(rows ? { rows } : {}) });
-    if (wantsJson(request)) return { run: summary.run, progress: summary.progress };
-    return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}`, 303);
-  });
+  app.post<{ Params: { id: string }; Body: RetryBody | undefined }>(
+    '/runs/:id/retry',
+    { preHandler: formTokenGuard(auth) },
+    async (request, reply) => {
+      const run = await scope.run(store, request.params.id);
+      const rows = await rowsToRetry(store, run.id, request.body ?? {}, limits.search, request.signal);
+      const summary = await retryRun({
+        runId: run.id,
+        queue: runtime.queue(run.workspace),
+        store,
+        logger: runtime.logger,
+        ...(rows ? { rows } : {}),
+      });
+      if (wantsJson(request)) return { run: summary.run, progress: summary.progress };
+      return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}`, 303);
+    },
+  );
 
-  app.post<{ Params: { id: string } }>('/runs/:id/cancel', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    const run = await scope.run(store, request.params.id);
-    if (run.status !== 'running' && run.status !== 'blocked') throw new CrmSyncError('RUN_STATE', `run ${run.id} is ${run.status}: only a running or blocked run can be cancelled`);
-    // What `runs cancel` does: waiting rows recorded cancelled, rows in flight finish.
-    const { removed } = await cancelRun({ store, queue: runtime.queue(run.workspace), runId: run.id, reason: 'cancelled from the dashboard' });
-    if (wantsJson(request)) return { cancelled: run.id, cancelledRows: removed };
-    const n = `&n=${removed}`;
-    return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=cancel${n}`, 303);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/runs/:id/cancel',
+    { preHandler: formTokenGuard(auth) },
+    async (request, reply) => {
+      const run = await scope.run(store, request.params.id);
+      if (run.status !== 'running' && run.status !== 'blocked')
+        throw new CrmSyncError(
+          'RUN_STATE',
+          `run ${run.id} is ${run.status}: only a running or blocked run can be cancelled`,
+        );
+      // What `runs cancel` does: waiting rows recorded cancelled, rows in flight finish.
+      const { removed } = await cancelRun({
+        store,
+        queue: runtime.queue(run.workspace),
+        runId: run.id,
+        reason: 'cancelled from the dashboard',
+      });
+      if (wantsJson(request)) return { cancelled: run.id, cancelledRows: removed };
+      const n = `&n=${removed}`;
+      return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=cancel${n}`, 303);
+    },
+  );
 
-  app.post<{ Params: { id: string } }>('/runs/:id/resume', { preHandler: formTokenGuard(auth) }, async (request, reply) => {
-    const run = await scope.run(store, request.params.id);
-    // Resuming un-pauses the whole workspace queue: only a run the CRM's 401 blocked may do
-    // that from here, never a workspace an operator paused on purpose.
-    if (run.status !== 'blocked') {
-      throw new CrmSyncError(
-        'RUN_STATE',
-        `run ${run.id} is ${run.status}, not blocked: there is nothing to resume. To un-pause workspace ${run.workspace}, use the Workspaces page.`,
-      );
-    }
-    const resumed = await resumeWorkspace({ queue: runtime.queue(run.workspace), store, workspace: run.workspace });
-    if (wantsJson(request)) return { resumed };
-    return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=resume&n=${resumed.length}`, 303);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/runs/:id/resume',
+    { preHandler: formTokenGuard(auth) },
+    async (request, reply) => {
+      const run = await scope.run(store, request.params.id);
+      // Resuming un-pauses the whole workspace queue: only a run the CRM's 401 blocked may do
+      // that from here, never a workspace an operator paused on purpose.
+      if (run.status !== 'blocked') {
+        throw new CrmSyncError(
+          'RUN_STATE',
+          `run ${run.id} is ${run.status}, not blocked: there is nothing to resume. To un-pause workspace ${run.workspace}, use the Workspaces page.`,
+        );
+      }
+      const resumed = await resumeWorkspace({ queue: runtime.queue(run.workspace), store, workspace: run.workspace });
+      if (wantsJson(request)) return { resumed };
+      return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=resume&n=${resumed.length}`, 303);
+    },
+  );
 }

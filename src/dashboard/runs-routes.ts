@@ -38,8 +38,18 @@ export function registerRunsRoutes(app: FastifyInstance, options: RunsRoutesOpti
     const workspace = text(q.workspace);
     const sync = text(q.sync);
     const search = text(q.q);
-    const filter: RunsFilter = { page: intParam(q.page, 1), ...(status ? { status } : {}), ...(workspace ? { workspace } : {}), ...(sync ? { sync } : {}), ...(search ? { q: search } : {}) };
-    const filters = { ...(status ? { status } : {}), ...(workspace ? { workspace } : {}), ...(sync ? { syncName: sync } : {}) };
+    const filter: RunsFilter = {
+      page: intParam(q.page, 1),
+      ...(status ? { status } : {}),
+      ...(workspace ? { workspace } : {}),
+      ...(sync ? { sync } : {}),
+      ...(search ? { q: search } : {}),
+    };
+    const filters = {
+      ...(status ? { status } : {}),
+      ...(workspace ? { workspace } : {}),
+      ...(sync ? { syncName: sync } : {}),
+    };
     const offset = (filter.page - 1) * pageSize;
     let listed: { runs: RunRecord[]; total: number };
     let searched: { scanned: number; complete: boolean } | undefined;
@@ -54,18 +64,38 @@ export function registerRunsRoutes(app: FastifyInstance, options: RunsRoutesOpti
       listed = { runs: run !== null && offset === 0 ? [run] : [], total: run !== null ? 1 : 0 };
     } else {
       const found = await limiter.run(request.signal, () =>
-        searchRuns((query) => scope.listRuns(runtime.store, query), { text: search, filters, offset, limit: pageSize, scanLimit: options.searchScanRuns }),
+        searchRuns((query) => scope.listRuns(runtime.store, query), {
+          text: search,
+          filters,
+          offset,
+          limit: pageSize,
+          scanLimit: options.searchScanRuns,
+        }),
       );
       listed = found;
       searched = { scanned: found.scanned, complete: found.complete };
     }
     const { runs, total } = listed;
     if (wantsJson(request)) return { total, runs, ...(searched ? { searched } : {}) };
-    const body = runsPageBody({ runs, total, pageSize, filter, workspaces: options.workspaces, ...(searched ? { searched } : {}) });
+    const body = runsPageBody({
+      runs,
+      total,
+      pageSize,
+      filter,
+      workspaces: options.workspaces,
+      ...(searched ? { searched } : {}),
+    });
     const anyRunning = runs.some((r) => r.status === 'running');
     return sendPage(
       reply,
-      page({ title: 'Runs', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request), ...(anyRunning ? { refreshSeconds: 5 } : {}) }),
+      page({
+        title: 'Runs',
+        body,
+        nav: 'runs',
+        canSignOut: !auth.insecure,
+        csrf: formTokenFor(auth, request),
+        ...(anyRunning ? { refreshSeconds: 5 } : {}),
+      }),
     );
   });
 }

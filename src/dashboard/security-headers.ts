@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { BULL_BOARD_CSP, isBullBoardUrl } from './bull-board.js';
 
-const PAGE_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const PAGE_CSP =
+  "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /** One year; no includeSubDomains: the dashboard does not speak for its parent domain's hosts. */
 const HSTS = 'max-age=31536000';
 

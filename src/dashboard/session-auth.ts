@@ -19,7 +19,10 @@ function equal(a: string, b: string): boolean {
 export function checkTokenStrength(token: Secret, source = 'the dashboard token'): void {
   const length = token.reveal().trim().length;
   if (length < MIN_TOKEN_LENGTH) {
-    throw new CrmSyncError('CONFIG_INVALID', `${source} has ${length} characters; it needs at least ${MIN_TOKEN_LENGTH} (${MAKE_TOKEN_HINT})`);
+    throw new CrmSyncError(
+      'CONFIG_INVALID',
+      `${source} has ${length} characters; it needs at least ${MIN_TOKEN_LENGTH} (${MAKE_TOKEN_HINT})`,
+    );
   }
 }
 
@@ -43,7 +46,9 @@ export class SessionAuth {
     this.#token = token;
     this.insecure = token === null;
     const derive = (purpose: string) =>
-      token === null ? randomBytes(32) : createHmac('sha256', token.reveal()).update(`crm-sync dashboard ${purpose} v2`).digest();
+      token === null
+        ? randomBytes(32)
+        : createHmac('sha256', token.reveal()).update(`crm-sync dashboard ${purpose} v2`).digest();
     this.#key = derive('form tokens');
     this.cookieSecret = derive('session cookies').toString('base64url');
     this.fingerprint = derive('token fingerprint').toString('hex').slice(0, 16);

@@ -24,9 +24,19 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
   const dry = run.options.dryRun === true;
   switch (run.status) {
     case 'running':
-      return { text: dry ? 'Dry run' : 'Running', tone: 'running', detail: '', sentence: dry ? 'Dry run in progress: rows are validated, nothing is sent' : 'Running' };
+      return {
+        text: dry ? 'Dry run' : 'Running',
+        tone: 'running',
+        detail: '',
+        sentence: dry ? 'Dry run in progress: rows are validated, nothing is sent' : 'Running',
+      };
     case 'blocked':
-      return { text: 'Blocked', tone: 'blocked', detail: 'API key refused', sentence: `Blocked — API key refused${run.reason ? `: ${run.reason}` : ''}` };
+      return {
+        text: 'Blocked',
+        tone: 'blocked',
+        detail: 'API key refused',
+        sentence: `Blocked — API key refused${run.reason ? `: ${run.reason}` : ''}`,
+      };
     case 'failed': {
       const why = run.reason ?? (run.counts.total === 0 ? 'no rows were read' : 'no reason recorded');
       return { text: 'Failed', tone: 'bad', detail: shorten(why, 90), sentence: `Failed: ${why}` };
@@ -39,14 +49,24 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
       const { failed, invalid, uncertain } = run.counts;
       if (failed === 0 && invalid === 0 && uncertain === 0) {
         return dry
-          ? { text: 'Dry run', tone: 'ok', detail: 'all rows valid, nothing sent', sentence: 'Dry run completed: every row is valid; nothing was sent' }
+          ? {
+              text: 'Dry run',
+              tone: 'ok',
+              detail: 'all rows valid, nothing sent',
+              sentence: 'Dry run completed: every row is valid; nothing was sent',
+            }
           : { text: 'Completed', tone: 'ok', detail: '', sentence: 'Completed' };
       }
       const parts: string[] = [];
       if (failed > 0) parts.push(plural(failed, 'failed row'));
       if (invalid > 0) parts.push(plural(invalid, 'invalid row'));
       if (uncertain > 0) parts.push(plural(uncertain, 'uncertain create'));
-      return { text: dry ? 'Dry run' : 'Completed', tone: 'warn', detail: parts.join(', '), sentence: `${dry ? 'Dry run completed' : 'Completed'} with ${parts.join(' and ')}` };
+      return {
+        text: dry ? 'Dry run' : 'Completed',
+        tone: 'warn',
+        detail: parts.join(', '),
+        sentence: `${dry ? 'Dry run completed' : 'Completed'} with ${parts.join(' and ')}`,
+      };
     }
   }
 }

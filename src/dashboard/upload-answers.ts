@@ -29,7 +29,11 @@ export async function saveUploadAnswer(redis: Redis, prefix: string, answer: Sto
 }
 
 /** The answer, or null when the token is unknown, expired or malformed. */
-export async function loadUploadAnswer(redis: Redis, prefix: string, token: string): Promise<StoredUploadAnswer | null> {
+export async function loadUploadAnswer(
+  redis: Redis,
+  prefix: string,
+  token: string,
+): Promise<StoredUploadAnswer | null> {
   if (!ANSWER_TOKEN.test(token)) return null;
   const raw = await redis.get(key(prefix, token));
   if (raw === null) return null;

@@ -28,7 +28,8 @@ export interface UploadRouteOptions {
 /** Ignored lines listed in the answer; the rest are only counted. */
 export const IGNORED_SHOWN = 200;
 const UPLOADED = 'the uploaded file';
-const MALFORMED = 'the upload is not a well-formed multipart/form-data body: send the corrected CSV from the run page (field "file")';
+const MALFORMED =
+  'the upload is not a well-formed multipart/form-data body: send the corrected CSV from the run page (field "file")';
 
 /** Messages about the upload name it, never the server's temporary path. */
 function withoutPath(text: string, file: string, dir: string): string {
@@ -42,7 +43,8 @@ function withoutPath(text: string, file: string, dir: string): string {
  */
 async function checkLooksLikeExport(file: string): Promise<void> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
-  const notText = () => new CrmSyncError('INPUT_ENCODING', `${UPLOADED} is not a UTF-8 CSV file (save it as CSV UTF-8)`);
+  const notText = () =>
+    new CrmSyncError('INPUT_ENCODING', `${UPLOADED} is not a UTF-8 CSV file (save it as CSV UTF-8)`);
   let header: string | undefined;
   let head = '';
   for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>) {
@@ -65,12 +67,19 @@ async function checkLooksLikeExport(file: string): Promise<void> {
     throw notText();
   }
   if (!(header ?? head).includes('crm_sync_row')) {
-    throw new CrmSyncError('USAGE', `${UPLOADED} has no crm_sync_row column: upload the failed-rows CSV downloaded from the run page (keep the crm_sync_ columns)`);
+    throw new CrmSyncError(
+      'USAGE',
+      `${UPLOADED} has no crm_sync_row column: upload the failed-rows CSV downloaded from the run page (keep the crm_sync_ columns)`,
+    );
   }
 }
 
 /** Reads the multipart body: the form token, and the file (saved to `file`). */
-async function receive(request: FastifyRequest, file: string, maxBytes: number): Promise<{ csrf: unknown; gotFile: boolean }> {
+async function receive(
+  request: FastifyRequest,
+  file: string,
+  maxBytes: number,
+): Promise<{ csrf: unknown; gotFile: boolean }> {
   let csrf: unknown;
   let gotFile = false;
   try {
@@ -80,7 +89,8 @@ async function receive(request: FastifyRequest, file: string, maxBytes: number):
       } else if (part.fieldname === 'file' && !gotFile) {
         gotFile = true;
         await pipeline(part.file, createWriteStream(file));
-        if (part.file.truncated) throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`);
+        if (part.file.truncated)
+          throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`);
       } else {
         part.file.resume();
       }
@@ -88,7 +98,10 @@ async function receive(request: FastifyRequest, file: string, maxBytes: number):
   } catch (err) {
     if (isCrmSyncError(err)) throw err;
     const status = typeof err === 'object' && err !== null && 'statusCode' in err ? Number(err.statusCode) : 500;
-    if (status === 413) throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, { cause: err });
+    if (status === 413)
+      throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, {
+        cause: err,
+      });
     // busboy's own errors (no boundary, cut-off part, bad header) are plain Errors: the client's fault.
     throw new CrmSyncError('USAGE', MALFORMED, { cause: err });
   }
@@ -104,7 +117,8 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
 
   app.post('/runs/:id/upload', async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
     const run = await scope.run(store, request.params.id);
-    if (!request.isMultipart()) throw new CrmSyncError('USAGE', 'send the corrected CSV as multipart/form-data (field "file")');
+    if (!request.isMultipart())
+      throw new CrmSyncError('USAGE', 'send the corrected CSV as multipart/form-data (field "file")');
     // One upload in a slot: its file on disk and its retry are bounded, whatever the file holds.
     // The answer is sent only after the slot is free (and the temporary file gone), so a client
     // that has its answer can upload again at once.
@@ -117,7 +131,14 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
         if (!checkFormToken(auth, request, csrf)) return { kind: 'bad-form-token' };
         if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
         await checkLooksLikeExport(file);
-        const summary = await retryRun({ runId: run.id, queue: runtime.queue(run.workspace), store, file, logger: runtime.logger, ignoredSampleSize: IGNORED_SHOWN });
+        const summary = await retryRun({
+          runId: run.id,
+          queue: runtime.queue(run.workspace),
+          store,
+          file,
+          logger: runtime.logger,
+          ignoredSampleSize: IGNORED_SHOWN,
+        });
         const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));
         return { kind: 'done', summary, ignored };
       } catch (err) {
@@ -129,19 +150,40 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
     });
     if (answer.kind === 'bad-form-token') return refuse(reply, 403, FORM_TOKEN_MESSAGE);
     const { summary, ignored } = answer;
-    if (wantsJson(request)) return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
-    const token = await saveUploadAnswer(runtime.redis, runtime.config.prefix, { runId: run.id, retried: summary.progress.read, ignored, ignoredCount: summary.ignoredCount });
+    if (wantsJson(request))
+      return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
+    const token = await saveUploadAnswer(runtime.redis, runtime.config.prefix, {
+      runId: run.id,
+      retried: summary.progress.read,
+      ignored,
+      ignoredCount: summary.ignoredCount,
+    });
     return reply.redirect(`/runs/${encodeURIComponent(run.id)}/uploads/${token}`, 303);
   });
 
-  app.get('/runs/:id/uploads/:token', async (request: FastifyRequest<{ Params: { id: string; token: string } }>, reply: FastifyReply) => {
-    const run = await scope.run(store, request.params.id);
-    const answer = await loadUploadAnswer(runtime.redis, runtime.config.prefix, request.params.token);
-    if (answer === null || answer.runId !== run.id) {
-      throw new CrmSyncError('RUN_NOT_FOUND', 'this upload answer is gone (they are kept 15 minutes): open the run to see where its rows are');
-    }
-    if (wantsJson(request)) return answer;
-    const body = uploadResultBody(run, answer.retried, answer.ignored, answer.ignoredCount);
-    return sendPage(reply, page({ title: 'Corrected file', body, nav: 'runs', canSignOut: !auth.insecure, csrf: formTokenFor(auth, request) }));
-  });
+  app.get(
+    '/runs/:id/uploads/:token',
+    async (request: FastifyRequest<{ Params: { id: string; token: string } }>, reply: FastifyReply) => {
+      const run = await scope.run(store, request.params.id);
+      const answer = await loadUploadAnswer(runtime.redis, runtime.config.prefix, request.params.token);
+      if (answer === null || answer.runId !== run.id) {
+        throw new CrmSyncError(
+          'RUN_NOT_FOUND',
+          'this upload answer is gone (they are kept 15 minutes): open the run to see where its rows are',
+        );
+      }
+      if (wantsJson(request)) return answer;
+      const body = uploadResultBody(run, answer.retried, answer.ignored, answer.ignoredCount);
+      return sendPage(
+        reply,
+        page({
+          title: 'Corrected file',
+          body,
+          nav: 'runs',
+          canSignOut: !auth.insecure,
+          csrf: formTokenFor(auth, request),
+        }),
+      );
+    },
+  );
 }

@@ -35,7 +35,10 @@ export class WorkLimiter {
     if (signal.aborted) throw clientGone();
     if (this.#active >= this.limits.running) {
       if (this.#queue.length >= this.limits.waiting) {
-        throw new CrmSyncError('DASHBOARD_BUSY', `the dashboard is already serving ${this.#active} ${this.kind} at once; try again in a moment`);
+        throw new CrmSyncError(
+          'DASHBOARD_BUSY',
+          `the dashboard is already serving ${this.#active} ${this.kind} at once; try again in a moment`,
+        );
       }
       await new Promise<void>((resolve, reject) => {
         const entry = {

@@ -40,15 +40,25 @@ export class WorkspaceScope {
   }
 
   /** The runs list within the scope; several served workspaces are merged newest first. */
-  async listRuns(store: RunStore, query: ListRunsQuery & { offset: number; limit: number }): Promise<{ runs: RunRecord[]; total: number }> {
+  async listRuns(
+    store: RunStore,
+    query: ListRunsQuery & { offset: number; limit: number },
+  ): Promise<{ runs: RunRecord[]; total: number }> {
     const only = this.#only;
     if (only === null) return store.listRuns(query);
-    if (query.workspace !== undefined) return this.allows(query.workspace) ? store.listRuns(query) : { runs: [], total: 0 };
+    if (query.workspace !== undefined)
+      return this.allows(query.workspace) ? store.listRuns(query) : { runs: [], total: 0 };
     const names = [...only];
     if (names.length === 1) return store.listRuns({ ...query, workspace: names[0] });
     const end = query.offset + query.limit;
-    if (end > MAX_MERGED_POSITION) throw new CrmSyncError('USAGE', `pages past run ${MAX_MERGED_POSITION.toLocaleString('en-US')} are not shown across several workspaces: filter by one workspace`);
-    const parts = await Promise.all(names.map((workspace) => store.listRuns({ ...query, workspace, offset: 0, limit: end })));
+    if (end > MAX_MERGED_POSITION)
+      throw new CrmSyncError(
+        'USAGE',
+        `pages past run ${MAX_MERGED_POSITION.toLocaleString('en-US')} are not shown across several workspaces: filter by one workspace`,
+      );
+    const parts = await Promise.all(
+      names.map((workspace) => store.listRuns({ ...query, workspace, offset: 0, limit: end })),
+    );
     const runs = parts
       .flatMap((p) => p.runs)
       .sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1))

@@ -1,1 +1,10 @@
-export { runDemo, DEMO_IMPORTS, SAMPLES_DIR, SAMPLE_SEED, SAMPLE_RECORDS, type DemoOptions, type DemoResult, type DemoImport } from './run-demo.js';
+export {
+  runDemo,
+  DEMO_IMPORTS,
+  SAMPLES_DIR,
+  SAMPLE_SEED,
+  SAMPLE_RECORDS,
+  type DemoOptions,
+  type DemoResult,
+  type DemoImport,
+} from './run-demo.js';

@@ -27,7 +27,12 @@ export interface DemoImport {
 }
 
 export const DEMO_IMPORTS: readonly DemoImport[] = [
-  { file: 'deals-update.csv', op: 'deal.update', mapping: 'deals-mapping.json', what: 'deal updates from a spreadsheet export, with a column mapping' },
+  {
+    file: 'deals-update.csv',
+    op: 'deal.update',
+    mapping: 'deals-mapping.json',
+    what: 'deal updates from a spreadsheet export, with a column mapping',
+  },
   { file: 'deals-create.csv', op: 'deal.create', what: 'new deals' },
   { file: 'contacts-update.ndjson', op: 'contact.update', what: 'contact updates (NDJSON)' },
   { file: 'leads-update.json', op: 'lead.update', what: 'lead status changes (JSON array)' },
@@ -62,7 +67,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const apiKey = `demo-${randomBytes(8).toString('hex')}`;
   const sim = await startSimulator({
     port: 0,
-    workspaces: [{ name: 'acme', apiKeys: [apiKey], records: SAMPLE_RECORDS, seed: SAMPLE_SEED, rateLimit: { max: 40, windowMs: 1000 } }],
+    workspaces: [
+      {
+        name: 'acme',
+        apiKeys: [apiKey],
+        records: SAMPLE_RECORDS,
+        seed: SAMPLE_SEED,
+        rateLimit: { max: 40, windowMs: 1000 },
+      },
+    ],
     latencyMs: 10,
     faults: { errorRate: 0.03 },
   });
@@ -76,7 +89,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       redisUrl,
       resultsDir,
       workspaces: {
-        acme: { baseUrl: sim.baseUrl('acme'), apiKeyEnv: 'CRM_SYNC_DEMO_API_KEY', rateLimit: { max: 35, durationMs: 1000 }, retry: { attempts: 5, backoffMs: 200 } },
+        acme: {
+          baseUrl: sim.baseUrl('acme'),
+          apiKeyEnv: 'CRM_SYNC_DEMO_API_KEY',
+          rateLimit: { max: 35, durationMs: 1000 },
+          retry: { attempts: 5, backoffMs: 200 },
+        },
       },
     },
     { source: 'demo', env: { ...process.env, CRM_SYNC_PREFIX: options.prefix ?? 'crm-sync-demo' } },
@@ -121,8 +139,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const s = sim.workspace('acme').stats;
     say(`CRM saw ${s.requests} requests: ${s.rateLimited} answered 429, ${s.errors5xx} answered 5xx (retried).`);
     for (const r of result.runs) if (r.failedCsv) say(`failed rows of ${r.run.id}: ${r.failedCsv}`);
-    say(`The demo's runs stay in Redis: CRM_SYNC_PREFIX=${options.prefix ?? 'crm-sync-demo'} npx crm-sync runs show <run id>`);
-    say('Fix a failed-rows CSV and retry it with: crm-sync runs retry <run id> --file <csv>  (against a real workspace).');
+    say(
+      `The demo's runs stay in Redis: CRM_SYNC_PREFIX=${options.prefix ?? 'crm-sync-demo'} npx crm-sync runs show <run id>`,
+    );
+    say(
+      'Fix a failed-rows CSV and retry it with: crm-sync runs retry <run id> --file <csv>  (against a real workspace).',
+    );
   } finally {
     await pool.close();
     await runtime.close();

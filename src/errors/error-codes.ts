@@ -26,7 +26,8 @@ export const ERROR_CODES = {
   RUN_NOT_FOUND: 'No run with that id exists',
   RUN_STATE: 'The run is not in a state that allows this action',
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
-  REDIS_EVICTS: "Redis is set to evict keys (maxmemory-policy): queued jobs and results could vanish, so crm-sync will not start",
+  REDIS_EVICTS:
+    'Redis is set to evict keys (maxmemory-policy): queued jobs and results could vanish, so crm-sync will not start',
   REDIS_CLUSTER: 'Redis is a Redis Cluster node; crm-sync needs a standalone Redis',
   REDIS_FULL: 'Redis refused a write because it is full (maxmemory); nothing more was sent',
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
@@ -37,10 +38,12 @@ export const ERROR_CODES = {
   RUN_CANCELLED: 'The run was cancelled (runs cancel) before this row was sent; runs retry sends it',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
   ROW_SUPERSEDED: 'Not sent: a later row for the same record was applied first, so this older value must not follow it',
-  CREATE_UNCERTAIN: 'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
+  CREATE_UNCERTAIN:
+    'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',
   JOB_LOST: "The worker lost its job (lock expired, e.g. cut off from Redis); the job's new owner sends the rows",
-  DASHBOARD_BUSY: 'The dashboard is already doing as many searches, downloads or uploads at once as it allows; try again in a moment',
+  DASHBOARD_BUSY:
+    'The dashboard is already doing as many searches, downloads or uploads at once as it allows; try again in a moment',
   CLIENT_GONE: 'The client closed the connection before the dashboard had answered, so the work for it was stopped',
 } as const;
 

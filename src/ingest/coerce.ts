@@ -51,20 +51,29 @@ function notText(raw: unknown, lenient: boolean): Coerced | undefined {
   if (typeof raw !== 'number' && typeof raw !== 'boolean') return undefined;
   if (lenient) return { value: String(raw) };
   const kind = typeof raw === 'number' ? 'a number' : 'true or false';
-  return { error: `must be text, not ${kind} (${JSON.stringify(raw)}); quote it in the file, or set "type": "string" for this column in the mapping` };
+  return {
+    error: `must be text, not ${kind} (${JSON.stringify(raw)}); quote it in the file, or set "type": "string" for this column in the mapping`,
+  };
 }
 
 function toList(raw: unknown, separator: string, lenient: boolean): Coerced {
   if (typeof raw === 'string') {
-    const items = raw.split(separator).map((s) => s.trim()).filter((s) => s !== '');
+    const items = raw
+      .split(separator)
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     return items.length === 0 ? OMIT : { value: items };
   }
   // An explicit JSON array is kept even when empty: [] says "no tags", an empty cell says nothing.
   if (Array.isArray(raw)) {
     const items: string[] = [];
     for (const [i, item] of raw.entries()) {
-      if (typeof item === 'number' && !lenient) return { error: `item ${i + 1} must be text, not a number (${JSON.stringify(item)}); quote it, or set "type": "list" for this column in the mapping` };
-      if (typeof item !== 'string' && typeof item !== 'number') return { error: `the list may only hold text, found ${show(item)}` };
+      if (typeof item === 'number' && !lenient)
+        return {
+          error: `item ${i + 1} must be text, not a number (${JSON.stringify(item)}); quote it, or set "type": "list" for this column in the mapping`,
+        };
+      if (typeof item !== 'string' && typeof item !== 'number')
+        return { error: `the list may only hold text, found ${show(item)}` };
       const s = String(item).trim();
       const bad = controlCharProblem(s);
       if (bad !== undefined) return { error: `item ${i + 1} ${bad}` };

@@ -51,7 +51,14 @@ export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext):
       }
       row++;
       if (rec.error !== undefined) {
-        yield { kind: 'problem', row, line: rec.line, code: rec.error.code, message: rec.error.message, original: recordOf(columns, rec.fields) };
+        yield {
+          kind: 'problem',
+          row,
+          line: rec.line,
+          code: rec.error.code,
+          message: rec.error.message,
+          original: recordOf(columns, rec.fields),
+        };
       } else if (rec.fields.length !== columns.length) {
         yield {
           kind: 'problem',
@@ -60,11 +67,19 @@ export async function* readCsv(text: AsyncIterable<string>, ctx: ReaderContext):
           code: 'INPUT_PARSE',
           message:
             `line ${rec.line}: expected ${columns.length} fields, found ${rec.fields.length}` +
-            (rec.fields.length > columns.length ? ` (a value containing ${JSON.stringify(ctx.delimiter)} must be quoted)` : ''),
+            (rec.fields.length > columns.length
+              ? ` (a value containing ${JSON.stringify(ctx.delimiter)} must be quoted)`
+              : ''),
           original: recordOf(columns, rec.fields),
         };
       } else {
-        yield { kind: 'record', row, line: rec.line, values: recordOf(columns, rec.fields), original: recordOf(columns, rec.fields) };
+        yield {
+          kind: 'record',
+          row,
+          line: rec.line,
+          values: recordOf(columns, rec.fields),
+          original: recordOf(columns, rec.fields),
+        };
       }
     }
     batch.length = 0;

@@ -52,7 +52,8 @@ function unwrap(schema: z.ZodType): z.ZodType {
 function notesOf(op: Operation, field: string, schema: z.ZodType): string {
   const inner = unwrap(schema);
   // The create schema reuses the update's; its reason for a required name is our own.
-  if (op === 'deal.create' && field === 'name') return 'the spec does not say; a deal without a name is useless, so crm-sync requires one';
+  if (op === 'deal.create' && field === 'name')
+    return 'the spec does not say; a deal without a name is useless, so crm-sync requires one';
   const notes: string[] = [];
   if (inner instanceof z.ZodEnum) notes.push(`one of ${(inner.options as string[]).map((o) => `\`${o}\``).join(', ')}`);
   const rule = RULE_NOTES[field];
@@ -74,7 +75,9 @@ export function fieldTable(): string {
       const required = !schema.safeParse(undefined).success;
       const opNote = field === fieldsOf(op)[0] ? OP_NOTES[op] : undefined;
       const notes = [notesOf(op, field, schema), opNote].filter(Boolean).join('; ');
-      lines.push(`| \`${op}\` | \`${field}\` | ${required ? 'yes' : 'no'} | ${TYPE_WORDS[inferType(field)]} | ${notes} |`);
+      lines.push(
+        `| \`${op}\` | \`${field}\` | ${required ? 'yes' : 'no'} | ${TYPE_WORDS[inferType(field)]} | ${notes} |`,
+      );
     }
   }
   return lines.join('\n');

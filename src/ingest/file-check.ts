@@ -40,7 +40,8 @@ export function checkFileHead(path: string): Buffer | undefined {
   }
   // A BOM and white space alone are still nothing.
   const text = head.subarray(head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0).toString('latin1');
-  if (head.length < HEAD_BYTES && text.trim() === '') throw new CrmSyncError('INPUT_EMPTY', `${path}: the file is empty`);
+  if (head.length < HEAD_BYTES && text.trim() === '')
+    throw new CrmSyncError('INPUT_EMPTY', `${path}: the file is empty`);
   return head;
 }
 

@@ -24,7 +24,10 @@ const READERS = {
   csv: readCsv,
   ndjson: readNdjson,
   json: readJsonArray,
-} as const satisfies Record<SourceFormat, (text: AsyncIterable<string>, ctx: ReaderContext) => AsyncGenerator<SourceItem>>;
+} as const satisfies Record<
+  SourceFormat,
+  (text: AsyncIterable<string>, ctx: ReaderContext) => AsyncGenerator<SourceItem>
+>;
 
 /**
  * A file as an async iterable of rows. Each iteration reads the file afresh (row numbers are
@@ -73,7 +76,14 @@ export class FileSourceReader implements SourceReader {
     const header = deferred();
     this.header = header;
     const { path, delimiter, maxRecordBytes, maxColumns } = this.settings;
-    const ctx: ReaderContext = { name: path, delimiter, maxRecordBytes, maxColumns, columns: this.cols, onHeader: header.resolve };
+    const ctx: ReaderContext = {
+      name: path,
+      delimiter,
+      maxRecordBytes,
+      maxColumns,
+      columns: this.cols,
+      onHeader: header.resolve,
+    };
     const text = readTextChunks(path, (n) => {
       this.read += n;
     });

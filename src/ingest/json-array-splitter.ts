@@ -58,12 +58,17 @@ export class JsonArraySplitter {
         case EXPECT_ELEMENT:
         case AFTER_ELEMENT:
           if (isSpace(c)) break;
-          if (c === ']') this.state = DONE; // also accepts a trailing comma: nothing is lost by it
+          if (c === ']')
+            this.state = DONE; // also accepts a trailing comma: nothing is lost by it
           else if (this.state === AFTER_ELEMENT && c === ',') this.state = EXPECT_ELEMENT;
           else if (this.state === EXPECT_ELEMENT && c !== ',') {
             this.startElement(c);
             seg = i;
-          } else this.breakAt(out, `expected ${this.state === AFTER_ELEMENT ? "',' or ']'" : 'a value'}, found ${JSON.stringify(c)}`);
+          } else
+            this.breakAt(
+              out,
+              `expected ${this.state === AFTER_ELEMENT ? "',' or ']'" : 'a value'}, found ${JSON.stringify(c)}`,
+            );
           break;
         case IN_ELEMENT:
           if (this.inString) {
@@ -92,7 +97,8 @@ export class JsonArraySplitter {
           }
           break;
         case DONE:
-          if (!isSpace(c)) this.breakAt(out, `unexpected text after the end of the array (${JSON.stringify(c)}); it was not read`);
+          if (!isSpace(c))
+            this.breakAt(out, `unexpected text after the end of the array (${JSON.stringify(c)}); it was not read`);
           break;
       }
       if (this.state === IN_ELEMENT && ++this.chars > this.maxRecordBytes && !this.tooLarge) {

@@ -21,7 +21,14 @@ export async function* readJsonArray(text: AsyncIterable<string>, ctx: ReaderCon
           yield tooLarge(++row, piece.line, ctx.maxRecordBytes);
           break;
         case 'broken':
-          yield { kind: 'problem', row: ++row, line: piece.line, code: 'INPUT_PARSE', message: piece.message, original: {} };
+          yield {
+            kind: 'problem',
+            row: ++row,
+            line: piece.line,
+            code: 'INPUT_PARSE',
+            message: piece.message,
+            original: {},
+          };
           break;
         case 'not-array':
           throw new CrmSyncError(

@@ -26,13 +26,27 @@ function rawOriginal(text: string): Record<string, string> {
  * added to `ctx.columns`, up to `maxColumns` distinct keys so a file of ever-new keys cannot
  * grow memory without bound.
  */
-export function jsonRow(ctx: ReaderContext, seenColumns: Set<string>, row: number, line: number, text: string, where = `line ${line}`): SourceItem {
+export function jsonRow(
+  ctx: ReaderContext,
+  seenColumns: Set<string>,
+  row: number,
+  line: number,
+  text: string,
+  where = `line ${line}`,
+): SourceItem {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    return { kind: 'problem', row, line, code: 'INPUT_PARSE', message: `${where}: not valid JSON (${reason})`, original: rawOriginal(text) };
+    return {
+      kind: 'problem',
+      row,
+      line,
+      code: 'INPUT_PARSE',
+      message: `${where}: not valid JSON (${reason})`,
+      original: rawOriginal(text),
+    };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return {

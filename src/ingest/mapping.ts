@@ -24,7 +24,12 @@ const ColumnRuleSchema = z.strictObject(
     /** Default true. */
     trim: z.boolean('must be true or false').optional(),
   },
-  { error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim` : undefined) },
+  {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim`
+        : undefined,
+  },
 );
 
 /**
@@ -32,28 +37,30 @@ const ColumnRuleSchema = z.strictObject(
  * column explicitly (useful with `unmapped: "error"`).
  */
 export const MappingSchema = z
-  .strictObject({
-    columns: z.record(
-      z.string(),
-      z.union([z.string().min(1), z.null(), ColumnRuleSchema], {
-        error: 'must be a field name, null, or an object like {"field": "value", "type": "number"}',
-      }),
-      'must be an object of "source column": "api_field"',
-    ),
-    /**
-     * What to do with source columns (JSON keys) the mapping does not name. Default "error":
-     * the file is refused before anything is sent; "ignore" skips them (the run lists them).
-     */
-    unmapped: z.enum(['ignore', 'error'], 'must be "ignore" or "error"').default('error'),
-  },
-  {
-    error: (iss) =>
-      iss.code === 'unrecognized_keys'
-        ? `unknown setting(s) ${iss.keys.join(', ')}: use columns and unmapped`
-        : iss.code === 'invalid_type'
-          ? 'must be an object like {"columns": {"Source column": "api_field"}}'
-          : undefined,
-  })
+  .strictObject(
+    {
+      columns: z.record(
+        z.string(),
+        z.union([z.string().min(1), z.null(), ColumnRuleSchema], {
+          error: 'must be a field name, null, or an object like {"field": "value", "type": "number"}',
+        }),
+        'must be an object of "source column": "api_field"',
+      ),
+      /**
+       * What to do with source columns (JSON keys) the mapping does not name. Default "error":
+       * the file is refused before anything is sent; "ignore" skips them (the run lists them).
+       */
+      unmapped: z.enum(['ignore', 'error'], 'must be "ignore" or "error"').default('error'),
+    },
+    {
+      error: (iss) =>
+        iss.code === 'unrecognized_keys'
+          ? `unknown setting(s) ${iss.keys.join(', ')}: use columns and unmapped`
+          : iss.code === 'invalid_type'
+            ? 'must be an object like {"columns": {"Source column": "api_field"}}'
+            : undefined,
+    },
+  )
   .superRefine((mapping, ctx) => {
     const byField = new Map<string, string>();
     for (const [column, target] of Object.entries(mapping.columns)) {
@@ -61,7 +68,11 @@ export const MappingSchema = z
       if (field === undefined) continue;
       const other = byField.get(field);
       if (other !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['columns', column], message: `maps to "${field}", which column "${other}" already maps to` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['columns', column],
+          message: `maps to "${field}", which column "${other}" already maps to`,
+        });
       }
       byField.set(field, column);
     }
@@ -105,7 +116,18 @@ export function inferType(field: string): ColumnType {
 }
 
 function jsonPath(path: readonly PropertyKey[]): string {
-  return '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_]\w*$/.test(String(p)) ? `.${String(p)}` : `[${JSON.stringify(String(p))}]`)).join('');
+  return (
+    '$' +
+    path
+      .map((p) =>
+        typeof p === 'number'
+          ? `[${p}]`
+          : /^[A-Za-z_]\w*$/.test(String(p))
+            ? `.${String(p)}`
+            : `[${JSON.stringify(String(p))}]`,
+      )
+      .join('')
+  );
 }
 
 /** Validates a parsed mapping document. `source` names it in errors (a file name, "run x"). */
@@ -115,7 +137,8 @@ export function parseMapping(raw: unknown, source: string): Mapping {
   const issues = result.error.issues.flatMap((issue) => {
     // A union only says "none of the shapes fit"; for an object entry the rule's own reason helps more.
     const value = issue.path.reduce<unknown>((v, p) => (v as Record<PropertyKey, unknown> | undefined)?.[p], raw);
-    if (issue.code !== 'invalid_union' || value === null || typeof value !== 'object' || Array.isArray(value)) return [issue];
+    if (issue.code !== 'invalid_union' || value === null || typeof value !== 'object' || Array.isArray(value))
+      return [issue];
     const inner = ColumnRuleSchema.safeParse(value);
     return inner.success ? [issue] : inner.error.issues.map((i) => ({ ...i, path: [...issue.path, ...i.path] }));
   });
@@ -130,14 +153,18 @@ export function readMappingFile(path: string): { mapping: Mapping; raw: unknown 
     text = readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'the file does not exist' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
+    const reason =
+      code === 'ENOENT' ? 'the file does not exist' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
     throw new CrmSyncError('MAPPING_INVALID', `cannot read mapping file ${path}: ${reason}`, { cause: err });
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new CrmSyncError('MAPPING_INVALID', `${path}: not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+    throw new CrmSyncError(
+      'MAPPING_INVALID',
+      `${path}: not valid JSON (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   return { mapping: parseMapping(raw, path), raw };
 }
@@ -149,7 +176,14 @@ export function loadMapping(path: string): Mapping {
 const DEFAULT_RULES = Object.fromEntries(
   Object.entries(ROW_FIELDS).map(([op, fields]) => [
     op,
-    fields.map((field): ColumnRule => ({ column: field, field, type: inferType(field), separator: ';', trim: true, typed: false })),
+    fields.map((field): ColumnRule => ({
+      column: field,
+      field,
+      type: inferType(field),
+      separator: ';',
+      trim: true,
+      typed: false,
+    })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
 

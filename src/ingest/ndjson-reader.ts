@@ -11,7 +11,7 @@ export async function* readNdjson(text: AsyncIterable<string>, ctx: ReaderContex
 
   function* finish(raw: string): Generator<SourceItem> {
     const lineText = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    const wasTooLarge = 
+    const wasTooLarge =
       pendingTooLarge ||
       lineText.length > ctx.maxRecordBytes ||
       // Characters bound bytes from below; measure bytes only when that bound is not enough.

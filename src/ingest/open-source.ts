@@ -20,7 +20,8 @@ const BY_EXTENSION: Record<string, { format: SourceFormat; delimiter?: string }>
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw new CrmSyncError('USAGE', `${name} must be a whole number of 1 or more`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new CrmSyncError('USAGE', `${name} must be a whole number of 1 or more`);
   return value;
 }
 
@@ -43,7 +44,10 @@ export function openSource(path: string, options: ReadSourceOptions = {}): Sourc
   const delimiterGuessed = format === 'csv' && fixed === undefined && head !== undefined;
   const delimiter = fixed ?? (delimiterGuessed && head ? sniffDelimiter(head) : ',');
   if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
-    throw new CrmSyncError('USAGE', `the delimiter must be one character other than a quote or a line break, not ${JSON.stringify(delimiter)}`);
+    throw new CrmSyncError(
+      'USAGE',
+      `the delimiter must be one character other than a quote or a line break, not ${JSON.stringify(delimiter)}`,
+    );
   }
   return new FileSourceReader({
     path,

@@ -4,7 +4,8 @@
  * `__proto__`, is defined as an ordinary own property instead of replacing the prototype.
  */
 export function setField<T>(record: Record<string, T>, key: string, value: T): void {
-  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
   else record[key] = value;
 }
 

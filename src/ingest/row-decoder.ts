@@ -35,7 +35,11 @@ export function labelOf(rule: Pick<ColumnRule, 'column' | 'field'>): string {
   return rule.column === rule.field ? rule.field : `${rule.column} (${rule.field})`;
 }
 
-const DELIMITERS: Array<[string, string]> = [[';', ';'], ['\t', 'tab'], ['|', '|']];
+const DELIMITERS: Array<[string, string]> = [
+  [';', ';'],
+  ['\t', 'tab'],
+  ['|', '|'],
+];
 
 /**
  * The one path from a source row to a payload or field errors, built once per (operation,
@@ -61,7 +65,11 @@ export class RowDecoder {
     this.unknownColumns = options.ignoreUnknownColumns || options.mapping?.unmapped === 'ignore' ? 'ignore' : 'error';
     const named = options.mapping ? Object.keys(options.mapping.columns) : fieldsOf(options.op);
     this.#known = new Set([...named, ...(options.extraColumns ?? [])]);
-    this.#skipped = new Set(Object.entries(options.mapping?.columns ?? {}).filter(([, target]) => target === null).map(([column]) => column));
+    this.#skipped = new Set(
+      Object.entries(options.mapping?.columns ?? {})
+        .filter(([, target]) => target === null)
+        .map(([column]) => column),
+    );
     this.#labels = new Map(this.rules.map((r) => [r.field, labelOf(r)]));
   }
 
@@ -83,12 +91,18 @@ export class RowDecoder {
   checkColumns(columns: readonly string[], complete: boolean): void {
     const problems: string[] = [];
     const present = new Set(columns);
-    const missing = this.#mapping && complete ? this.rules.filter((r) => !present.has(r.column)).map((r) => r.column) : [];
+    const missing =
+      this.#mapping && complete ? this.rules.filter((r) => !present.has(r.column)).map((r) => r.column) : [];
     for (const column of missing) {
-      problems.push(`the mapping names column ${JSON.stringify(column)}, which the file does not have${didYouMean(column, columns)}`);
+      problems.push(
+        `the mapping names column ${JSON.stringify(column)}, which the file does not have${didYouMean(column, columns)}`,
+      );
     }
     if (this.unknownColumns === 'error') {
-      const candidates = [...missing, ...fieldsOf(this.op).filter((f) => !this.rules.some((r) => r.field === f && present.has(r.column)))];
+      const candidates = [
+        ...missing,
+        ...fieldsOf(this.op).filter((f) => !this.rules.some((r) => r.field === f && present.has(r.column))),
+      ];
       const unknown = columns.filter((c) => !this.#known.has(c));
       if (unknown.length > 0) {
         const named = unknown.slice(0, 10).map((c) => `${JSON.stringify(c)}${didYouMean(c, candidates)}`);
@@ -98,7 +112,10 @@ export class RowDecoder {
             `rename them, map them in a mapping file (null skips one), or skip every such column with "unmapped": "ignore" in the mapping or --ignore-unknown-columns`,
         );
       }
-      const glued = unknown.length === 1 && columns.length === 1 ? DELIMITERS.find(([d]) => (unknown[0] as string).includes(d)) : undefined;
+      const glued =
+        unknown.length === 1 && columns.length === 1
+          ? DELIMITERS.find(([d]) => (unknown[0] as string).includes(d))
+          : undefined;
       if (glued) problems.push(`the header looks ${glued[1]}-separated: pass --delimiter ${JSON.stringify(glued[0])}`);
     }
     if (problems.length > 0) throw new CrmSyncError('INPUT_COLUMNS', `${problems.join('; ')}. Nothing was sent.`);
@@ -115,7 +132,10 @@ export class RowDecoder {
     if (this.unknownColumns === 'error') {
       for (const key of Object.keys(values)) {
         if (!this.#known.has(key)) {
-          errors.push({ field: key, message: `maps to no field of ${this.op}${didYouMean(key, fieldsOf(this.op))}; not sent (map it, or ignore it with --ignore-unknown-columns)` });
+          errors.push({
+            field: key,
+            message: `maps to no field of ${this.op}${didYouMean(key, fieldsOf(this.op))}; not sent (map it, or ignore it with --ignore-unknown-columns)`,
+          });
         }
       }
     }
@@ -147,7 +167,8 @@ export class RowDecoder {
       for (const e of checked.errors) {
         const field = this.label(e.field);
         // "Needs at least one field" is noise too when a cell was there but failed.
-        if (!failed.has(field) && !(e.field === ROW_FIELD && earlier.length > 0)) errors.push({ field, message: e.message });
+        if (!failed.has(field) && !(e.field === ROW_FIELD && earlier.length > 0))
+          errors.push({ field, message: e.message });
       }
     }
     return { errors };
@@ -163,7 +184,9 @@ export class RowDecoder {
   }
 
   /** One row's values → a payload, or field errors named by source column. */
-  decodeValues(values: Record<string, unknown>): { payload: OperationPayload; errors?: undefined } | { payload?: undefined; errors: FieldError[] } {
+  decodeValues(
+    values: Record<string, unknown>,
+  ): { payload: OperationPayload; errors?: undefined } | { payload?: undefined; errors: FieldError[] } {
     const mapped = this.mapValues(values);
     return this.validate(mapped.fields, mapped.errors);
   }
@@ -171,8 +194,11 @@ export class RowDecoder {
   /** A source item → a row for the producer (a reader's problem stays a problem). */
   decode(item: SourceItem): IngestedRow {
     const { row, line, original } = item;
-    if (item.kind === 'problem') return { row, line, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+    if (item.kind === 'problem')
+      return { row, line, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
     const { payload, errors } = this.decodeValues(item.values);
-    return payload !== undefined ? { row, line, original, payload } : { row, line, original, code: 'ROW_INVALID', errors };
+    return payload !== undefined
+      ? { row, line, original, payload }
+      : { row, line, original, code: 'ROW_INVALID', errors };
   }
 }

@@ -16,11 +16,15 @@ function countLf(bytes: Uint8Array, end: number): number {
 function unreadable(path: string, err: unknown): CrmSyncError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   const reason =
-    code === 'ENOENT' ? 'the file does not exist'
-    : code === 'EACCES' || code === 'EPERM' ? 'permission denied'
-    : code === 'EISDIR' ? 'it is a directory, not a file'
-    : err instanceof Error ? err.message
-    : String(err);
+    code === 'ENOENT'
+      ? 'the file does not exist'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'permission denied'
+        : code === 'EISDIR'
+          ? 'it is a directory, not a file'
+          : err instanceof Error
+            ? err.message
+            : String(err);
   return new CrmSyncError('INPUT_UNREADABLE', `cannot read ${path}: ${reason}`, { cause: err });
 }
 

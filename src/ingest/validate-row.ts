@@ -16,13 +16,20 @@ function candidateOf(op: Operation, fields: Record<string, unknown>): Record<str
   return op === 'deal.create' ? { op, fields } : { op, id, fields: rest };
 }
 
-const WORDS: Record<string, string> = { string: 'text', number: 'a number', array: 'a list', object: 'an object', boolean: 'true or false' };
+const WORDS: Record<string, string> = {
+  string: 'text',
+  number: 'a number',
+  array: 'a list',
+  object: 'an object',
+  boolean: 'true or false',
+};
 
 /** zod's issue → a plain sentence about one field (no zod vocabulary reaches people). */
 function toFieldErrors(issue: z.core.$ZodIssue, candidate: Record<string, unknown>): FieldError[] {
   // Payload paths are ["fields", name, ...], ["options", name] or [name]: the name is the field.
   const path = issue.path[0] === 'fields' || issue.path[0] === 'options' ? issue.path.slice(1) : issue.path;
-  if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: k, message: 'is not a field of this operation' }));
+  if (issue.code === 'unrecognized_keys')
+    return issue.keys.map((k) => ({ field: k, message: 'is not a field of this operation' }));
   const [name, index] = path;
   if (name === undefined) return [{ field: ROW_FIELD, message: issue.message }];
   const field = String(name);
@@ -30,7 +37,12 @@ function toFieldErrors(issue: z.core.$ZodIssue, candidate: Record<string, unknow
   for (const p of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[p];
   let message = issue.message;
   if (issue.code === 'invalid_type') {
-    message = value === undefined ? 'is required' : message.startsWith('Invalid') ? `must be ${WORDS[issue.expected] ?? issue.expected}` : message;
+    message =
+      value === undefined
+        ? 'is required'
+        : message.startsWith('Invalid')
+          ? `must be ${WORDS[issue.expected] ?? issue.expected}`
+          : message;
   } else if (message.startsWith('Invalid')) {
     message = 'is not valid';
   }

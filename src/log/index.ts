@@ -39,9 +39,17 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
-  const opts = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: options.base ?? {}, mixin: traceLogFields };
+  const opts = {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: options.base ?? {},
+    mixin: traceLogFields,
+  };
   if (usePretty) {
-    return pino(opts, loadPretty()({ destination: 2, sync: true, colorize: true, singleLine: true, ignore: 'pid,hostname' }));
+    return pino(
+      opts,
+      loadPretty()({ destination: 2, sync: true, colorize: true, singleLine: true, ignore: 'pid,hostname' }),
+    );
   }
   return pino(opts, pino.destination({ dest: 2, sync: true }));
 }

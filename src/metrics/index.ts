@@ -1,4 +1,10 @@
-export { MetricsRecorder, readCounters, metricsKey, type MetricsRecorderOptions, type CounterSample } from './metrics-recorder.js';
+export {
+  MetricsRecorder,
+  readCounters,
+  metricsKey,
+  type MetricsRecorderOptions,
+  type CounterSample,
+} from './metrics-recorder.js';
 
 export { METRIC } from './metric-names.js';
 export { readSeries, seriesKey, SERIES_BUCKET_MS, SERIES_TTL_SECONDS, type SeriesPoint } from './metrics-series.js';

@@ -97,6 +97,10 @@ export async function readCounters(redis: Redis, prefix: string): Promise<Counte
   const all = await redis.hgetall(metricsKey(prefix));
   return Object.entries(all).map(([f, v]) => {
     const bar = f.indexOf('|');
-    return { metric: f.slice(0, bar), labels: JSON.parse(f.slice(bar + 1)) as Record<string, string>, value: Number(v) };
+    return {
+      metric: f.slice(0, bar),
+      labels: JSON.parse(f.slice(bar + 1)) as Record<string, string>,
+      value: Number(v),
+    };
   });
 }

@@ -45,7 +45,13 @@ const MAX_POINTS = SERIES_TTL_SECONDS / (SERIES_BUCKET_MS / 1000);
  * A workspace's buckets from `fromMs` to `toMs` (clipped to the retention, and to the newest
  * MAX_POINTS buckets), oldest first; buckets nobody wrote to are zeros.
  */
-export async function readSeries(redis: Redis, prefix: string, workspace: string, fromMs: number, toMs: number): Promise<SeriesPoint[]> {
+export async function readSeries(
+  redis: Redis,
+  prefix: string,
+  workspace: string,
+  fromMs: number,
+  toMs: number,
+): Promise<SeriesPoint[]> {
   const last = bucketOf(toMs);
   const first = Math.max(bucketOf(fromMs), last - MAX_POINTS + 1, bucketOf(Date.now() - SERIES_TTL_SECONDS * 1000));
   if (first > last) return [];

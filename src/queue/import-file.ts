@@ -6,7 +6,10 @@ import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
-export interface ImportFileOptions extends Pick<ProducerOptions, 'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger'> {
+export interface ImportFileOptions extends Pick<
+  ProducerOptions,
+  'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger'
+> {
   file: string;
   op: Operation;
   workspace: string;
@@ -40,7 +43,8 @@ export function sourceIdentity(file: string): { sourceSize?: number; sourceMtime
  * comparison with the CRM; see reconcile for that). A file that cannot be read fails the run.
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
-  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } = options;
+  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } =
+    options;
   const { reader, decoder, rows } = await ingest(file, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),

@@ -1,15 +1,74 @@
 export { watchRedisGeneration, generationKey, type RedisGenerationWatch } from './redis-generation.js';
-export { connectRedis, refuseEvictingRedis, refuseRedisCluster, redactRedisUrl, redisOptions, watchRedisLiveness, redisLiveness, DEFAULT_COMMAND_TIMEOUT_MS, BULLMQ_MAX_BLOCK_MS, type RedisRole, type ConnectRedisOptions, type RedisLiveness, type RedisLivenessOptions } from './redis-connection.js';
+export {
+  connectRedis,
+  refuseEvictingRedis,
+  refuseRedisCluster,
+  redactRedisUrl,
+  redisOptions,
+  watchRedisLiveness,
+  redisLiveness,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  BULLMQ_MAX_BLOCK_MS,
+  type RedisRole,
+  type ConnectRedisOptions,
+  type RedisLiveness,
+  type RedisLivenessOptions,
+} from './redis-connection.js';
 export { bullPrefix, queueName, rowJobId } from './queue-names.js';
-export { isInviteBatch, toJobData, type LegacyRowJobData, type StoredJobData, type QueuedRow, type RowBatchJobData, type RowPayload, type InviteBatchJobData, type InviteRow, type SyncJobData, type SyncJobName } from './job-data.js';
-export { openWorkspaceQueue, pendingJobCount, type WorkspaceQueue, type WorkspaceQueueOptions } from './workspace-queue.js';
-export { produceRun, type ProducerOptions, type ProducerProgress, type ProducedRow, type RowOutcome } from './producer.js';
-export { blockWorkspace, resumeWorkspace, pauseWorkspace, unpauseWorkspace, workspaceStatus, workerCount, type WorkspaceStatus } from './workspace-control.js';
+export {
+  isInviteBatch,
+  toJobData,
+  type LegacyRowJobData,
+  type StoredJobData,
+  type QueuedRow,
+  type RowBatchJobData,
+  type RowPayload,
+  type InviteBatchJobData,
+  type InviteRow,
+  type SyncJobData,
+  type SyncJobName,
+} from './job-data.js';
+export {
+  openWorkspaceQueue,
+  pendingJobCount,
+  type WorkspaceQueue,
+  type WorkspaceQueueOptions,
+} from './workspace-queue.js';
+export {
+  produceRun,
+  type ProducerOptions,
+  type ProducerProgress,
+  type ProducedRow,
+  type RowOutcome,
+} from './producer.js';
+export {
+  blockWorkspace,
+  resumeWorkspace,
+  pauseWorkspace,
+  unpauseWorkspace,
+  workspaceStatus,
+  workerCount,
+  type WorkspaceStatus,
+} from './workspace-control.js';
 export { importFile, sourceIdentity, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
-export { rideOutRedis, isRedisUnavailable, isRedisFull, DEFAULT_PRODUCER_OUTAGE_MS, type RideOutOptions } from './ride-out-redis.js';
+export {
+  rideOutRedis,
+  isRedisUnavailable,
+  isRedisFull,
+  DEFAULT_PRODUCER_OUTAGE_MS,
+  type RideOutOptions,
+} from './ride-out-redis.js';
 export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
 export { runLife, finishRun, type RunLifeOptions, type WhenProducingFails } from './run-life.js';
-export { cancelRun, stopRun, stoppedResult, stopOf, type RunStop, type CancelRunOptions, type CancelSummary } from './stop-run.js';
+export {
+  cancelRun,
+  stopRun,
+  stoppedResult,
+  stopOf,
+  type RunStop,
+  type CancelRunOptions,
+  type CancelSummary,
+} from './stop-run.js';
 export { retryRun, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
 export { PRODUCER_HEARTBEAT_MS, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';

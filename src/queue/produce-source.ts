@@ -3,7 +3,10 @@ import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/in
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
 
-export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 'store' | 'onProgress' | 'requeued' | 'generation'> {
+export interface ProduceSourceOptions extends Omit<
+  ProducerOptions,
+  'runId' | 'store' | 'onProgress' | 'requeued' | 'generation'
+> {
   store: RunStore;
   /** The run to create (its columns come from the reader at the end). */
   run: Omit<CreateRunInput, 'columns'>;
@@ -17,7 +20,11 @@ export interface ProduceSourceOptions extends Omit<ProducerOptions, 'runId' | 's
 /** Run options every file-based run records, so a retry reads and maps rows the same way. */
 export function sourceRunOptions(
   reader: SourceReader,
-  o: { mapping?: { mapping: Mapping; raw: unknown } | undefined; dryRun?: boolean | undefined; ignoreUnknownColumns?: boolean | undefined },
+  o: {
+    mapping?: { mapping: Mapping; raw: unknown } | undefined;
+    dryRun?: boolean | undefined;
+    ignoreUnknownColumns?: boolean | undefined;
+  },
 ): RunOptions {
   return {
     format: reader.format,
@@ -34,7 +41,9 @@ export function sourceRunOptions(
  * producer-done set, through the run's one owner (run-life.ts): a failure fails the run with
  * the reason, a cancel stops the reading.
  */
-export async function produceSource(options: ProduceSourceOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
+export async function produceSource(
+  options: ProduceSourceOptions,
+): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { store, reader, run: input, rows, onRun, onProgress, signal, ...producer } = options;
   // Recorded so a retry of the run batches its rows as the first pass did.
   const rowsPerJob = producer.rowsPerJob ?? 1;
@@ -44,10 +53,20 @@ export async function produceSource(options: ProduceSourceOptions): Promise<{ ru
     ...(producer.logger ? { logger: producer.logger } : {}),
     columns: () => reader.columns,
     start: async () => {
-      const run = await store.createRun(rowsPerJob > 1 ? { ...input, options: { ...input.options, rowsPerJob } } : input);
+      const run = await store.createRun(
+        rowsPerJob > 1 ? { ...input, options: { ...input.options, rowsPerJob } } : input,
+      );
       onRun?.(run, reader);
       return run;
     },
-    produce: async (run, stop) => produceRun(await rows(run, stop), { ...producer, store, runId: run.id, signal: stop, sourceColumns: () => reader.columns, onProgress: (p) => onProgress?.(p, reader) }),
+    produce: async (run, stop) =>
+      produceRun(await rows(run, stop), {
+        ...producer,
+        store,
+        runId: run.id,
+        signal: stop,
+        sourceColumns: () => reader.columns,
+        onProgress: (p) => onProgress?.(p, reader),
+      }),
   });
 }

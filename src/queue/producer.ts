@@ -89,7 +89,10 @@ interface PendingJob {
  * this process and in Redis stays bounded for any file size. Invalid rows are recorded as
  * results at once and never enqueued. The run is marked producer-done at the end.
  */
-export async function produceRun(rows: AsyncIterable<ProducedRow>, options: ProducerOptions): Promise<ProducerProgress> {
+export async function produceRun(
+  rows: AsyncIterable<ProducedRow>,
+  options: ProducerOptions,
+): Promise<ProducerProgress> {
   const { queue, store, runId } = options;
   const chunkSize = options.chunkSize ?? 500;
   const highWater = options.highWaterMark ?? 10_000;
@@ -159,10 +162,15 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     const added = await redisStep(async () => {
       // Count first (a worker may finish a job before addBulk returns); counted once per row
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
-      if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled') return false;
+      if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled')
+        return false;
       // A retry's rows were counted when they were requeued: ask the run's status instead.
       if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
-      await addTracedBatches(queue.name, batch.map(({ name, data, opts }) => ({ name, data, opts })), (jobs) => queue.addBulk(jobs));
+      await addTracedBatches(
+        queue.name,
+        batch.map(({ name, data, opts }) => ({ name, data, opts })),
+        (jobs) => queue.addBulk(jobs),
+      );
       return true;
     });
     if (!added) {
@@ -179,12 +187,22 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
     const first = batch.rows[0];
     if (!first) return;
     const data: InviteBatchJobData = { runId, rows: batch.rows, options: batch.options };
-    pushJob({ name: 'team.invite', data, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: batch.rows.length });
+    pushJob({
+      name: 'team.invite',
+      data,
+      opts: { jobId: rowJobId(runId, first.row, generation) },
+      rows: batch.rows.length,
+    });
   };
   const pushRows = () => {
     const first = open[0];
     if (!first) return;
-    pushJob({ name: first.payload.op, data: { runId, rows: open }, opts: { jobId: rowJobId(runId, first.row, generation) }, rows: open.length });
+    pushJob({
+      name: first.payload.op,
+      data: { runId, rows: open },
+      opts: { jobId: rowJobId(runId, first.row, generation) },
+      rows: open.length,
+    });
     open = [];
   };
 
@@ -237,7 +255,11 @@ export async function produceRun(rows: AsyncIterable<ProducedRow>, options: Prod
 }
 
 function inviteKey(options: InviteOptions): string {
-  return JSON.stringify([options.organization_role ?? null, options.invited_by ?? null, options.send_invitation_email ?? null]);
+  return JSON.stringify([
+    options.organization_role ?? null,
+    options.invited_by ?? null,
+    options.send_invitation_email ?? null,
+  ]);
 }
 
 /** How many waiting jobs hold about `rows` rows, at `rowsPerJob` rows each (at least one job). */
@@ -249,7 +271,12 @@ export function jobsForRows(rows: number, rowsPerJob: number): number {
  * Resolves once fewer than `maxJobs` jobs wait in the queue, or the run is stopped (polls; logs
  * once if it is paused).
  */
-export async function waitForRoom(queue: WorkspaceQueue, maxJobs: number, logger: Logger, signal?: AbortSignal): Promise<void> {
+export async function waitForRoom(
+  queue: WorkspaceQueue,
+  maxJobs: number,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<void> {
   let warned = false;
   for (;;) {
     if (signal?.aborted) return;

@@ -51,7 +51,11 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
-export function redisOptions(role: RedisRole, name = 'crm-sync', tuning: { commandTimeoutMs?: number } = {}): RedisOptions {
+export function redisOptions(
+  role: RedisRole,
+  name = 'crm-sync',
+  tuning: { commandTimeoutMs?: number } = {},
+): RedisOptions {
   return {
     connectionName: name,
     maxRetriesPerRequest: role === 'worker' ? null : 1,
@@ -201,11 +205,19 @@ export function watchRedisLiveness(redis: Redis, options: RedisLivenessOptions =
     downSince ??= since;
     const ms = Date.now() - downSince;
     if (first) {
-      log('warn', { unresponsiveMs: ms, status: redis.status }, force
-        ? `Redis connection unresponsive for ${ms} ms: forcing a reconnect`
-        : `Redis connection unresponsive for ${ms} ms: waiting for the reconnect`);
+      log(
+        'warn',
+        { unresponsiveMs: ms, status: redis.status },
+        force
+          ? `Redis connection unresponsive for ${ms} ms: forcing a reconnect`
+          : `Redis connection unresponsive for ${ms} ms: waiting for the reconnect`,
+      );
     } else if (force) {
-      log('debug', { unresponsiveMs: ms, status: redis.status }, 'Redis connection still unresponsive: forcing a reconnect');
+      log(
+        'debug',
+        { unresponsiveMs: ms, status: redis.status },
+        'Redis connection still unresponsive: forcing a reconnect',
+      );
     }
     if (force) {
       try {

@@ -20,7 +20,11 @@ export function generationKey(prefix: string): string {
  * reconnect. If it is gone, every queued job and run result written before is gone too; that
  * is said loudly, once per loss, instead of runs silently vanishing.
  */
-export async function watchRedisGeneration(redis: Redis, prefix: string, logger: Logger): Promise<RedisGenerationWatch> {
+export async function watchRedisGeneration(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+): Promise<RedisGenerationWatch> {
   const key = generationKey(prefix);
   const mine = `${randomBytes(6).toString('hex')}@${new Date().toISOString()}`;
   await redis.set(key, mine, 'NX');

@@ -31,13 +31,16 @@ const LOOKUP_CHUNK = 500;
  * without being counted again (a job may have been counted and then lost with the process); a
  * row that is in two jobs is still sent at most once per the write fence.
  */
-export async function resumeProducer(options: ResumeProducerOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
+export async function resumeProducer(
+  options: ResumeProducerOptions,
+): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { store, runId } = options;
   const run = await store.requireRun(runId);
   const op = refuseUnresumable(run);
   const logger = options.logger ?? silentLogger;
   const through = run.producedRow ?? 0;
-  const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  const mapping =
+    run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   const { reader, rows } = await ingest(run.source, {
     op,
     ...(mapping ? { mapping } : {}),
@@ -74,14 +77,21 @@ export async function resumeProducer(options: ResumeProducerOptions): Promise<{ 
 function refuseUnresumable(run: RunRecord): Operation {
   const op = run.operation;
   const why = (text: string) => new CrmSyncError('RUN_STATE', `run ${run.id} cannot be resumed: ${text}`);
-  if (run.producerDone) throw why('its file was read to the end (a run blocked by the API key resumes with the workspace: fix the key, then crm-sync runs resume)');
-  if (op === 'deal.upsert' || run.options.reconcile) throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
+  if (run.producerDone)
+    throw why(
+      'its file was read to the end (a run blocked by the API key resumes with the workspace: fix the key, then crm-sync runs resume)',
+    );
+  if (op === 'deal.upsert' || run.options.reconcile)
+    throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
   if (op === 'team.invite') throw why('invite rows are batched out of file order; import the file again');
   if (run.options.dryRun) throw why('it was a dry run; run it again');
-  if (run.status === 'cancelled') throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
+  if (run.status === 'cancelled')
+    throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
   const seen = Date.parse(run.producerSeenAt ?? run.createdAt);
   if (run.status !== 'failed' && Date.now() - seen < PRODUCER_SILENCE_MS) {
-    throw why(`its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`);
+    throw why(
+      `its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`,
+    );
   }
   let size: number | undefined;
   let mtime: number | undefined;
@@ -92,17 +102,32 @@ function refuseUnresumable(run: RunRecord): Operation {
   } catch {
     throw why(`its file ${run.source} cannot be read any more`);
   }
-  if ((run.options.sourceSize !== undefined && size !== run.options.sourceSize) || (run.options.sourceMtimeMs !== undefined && mtime !== run.options.sourceMtimeMs)) {
+  if (
+    (run.options.sourceSize !== undefined && size !== run.options.sourceSize) ||
+    (run.options.sourceMtimeMs !== undefined && mtime !== run.options.sourceMtimeMs)
+  ) {
     throw why(`${run.source} changed since the run began; import the new file as a run of its own`);
   }
   return op;
 }
 
 /** The file's rows less those the store already has a result for, up to the resume point. */
-async function* notYetDone(rows: AsyncIterable<IngestedRow>, store: RunStore, runId: string, through: number): AsyncIterable<IngestedRow> {
+async function* notYetDone(
+  rows: AsyncIterable<IngestedRow>,
+  store: RunStore,
+  runId: string,
+  through: number,
+): AsyncIterable<IngestedRow> {
   let held: IngestedRow[] = [];
   const release = async function* () {
-    const done = new Set((await store.getResults(runId, held.map((r) => r.row))).map((r) => r.row));
+    const done = new Set(
+      (
+        await store.getResults(
+          runId,
+          held.map((r) => r.row),
+        )
+      ).map((r) => r.row),
+    );
     for (const r of held) if (!done.has(r.row)) yield r;
     held = [];
   };

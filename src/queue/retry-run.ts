@@ -70,16 +70,29 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   if (run.operation === 'deal.upsert') {
     throw new CrmSyncError('RUN_STATE', `run ${runId} is a reconciled sync; re-run the sync instead of retrying rows`);
   }
-  if (run.options.dryRun) throw new CrmSyncError('RUN_STATE', `run ${runId} was a dry run: nothing to retry; import the file for real`);
-  if (run.status === 'blocked') throw new CrmSyncError('RUN_STATE', `run ${runId} is blocked (API key refused); resume it first: crm-sync runs resume ${runId}`);
+  if (run.options.dryRun)
+    throw new CrmSyncError('RUN_STATE', `run ${runId} was a dry run: nothing to retry; import the file for real`);
+  if (run.status === 'blocked')
+    throw new CrmSyncError(
+      'RUN_STATE',
+      `run ${runId} is blocked (API key refused); resume it first: crm-sync runs resume ${runId}`,
+    );
   const op: Operation = run.operation;
   if (await options.queue.isPaused()) {
     // Rows would wait in a paused queue, and a caller (a dashboard request) with them.
-    throw new CrmSyncError('RUN_STATE', `the queue of workspace ${run.workspace} is paused: resume the workspace before retrying rows`);
+    throw new CrmSyncError(
+      'RUN_STATE',
+      `the queue of workspace ${run.workspace} is paused: resume the workspace before retrying rows`,
+    );
   }
-  const mapping = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  const mapping =
+    run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   // The run's own decoder: rows are re-validated exactly as the run's first pass did.
-  const decoder = new RowDecoder({ op, ...(mapping ? { mapping } : {}), ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}) });
+  const decoder = new RowDecoder({
+    op,
+    ...(mapping ? { mapping } : {}),
+    ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+  });
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark ?? 10_000;
@@ -138,7 +151,8 @@ async function* fromStoredRows(
   };
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
-      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
+      for (const r of await requeueChunk(only.slice(i, i + CHUNK)))
+        yield toIngested(decoder, r.row, r.line ?? 0, r.original);
     }
     return;
   }
@@ -175,7 +189,8 @@ async function* fromCorrectedFile(
     const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {
-      if (!done.has(c.row)) ignored.add({ row: c.row, line: c.line, reason: 'not a failed, invalid or uncertain row of this run' });
+      if (!done.has(c.row))
+        ignored.add({ row: c.row, line: c.line, reason: 'not a failed, invalid or uncertain row of this run' });
     }
     for (const r of requeued) {
       const corrected = byRow.get(r.row);

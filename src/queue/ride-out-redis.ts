@@ -6,7 +6,8 @@ import type { Logger } from '../log/index.js';
 export const DEFAULT_PRODUCER_OUTAGE_MS = 60_000;
 
 /** ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). */
-const UNAVAILABLE = /Connection is closed|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
+const UNAVAILABLE =
+  /Connection is closed|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
 
 /** Redis's answer to a write when it is at maxmemory with noeviction. */
 export function isRedisFull(err: unknown): boolean {
@@ -38,7 +39,11 @@ export async function rideOutRedis<T>(step: () => Promise<T>, options: RideOutOp
   for (let attempt = 0; ; attempt++) {
     try {
       const value = await step();
-      if (since !== undefined) options.logger.info({ seconds: Math.round((Date.now() - since) / 1000) }, 'Redis answers again: producing goes on');
+      if (since !== undefined)
+        options.logger.info(
+          { seconds: Math.round((Date.now() - since) / 1000) },
+          'Redis answers again: producing goes on',
+        );
       return value;
     } catch (err) {
       if (isRedisFull(err) && options.full) throw options.full(err);
@@ -46,7 +51,10 @@ export async function rideOutRedis<T>(step: () => Promise<T>, options: RideOutOp
       const now = Date.now();
       if (since === undefined) {
         since = now;
-        options.logger.warn({ err: errorMessage(err), waitUpToSeconds: Math.round(outageMs / 1000) }, 'Redis does not answer: the producer waits for it; nothing read so far is lost');
+        options.logger.warn(
+          { err: errorMessage(err), waitUpToSeconds: Math.round(outageMs / 1000) },
+          'Redis does not answer: the producer waits for it; nothing read so far is lost',
+        );
       }
       if (now - since >= outageMs) throw options.giveUp(now - since, err);
       await sleep(Math.min(200 * 2 ** Math.min(attempt, 4), 3000));

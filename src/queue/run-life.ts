@@ -97,9 +97,18 @@ async function endAfterFailure(store: RunStore, runId: string, options: RunLifeO
 }
 
 /** The producer's last steps, which a Redis restart must not turn into a failed run. */
-export async function finishRun(store: RunStore, runId: string, columns: string[], logger: Logger = silentLogger): Promise<RunRecord> {
+export async function finishRun(
+  store: RunStore,
+  runId: string,
+  columns: string[],
+  logger: Logger = silentLogger,
+): Promise<RunRecord> {
   const giveUp = (waited: number, last: unknown) =>
-    new CrmSyncError('REDIS_LOST', `Redis did not answer for ${Math.round(waited / 1000)} s as run ${runId} finished reading; resume it with: crm-sync runs resume ${runId}`, { cause: last });
+    new CrmSyncError(
+      'REDIS_LOST',
+      `Redis did not answer for ${Math.round(waited / 1000)} s as run ${runId} finished reading; resume it with: crm-sync runs resume ${runId}`,
+      { cause: last },
+    );
   if (columns.length > 0) await rideOutRedis(() => store.setColumns(runId, columns), { logger, giveUp });
   return rideOutRedis(() => store.finishProducing(runId), { logger, giveUp });
 }

@@ -55,7 +55,14 @@ export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: str
     const ok = await queue.remove(id).catch(() => 0);
     if (ok !== 1) continue;
     // A row that already has its result (sent by an earlier start of the job) keeps it.
-    const done = new Set((await store.getResults(runId, data.rows.map((r) => r.row))).map((r) => r.row));
+    const done = new Set(
+      (
+        await store.getResults(
+          runId,
+          data.rows.map((r) => r.row),
+        )
+      ).map((r) => r.row),
+    );
     const results = data.rows.filter((r) => !done.has(r.row)).map((r) => stoppedResult(stop, r, r.original));
     if (results.length > 0) await store.recordResults(runId, results);
     recorded += results.length;
@@ -89,8 +96,14 @@ export async function cancelRun(options: CancelRunOptions): Promise<CancelSummar
   const { store, queue, runId } = options;
   const run = await store.requireRun(runId);
   if (run.status !== 'running' && run.status !== 'blocked') {
-    throw new CrmSyncError('RUN_STATE', `run ${runId} is ${run.status}: only a running or blocked run can be cancelled`);
+    throw new CrmSyncError(
+      'RUN_STATE',
+      `run ${runId} is ${run.status}: only a running or blocked run can be cancelled`,
+    );
   }
-  const removed = await stopRun(store, queue, runId, { kind: 'cancelled', reason: options.reason ?? 'cancelled by an operator' });
+  const removed = await stopRun(store, queue, runId, {
+    kind: 'cancelled',
+    reason: options.reason ?? 'cancelled by an operator',
+  });
   return { run: await store.requireRun(runId), removed };
 }

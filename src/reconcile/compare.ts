@@ -13,7 +13,12 @@ const LIST = '\u001e';
 
 function text(value: unknown): string {
   if (value === undefined || value === null) return '';
-  const s = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+  const s =
+    typeof value === 'string'
+      ? value
+      : typeof value === 'number' || typeof value === 'boolean'
+        ? String(value)
+        : JSON.stringify(value);
   // The packed index uses two control characters as separators; they never occur in real data.
   return s.trim().replaceAll(UNIT, ' ').replaceAll(LIST, ' ');
 }
@@ -33,11 +38,13 @@ function tagSet(ids: readonly unknown[]): string {
   return [...set].sort().join(LIST);
 }
 
-const refId = (ref: unknown): string => (ref !== null && typeof ref === 'object' && 'id' in ref ? text((ref as { id: unknown }).id) : '');
+const refId = (ref: unknown): string =>
+  ref !== null && typeof ref === 'object' && 'id' in ref ? text((ref as { id: unknown }).id) : '';
 
 /** The canonical value of one comparable field as a row would send it. */
 export function canonicalFromRow(field: string, value: unknown): string {
-  if (field === 'tag_ids') return Array.isArray(value) ? tagSet(value) : tagSet(value === undefined || value === null ? [] : [value]);
+  if (field === 'tag_ids')
+    return Array.isArray(value) ? tagSet(value) : tagSet(value === undefined || value === null ? [] : [value]);
   if (field === 'value') return numberText(value);
   return text(value);
 }
@@ -97,7 +104,12 @@ export interface FieldChange {
  * the record cannot show (e.g. `position`) always counts as a change: it cannot be proven equal.
  * `ignore` lists fields not to compare (e.g. `id`, or a name that came from the index).
  */
-export function diffFields(resource: ListResource, fields: Record<string, unknown>, record: IndexedRecord, ignore: readonly string[] = ['id']): FieldChange[] {
+export function diffFields(
+  resource: ListResource,
+  fields: Record<string, unknown>,
+  record: IndexedRecord,
+  ignore: readonly string[] = ['id'],
+): FieldChange[] {
   const comparable: readonly string[] = COMPARABLE_FIELDS[resource];
   const changes: FieldChange[] = [];
   for (const [field, value] of Object.entries(fields)) {

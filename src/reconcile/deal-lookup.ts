@@ -99,10 +99,16 @@ export class DealLookup {
    * `settledAt` (Redis clock): by then the create, if applied at all, was applied (its send plus
    * the settle time); a pass begun after it can answer. CRM errors propagate (the caller retries).
    */
-  async find(fields: DealCreateFields, marker: CreateMarker, settledAt: number, signal?: AbortSignal): Promise<LookupAnswer> {
+  async find(
+    fields: DealCreateFields,
+    marker: CreateMarker,
+    settledAt: number,
+    signal?: AbortSignal,
+  ): Promise<LookupAnswer> {
     const slack = marker.measured ? (this.#o.measuredSlackMs ?? 3000) : (this.#o.unmeasuredSlackMs ?? 120_000);
     const from = marker.crmClockAt - slack;
-    const fits = (s: Snapshot | undefined): s is Snapshot => s !== undefined && s.startedAt >= settledAt && s.from <= from;
+    const fits = (s: Snapshot | undefined): s is Snapshot =>
+      s !== undefined && s.startedAt >= settledAt && s.from <= from;
     let snap = this.#last;
     if (!fits(snap)) {
       const got = await abortable(this.#refresh(from, fits), signal);
@@ -172,12 +178,16 @@ export class DealLookup {
       );
     }, board.leaseMs / 3);
     try {
-      const pages = this.#o.client.pages('deals', { pageSize: this.#o.pageSize ?? 100, ...(limiter ? { beforeFetch: () => limiter.take() } : {}) });
+      const pages = this.#o.client.pages('deals', {
+        pageSize: this.#o.pageSize ?? 100,
+        ...(limiter ? { beforeFetch: () => limiter.take() } : {}),
+      });
       for await (const page of pages) {
         this.stats.pages++;
         for (const d of page.records) {
           const createdAt = Date.parse(d.created_at);
-          if (createdAt >= from) deals.push({ id: d.id, name: normaliseName(d.name), value: canonicalFromRecord('value', d), createdAt });
+          if (createdAt >= from)
+            deals.push({ id: d.id, name: normaliseName(d.name), value: canonicalFromRecord('value', d), createdAt });
         }
       }
     } catch (err) {
@@ -189,17 +199,28 @@ export class DealLookup {
     const snap: Snapshot = { startedAt, from, deals };
     const body = await gzipAsync(encodeSnapshot(snap));
     const shared = body.length <= MAX_SHARED_SNAPSHOT_BYTES;
-    if (!shared) this.#logger.warn({ bytes: body.length, deals: deals.length }, 'deal lookup snapshot too large to share: other processes run their own passes');
+    if (!shared)
+      this.#logger.warn(
+        { bytes: body.length, deals: deals.length },
+        'deal lookup snapshot too large to share: other processes run their own passes',
+      );
     const gap = Math.max(this.#o.minGapMs ?? 30_000, PASS_GAP_FACTOR * (Date.now() - began));
     await board.finish(this.#token, gap, shared ? body : undefined);
     if (!this.#last || startedAt > this.#last.startedAt) this.#last = snap;
-    this.#logger.debug({ passes: this.stats.passes, pages: this.stats.pages, candidates: deals.length, nextInMs: gap }, 'deal lookup pass done');
+    this.#logger.debug(
+      { passes: this.stats.passes, pages: this.stats.pages, candidates: deals.length, nextInMs: gap },
+      'deal lookup pass done',
+    );
     return snap;
   }
 }
 
 function encodeSnapshot(s: Snapshot): string {
-  return JSON.stringify({ startedAt: s.startedAt, from: s.from, deals: s.deals.map((d) => [d.id, d.name, d.value, d.createdAt]) });
+  return JSON.stringify({
+    startedAt: s.startedAt,
+    from: s.from,
+    deals: s.deals.map((d) => [d.id, d.name, d.value, d.createdAt]),
+  });
 }
 
 const snapshotSchema = z.object({
@@ -210,7 +231,11 @@ const snapshotSchema = z.object({
 
 function decodeSnapshot(raw: Buffer): Snapshot {
   const s = snapshotSchema.parse(JSON.parse(raw.toString('utf8')));
-  return { startedAt: s.startedAt, from: s.from, deals: s.deals.map(([id, name, value, createdAt]) => ({ id, name, value, createdAt })) };
+  return {
+    startedAt: s.startedAt,
+    from: s.from,
+    deals: s.deals.map(([id, name, value, createdAt]) => ({ id, name, value, createdAt })),
+  };
 }
 
 const gzipAsync = promisify(gzip);

@@ -93,7 +93,13 @@ export class DuplicateSafeCreate {
    * CRM errors are thrown for the worker's verdict (retry, 429, 401, permanent failure).
    * `match`: an upsert's `key=value`: creates of one key, not of one content, meet then.
    */
-  async create(w: RowWriter, row: CreateRow, fields: DealCreateFields, signal?: AbortSignal, match?: string): Promise<CreateOutcome> {
+  async create(
+    w: RowWriter,
+    row: CreateRow,
+    fields: DealCreateFields,
+    signal?: AbortSignal,
+    match?: string,
+  ): Promise<CreateOutcome> {
     const fp = match === undefined ? createFingerprint(fields) : `m-${createHash('sha1').update(match).digest('hex')}`;
     const c: CreateContext = { w, row, fp, ...(match !== undefined ? { match } : {}) };
     // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
@@ -119,7 +125,12 @@ export class DuplicateSafeCreate {
     return { kind: 'wait', ms: 1000 };
   }
 
-  async #send(c: CreateContext, fields: DealCreateFields, marker: CreateMarker, signal?: AbortSignal): Promise<CreateOutcome> {
+  async #send(
+    c: CreateContext,
+    fields: DealCreateFields,
+    marker: CreateMarker,
+    signal?: AbortSignal,
+  ): Promise<CreateOutcome> {
     const { w, fp } = c;
     let id: string;
     try {
@@ -133,14 +144,23 @@ export class DuplicateSafeCreate {
       } else {
         // It may exist: identical rows wait on the lock through the settle time and the lookup.
         await this.#o.fence.holdCreate(w, fp, this.#settleMs + this.#o.fence.leaseMs);
-        this.#logger.info({ runId: w.runId, row: w.row, err: errorMessage(err) }, 'create answer lost: it may have been applied; the row looks for its deal after the settle time');
+        this.#logger.info(
+          { runId: w.runId, row: w.row, err: errorMessage(err) },
+          'create answer lost: it may have been applied; the row looks for its deal after the settle time',
+        );
         throw err;
       }
     }
     return this.#record(c, id, 'answer', marker);
   }
 
-  async #resolve(c: CreateContext, fields: DealCreateFields, marker: CreateMarker, now: number, signal?: AbortSignal): Promise<CreateOutcome | 'not-applied'> {
+  async #resolve(
+    c: CreateContext,
+    fields: DealCreateFields,
+    marker: CreateMarker,
+    now: number,
+    signal?: AbortSignal,
+  ): Promise<CreateOutcome | 'not-applied'> {
     const { w, row, fp } = c;
     if (marker.dealId !== undefined) return this.#record(c, marker.dealId, 'answer', marker);
     const wait = marker.sentAt + this.#settleMs - now;
@@ -157,13 +177,19 @@ export class DuplicateSafeCreate {
     const found = answer.ids;
     if (found.length === 1) return this.#record(c, found[0]!, 'lookup', marker);
     if (found.length === 0) {
-      this.#logger.info({ runId: w.runId, row: w.row }, 'create in doubt: no deal made by it after the settle time, sending it again');
+      this.#logger.info(
+        { runId: w.runId, row: w.row },
+        'create in doubt: no deal made by it after the settle time, sending it again',
+      );
       await this.#o.fence.releaseCreate(w, fp, marker);
       return 'not-applied';
     }
     await this.#o.fence.releaseCreate(w, fp, marker, true);
     const message = `may have been created: ${found.length} unclaimed deals match it (${found.slice(0, 5).join(', ')}); not sent again`;
-    this.#logger.warn({ runId: w.runId, row: w.row, candidates: found.length }, 'create uncertain: several deals match');
+    this.#logger.warn(
+      { runId: w.runId, row: w.row, candidates: found.length },
+      'create uncertain: several deals match',
+    );
     return { kind: 'result', result: uncertain(row, message) };
   }
 
@@ -171,11 +197,24 @@ export class DuplicateSafeCreate {
    * `answer`: the CRM named the deal: if another row recorded it, that is a conflict (the row
    * fails). `lookup`: a lookup found it, and losing it to another row makes the row uncertain.
    */
-  async #record(c: CreateContext, dealId: string, how: 'answer' | 'lookup', marker: CreateMarker): Promise<CreateOutcome> {
+  async #record(
+    c: CreateContext,
+    dealId: string,
+    how: 'answer' | 'lookup',
+    marker: CreateMarker,
+  ): Promise<CreateOutcome> {
     const { w, row, fp } = c;
     const at = new Date().toISOString();
-    const message = how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
-    const success: RowResult = { row: row.row, line: row.line, status: 'succeeded', recordId: dealId, ...(message ? { message } : {}), at };
+    const message =
+      how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
+    const success: RowResult = {
+      row: row.row,
+      line: row.line,
+      status: 'succeeded',
+      recordId: dealId,
+      ...(message ? { message } : {}),
+      at,
+    };
     const conflict =
       how === 'answer'
         ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)
@@ -183,18 +222,31 @@ export class DuplicateSafeCreate {
     const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match);
     if (done.kind === 'refused' && done.reason === 'exists') {
       // Another job of this row recorded it first (a resolving job beside a redelivered one).
-      this.#logger.warn({ runId: w.runId, row: w.row, dealId }, 'the row already had its result when this attempt finished; its stored result stands');
+      this.#logger.warn(
+        { runId: w.runId, row: w.row, dealId },
+        'the row already had its result when this attempt finished; its stored result stands',
+      );
       return { kind: 'has-result' };
     }
     if (done.kind === 'refused') {
-      this.#logger.warn({ runId: w.runId, row: w.row, dealId, reason: done.reason }, 'created a deal after losing the job: its id is left for the job\'s new owner');
+      this.#logger.warn(
+        { runId: w.runId, row: w.row, dealId, reason: done.reason },
+        "created a deal after losing the job: its id is left for the job's new owner",
+      );
       return { kind: 'lost', reason: done.reason };
     }
     if (done.kind === 'conflict') {
-      this.#logger.warn({ runId: w.runId, row: w.row, dealId, claimedBy: done.claimedBy }, 'a deal this row was given is recorded by another row');
+      this.#logger.warn(
+        { runId: w.runId, row: w.row, dealId, claimedBy: done.claimedBy },
+        'a deal this row was given is recorded by another row',
+      );
       return { kind: 'recorded', status: conflict.status };
     }
-    if (how === 'lookup') this.#logger.info({ runId: w.runId, row: w.row, dealId }, 'create retried: the earlier attempt had created the deal; recording it');
+    if (how === 'lookup')
+      this.#logger.info(
+        { runId: w.runId, row: w.row, dealId },
+        'create retried: the earlier attempt had created the deal; recording it',
+      );
     return { kind: 'recorded', status: 'succeeded' };
   }
 
@@ -209,10 +261,26 @@ export class DuplicateSafeCreate {
 
 function uncertain(row: CreateRow, message: string): RowResult {
   const code: ErrorCode = 'CREATE_UNCERTAIN';
-  return { row: row.row, line: row.line, status: 'uncertain', code, message, original: row.original, at: new Date().toISOString() };
+  return {
+    row: row.row,
+    line: row.line,
+    status: 'uncertain',
+    code,
+    message,
+    original: row.original,
+    at: new Date().toISOString(),
+  };
 }
 
 function failedConflict(row: CreateRow, message: string): RowResult {
   const code: ErrorCode = 'CREATE_CONFLICT';
-  return { row: row.row, line: row.line, status: 'failed', code, message, original: row.original, at: new Date().toISOString() };
+  return {
+    row: row.row,
+    line: row.line,
+    status: 'failed',
+    code,
+    message,
+    original: row.original,
+    at: new Date().toISOString(),
+  };
 }

@@ -12,7 +12,15 @@ export {
 } from './resource-fields.js';
 export { diffFields, canonicalFromRow, canonicalFromRecord, type FieldChange, type IndexedRecord } from './compare.js';
 export { RecordIndex, type BuildIndexOptions } from './record-index.js';
-export { planRows, RowPlanner, keyColumnOf, PLAN_ACTIONS, type PlanAction, type PlannedRow, type PlanRowsOptions } from './plan-rows.js';
+export {
+  planRows,
+  RowPlanner,
+  keyColumnOf,
+  PLAN_ACTIONS,
+  type PlanAction,
+  type PlannedRow,
+  type PlanRowsOptions,
+} from './plan-rows.js';
 export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
 export {
   reconcileImport,

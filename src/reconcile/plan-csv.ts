@@ -13,14 +13,21 @@ export function emptyPlanCounts(): PlanCounts {
 
 function messageOf(row: PlannedRow): string {
   if (row.outcome) return row.outcome.message;
-  if (row.errors) return describeError({ row: row.row, status: 'invalid', errors: row.errors, at: '' } satisfies RowResult);
+  if (row.errors)
+    return describeError({ row: row.row, status: 'invalid', errors: row.errors, at: '' } satisfies RowResult);
   return '';
 }
 
 /** One CSV line (with newline) for a planned row; cells are spreadsheet-safe. */
 export function planCsvLine(row: PlannedRow): string {
-  const changes = (row.changes ?? []).map((c) => `${c.field}: ${showCanonical(c.current)} -> ${showCanonical(c.wanted)}`).join('; ');
-  return stringify([[String(row.row), String(row.line), row.action, row.recordId ?? '', row.key ?? '', changes, messageOf(row)].map(escapeCsvCell)]);
+  const changes = (row.changes ?? [])
+    .map((c) => `${c.field}: ${showCanonical(c.current)} -> ${showCanonical(c.wanted)}`)
+    .join('; ');
+  return stringify([
+    [String(row.row), String(row.line), row.action, row.recordId ?? '', row.key ?? '', changes, messageOf(row)].map(
+      escapeCsvCell,
+    ),
+  ]);
 }
 
 export function planCsvHeader(): string {

@@ -1,5 +1,13 @@
 import { CrmSyncError } from '../errors/index.js';
-import { didYouMean, RowDecoder, ROW_FIELD, type FieldError, type Mapping, type SourceItem, type SourceRecord } from '../ingest/index.js';
+import {
+  didYouMean,
+  RowDecoder,
+  ROW_FIELD,
+  type FieldError,
+  type Mapping,
+  type SourceItem,
+  type SourceRecord,
+} from '../ingest/index.js';
 import type { ProducedRow } from '../queue/index.js';
 import { diffFields, type FieldChange } from './compare.js';
 import type { RecordIndex } from './record-index.js';
@@ -62,7 +70,11 @@ export function reconcileDecoder(options: Omit<PlanRowsOptions, 'index'> & { mat
  * Before a run exists: a file whose header has neither the id column nor the key column
  * cannot match a single row; say which column was looked for and what the file has.
  */
-export function checkKeyColumn(decoder: RowDecoder, columns: readonly string[], options: { op: ReconcileOperation; matchKey: string; mapping?: Mapping | undefined; keyColumn?: string | undefined }): void {
+export function checkKeyColumn(
+  decoder: RowDecoder,
+  columns: readonly string[],
+  options: { op: ReconcileOperation; matchKey: string; mapping?: Mapping | undefined; keyColumn?: string | undefined },
+): void {
   const keyColumn = keyColumnOf(options.matchKey, options.mapping, options.keyColumn);
   const idColumn = decoder.rules.find((r) => r.field === 'id')?.column;
   if (columns.includes(keyColumn) || (idColumn !== undefined && columns.includes(idColumn))) return;
@@ -80,7 +92,11 @@ export function checkKeyColumn(decoder: RowDecoder, columns: readonly string[], 
  * fill a deal update's required name from the CRM, validate, and diff. Rows equal to the CRM
  * come out `skipped`, unmatched and ambiguous ones `failed` (never sent), the rest as payloads.
  */
-export async function* planRows(items: AsyncIterable<SourceItem>, options: PlanRowsOptions, decoder?: RowDecoder): AsyncGenerator<PlannedRow> {
+export async function* planRows(
+  items: AsyncIterable<SourceItem>,
+  options: PlanRowsOptions,
+  decoder?: RowDecoder,
+): AsyncGenerator<PlannedRow> {
   const planner = new RowPlanner(options, decoder);
   for await (const item of items) yield planner.plan(item);
 }
@@ -108,7 +124,8 @@ export class RowPlanner {
 
   plan(item: SourceItem): PlannedRow {
     const base = { row: item.row, line: item.line, original: item.original };
-    if (item.kind === 'problem') return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+    if (item.kind === 'problem')
+      return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
     return this.#planRecord(item, base);
   }
 
@@ -143,14 +160,25 @@ export class RowPlanner {
       if (key === '') {
         const idLabel = this.#decoder.label('id');
         if (matchKey === 'id') return invalid(base, [{ field: idLabel, message: 'is empty: every row needs one' }]);
-        return invalid(base, [{ field: this.#keyColumn, message: `is empty, and so is ${idLabel}: a row needs an id or a ${matchKey} to match (read from column ${JSON.stringify(this.#keyColumn)})` }]);
+        return invalid(base, [
+          {
+            field: this.#keyColumn,
+            message: `is empty, and so is ${idLabel}: a row needs an id or a ${matchKey} to match (read from column ${JSON.stringify(this.#keyColumn)})`,
+          },
+        ]);
       }
       if (found.length > 1) {
         const ids = found.map((r) => r.id).join(', ');
-        return failed('ambiguous', 'RECONCILE_AMBIGUOUS', `${matchKey} "${key}" matches ${found.length} ${resource} (${ids}); not sent`, key);
+        return failed(
+          'ambiguous',
+          'RECONCILE_AMBIGUOUS',
+          `${matchKey} "${key}" matches ${found.length} ${resource} (${ids}); not sent`,
+          key,
+        );
       }
       if (found.length === 0) {
-        if (op !== 'deal.upsert') return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with ${matchKey} "${key}"; not sent`, key);
+        if (op !== 'deal.upsert')
+          return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with ${matchKey} "${key}"; not sent`, key);
         return this.#planCreate(base, fields, key);
       }
       match = found[0];
@@ -158,7 +186,12 @@ export class RowPlanner {
     if (!match) return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} matched; not sent`, key);
     const earlier = this.#matched.get(match.id);
     if (earlier !== undefined) {
-      return failed('ambiguous', 'RECONCILE_AMBIGUOUS', `${noun} ${match.id} is also matched by row ${earlier}; not sent`, key);
+      return failed(
+        'ambiguous',
+        'RECONCILE_AMBIGUOUS',
+        `${noun} ${match.id} is also matched by row ${earlier}; not sent`,
+        key,
+      );
     }
 
     const ignore = ['id'];
@@ -173,7 +206,14 @@ export class RowPlanner {
     const keyPart = key !== undefined ? { key } : {};
     this.#matched.set(match.id, base.row);
     if (changes.length === 0) {
-      return { ...base, ...keyPart, action: 'skip', recordId: match.id, changes, outcome: { status: 'skipped', message: 'unchanged', recordId: match.id } };
+      return {
+        ...base,
+        ...keyPart,
+        action: 'skip',
+        recordId: match.id,
+        changes,
+        outcome: { status: 'skipped', message: 'unchanged', recordId: match.id },
+      };
     }
     return { ...base, ...keyPart, action: 'update', recordId: match.id, changes, payload: checked.payload };
   }
@@ -190,25 +230,40 @@ export class RowPlanner {
     return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
   }
 
-  #planCreate(base: { row: number; line: number; original: Record<string, string> }, fields: Record<string, unknown>, key: string): PlannedRow {
+  #planCreate(
+    base: { row: number; line: number; original: Record<string, string> },
+    fields: Record<string, unknown>,
+    key: string,
+  ): PlannedRow {
     const earlier = this.#creates.get(key);
     if (earlier !== undefined) {
       return {
         ...base,
         action: 'ambiguous',
         key,
-        outcome: { status: 'failed', code: 'RECONCILE_AMBIGUOUS', message: `${this.#options.index.matchKey} "${key}" is also in row ${earlier}, which creates it; not sent` },
+        outcome: {
+          status: 'failed',
+          code: 'RECONCILE_AMBIGUOUS',
+          message: `${this.#options.index.matchKey} "${key}" is also in row ${earlier}, which creates it; not sent`,
+        },
       };
     }
     const checked = this.#decoder.validate(fields, [], 'deal.create');
     if (checked.errors) return invalid(base, checked.errors, key);
     this.#creates.set(key, base.row);
     // The match key rides along: a concurrent upsert may create this key before this row does.
-    const payload = checked.payload.op === 'deal.create' ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` } : checked.payload;
+    const payload =
+      checked.payload.op === 'deal.create'
+        ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` }
+        : checked.payload;
     return { ...base, action: 'create', key, payload };
   }
 }
 
-function invalid(base: { row: number; line: number; original: Record<string, string> }, errors: FieldError[], key?: string): PlannedRow {
+function invalid(
+  base: { row: number; line: number; original: Record<string, string> },
+  errors: FieldError[],
+  key?: string,
+): PlannedRow {
   return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: 'ROW_INVALID', errors };
 }

@@ -1,8 +1,23 @@
 import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
-import { checkSource, openSource, type Mapping, type RowDecoder, type SourceFormat, type SourceItem, type SourceReader } from '../ingest/index.js';
+import {
+  checkSource,
+  openSource,
+  type Mapping,
+  type RowDecoder,
+  type SourceFormat,
+  type SourceItem,
+  type SourceReader,
+} from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { produceSource, sourceIdentity, sourceRunOptions, type ProducerProgress, type RunStop, type WorkspaceQueue } from '../queue/index.js';
+import {
+  produceSource,
+  sourceIdentity,
+  sourceRunOptions,
+  type ProducerProgress,
+  type RunStop,
+  type WorkspaceQueue,
+} from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
@@ -48,7 +63,9 @@ export function defaultMatchKey(op: ReconcileOperation): string {
 }
 
 /** Pages the resource the operation writes into an index by the match key. */
-export async function buildIndexFor(options: ReconcileSourceOptions): Promise<{ index: RecordIndex; stats: IndexStats }> {
+export async function buildIndexFor(
+  options: ReconcileSourceOptions,
+): Promise<{ index: RecordIndex; stats: IndexStats }> {
   const started = Date.now();
   const index = await RecordIndex.build(options.client, {
     resource: RECONCILE_RESOURCE[options.op],
@@ -63,7 +80,9 @@ export async function buildIndexFor(options: ReconcileSourceOptions): Promise<{ 
  * Opens the file and checks it against the reconcile's one decoder (columns, key column, an
  * empty file) before a run exists or a page of the CRM is read.
  */
-async function openChecked(options: ReconcileSourceOptions): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
+async function openChecked(
+  options: ReconcileSourceOptions,
+): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const reader = openSource(options.file, {
     ...(options.format ? { format: options.format } : {}),
@@ -180,17 +199,32 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       } catch (err) {
         if (!(err instanceof AuthError)) throw err;
         await options.store.blockRun(created.id, indexAuthReason(options.workspace, err));
-        logger.error({ runId: created.id, status: err.status }, 'the CRM refused the API key while the reconcile index was built: run blocked, nothing sent');
+        logger.error(
+          { runId: created.id, status: err.status },
+          'the CRM refused the API key while the reconcile index was built: run blocked, nothing sent',
+        );
         return noRows();
       }
       index = built.stats;
       logger.info({ runId: created.id, ...index }, 'reconcile index built');
       const limit = options.abortAfterUnmatched;
-      const tooMany = limit === undefined ? undefined : () => {
-        const n = counts['not-found'] + counts.ambiguous;
-        if (n >= limit) unmatched.abort({ kind: 'aborted', reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})` } satisfies RunStop);
-      };
-      return counted(planRows(items, { op: options.op, index: built.index, ...mappingOf(options) }, decoder), counts, stop, tooMany);
+      const tooMany =
+        limit === undefined
+          ? undefined
+          : () => {
+              const n = counts['not-found'] + counts.ambiguous;
+              if (n >= limit)
+                unmatched.abort({
+                  kind: 'aborted',
+                  reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})`,
+                } satisfies RunStop);
+            };
+      return counted(
+        planRows(items, { op: options.op, index: built.index, ...mappingOf(options) }, decoder),
+        counts,
+        stop,
+        tooMany,
+      );
     },
   });
   return { run, progress, counts, index };
@@ -211,7 +245,12 @@ function indexAuthReason(workspace: string, error: AuthError): string {
 async function* noRows(): AsyncGenerator<PlannedRow> {}
 
 /** Counts what the plan decided for rows that go on (the producer records stopped rows itself). */
-async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, stop: AbortSignal, check?: () => void): AsyncGenerator<PlannedRow> {
+async function* counted(
+  rows: AsyncIterable<PlannedRow>,
+  counts: PlanCounts,
+  stop: AbortSignal,
+  check?: () => void,
+): AsyncGenerator<PlannedRow> {
   for await (const row of rows) {
     if (!(row.payload !== undefined && stop.aborted)) counts[row.action]++;
     check?.();
@@ -219,7 +258,11 @@ async function* counted(rows: AsyncIterable<PlannedRow>, counts: PlanCounts, sto
   }
 }
 
-function mappingOf(options: ReconcileSourceOptions): { mapping?: Mapping; keyColumn?: string; ignoreUnknownColumns?: boolean } {
+function mappingOf(options: ReconcileSourceOptions): {
+  mapping?: Mapping;
+  keyColumn?: string;
+  ignoreUnknownColumns?: boolean;
+} {
   return {
     ...(options.mapping ? { mapping: options.mapping.mapping } : {}),
     ...(options.keyColumn !== undefined ? { keyColumn: options.keyColumn } : {}),

@@ -3,7 +3,12 @@ import { CrmSyncError } from '../errors/index.js';
 
 /** What a reconciled run may be: an update operation, or a deal sync that creates what is missing. */
 export type ReconcileOperation = 'deal.update' | 'lead.update' | 'contact.update' | 'deal.upsert';
-export const RECONCILE_OPERATIONS: readonly ReconcileOperation[] = ['deal.update', 'lead.update', 'contact.update', 'deal.upsert'];
+export const RECONCILE_OPERATIONS: readonly ReconcileOperation[] = [
+  'deal.update',
+  'lead.update',
+  'contact.update',
+  'deal.upsert',
+];
 
 /** The resource each reconciled operation pages. */
 export const RECONCILE_RESOURCE: Record<ReconcileOperation, ListResource> = {
@@ -30,7 +35,11 @@ export const MATCH_KEYS = {
   contacts: ['email', 'name', 'phone_number'],
 } as const satisfies Record<ListResource, readonly string[]>;
 
-export const DEFAULT_MATCH_KEY: Record<ListResource, string> = { deals: 'unique_number', leads: 'email', contacts: 'email' };
+export const DEFAULT_MATCH_KEY: Record<ListResource, string> = {
+  deals: 'unique_number',
+  leads: 'email',
+  contacts: 'email',
+};
 
 export type AnyRecord = Deal | Lead | Contact;
 
@@ -53,7 +62,9 @@ export function checkMatchKey(resource: ListResource, key: string): string {
 /** Match keys compare trimmed; emails also ignore case (mailboxes do, in practice). */
 export function normaliseKey(key: string, value: unknown): string {
   if (value === undefined || value === null) return '';
-  const s = (typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : '').trim();
+  const s = (
+    typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : ''
+  ).trim();
   return key === 'email' || key === 'unique_number' ? s.toLowerCase() : s;
 }
 

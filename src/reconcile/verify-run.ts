@@ -40,7 +40,9 @@ export interface VerifyResult {
 
 export const VERIFY_CSV_COLUMNS = ['row', 'line', 'record_id', 'field', 'sent', 'current'] as const;
 
-const RESOURCE_OF: Partial<Record<Operation | 'deal.upsert', { resource: ListResource; mapOp: Exclude<Operation, 'team.invite'> }>> = {
+const RESOURCE_OF: Partial<
+  Record<Operation | 'deal.upsert', { resource: ListResource; mapOp: Exclude<Operation, 'team.invite'> }>
+> = {
   'deal.update': { resource: 'deals', mapOp: 'deal.update' },
   'deal.upsert': { resource: 'deals', mapOp: 'deal.update' },
   'deal.create': { resource: 'deals', mapOp: 'deal.create' },
@@ -58,7 +60,8 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   const { store, runId } = options;
   const run = await store.requireRun(runId);
   const kind = RESOURCE_OF[run.operation];
-  if (!kind) throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
+  if (!kind)
+    throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
   const was = { size: run.options.sourceSize, mtime: run.options.sourceMtimeMs };
   const now = sourceIdentity(run.source);
   if (was.size !== undefined && (now.sourceSize !== was.size || now.sourceMtimeMs !== was.mtime)) {
@@ -69,7 +72,8 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
         `${now.sourceMtimeMs !== undefined ? new Date(now.sourceMtimeMs).toISOString() : 'gone'}): verify compares the CRM with what that file said, so it cannot check this run`,
     );
   }
-  const mapping: Mapping | undefined = run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  const mapping: Mapping | undefined =
+    run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   // Only the rows the run sent are compared, so other columns are no reason to stop here.
   const decoder = new RowDecoder({ op: kind.mapOp, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true });
 
@@ -77,8 +81,21 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   for await (const result of store.iterateResults(runId)) {
     if (result.status === 'succeeded' && result.recordId !== undefined) sent.set(result.row, result.recordId);
   }
-  const index = await RecordIndex.build(options.client, { resource: kind.resource, ...(options.pageSize ? { pageSize: options.pageSize } : {}) });
-  const outcome: VerifyResult = { runId, checked: 0, matching: 0, drifted: 0, missing: 0, byField: {}, sharedIds: 0, suspectedDuplicates: 0, listPages: index.pages };
+  const index = await RecordIndex.build(options.client, {
+    resource: kind.resource,
+    ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+  });
+  const outcome: VerifyResult = {
+    runId,
+    checked: 0,
+    matching: 0,
+    drifted: 0,
+    missing: 0,
+    byField: {},
+    sharedIds: 0,
+    suspectedDuplicates: 0,
+    listPages: index.pages,
+  };
   const rowsById = new Map<string, number>();
   for (const id of sent.values()) rowsById.set(id, (rowsById.get(id) ?? 0) + 1);
   // Deals by normalised name: a create's row that several deals match means one was made twice.
@@ -106,14 +123,30 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     const { fields } = decoder.mapValues(item.values);
     if ((rowsById.get(recordId) ?? 0) > 1) {
       outcome.sharedIds++;
-      await write([String(item.row), String(item.line), recordId, '(shared id)', 'one row per record', `${rowsById.get(recordId)} rows`]);
+      await write([
+        String(item.row),
+        String(item.line),
+        recordId,
+        '(shared id)',
+        'one row per record',
+        `${rowsById.get(recordId)} rows`,
+      ]);
     }
     if (createsDeals && typeof fields.name === 'string') {
       const value = fields.value === undefined ? undefined : canonicalFromRow('value', fields.value);
-      const twins = (dealsByName.get(normaliseName(fields.name)) ?? []).filter((d) => value === undefined || d.values.value === value);
+      const twins = (dealsByName.get(normaliseName(fields.name)) ?? []).filter(
+        (d) => value === undefined || d.values.value === value,
+      );
       if (twins.length > 1) {
         outcome.suspectedDuplicates++;
-        await write([String(item.row), String(item.line), recordId, '(duplicate)', 'one deal', twins.map((d) => d.id).join(';')]);
+        await write([
+          String(item.row),
+          String(item.line),
+          recordId,
+          '(duplicate)',
+          'one deal',
+          twins.map((d) => d.id).join(';'),
+        ]);
       }
     }
     const changes = diffFields(kind.resource, fields, record, ['id', 'position']);
@@ -124,7 +157,14 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     outcome.drifted++;
     for (const c of changes) {
       outcome.byField[c.field] = (outcome.byField[c.field] ?? 0) + 1;
-      await write([String(item.row), String(item.line), recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)]);
+      await write([
+        String(item.row),
+        String(item.line),
+        recordId,
+        c.field,
+        showCanonical(c.wanted),
+        showCanonical(c.current),
+      ]);
     }
   }
   return outcome;

@@ -36,7 +36,12 @@ export {
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
 export { RUN_STATUSES } from './run-keys.js';
-export { LookupPassBoard, type LookupPassBoardOptions, type PassSnapshotMeta, type PassTurn } from './lookup-pass-board.js';
+export {
+  LookupPassBoard,
+  type LookupPassBoardOptions,
+  type PassSnapshotMeta,
+  type PassTurn,
+} from './lookup-pass-board.js';
 export {
   groupProblems,
   problemGroupOf,
@@ -48,7 +53,18 @@ export {
   type GroupProblemsOptions,
 } from './problem-groups.js';
 export { searchRuns, runMatches, type ListRuns, type SearchRunsQuery, type SearchRunsResult } from './run-search.js';
-export { succeeded, skipped, invalid, failed, cancelled, aborted, superseded, uncertain, type RowPlace, type FailureDetail } from './row-results.js';
+export {
+  succeeded,
+  skipped,
+  invalid,
+  failed,
+  cancelled,
+  aborted,
+  superseded,
+  uncertain,
+  type RowPlace,
+  type FailureDetail,
+} from './row-results.js';
 export { isProblem } from './result-codec.js';
 export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
 export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';

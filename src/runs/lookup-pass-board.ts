@@ -105,7 +105,11 @@ export class LookupPassBoard {
 
   /** Asks for a pass that finds deals created from `from` on (the need is remembered for the next pass). */
   async ask(from: number, token: string): Promise<PassTurn> {
-    const [kind, n, now] = (await ASK.run(this.#redis, [this.#board], [Math.floor(from), token, this.leaseMs, this.#ttlMs])) as [string, number, number];
+    const [kind, n, now] = (await ASK.run(
+      this.#redis,
+      [this.#board],
+      [Math.floor(from), token, this.leaseMs, this.#ttlMs],
+    )) as [string, number, number];
     return kind === 'run' ? { kind: 'run', from: n, startedAt: now } : { kind: 'wait', ms: n };
   }
 

@@ -64,7 +64,10 @@ export function normaliseMessage(text: string): string {
 
 /** The group a problem row belongs to (its key is what `?group=` and the group routes take). */
 export function problemGroupOf(result: RowResult): Pick<ProblemGroup, 'key' | 'status' | 'code' | 'message'> {
-  const status: ProblemStatus = result.status === 'invalid' || result.status === 'uncertain' || result.status === 'cancelled' ? result.status : 'failed';
+  const status: ProblemStatus =
+    result.status === 'invalid' || result.status === 'uncertain' || result.status === 'cancelled'
+      ? result.status
+      : 'failed';
   const code = result.code ?? '';
   const message = normaliseMessage(describeError(result));
   const key = createHash('sha1').update(`${status}\u0000${code}\u0000${message}`).digest('hex').slice(0, 12);
@@ -77,7 +80,11 @@ export function problemGroupOf(result: RowResult): Pick<ProblemGroup, 'key' | 's
  * memory is bounded by `maxGroups` × `sampleRows` whatever the run's size, and the work by
  * `scanLimit` (the answer says when it stopped early).
  */
-export async function groupProblems(store: RunStore, runId: string, options: GroupProblemsOptions = {}): Promise<ProblemGroups> {
+export async function groupProblems(
+  store: RunStore,
+  runId: string,
+  options: GroupProblemsOptions = {},
+): Promise<ProblemGroups> {
   const scanLimit = options.scanLimit ?? 100_000;
   const maxGroups = options.maxGroups ?? 200;
   const sampleRows = options.sampleRows ?? 5;
@@ -90,7 +97,8 @@ export async function groupProblems(store: RunStore, runId: string, options: Gro
       complete = false;
       break;
     }
-    if (scanned % 1000 === 0 && options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new Error('grouping stopped');
+    if (scanned % 1000 === 0 && options.signal?.aborted)
+      throw options.signal.reason instanceof Error ? options.signal.reason : new Error('grouping stopped');
     scanned++;
     const cause = problemGroupOf(result);
     let group = groups.get(cause.key);
@@ -110,7 +118,12 @@ export async function groupProblems(store: RunStore, runId: string, options: Gro
 }
 
 /** Rows of the run's problem index that `match` accepts, in row order (for a retry of a group). */
-export async function problemRowsWhere(store: RunStore, runId: string, match: (result: RowResult) => boolean, limit = 1_000_000): Promise<number[]> {
+export async function problemRowsWhere(
+  store: RunStore,
+  runId: string,
+  match: (result: RowResult) => boolean,
+  limit = 1_000_000,
+): Promise<number[]> {
   const rows: number[] = [];
   for await (const result of store.iterateResults(runId, { problemsOnly: true })) {
     if (!match(result)) continue;

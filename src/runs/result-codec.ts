@@ -8,8 +8,24 @@ import type { FinalRowStatus, RowResult } from './run-types.js';
  * milliseconds (13 bytes instead of a 24-byte ISO string); succeeded and skipped rows keep no
  * `original`. The Lua scripts read only the first character, so they never decode JSON.
  */
-const STATUS_CHAR = { succeeded: 's', skipped: 'k', invalid: 'i', failed: 'f', superseded: 'p', uncertain: 'u', cancelled: 'c' } as const satisfies Record<FinalRowStatus, string>;
-const CHAR_STATUS: Record<string, FinalRowStatus> = { s: 'succeeded', k: 'skipped', i: 'invalid', f: 'failed', p: 'superseded', u: 'uncertain', c: 'cancelled' };
+const STATUS_CHAR = {
+  succeeded: 's',
+  skipped: 'k',
+  invalid: 'i',
+  failed: 'f',
+  superseded: 'p',
+  uncertain: 'u',
+  cancelled: 'c',
+} as const satisfies Record<FinalRowStatus, string>;
+const CHAR_STATUS: Record<string, FinalRowStatus> = {
+  s: 'succeeded',
+  k: 'skipped',
+  i: 'invalid',
+  f: 'failed',
+  p: 'superseded',
+  u: 'uncertain',
+  c: 'cancelled',
+};
 
 const StoredResultSchema = z.object({
   /** line */
@@ -31,7 +47,6 @@ const StoredResultSchema = z.object({
 });
 type StoredResult = z.infer<typeof StoredResultSchema>;
 
-
 /** Rows an operator must look at (the problems index, exports of failed rows, `runs retry`). */
 export function isProblem(status: FinalRowStatus): boolean {
   return status === 'failed' || status === 'invalid' || status === 'uncertain' || status === 'cancelled';
@@ -45,7 +60,8 @@ export function encodeResult(result: RowResult): string {
   if (result.httpStatus !== undefined) stored.h = result.httpStatus;
   if (result.code !== undefined) stored.c = result.code;
   if (result.message !== undefined) stored.m = result.message;
-  if (result.errors !== undefined && result.errors.length > 0) stored.e = result.errors.map((e) => [e.field, e.message]);
+  if (result.errors !== undefined && result.errors.length > 0)
+    stored.e = result.errors.map((e) => [e.field, e.message]);
   // Only rows someone may fix and re-import keep their source values: this is what lets a
   // million-row run fit in Redis.
   if (isProblem(result.status) && result.original !== undefined) stored.o = result.original;
@@ -54,7 +70,8 @@ export function encodeResult(result: RowResult): string {
 
 export function decodeResult(row: number, value: string): RowResult {
   const status = CHAR_STATUS[value.charAt(0)];
-  if (status === undefined) throw new CrmSyncError('RESULT_UNREADABLE', `stored result of row ${row} has an unknown status marker`);
+  if (status === undefined)
+    throw new CrmSyncError('RESULT_UNREADABLE', `stored result of row ${row} has an unknown status marker`);
   const stored = StoredResultSchema.parse(JSON.parse(value.slice(1)));
   const result: RowResult = { row, status, at: new Date(stored.t).toISOString() };
   if (stored.l !== undefined) result.line = stored.l;

@@ -38,7 +38,8 @@ export interface PruneSummary {
  */
 export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
   const { store, resultsDir } = options;
-  if (!Number.isFinite(options.olderThanMs) || options.olderThanMs <= 0) throw new CrmSyncError('USAGE', `a retention is a positive duration, got ${options.olderThanMs} ms`);
+  if (!Number.isFinite(options.olderThanMs) || options.olderThanMs <= 0)
+    throw new CrmSyncError('USAGE', `a retention is a positive duration, got ${options.olderThanMs} ms`);
   const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
   const summary: PruneSummary = { runs: [], archivedRows: 0, kept: [], files: [] };
   for (const id of await store.runIdsCreatedBefore(cutoff, options.limit ?? 1000)) {

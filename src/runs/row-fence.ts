@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
-import { BEGIN_CREATE, BEGIN_UPDATE, FINISH_CREATE, HOLD_CREATE, RELEASE_CREATE, SETTLE_UPDATE } from './fence-scripts.js';
+import {
+  BEGIN_CREATE,
+  BEGIN_UPDATE,
+  FINISH_CREATE,
+  HOLD_CREATE,
+  RELEASE_CREATE,
+  SETTLE_UPDATE,
+} from './fence-scripts.js';
 import type { LuaScript } from './lua-script.js';
 import { encodeResult } from './result-codec.js';
 import { RunKeys } from './run-keys.js';
@@ -71,7 +78,8 @@ export type BeginCreate =
   | { kind: 'has-result' }
   | { kind: 'refused'; reason: RefusalReason };
 
-export type FinishCreate = { kind: 'recorded' } | { kind: 'conflict'; claimedBy: string } | { kind: 'refused'; reason: RefusalReason };
+export type FinishCreate =
+  { kind: 'recorded' } | { kind: 'conflict'; claimedBy: string } | { kind: 'refused'; reason: RefusalReason };
 
 const SEQ_ROW_WIDTH = 7;
 
@@ -111,7 +119,11 @@ export class RowFence {
 
   async beginUpdate(w: RowWriter, record: RecordRef): Promise<BeginUpdate> {
     const seq = seqOf(w.runId, w.row);
-    const reply = await this.#run(BEGIN_UPDATE, [...this.#sendKeys(w), this.#orderKey(record)], [w.row, w.round, w.token, seq, this.leaseMs, this.#orderWindowMs]);
+    const reply = await this.#run(
+      BEGIN_UPDATE,
+      [...this.#sendKeys(w), this.#orderKey(record)],
+      [w.row, w.round, w.token, seq, this.leaseMs, this.#orderWindowMs],
+    );
     const [kind, arg = ''] = reply;
     if (kind === 'send') return { kind, seq };
     if (kind === 'superseded') return { kind, by: arg };
@@ -133,9 +145,29 @@ export class RowFence {
    * `lockId`: what identical creates meet on (the content fingerprint, or an upsert's match
    * key); `match`: an upsert's `key=value`, whose deal, once any row created it, is the answer.
    */
-  async beginCreate(w: RowWriter, lockId: string, crmClock: { at: number; measured: boolean }, match?: string): Promise<BeginCreate> {
-    const keys = [...this.#sendKeys(w), this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, lockId), this.#upsertedKey(match)];
-    const args = [w.row, w.round, w.token, ownerOf(w), this.leaseMs, this.#claimTtlMs, Math.round(crmClock.at), crmClock.measured ? '1' : '0', match ? '1' : '0'];
+  async beginCreate(
+    w: RowWriter,
+    lockId: string,
+    crmClock: { at: number; measured: boolean },
+    match?: string,
+  ): Promise<BeginCreate> {
+    const keys = [
+      ...this.#sendKeys(w),
+      this.#keys.creating(w.runId),
+      this.#keys.createLock(this.#workspace, lockId),
+      this.#upsertedKey(match),
+    ];
+    const args = [
+      w.row,
+      w.round,
+      w.token,
+      ownerOf(w),
+      this.leaseMs,
+      this.#claimTtlMs,
+      Math.round(crmClock.at),
+      crmClock.measured ? '1' : '0',
+      match ? '1' : '0',
+    ];
     const [kind, arg = '', now = ''] = await this.#run(BEGIN_CREATE, keys, args);
     if (kind === 'exists') return { kind, dealId: arg };
     if (kind === 'send') return { kind, marker: parseMarker(arg) };
@@ -148,7 +180,15 @@ export class RowFence {
    * Records `dealId` as the row's deal: claim, marker, lock and result in one step. `conflict`
    * is the result stored when another row had already recorded that deal.
    */
-  async finishCreate(w: RowWriter, lockId: string, dealId: string, success: RowResult, conflict: RowResult, marker?: CreateMarker, match?: string): Promise<FinishCreate> {
+  async finishCreate(
+    w: RowWriter,
+    lockId: string,
+    dealId: string,
+    success: RowResult,
+    conflict: RowResult,
+    marker?: CreateMarker,
+    match?: string,
+  ): Promise<FinishCreate> {
     const k = this.#keys;
     const keys = [
       k.run(w.runId),
@@ -192,7 +232,11 @@ export class RowFence {
 
   /** Keeps the fingerprint's lock for `ms` (an uncertain answer: identical rows wait for the lookup). */
   async holdCreate(w: RowWriter, fingerprint: string, ms: number): Promise<void> {
-    await this.#run(HOLD_CREATE, [this.#keys.createLock(this.#workspace, fingerprint)], [ownerOf(w), Math.max(1, Math.round(ms))]);
+    await this.#run(
+      HOLD_CREATE,
+      [this.#keys.createLock(this.#workspace, fingerprint)],
+      [ownerOf(w), Math.max(1, Math.round(ms))],
+    );
   }
 
   /** The writer's job attempt still holds the job (its lock has the attempt's token). */

@@ -19,7 +19,12 @@ function base(place: RowPlace): Pick<RowResult, 'row' | 'line' | 'at'> {
 }
 
 export function succeeded(place: RowPlace, recordId: string | undefined, message?: string): RowResult {
-  return { ...base(place), status: 'succeeded', ...(recordId !== undefined ? { recordId } : {}), ...(message ? { message } : {}) };
+  return {
+    ...base(place),
+    status: 'succeeded',
+    ...(recordId !== undefined ? { recordId } : {}),
+    ...(message ? { message } : {}),
+  };
 }
 
 export function skipped(place: RowPlace, message: string, recordId?: string): RowResult {
@@ -55,7 +60,13 @@ export function failed(place: RowPlace, detail: FailureDetail, original: Origina
 
 /** Not sent: the run was cancelled (`runs cancel`). Exported and retryable. */
 export function cancelled(place: RowPlace, reason: string, original: Original | undefined): RowResult {
-  return { ...base(place), status: 'cancelled', code: 'RUN_CANCELLED', message: `not sent: ${reason}`, ...(original ? { original } : {}) };
+  return {
+    ...base(place),
+    status: 'cancelled',
+    code: 'RUN_CANCELLED',
+    message: `not sent: ${reason}`,
+    ...(original ? { original } : {}),
+  };
 }
 
 /** Not sent: the run was aborted (a nightly sync's maxFailures, its lock lost). A failure. */

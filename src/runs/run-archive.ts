@@ -34,7 +34,11 @@ export function archivePath(resultsDir: string, runId: string): string {
 }
 
 /** Writes the run's archive from the store; answers its path and how many results it holds. */
-export async function archiveRun(store: RunStore, runId: string, resultsDir: string): Promise<{ path: string; rows: number }> {
+export async function archiveRun(
+  store: RunStore,
+  runId: string,
+  resultsDir: string,
+): Promise<{ path: string; rows: number }> {
   const run = await store.requireRun(runId);
   mkdirSync(archiveDir(resultsDir), { recursive: true });
   const path = archivePath(resultsDir, runId);
@@ -96,7 +100,11 @@ export class ArchivedRuns implements RunResults {
 
   async *#lines(runId: string): AsyncIterable<string> {
     const path = archivePath(this.resultsDir, runId);
-    if (!existsSync(path)) throw new CrmSyncError('RUN_NOT_FOUND', `no run with id ${runId} (in Redis or archived under ${archiveDir(this.resultsDir)})`);
+    if (!existsSync(path))
+      throw new CrmSyncError(
+        'RUN_NOT_FOUND',
+        `no run with id ${runId} (in Redis or archived under ${archiveDir(this.resultsDir)})`,
+      );
     const lines = createInterface({ input: createReadStream(path).pipe(createGunzip()), crlfDelay: Infinity });
     for await (const line of lines) if (line !== '') yield line;
   }

@@ -7,7 +7,13 @@ import type { RunStatus } from './run-types.js';
  */
 export const RESULT_BUCKET_ROWS = 100;
 
-export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+export const RUN_STATUSES = [
+  'running',
+  'blocked',
+  'completed',
+  'failed',
+  'cancelled',
+] as const satisfies readonly RunStatus[];
 
 /**
  * The statuses whose indexes every script gets as KEYS[2..5]. The `cancelled` index is derived

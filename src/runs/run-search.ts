@@ -2,7 +2,9 @@ import { basename } from 'node:path';
 import type { ListRunsQuery, RunRecord } from './run-types.js';
 
 /** A page of the runs list, newest first (RunStore.listRuns, or a scoped view of it). */
-export type ListRuns = (query: ListRunsQuery & { offset: number; limit: number }) => Promise<{ runs: RunRecord[]; total: number }>;
+export type ListRuns = (
+  query: ListRunsQuery & { offset: number; limit: number },
+) => Promise<{ runs: RunRecord[]; total: number }>;
 
 export interface SearchRunsQuery {
   /** Text looked for, in any case, in the run id, the source file's name and the sync name. */

@@ -172,7 +172,17 @@ export class RunStore {
       operation: input.operation,
       source: input.source,
       status: input.status ?? 'running',
-      counts: { total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 },
+      counts: {
+        total: 0,
+        queued: 0,
+        succeeded: 0,
+        failed: 0,
+        skipped: 0,
+        invalid: 0,
+        superseded: 0,
+        uncertain: 0,
+        cancelled: 0,
+      },
       columns: input.columns ?? [],
       options: input.options ?? {},
       createdAt: now.toISOString(),
@@ -194,7 +204,14 @@ export class RunStore {
 
   /** Ids of runs created before `cutoffMs` (epoch ms), oldest first, at most `limit`. */
   async runIdsCreatedBefore(cutoffMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.allRuns(), '-inf', `(${Math.floor(cutoffMs)}`, 'LIMIT', 0, Math.max(0, Math.floor(limit)));
+    return this.redis.zrangebyscore(
+      this.keys.allRuns(),
+      '-inf',
+      `(${Math.floor(cutoffMs)}`,
+      'LIMIT',
+      0,
+      Math.max(0, Math.floor(limit)),
+    );
   }
 
   async getRun(id: string): Promise<RunRecord | null> {
@@ -217,7 +234,10 @@ export class RunStore {
     let total: number;
     if (filters.length <= 1) {
       const key = filters[0] ?? this.keys.allRuns();
-      [total, ids] = await Promise.all([this.redis.zcard(key), limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1)]);
+      [total, ids] = await Promise.all([
+        this.redis.zcard(key),
+        limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1),
+      ]);
     } else {
       // Several filters: intersect the indexes server-side; scores are all createdAt, so MAX keeps them.
       const scratch = this.keys.scratch(newRunId());
@@ -254,7 +274,8 @@ export class RunStore {
    * producer got (`producedRow`).
    */
   async addQueued(id: string, count: number, throughRow?: number): Promise<'counted' | 'cancelled'> {
-    if (!Number.isInteger(count) || count < 0) throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
+    if (!Number.isInteger(count) || count < 0)
+      throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
     if (count === 0) return 'counted';
     // -1: the run was cancelled; the caller must not queue these rows.
     return (await this.script(ADD_QUEUED, id, [], [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
@@ -276,19 +297,29 @@ export class RunStore {
       const fence = options.fences?.[i];
       const s = fence?.settles;
       if (s) windowMs = Math.max(windowMs, s.windowMs);
-      args.push(String(result.row), encodeResult(result), fence?.lockKey ?? '', fence?.token ?? '', fence ? String(fence.round) : '', s?.key ?? '', s?.seq ?? '', s?.applied ? '1' : '0');
+      args.push(
+        String(result.row),
+        encodeResult(result),
+        fence?.lockKey ?? '',
+        fence?.token ?? '',
+        fence ? String(fence.round) : '',
+        s?.key ?? '',
+        s?.seq ?? '',
+        s?.applied ? '1' : '0',
+      );
     });
     let reply: Array<string | null> | null = null;
     const refused: RecordOutcome['refused'] = [];
     // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
     for (let i = 0; i < args.length || reply === null; i += SCRIPT_CHUNK * 8) {
-      reply = (await this.script(RECORD_RESULTS, id, [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)], [
-        fromQueue ? '1' : '0',
-        new Date().toISOString(),
-        windowMs,
-        ...args.slice(i, i + SCRIPT_CHUNK * 8),
-      ])) as Array<string | null>;
-      for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2) refused.push({ row: Number(reply[r]), reason: reply[r + 1] as RefusalReason });
+      reply = (await this.script(
+        RECORD_RESULTS,
+        id,
+        [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)],
+        [fromQueue ? '1' : '0', new Date().toISOString(), windowMs, ...args.slice(i, i + SCRIPT_CHUNK * 8)],
+      )) as Array<string | null>;
+      for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2)
+        refused.push({ row: Number(reply[r]), reason: reply[r + 1] as RefusalReason });
     }
     return { counts: countsOf(reply), refused };
   }
@@ -334,7 +365,8 @@ export class RunStore {
         const reason =
           `the process reading ${run.source} stopped after ${run.counts.total} rows (no sign of life since ${run.producerSeenAt ?? run.createdAt}); ` +
           `rows not read were not sent: go on from there with: crm-sync runs resume ${run.id}`;
-        if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, [], [new Date(now).toISOString(), oldest, reason])) === 1) failed.push(run.id);
+        if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, [], [new Date(now).toISOString(), oldest, reason])) === 1)
+          failed.push(run.id);
       }
     }
     return failed;
@@ -345,7 +377,12 @@ export class RunStore {
     // The ended pass's duration, for the run's active time (a statistic: read outside the script).
     const run = await this.requireRun(id);
     const took = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.passStartedAt ?? run.createdAt) : NaN;
-    await this.script(BEGIN_PRODUCING, id, [], [new Date().toISOString(), Number.isFinite(took) && took >= 0 ? Math.round(took) : '']);
+    await this.script(
+      BEGIN_PRODUCING,
+      id,
+      [],
+      [new Date().toISOString(), Number.isFinite(took) && took >= 0 ? Math.round(took) : ''],
+    );
   }
 
   /** running → blocked with the reason; a run in any other status is left alone. */
@@ -438,7 +475,14 @@ export class RunStore {
       // Cursor by row number, not by index, so rows requeued during the walk do not shift it.
       let after = 0;
       for (;;) {
-        const members = await this.redis.zrangebyscore(this.keys.problems(id), `(${after}`, '+inf', 'LIMIT', 0, batchSize);
+        const members = await this.redis.zrangebyscore(
+          this.keys.problems(id),
+          `(${after}`,
+          '+inf',
+          'LIMIT',
+          0,
+          batchSize,
+        );
         if (members.length === 0) return;
         const rows = members.map(Number);
         yield* await this.readRows(id, rows);
@@ -460,15 +504,17 @@ export class RunStore {
    * earlier round can no longer send them or record their result.
    */
   async requeueRows(id: string, rows: number[] | undefined, round: number): Promise<RequeuedRow[]> {
-    if (!Number.isSafeInteger(round) || round < 1) throw new CrmSyncError('USAGE', `a retry round is a positive integer, got ${round}`);
+    if (!Number.isSafeInteger(round) || round < 1)
+      throw new CrmSyncError('USAGE', `a retry round is a positive integer, got ${round}`);
     await this.require(id);
     const requeued: RequeuedRow[] = [];
     const requeueChunk = async (chunk: number[]): Promise<void> => {
-      const reply = (await this.script(REQUEUE_ROWS, id, [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)], [
-        new Date().toISOString(),
-        round,
-        ...chunk,
-      ])) as string[];
+      const reply = (await this.script(
+        REQUEUE_ROWS,
+        id,
+        [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)],
+        [new Date().toISOString(), round, ...chunk],
+      )) as string[];
       for (let i = 0; i + 1 < reply.length; i += 2) {
         const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');
         const entry: RequeuedRow = { row: result.row, original: result.original ?? {} };
@@ -484,7 +530,14 @@ export class RunStore {
     // removes what it read, so the loop ends even while workers keep recording.
     let cursor = 0;
     for (;;) {
-      const members = await this.redis.zrangebyscore(this.keys.problems(id), `(${cursor}`, '+inf', 'LIMIT', 0, SCRIPT_CHUNK);
+      const members = await this.redis.zrangebyscore(
+        this.keys.problems(id),
+        `(${cursor}`,
+        '+inf',
+        'LIMIT',
+        0,
+        SCRIPT_CHUNK,
+      );
       if (members.length === 0) return requeued;
       const chunk = members.map(Number);
       await requeueChunk(chunk);
@@ -532,11 +585,13 @@ export class RunStore {
     for (const row of rows) {
       const last = groups[groups.length - 1];
       const lastRow = last?.[0];
-      if (last !== undefined && lastRow !== undefined && this.keys.bucketOf(lastRow) === this.keys.bucketOf(row)) last.push(row);
+      if (last !== undefined && lastRow !== undefined && this.keys.bucketOf(lastRow) === this.keys.bucketOf(row))
+        last.push(row);
       else groups.push([row]);
     }
     const pipeline = this.redis.pipeline();
-    for (const group of groups) pipeline.hmget(this.keys.resultBucket(id, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
+    for (const group of groups)
+      pipeline.hmget(this.keys.resultBucket(id, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
     const replies = (await pipeline.exec()) ?? [];
     const results: RowResult[] = [];
     groups.forEach((group, g) => {
@@ -550,7 +605,12 @@ export class RunStore {
     return results;
   }
 
-  private async script(script: LuaScript, id: string, extraKeys: string[], args: Array<string | number>): Promise<unknown> {
+  private async script(
+    script: LuaScript,
+    id: string,
+    extraKeys: string[],
+    args: Array<string | number>,
+  ): Promise<unknown> {
     try {
       return await script.run(this.redis, [this.keys.run(id), ...this.keys.statusIndexes(), ...extraKeys], args);
     } catch (error) {
@@ -561,7 +621,17 @@ export class RunStore {
 }
 
 /** The counts in the order the scripts return them (COUNT_FIELDS in run-scripts.ts). */
-const COUNT_NAMES = ['total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled'] as const satisfies ReadonlyArray<keyof RunCounts>;
+const COUNT_NAMES = [
+  'total',
+  'queued',
+  'succeeded',
+  'failed',
+  'skipped',
+  'invalid',
+  'superseded',
+  'uncertain',
+  'cancelled',
+] as const satisfies ReadonlyArray<keyof RunCounts>;
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
   const counts = {} as RunCounts;
@@ -574,6 +644,10 @@ function runNotFound(id: string): CrmSyncError {
 }
 
 function matches(result: RowResult, needle: string): boolean {
-  const haystack = [result.message ?? '', result.code ?? '', ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`)];
+  const haystack = [
+    result.message ?? '',
+    result.code ?? '',
+    ...(result.errors ?? []).map((e) => `${e.field}: ${e.message}`),
+  ];
   return haystack.some((text) => text.toLowerCase().includes(needle));
 }

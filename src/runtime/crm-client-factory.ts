@@ -3,7 +3,12 @@ import { CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 
 /** An API client for a configured workspace; reads its key now (SECRET_MISSING names the source). */
-export function createCrmClient(config: Config, workspace: string, logger: Logger, options: { maxSockets?: number } = {}): CrmClient {
+export function createCrmClient(
+  config: Config,
+  workspace: string,
+  logger: Logger,
+  options: { maxSockets?: number } = {},
+): CrmClient {
   const ws = getWorkspace(config, workspace);
   return new CrmClient({
     workspace: ws.name,

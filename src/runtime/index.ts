@@ -1,7 +1,14 @@
 import type { Redis } from 'ioredis';
 import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis, openWorkspaceQueue, refuseEvictingRedis, refuseRedisCluster, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import {
+  connectRedis,
+  openWorkspaceQueue,
+  refuseEvictingRedis,
+  refuseRedisCluster,
+  type RedisRole,
+  type WorkspaceQueue,
+} from '../queue/index.js';
 import { RunStore } from '../runs/index.js';
 
 /** The connected parts a command or process needs, built once from the config. */
@@ -35,7 +42,13 @@ export async function openRuntime(config: Config, logger: Logger, role: RedisRol
       let q = queues.get(workspace);
       if (!q) {
         const ws = getWorkspace(config, workspace);
-        q = openWorkspaceQueue({ connection: redis, prefix: config.prefix, workspace, attempts: ws.retry.attempts, backoffMs: ws.retry.backoffMs });
+        q = openWorkspaceQueue({
+          connection: redis,
+          prefix: config.prefix,
+          workspace,
+          attempts: ws.retry.attempts,
+          backoffMs: ws.retry.backoffMs,
+        });
         queues.set(workspace, q);
       }
       return q;
@@ -47,7 +60,15 @@ export async function openRuntime(config: Config, logger: Logger, role: RedisRol
   };
 }
 
-export { startPrivateRedis, findOrStartRedis, redisAnswers, freePort, hasRedisServer, type PrivateRedis, type PrivateRedisOptions } from './local-redis.js';
+export {
+  startPrivateRedis,
+  findOrStartRedis,
+  redisAnswers,
+  freePort,
+  hasRedisServer,
+  type PrivateRedis,
+  type PrivateRedisOptions,
+} from './local-redis.js';
 export { deleteKeysWithPrefix } from './delete-prefix.js';
 export { createCrmClient } from './crm-client-factory.js';
 export { preflight, checkKey, type CheckLine, type KeyCheck, type PreflightOptions } from './preflight.js';

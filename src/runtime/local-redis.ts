@@ -47,7 +47,13 @@ export async function freePort(): Promise<number> {
 }
 
 export async function redisAnswers(url: string, timeoutMs = 1000): Promise<boolean> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs, retryStrategy: () => null });
+  const r = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: timeoutMs,
+    retryStrategy: () => null,
+  });
   r.on('error', () => undefined);
   try {
     await r.connect();
@@ -75,7 +81,21 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
   const launch = async () => {
     child = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', options.appendOnly ? 'yes' : 'no', '--appendfsync', 'always', '--dir', dir, ...(options.extraArgs ?? [])],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        options.appendOnly ? 'yes' : 'no',
+        '--appendfsync',
+        'always',
+        '--dir',
+        dir,
+        ...(options.extraArgs ?? []),
+      ],
       { stdio: 'ignore' },
     );
     for (let i = 0; i < 100; i++) {
@@ -108,7 +128,9 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
 }
 
 /** REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a private redis-server. */
-export async function findOrStartRedis(env: NodeJS.ProcessEnv = process.env): Promise<{ url: string; started: PrivateRedis | null }> {
+export async function findOrStartRedis(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ url: string; started: PrivateRedis | null }> {
   if (env.REDIS_URL) return { url: env.REDIS_URL, started: null };
   const local = 'redis://127.0.0.1:6379';
   if (await redisAnswers(local)) return { url: local, started: null };

@@ -31,12 +31,21 @@ export async function checkKey(client: CrmClient): Promise<KeyCheck> {
     await client.listPage('deals', { pageNumber: 1, pageSize: 1 });
     return { verdict: 'ok', message: `${client.baseUrl} answered like the CRM and accepted the key` };
   } catch (err) {
-    if (err instanceof RateLimitedError) return { verdict: 'ok', message: `${client.baseUrl} accepted the key (and asked to slow down: 429)` };
-    if (err instanceof AuthError) return { verdict: 'rejected', message: `the CRM refused the API key (HTTP ${err.status ?? 401}: ${err.serviceMessage ?? 'unauthorized'})` };
+    if (err instanceof RateLimitedError)
+      return { verdict: 'ok', message: `${client.baseUrl} accepted the key (and asked to slow down: 429)` };
+    if (err instanceof AuthError)
+      return {
+        verdict: 'rejected',
+        message: `the CRM refused the API key (HTTP ${err.status ?? 401}: ${err.serviceMessage ?? 'unauthorized'})`,
+      };
     if (err instanceof NotFoundError) {
-      return { verdict: 'not-crm', message: `${client.baseUrl} answered 404 to the deal list (${err.serviceMessage ?? 'not found'}): is the baseUrl right (scheme, host, path)?` };
+      return {
+        verdict: 'not-crm',
+        message: `${client.baseUrl} answered 404 to the deal list (${err.serviceMessage ?? 'not found'}): is the baseUrl right (scheme, host, path)?`,
+      };
     }
-    if (err instanceof BadResponseError) return { verdict: 'not-crm', message: `${client.baseUrl} answered, but not like the CRM: ${err.message}` };
+    if (err instanceof BadResponseError)
+      return { verdict: 'not-crm', message: `${client.baseUrl} answered, but not like the CRM: ${err.message}` };
     return { verdict: 'unreachable', message: `${client.baseUrl} did not answer: ${errorMessage(err)}` };
   }
 }
@@ -55,14 +64,24 @@ export interface PreflightOptions {
  */
 export async function preflight(options: PreflightOptions): Promise<CheckLine[]> {
   const { config, logger } = options;
-  const lines: CheckLine[] = [{ level: 'ok', subject: 'config', message: `${config.source ?? 'environment'} is valid (${Object.keys(config.workspaces).length} workspaces)` }];
+  const lines: CheckLine[] = [
+    {
+      level: 'ok',
+      subject: 'config',
+      message: `${config.source ?? 'environment'} is valid (${Object.keys(config.workspaces).length} workspaces)`,
+    },
+  ];
   const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
   let redis: Redis | undefined;
   try {
     redis = await connectRedis(config.redisUrl, { role: 'client', name: 'crm-sync-check' });
     lines.push(...(await redisLines(redis, redactRedisUrl(config.redisUrl))));
   } catch (err) {
-    lines.push({ level: 'fail', subject: 'redis', message: `${redactRedisUrl(config.redisUrl)} cannot be reached: ${errorMessage(err)}` });
+    lines.push({
+      level: 'fail',
+      subject: 'redis',
+      message: `${redactRedisUrl(config.redisUrl)} cannot be reached: ${errorMessage(err)}`,
+    });
     redis?.disconnect();
     redis = undefined;
   }
@@ -88,7 +107,11 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
             workers > 0
               ? { level: 'ok', subject: `${name}: workers`, message: `${workers} worker connections serve the queue` }
               : workers === 0
-                ? { level: 'warn', subject: `${name}: workers`, message: `no worker serves the queue: rows wait until one starts (crm-sync worker -w ${name})` }
+                ? {
+                    level: 'warn',
+                    subject: `${name}: workers`,
+                    message: `no worker serves the queue: rows wait until one starts (crm-sync worker -w ${name})`,
+                  }
                 : { level: 'warn', subject: `${name}: workers`, message: 'unknown: Redis refused CLIENT LIST' },
           );
         } finally {
@@ -104,12 +127,20 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
 
 async function redisLines(redis: Redis, where: string): Promise<CheckLine[]> {
   const lines: CheckLine[] = [];
-  const [memory, persistence, server] = await Promise.all([redis.info('memory'), redis.info('persistence'), redis.info('server')]);
+  const [memory, persistence, server] = await Promise.all([
+    redis.info('memory'),
+    redis.info('persistence'),
+    redis.info('server'),
+  ]);
   const version = /^redis_version:(\S+)/m.exec(server)?.[1] ?? '?';
   lines.push({ level: 'ok', subject: 'redis', message: `${where} answers (Redis ${version})` });
   const policy = /^maxmemory_policy:(\S+)/m.exec(memory)?.[1];
   if (policy !== undefined && policy !== 'noeviction') {
-    lines.push({ level: 'warn', subject: 'redis', message: `maxmemory-policy is ${policy}: Redis may evict queued rows and results; workers refuse to start until it is noeviction` });
+    lines.push({
+      level: 'warn',
+      subject: 'redis',
+      message: `maxmemory-policy is ${policy}: Redis may evict queued rows and results; workers refuse to start until it is noeviction`,
+    });
   }
   const aof = /^aof_enabled:(\d)/m.exec(persistence)?.[1] === '1';
   let rdb: boolean | undefined;
@@ -121,7 +152,11 @@ async function redisLines(redis: Redis, where: string): Promise<CheckLine[]> {
     rdb = undefined;
   }
   if (!aof && rdb === false) {
-    lines.push({ level: 'warn', subject: 'redis', message: 'no persistence (no AOF, no RDB snapshots): a Redis restart loses every queued row and result' });
+    lines.push({
+      level: 'warn',
+      subject: 'redis',
+      message: 'no persistence (no AOF, no RDB snapshots): a Redis restart loses every queued row and result',
+    });
   }
   return lines;
 }

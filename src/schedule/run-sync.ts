@@ -105,11 +105,13 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     const queue = runtime.queue(def.workspace);
     let abortReason: string | undefined;
     let watchError: unknown;
-    const failuresReason = (failed: number) => (max !== undefined && failed >= max ? `aborted: ${failed} rows failed (maxFailures ${max})` : undefined);
+    const failuresReason = (failed: number) =>
+      max !== undefined && failed >= max ? `aborted: ${failed} rows failed (maxFailures ${max})` : undefined;
     /** Why a run still going must stop now, if it must (the first reason sticks). */
     const stopReason = (failed: number): string | undefined => {
       if (abortReason !== undefined) return abortReason;
-      if (lock.lost) return `aborted: ${lock.lostReason ?? 'the sync lock was lost'}; another tick may be running this sync`;
+      if (lock.lost)
+        return `aborted: ${lock.lostReason ?? 'the sync lock was lost'}; another tick may be running this sync`;
       if (watchError !== undefined) return `aborted: the run could not be watched (${errorMessage(watchError)})`;
       return failuresReason(failed);
     };
@@ -123,7 +125,9 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       const removed = await abortRun(store, queue, runId, reason);
       if (removed > 0) log.info({ runId, removed }, 'waiting rows of the aborted run removed');
     };
-    const stillGoing = (run: RunRecord) => run.status === 'running' || (run.status === 'blocked' && !options.returnWhenBlocked && previousRunState(run) === 'blocked');
+    const stillGoing = (run: RunRecord) =>
+      run.status === 'running' ||
+      (run.status === 'blocked' && !options.returnWhenBlocked && previousRunState(run) === 'blocked');
     const watch = async (runId: string, signal: AbortSignal) => {
       while (!signal.aborted) {
         const run = await store.requireRun(runId);
@@ -155,7 +159,10 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
         // Handled at once: a rejection here must not wait (unhandled) for reconcileImport to end.
         watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
           watchError = err;
-          stopProducer.abort({ kind: 'aborted', reason: `aborted: the run could not be watched (${errorMessage(err)})` } satisfies RunStop);
+          stopProducer.abort({
+            kind: 'aborted',
+            reason: `aborted: the run could not be watched (${errorMessage(err)})`,
+          } satisfies RunStop);
           log.error({ runId: run.id, err: errorMessage(err) }, 'could not watch the sync run');
         });
       },
@@ -177,7 +184,11 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
     stopWatching.abort();
     await watching;
     if (client && !options.client) client.close();
-    await lock.release().catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'could not release the sync lock (it expires on its own)'));
+    await lock
+      .release()
+      .catch((err: unknown) =>
+        log.warn({ err: errorMessage(err) }, 'could not release the sync lock (it expires on its own)'),
+      );
   }
 }
 
@@ -194,7 +205,14 @@ async function recordSkip(def: SyncDefinition, runtime: Runtime, why: string): P
   return runtime.store.finishProducing(run.id);
 }
 
-async function finish(def: SyncDefinition, options: RunSyncOptions, run: RunRecord, started: Date, skipped: boolean, plan?: PlanCounts): Promise<SyncSummary> {
+async function finish(
+  def: SyncDefinition,
+  options: RunSyncOptions,
+  run: RunRecord,
+  started: Date,
+  skipped: boolean,
+  plan?: PlanCounts,
+): Promise<SyncSummary> {
   const { store, config, logger } = options.runtime;
   const finishedAt = new Date();
   const summary: SyncSummary = {
@@ -229,7 +247,11 @@ async function finish(def: SyncDefinition, options: RunSyncOptions, run: RunReco
   logger.info({ summary }, `sync ${def.name} ${skipped ? 'skipped' : 'finished'}: run ${run.id} ${run.status}`);
   if (def.options.notifyUrl) {
     try {
-      await got.post(def.options.notifyUrl, { json: summary, timeout: { request: options.notifyTimeoutMs ?? 10_000 }, retry: { limit: 2, methods: ['POST'] } });
+      await got.post(def.options.notifyUrl, {
+        json: summary,
+        timeout: { request: options.notifyTimeoutMs ?? 10_000 },
+        retry: { limit: 2, methods: ['POST'] },
+      });
     } catch (err) {
       // A webhook that is down must not fail the sync; the summary is in the log either way.
       logger.warn({ sync: def.name, err: errorMessage(err) }, 'notify webhook failed');

@@ -24,7 +24,9 @@ function timezoneExists(tz: string): boolean {
 
 export const SyncDefinitionSchema = z.strictObject({
   /** Unique among the definitions; the scheduler id and the `runs list --sync` filter. */
-  name: z.string('must be text').regex(SYNC_NAME, 'must use letters, digits, - and _ only (max 63), starting with a letter or digit'),
+  name: z
+    .string('must be text')
+    .regex(SYNC_NAME, 'must use letters, digits, - and _ only (max 63), starting with a letter or digit'),
   /** A workspace from the config. */
   workspace: z.string('must be text').min(1, 'must not be empty'),
   /** deal.update, lead.update, contact.update, or deal.upsert (update by key, create what is missing). */
@@ -39,9 +41,14 @@ export const SyncDefinitionSchema = z.strictObject({
   keyColumn: z.string('must be text').min(1, 'must not be empty').optional(),
   schedule: z.strictObject({
     /** 5 or 6 field cron pattern, e.g. "0 2 * * *". */
-    cron: z.string('must be a cron pattern').refine(cronLooksValid, 'must be a cron pattern of 5 or 6 fields, e.g. "0 2 * * *"'),
+    cron: z
+      .string('must be a cron pattern')
+      .refine(cronLooksValid, 'must be a cron pattern of 5 or 6 fields, e.g. "0 2 * * *"'),
     /** IANA time zone of the pattern. Default UTC. */
-    timezone: z.string('must be an IANA time zone').refine(timezoneExists, 'is not a known IANA time zone (e.g. Europe/Berlin)').default('UTC'),
+    timezone: z
+      .string('must be an IANA time zone')
+      .refine(timezoneExists, 'is not a known IANA time zone (e.g. Europe/Berlin)')
+      .default('UTC'),
   }),
   options: z
     .strictObject({
@@ -71,7 +78,12 @@ export function loadDefinitionFile(path: string): SyncDefinition {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    fail(path, (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file does not exist' : `not valid JSON (${(err as Error).message})`);
+    fail(
+      path,
+      (err as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'the file does not exist'
+        : `not valid JSON (${(err as Error).message})`,
+    );
   }
   const parsed = SyncDefinitionSchema.safeParse(raw);
   if (!parsed.success) {
@@ -89,7 +101,9 @@ export function loadDefinitionFile(path: string): SyncDefinition {
 export function loadDefinitions(dir: string): SyncDefinition[] {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+    names = readdirSync(dir)
+      .filter((n) => n.endsWith('.json'))
+      .sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
@@ -115,7 +129,10 @@ export function resolvePath(def: SyncDefinition, path: string): string {
 }
 
 function globToRegExp(pattern: string): RegExp {
-  const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '[^/]*').replaceAll('?', '[^/]');
+  const body = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replaceAll('*', '[^/]*')
+    .replaceAll('?', '[^/]');
   return new RegExp(`^${body}$`);
 }
 
@@ -125,7 +142,11 @@ export function resolveSource(def: SyncDefinition): string {
   const name = basename(path);
   if (!/[*?]/.test(name)) return path;
   const dir = dirname(path);
-  if (/[*?]/.test(dir)) throw new CrmSyncError('SYNC_DEFINITION_INVALID', `${def.file}: source: wildcards are allowed in the file name only`);
+  if (/[*?]/.test(dir))
+    throw new CrmSyncError(
+      'SYNC_DEFINITION_INVALID',
+      `${def.file}: source: wildcards are allowed in the file name only`,
+    );
   const re = globToRegExp(name);
   let newest: { path: string; mtime: number } | undefined;
   let entries: string[];

@@ -69,7 +69,9 @@ export class SyncLock {
     } catch (err) {
       // Unanswered renewals are not a loss yet: the key lives until ttl after the last success.
       if (Date.now() - this.#validSince >= this.#ttlMs) {
-        this.#lose(`the sync lock could not be renewed for ${this.#ttlMs} ms (${err instanceof Error ? err.message : String(err)})`);
+        this.#lose(
+          `the sync lock could not be renewed for ${this.#ttlMs} ms (${err instanceof Error ? err.message : String(err)})`,
+        );
       }
     } finally {
       this.#renewing = false;

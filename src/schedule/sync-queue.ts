@@ -35,7 +35,11 @@ export async function installSchedule(queue: SyncQueue, def: SyncDefinition): Pr
   await queue.upsertJobScheduler(
     def.name,
     { pattern: def.schedule.cron, tz: def.schedule.timezone },
-    { name: SYNC_JOB_NAME, data: { sync: def.name, file: def.file }, opts: { removeOnComplete: { count: 200 }, removeOnFail: { count: 200 } } },
+    {
+      name: SYNC_JOB_NAME,
+      data: { sync: def.name, file: def.file },
+      opts: { removeOnComplete: { count: 200 }, removeOnFail: { count: 200 } },
+    },
   );
 }
 
@@ -54,7 +58,10 @@ export async function removeSchedule(queue: SyncQueue, name: string): Promise<bo
 }
 
 /** Makes the installed schedulers equal the definitions: upserts each, removes the rest. */
-export async function syncSchedules(queue: SyncQueue, defs: readonly SyncDefinition[]): Promise<{ installed: string[]; removed: string[] }> {
+export async function syncSchedules(
+  queue: SyncQueue,
+  defs: readonly SyncDefinition[],
+): Promise<{ installed: string[]; removed: string[] }> {
   for (const def of defs) await installSchedule(queue, def);
   const wanted = new Set(defs.map((d) => d.name));
   const removed: string[] = [];

@@ -45,7 +45,10 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
     try {
       return loadDefinitionFile(data.file);
     } catch (err) {
-      logger.warn({ sync: data.sync, file: data.file, err: errorMessage(err) }, 'definition file unreadable; looking it up by name');
+      logger.warn(
+        { sync: data.sync, file: data.file, err: errorMessage(err) },
+        'definition file unreadable; looking it up by name',
+      );
       return findDefinition(jobsDir, data.sync);
     }
   };
@@ -59,7 +62,12 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
   const worker = new Worker<SyncTickData, SyncSummary, string>(
     SYNC_QUEUE,
     async (job: Job<SyncTickData, SyncSummary, string>) => handle(job),
-    { connection: runtime.redis, prefix: bullPrefix(config.prefix), concurrency: options.concurrency ?? 4, autorun: true },
+    {
+      connection: runtime.redis,
+      prefix: bullPrefix(config.prefix),
+      concurrency: options.concurrency ?? 4,
+      autorun: true,
+    },
   );
   worker.on('failed', (job, err) => logger.error({ sync: job?.data.sync, err: err.message }, 'sync tick failed'));
   worker.on('error', (err) => logger.warn({ err: errorMessage(err) }, 'scheduler connection error (retrying)'));
@@ -78,7 +86,11 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
         sleep(timeoutMs, false, { signal: timer.signal }).catch(() => false),
       ]);
       timer.abort();
-      if (!drained) logger.warn({ timeoutMs, syncs: inHand.size }, 'syncs still in hand at the close timeout: their runs go on in the workspace queues');
+      if (!drained)
+        logger.warn(
+          { timeoutMs, syncs: inHand.size },
+          'syncs still in hand at the close timeout: their runs go on in the workspace queues',
+        );
       await worker.close(!drained);
       if (!options.runtime) await runtime.close();
     },

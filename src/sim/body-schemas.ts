@@ -69,7 +69,10 @@ export const DirectDealSchema = DealFieldsSchema.extend({
   contact_id: ref.nullable(),
   company_id: ref.nullable(),
 }).partial();
-export const DirectLeadSchema = LeadFieldsSchema.extend({ contact_id: ref.nullable(), company_id: ref.nullable() }).partial();
+export const DirectLeadSchema = LeadFieldsSchema.extend({
+  contact_id: ref.nullable(),
+  company_id: ref.nullable(),
+}).partial();
 export const DirectContactSchema = ContactFieldsSchema;
 
 export type DirectDealFields = z.infer<typeof DirectDealSchema>;

@@ -44,7 +44,10 @@ export class Prng {
   /** Opaque lower-case hex id, like the 24-character ids many CRMs use. */
   hex(length: number): string {
     let out = '';
-    while (out.length < length) out += Math.floor(this.next() * 0x10000).toString(16).padStart(4, '0');
+    while (out.length < length)
+      out += Math.floor(this.next() * 0x10000)
+        .toString(16)
+        .padStart(4, '0');
     return out.slice(0, length);
   }
 }

@@ -41,7 +41,8 @@ export function updateLead(ws: WorkspaceState, id: string, body: unknown): SimAn
   if (!lead) return fail(404, `Lead not found: ${id}`);
   const parsed = parseBody(LeadBodySchema, body);
   if ('error' in parsed) return parsed.error;
-  if (Object.keys(parsed.data.lead).length === 0) return fail(422, 'lead: needs at least one of name, status, owner_id, tag_ids');
+  if (Object.keys(parsed.data.lead).length === 0)
+    return fail(422, 'lead: needs at least one of name, status, owner_id, tag_ids');
   const result = writeLead(ws, lead, parsed.data.lead);
   if (result.ok) ws.stats.writes.leadUpdate++;
   return answer(result, 200, (l) => ({ lead: ws.leadJson(l) }));
@@ -84,10 +85,19 @@ export function listRecords(ws: WorkspaceState, resource: SimResource, query: Re
   const start = (page - 1) * size;
   const items = all.slice(start, start + size).map((record) => render(ws, resource, record));
   ws.stats.listPages++;
-  return ok(200, {
-    [resource]: items,
-    pagination: { total_records: total, current_page_number: page, total_pages: Math.ceil(total / size), page_size: size },
-  }, false);
+  return ok(
+    200,
+    {
+      [resource]: items,
+      pagination: {
+        total_records: total,
+        current_page_number: page,
+        total_pages: Math.ceil(total / size),
+        page_size: size,
+      },
+    },
+    false,
+  );
 }
 
 function render(ws: WorkspaceState, resource: SimResource, record: object): unknown {

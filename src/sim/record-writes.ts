@@ -1,6 +1,13 @@
 import type { DealFields, DirectContactFields, DirectDealFields, DirectLeadFields } from './body-schemas.js';
 import type {
-  SimCompany, SimContact, SimDeal, SimLead, SimOwner, SimPipeline, SimStage, SimTag,
+  SimCompany,
+  SimContact,
+  SimDeal,
+  SimLead,
+  SimOwner,
+  SimPipeline,
+  SimStage,
+  SimTag,
 } from './sim-records.js';
 
 /** What the write rules need to see of a workspace. */
@@ -29,13 +36,20 @@ const refused = (error: string): { ok: false; status: 422; error: string } => ({
 function checkRefs(
   data: WorkspaceData,
   prefix: string,
-  f: { owner_id?: string | undefined; tag_ids?: string[] | undefined; company_id?: string | null | undefined; contact_id?: string | null | undefined },
+  f: {
+    owner_id?: string | undefined;
+    tag_ids?: string[] | undefined;
+    company_id?: string | null | undefined;
+    contact_id?: string | null | undefined;
+  },
 ): string | null {
   const problems: string[] = [];
-  if (f.owner_id !== undefined && !data.ownerById.has(f.owner_id)) problems.push(`${prefix}.owner_id: no owner with id "${f.owner_id}"`);
+  if (f.owner_id !== undefined && !data.ownerById.has(f.owner_id))
+    problems.push(`${prefix}.owner_id: no owner with id "${f.owner_id}"`);
   if (f.tag_ids !== undefined) {
     const unknown = f.tag_ids.filter((id) => !data.tagById.has(id));
-    if (unknown.length > 0) problems.push(`${prefix}.tag_ids: no tag with id ${unknown.map((id) => `"${id}"`).join(', ')}`);
+    if (unknown.length > 0)
+      problems.push(`${prefix}.tag_ids: no tag with id ${unknown.map((id) => `"${id}"`).join(', ')}`);
   }
   if (typeof f.company_id === 'string' && !data.companyById.has(f.company_id)) {
     problems.push(`${prefix}.company_id: no company with id "${f.company_id}"`);
@@ -52,7 +66,8 @@ function resolveStage(
   current: { pipeline_id: string | null; stage_id: string | null },
   f: Pick<DealFields, 'pipeline_id' | 'stage_id'>,
 ): { pipeline_id: string | null; stage_id: string | null } | string {
-  if (f.pipeline_id !== undefined && !data.pipelineById.has(f.pipeline_id)) return `deal.pipeline_id: no pipeline with id "${f.pipeline_id}"`;
+  if (f.pipeline_id !== undefined && !data.pipelineById.has(f.pipeline_id))
+    return `deal.pipeline_id: no pipeline with id "${f.pipeline_id}"`;
   if (f.stage_id !== undefined) {
     const stage = data.stageById.get(f.stage_id);
     if (!stage) return `deal.stage_id: no stage with id "${f.stage_id}"`;
@@ -71,7 +86,11 @@ function resolveStage(
 }
 
 /** Creates (existing = undefined) or updates a deal. */
-export function writeDeal(data: WorkspaceData, existing: SimDeal | undefined, f: DirectDealFields): WriteResult<SimDeal> {
+export function writeDeal(
+  data: WorkspaceData,
+  existing: SimDeal | undefined,
+  f: DirectDealFields,
+): WriteResult<SimDeal> {
   const problem = checkRefs(data, 'deal', f);
   if (problem) return refused(problem);
   const current = existing ?? { pipeline_id: null, stage_id: null };
@@ -107,7 +126,11 @@ export function writeDeal(data: WorkspaceData, existing: SimDeal | undefined, f:
   return { ok: true, record: existing };
 }
 
-export function writeLead(data: WorkspaceData, existing: SimLead | undefined, f: DirectLeadFields): WriteResult<SimLead> {
+export function writeLead(
+  data: WorkspaceData,
+  existing: SimLead | undefined,
+  f: DirectLeadFields,
+): WriteResult<SimLead> {
   const problem = checkRefs(data, 'lead', f);
   if (problem) return refused(problem);
   if (!existing) {
@@ -136,12 +159,17 @@ export function writeLead(data: WorkspaceData, existing: SimLead | undefined, f:
   return { ok: true, record: existing };
 }
 
-export function writeContact(data: WorkspaceData, existing: SimContact | undefined, f: DirectContactFields): WriteResult<SimContact> {
+export function writeContact(
+  data: WorkspaceData,
+  existing: SimContact | undefined,
+  f: DirectContactFields,
+): WriteResult<SimContact> {
   const problem = checkRefs(data, 'contact', f);
   if (problem) return refused(problem);
   if (f.email !== undefined) {
     const holder = data.contactByEmail.get(f.email.toLowerCase());
-    if (holder !== undefined && holder !== existing?.id) return refused(`contact.email: "${f.email}" is already used by another contact`);
+    if (holder !== undefined && holder !== existing?.id)
+      return refused(`contact.email: "${f.email}" is already used by another contact`);
   }
   if (!existing) {
     if (f.name === undefined || f.email === undefined) return refused('contact.name and contact.email: are required');

@@ -3,22 +3,57 @@ import type { SimContact, SimDeal, SimLead } from './sim-records.js';
 
 /** Spec §2 answer shapes, built from the internal records at answer time. */
 
-export interface RefJson { id: string; name: string }
-export interface TagJson { id: string; name: string; style: string }
+export interface RefJson {
+  id: string;
+  name: string;
+}
+export interface TagJson {
+  id: string;
+  name: string;
+  style: string;
+}
 
 export interface DealJson {
-  id: string; name: string; status: string; value: number; currency: string; price: string; unique_number: string;
-  contact: RefJson | null; company: RefJson | null; owner: string | null; pipeline: RefJson | null; stage: RefJson | null;
-  tags: TagJson[]; created_at: string; updated_at: string;
+  id: string;
+  name: string;
+  status: string;
+  value: number;
+  currency: string;
+  price: string;
+  unique_number: string;
+  contact: RefJson | null;
+  company: RefJson | null;
+  owner: string | null;
+  pipeline: RefJson | null;
+  stage: RefJson | null;
+  tags: TagJson[];
+  created_at: string;
+  updated_at: string;
 }
 export interface LeadJson {
-  id: string; name: string; status: string; unique_number: string; email: string; phone_number: string;
-  contact: { id: string | null; name: string }; company: { id: string | null; name: string | null };
-  owner: string | null; tags: TagJson[]; created_at: string; updated_at: string;
+  id: string;
+  name: string;
+  status: string;
+  unique_number: string;
+  email: string;
+  phone_number: string;
+  contact: { id: string | null; name: string };
+  company: { id: string | null; name: string | null };
+  owner: string | null;
+  tags: TagJson[];
+  created_at: string;
+  updated_at: string;
 }
 export interface ContactJson {
-  id: string; name: string; email: string; phone_number: string; created_at: string; updated_at: string;
-  owner: string | null; tags: TagJson[]; company: { id: string | null; name: string | null };
+  id: string;
+  name: string;
+  email: string;
+  phone_number: string;
+  created_at: string;
+  updated_at: string;
+  owner: string | null;
+  tags: TagJson[];
+  company: { id: string | null; name: string | null };
 }
 
 const formats = new Map<string, Intl.NumberFormat>();

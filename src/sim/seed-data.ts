@@ -1,9 +1,23 @@
 import { Prng, streamSeed } from './prng.js';
 import {
-  COMPANY_NAMES, CURRENCIES, DEAL_PRODUCTS, FIRST_NAMES, FREEMAIL_DOMAINS, LAST_NAMES, PIPELINES, TAGS, slug,
+  COMPANY_NAMES,
+  CURRENCIES,
+  DEAL_PRODUCTS,
+  FIRST_NAMES,
+  FREEMAIL_DOMAINS,
+  LAST_NAMES,
+  PIPELINES,
+  TAGS,
+  slug,
 } from './seed-names.js';
 import type {
-  SimContact, SimDeal, SimDealStatus, SimLead, SimLeadStatus, SimOwner, SimReferenceData,
+  SimContact,
+  SimDeal,
+  SimDealStatus,
+  SimLead,
+  SimLeadStatus,
+  SimOwner,
+  SimReferenceData,
 } from './sim-records.js';
 
 /** Seed timestamps start here and advance a little per record, so they are the same on every run. */
@@ -160,5 +174,10 @@ function deals(seed: number, count: number, contactList: SimContact[], ref: SimR
 export function generateSeedData(seed: number, records: number): SeedData {
   const ref = reference(seed);
   const contactList = contacts(seed, records, ref);
-  return { ...ref, contacts: contactList, leads: leads(seed, contactList, ref), deals: deals(seed, records, contactList, ref) };
+  return {
+    ...ref,
+    contacts: contactList,
+    leads: leads(seed, contactList, ref),
+    deals: deals(seed, records, contactList, ref),
+  };
 }

@@ -3,11 +3,30 @@
  * tests can reason in the API's terms; the spec-shaped answers are built by the renderers.
  */
 
-export interface SimOwner { id: string; name: string; email: string }
-export interface SimPipeline { id: string; name: string }
-export interface SimStage { id: string; name: string; pipelineId: string }
-export interface SimTag { id: string; name: string; style: string }
-export interface SimCompany { id: string; name: string; domain: string }
+export interface SimOwner {
+  id: string;
+  name: string;
+  email: string;
+}
+export interface SimPipeline {
+  id: string;
+  name: string;
+}
+export interface SimStage {
+  id: string;
+  name: string;
+  pipelineId: string;
+}
+export interface SimTag {
+  id: string;
+  name: string;
+  style: string;
+}
+export interface SimCompany {
+  id: string;
+  name: string;
+  domain: string;
+}
 
 export const DEAL_STATUSES = ['in_progress', 'won', 'lost'] as const;
 export const LEAD_STATUSES = ['open', 'converted', 'archived'] as const;
@@ -84,7 +103,14 @@ export interface SimStats {
   /** 429s sent. */
   rateLimited: number;
   /** Writes applied (incl. commit-then-drop ones). `teamMembers` counts requests, `membersAdded` new members. */
-  writes: { dealCreate: number; dealUpdate: number; leadUpdate: number; contactUpdate: number; teamMembers: number; membersAdded: number };
+  writes: {
+    dealCreate: number;
+    dealUpdate: number;
+    leadUpdate: number;
+    contactUpdate: number;
+    teamMembers: number;
+    membersAdded: number;
+  };
   /** List requests answered 200. */
   listPages: number;
   resets: number;

@@ -1,19 +1,40 @@
 import type { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
 import {
-  DirectContactSchema, DirectDealSchema, DirectLeadSchema, describeIssues,
-  type DirectContactFields, type DirectDealFields, type DirectLeadFields,
+  DirectContactSchema,
+  DirectDealSchema,
+  DirectLeadSchema,
+  describeIssues,
+  type DirectContactFields,
+  type DirectDealFields,
+  type DirectLeadFields,
 } from './body-schemas.js';
 import { Prng, streamSeed } from './prng.js';
 import { writeContact, writeDeal, writeLead, type WorkspaceData, type WriteResult } from './record-writes.js';
-import {
-  contactJson, dealJson, leadJson, type ContactJson, type DealJson, type LeadJson,
-} from './renderers.js';
+import { contactJson, dealJson, leadJson, type ContactJson, type DealJson, type LeadJson } from './renderers.js';
 import { generateSeedData } from './seed-data.js';
-import { DEFAULT_ROLES, SimFaultsSchema, SimRateLimitSchema, SimWorkspaceOptionsSchema, type SimFaults, type SimRateLimit, type SimWorkspaceOptions } from './sim-options.js';
 import {
-  emptyStats, type SimCompany, type SimContact, type SimDeal, type SimLead, type SimOwner, type SimPipeline,
-  type SimResource, type SimStage, type SimStats, type SimTag, type SimTeamMember,
+  DEFAULT_ROLES,
+  SimFaultsSchema,
+  SimRateLimitSchema,
+  SimWorkspaceOptionsSchema,
+  type SimFaults,
+  type SimRateLimit,
+  type SimWorkspaceOptions,
+} from './sim-options.js';
+import {
+  emptyStats,
+  type SimCompany,
+  type SimContact,
+  type SimDeal,
+  type SimLead,
+  type SimOwner,
+  type SimPipeline,
+  type SimResource,
+  type SimStage,
+  type SimStats,
+  type SimTag,
+  type SimTeamMember,
 } from './sim-records.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -95,7 +116,13 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
     this.roles = new Set(o.roles ?? DEFAULT_ROLES);
     const seed = o.seed ?? 1;
     const data = generateSeedData(seed, o.records ?? 0);
-    ({ owners: this.owners, pipelines: this.pipelines, stages: this.stages, tags: this.tags, companies: this.companies } = data);
+    ({
+      owners: this.owners,
+      pipelines: this.pipelines,
+      stages: this.stages,
+      tags: this.tags,
+      companies: this.companies,
+    } = data);
     this.ownerById = new Map(data.owners.map((x) => [x.id, x]));
     this.pipelineById = new Map(data.pipelines.map((x) => [x.id, x]));
     this.stageById = new Map(data.stages.map((x) => [x.id, x]));
@@ -112,7 +139,13 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
     // The owners are the workspace's first members; the first two administer it.
     data.owners.forEach((owner, i) => {
       const role = i < 2 && this.roles.has('Admin') ? 'Admin' : ([...this.roles][0] ?? 'Standard');
-      this.teamMembers.set(owner.email, { email: owner.email, role, invitedBy: null, invitationEmailSent: false, addedAt: SEED_EPOCH });
+      this.teamMembers.set(owner.email, {
+        email: owner.email,
+        role,
+        invitedBy: null,
+        invitationEmailSent: false,
+        addedAt: SEED_EPOCH,
+      });
     });
     this.runtimeIds = new Prng(streamSeed(seed, 'runtime'));
     this.setRateLimit(o.rateLimit ?? null);
@@ -209,7 +242,8 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
       throw new CrmSyncError('USAGE', `simulator workspace ${this.name}: no ${resource} record with id "${id}"`);
     };
     if (resource === 'deals') direct(writeDeal(this, this.deals.get(id) ?? missing(), parse(DirectDealSchema, patch)));
-    else if (resource === 'leads') direct(writeLead(this, this.leads.get(id) ?? missing(), parse(DirectLeadSchema, patch)));
+    else if (resource === 'leads')
+      direct(writeLead(this, this.leads.get(id) ?? missing(), parse(DirectLeadSchema, patch)));
     else direct(writeContact(this, this.contacts.get(id) ?? missing(), parse(DirectContactSchema, patch)));
   }
 
@@ -228,7 +262,8 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
 
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
-  if (!result.success) throw new CrmSyncError('USAGE', `simulator: invalid direct edit: ${describeIssues(result.error)}`);
+  if (!result.success)
+    throw new CrmSyncError('USAGE', `simulator: invalid direct edit: ${describeIssues(result.error)}`);
   return result.data;
 }
 

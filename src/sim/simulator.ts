@@ -1,6 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger } from '../log/index.js';
 import { AUTH_ERROR, type SimAnswer } from './answer.js';
@@ -26,7 +32,10 @@ export interface Simulator {
 }
 
 /** Per-request state the hooks hand to the handler, kept off fastify's types. */
-interface RequestState { workspace: WorkspaceState | undefined; dropAfterCommit: boolean }
+interface RequestState {
+  workspace: WorkspaceState | undefined;
+  dropAfterCommit: boolean;
+}
 
 const PREFIX = '/api/external';
 const RESOURCES: readonly SimResource[] = ['deals', 'leads', 'contacts'];
@@ -46,7 +55,11 @@ class SimulatorServer implements Simulator {
   private latencyMs: number;
   port = 0;
 
-  constructor(private readonly app: FastifyInstance, private readonly host: string, options: SimulatorOptions) {
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly host: string,
+    options: SimulatorOptions,
+  ) {
     this.faults = SimFaultsSchema.parse(options.faults ?? {});
     this.latencyMs = options.latencyMs ?? 0;
     for (const ws of options.workspaces) this.addWorkspace(ws);
@@ -68,7 +81,8 @@ class SimulatorServer implements Simulator {
   }
 
   addWorkspace(options: SimWorkspaceOptions): WorkspaceState {
-    if (this.workspaces.has(options.name)) throw new CrmSyncError('USAGE', `simulator: workspace "${options.name}" already exists`);
+    if (this.workspaces.has(options.name))
+      throw new CrmSyncError('USAGE', `simulator: workspace "${options.name}" already exists`);
     const ws = new WorkspaceState(options);
     this.workspaces.set(ws.name, ws);
     return ws;
@@ -79,7 +93,8 @@ class SimulatorServer implements Simulator {
   }
 
   setLatency(ms: number): void {
-    if (!Number.isFinite(ms) || ms < 0) throw new CrmSyncError('USAGE', 'simulator: latency must be a number of ms ≥ 0');
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new CrmSyncError('USAGE', 'simulator: latency must be a number of ms ≥ 0');
     this.latencyMs = ms;
   }
 
@@ -112,7 +127,10 @@ class SimulatorServer implements Simulator {
     if (waitMs > 0) {
       ws.stats.rateLimited++;
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      return reply.code(429).header('retry-after', String(seconds)).send({ error: `Rate limit exceeded, retry in ${seconds} s` });
+      return reply
+        .code(429)
+        .header('retry-after', String(seconds))
+        .send({ error: `Rate limit exceeded, retry in ${seconds} s` });
     }
     if (this.latencyMs > 0) await sleep(this.latencyMs);
     const faults = ws.faults ?? this.faults;
@@ -158,8 +176,12 @@ class SimulatorServer implements Simulator {
       async (api) => {
         api.addHook('onRequest', (req, reply) => this.gate(req, reply));
         api.post('/v2/deals', async (req, reply) => this.respond(req, reply, createDeal(ws(req), req.body)));
-        api.patch('/v2/deals/:id', async (req: IdReq, reply) => this.respond(req, reply, updateDeal(ws(req), req.params.id, req.body)));
-        api.patch('/v2/leads/:id', async (req: IdReq, reply) => this.respond(req, reply, updateLead(ws(req), req.params.id, req.body)));
+        api.patch('/v2/deals/:id', async (req: IdReq, reply) =>
+          this.respond(req, reply, updateDeal(ws(req), req.params.id, req.body)),
+        );
+        api.patch('/v2/leads/:id', async (req: IdReq, reply) =>
+          this.respond(req, reply, updateLead(ws(req), req.params.id, req.body)),
+        );
         api.patch('/v2/contacts/:id', async (req: IdReq, reply) =>
           this.respond(req, reply, updateContact(ws(req), req.params.id, req.body)),
         );
@@ -194,7 +216,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   });
   const host = options.host ?? '127.0.0.1';
   const sim = new SimulatorServer(app, host, options);
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `No route for ${req.method} ${req.url.split('?')[0] ?? ''}` }));
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: `No route for ${req.method} ${req.url.split('?')[0] ?? ''}` }),
+  );
   app.setErrorHandler((err: { statusCode?: number; message?: string }, _req, reply) => {
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 ? err.statusCode : 500;
     if (status >= 500) logger.error({ err }, 'simulator handler failed');

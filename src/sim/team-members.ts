@@ -23,16 +23,21 @@ function validate(ws: WorkspaceState, body: unknown): string | null {
   if (unknown.length > 0) return `body: unknown field(s) ${unknown.join(', ')}`;
   const { emails, organization_role: role, invited_by: invitedBy, send_invitation_email: send } = b;
   if (!Array.isArray(emails) || emails.length === 0) return 'emails: must be a non-empty array of email addresses';
-  if (emails.length > MAX_EMAILS_PER_REQUEST) return `emails: at most ${MAX_EMAILS_PER_REQUEST} per request (got ${emails.length})`;
+  if (emails.length > MAX_EMAILS_PER_REQUEST)
+    return `emails: at most ${MAX_EMAILS_PER_REQUEST} per request (got ${emails.length})`;
   const bad = emails.filter((e) => !isEmail(e));
-  if (bad.length > 0) return `Invalid email addresses: ${bad.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))).join(', ')}`;
-  const refused = (emails as string[]).filter((e) => ws.blockedEmailDomains.has(e.slice(e.lastIndexOf('@') + 1).toLowerCase()));
+  if (bad.length > 0)
+    return `Invalid email addresses: ${bad.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))).join(', ')}`;
+  const refused = (emails as string[]).filter((e) =>
+    ws.blockedEmailDomains.has(e.slice(e.lastIndexOf('@') + 1).toLowerCase()),
+  );
   if (refused.length > 0) return `Invalid email addresses: ${refused.join(', ')} (domain not allowed)`;
   if (role !== undefined && (typeof role !== 'string' || !ws.roles.has(role))) {
     return `organization_role: must be one of the workspace roles (${[...ws.roles].join(', ')})`;
   }
   if (invitedBy !== undefined && !isEmail(invitedBy)) return 'invited_by: must be a valid email address';
-  if (send !== undefined && send !== 'true' && send !== 'false') return 'send_invitation_email: must be the string "true" or "false"';
+  if (send !== undefined && send !== 'true' && send !== 'false')
+    return 'send_invitation_email: must be the string "true" or "false"';
   return null;
 }
 
@@ -41,15 +46,27 @@ export function addTeamMembers(ws: WorkspaceState, accept: string | undefined, b
   if (!acceptsJson(accept)) return fail(406, 'Accept header must be application/json');
   const problem = validate(ws, body);
   if (problem !== null) return fail(422, problem);
-  const b = body as { emails: string[]; organization_role?: string; invited_by?: string; send_invitation_email?: string };
+  const b = body as {
+    emails: string[];
+    organization_role?: string;
+    invited_by?: string;
+    send_invitation_email?: string;
+  };
   const role = b.organization_role ?? 'Standard';
-  if (!ws.roles.has(role)) return fail(422, `organization_role: the default role Standard is not defined in this workspace`);
+  if (!ws.roles.has(role))
+    return fail(422, `organization_role: the default role Standard is not defined in this workspace`);
   const invitedBy = b.invited_by ?? ws.latestAdmin();
   const addedAt = new Date().toISOString();
   const unique = new Map(b.emails.map((e) => [e.toLowerCase(), e]));
   for (const [key, email] of unique) {
     if (ws.teamMembers.has(key)) continue;
-    ws.teamMembers.set(key, { email, role, invitedBy, invitationEmailSent: b.send_invitation_email !== 'false', addedAt });
+    ws.teamMembers.set(key, {
+      email,
+      role,
+      invitedBy,
+      invitationEmailSent: b.send_invitation_email !== 'false',
+      addedAt,
+    });
     ws.stats.writes.membersAdded++;
   }
   ws.stats.writes.teamMembers++;

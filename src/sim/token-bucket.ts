@@ -6,7 +6,10 @@ export class TokenBucket {
   private last: number;
   private readonly perMs: number;
 
-  constructor(private readonly limit: SimRateLimit, now: number = Date.now()) {
+  constructor(
+    private readonly limit: SimRateLimit,
+    now: number = Date.now(),
+  ) {
     this.tokens = limit.max;
     this.last = now;
     this.perMs = limit.max / limit.windowMs;

@@ -35,7 +35,12 @@ export class CrmOutageWatch {
     const rows = this.#o.rowsWaiting ? this.#o.rowsWaiting().catch(() => undefined) : Promise.resolve(undefined);
     void rows.then((waiting) =>
       this.#o.logger.warn(
-        { seconds, requestsFailed: failures, ...(waiting !== undefined ? { jobsWaiting: waiting } : {}), lastError: reason },
+        {
+          seconds,
+          requestsFailed: failures,
+          ...(waiting !== undefined ? { jobsWaiting: waiting } : {}),
+          lastError: reason,
+        },
         `the CRM has not answered a request successfully for ${seconds} s: rows are retried with backoff and keep their results once it answers`,
       ),
     );

@@ -1,7 +1,16 @@
 import type { Job } from 'bullmq';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { isInviteBatch, PRODUCER_SILENCE_MS, toJobData, type InviteRow, type QueuedRow, type SyncJobData, type SyncJobName, type WorkspaceQueue } from '../queue/index.js';
+import {
+  isInviteBatch,
+  PRODUCER_SILENCE_MS,
+  toJobData,
+  type InviteRow,
+  type QueuedRow,
+  type SyncJobData,
+  type SyncJobName,
+  type WorkspaceQueue,
+} from '../queue/index.js';
 import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
 
@@ -65,14 +74,30 @@ export class FailedJobSweep {
     try {
       if ((await job.getState()) !== 'failed') return;
       const data = toJobData(job.data);
-      const recorded = new Set((await this.#o.store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
+      const recorded = new Set(
+        (
+          await this.#o.store.getResults(
+            data.runId,
+            data.rows.map((r) => r.row),
+          )
+        ).map((r) => r.row),
+      );
       let missing: Array<QueuedRow | InviteRow> = data.rows.filter((r) => !recorded.has(r.row));
       if (missing.length === 0) return;
       if (!isInviteBatch(data)) {
-        const inDoubt = await this.#o.fence.createsInDoubt(data.runId, missing.map((r) => r.row));
+        const inDoubt = await this.#o.fence.createsInDoubt(
+          data.runId,
+          missing.map((r) => r.row),
+        );
         const resolve = data.rows.filter((r) => inDoubt.has(r.row));
         if (resolve.length > 0) {
-          await this.#o.queue.addBulk(resolve.map((r) => ({ name: job.name, data: { runId: data.runId, rows: [r] }, opts: { jobId: `${job.id ?? data.runId}-v${r.row}` } })));
+          await this.#o.queue.addBulk(
+            resolve.map((r) => ({
+              name: job.name,
+              data: { runId: data.runId, rows: [r] },
+              opts: { jobId: `${job.id ?? data.runId}-v${r.row}` },
+            })),
+          );
           missing = missing.filter((r) => !inDoubt.has(r.row));
         }
       }

@@ -31,9 +31,16 @@ export function startHousekeeping(options: HousekeepingOptions): () => void {
     try {
       // Held for the period, so the fleet prunes once per period whoever is up.
       if ((await options.redis.set(lockKey, token, 'PX', everyMs, 'NX')) !== 'OK') return;
-      const s = await pruneRuns({ store: options.store, resultsDir: options.resultsDir, olderThanMs: options.retentionMs });
+      const s = await pruneRuns({
+        store: options.store,
+        resultsDir: options.resultsDir,
+        olderThanMs: options.retentionMs,
+      });
       if (s.runs.length + s.files.length > 0) {
-        options.logger.info({ runs: s.runs.length, archivedRows: s.archivedRows, files: s.files.length, kept: s.kept.length }, 'retention: expired runs archived and removed from Redis');
+        options.logger.info(
+          { runs: s.runs.length, archivedRows: s.archivedRows, files: s.files.length, kept: s.kept.length },
+          'retention: expired runs archived and removed from Redis',
+        );
       }
     } catch (err) {
       options.logger.warn({ err: errorMessage(err) }, 'retention housekeeping failed; it is tried again next period');

@@ -38,12 +38,19 @@ export class JobLockWatch {
     });
     // A renewal is confirmed after Redis set it, so keep a fifth of the duration in hand.
     const budget = options.lockDurationMs * 0.8;
-    this.#timer = setInterval(() => {
-      const now = Date.now();
-      for (const [id, renewedAt] of this.#held) {
-        if (now - renewedAt > budget) this.#lose(id, `no lock renewal confirmed for ${Math.round((now - renewedAt) / 1000)} s (Redis unreachable?)`);
-      }
-    }, Math.max(250, Math.floor(options.lockDurationMs / 10)));
+    this.#timer = setInterval(
+      () => {
+        const now = Date.now();
+        for (const [id, renewedAt] of this.#held) {
+          if (now - renewedAt > budget)
+            this.#lose(
+              id,
+              `no lock renewal confirmed for ${Math.round((now - renewedAt) / 1000)} s (Redis unreachable?)`,
+            );
+        }
+      },
+      Math.max(250, Math.floor(options.lockDurationMs / 10)),
+    );
     this.#timer.unref();
   }
 
@@ -65,7 +72,10 @@ export class JobLockWatch {
   #lose(jobId: string, why: string): void {
     if (!this.#held.has(jobId) || this.#lost.has(jobId)) return;
     this.#lost.add(jobId);
-    this.#o.logger.warn({ jobId, why }, 'lost the lock of a job: its request in flight is aborted and its unsent rows are left to the worker that takes the job over');
+    this.#o.logger.warn(
+      { jobId, why },
+      'lost the lock of a job: its request in flight is aborted and its unsent rows are left to the worker that takes the job over',
+    );
     this.#worker.cancelJob(jobId, `lock lost: ${why}`);
   }
 }

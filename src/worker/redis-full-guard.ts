@@ -52,7 +52,10 @@ export class RedisFullGuard {
         await this.#o.redis.set(this.#o.probeKey, '1', 'PX', 1000);
         this.#paused = false;
         await this.#o.worker.resume();
-        this.#o.logger.info({ seconds: Math.round((Date.now() - started) / 1000) }, 'Redis has room again: taking jobs');
+        this.#o.logger.info(
+          { seconds: Math.round((Date.now() - started) / 1000) },
+          'Redis has room again: taking jobs',
+        );
       } catch {
         // Still full (or away): look again later.
       }

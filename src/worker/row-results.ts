@@ -7,9 +7,21 @@ export function now(): string {
 }
 
 /** A row's final failure: the CRM's status and message when it answered, else the error's. */
-export function failureResult(base: { row: number; line: number }, err: unknown, original: Record<string, string>): RowResult {
+export function failureResult(
+  base: { row: number; line: number },
+  err: unknown,
+  original: Record<string, string>,
+): RowResult {
   const crm = err instanceof CrmError ? err : undefined;
-  return failed(base, { httpStatus: crm?.status, code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT', message: crm?.serviceMessage ?? errorMessage(err) }, original);
+  return failed(
+    base,
+    {
+      httpStatus: crm?.status,
+      code: err instanceof CrmSyncError ? err.code : 'CRM_TRANSIENT',
+      message: crm?.serviceMessage ?? errorMessage(err),
+    },
+    original,
+  );
 }
 
 /** A delay between half and all of `ms` (BullMQ's jitter of 0.5), so retries do not arrive together. */

@@ -2,7 +2,15 @@ import { BadResponseError, CrmError, TransientError, type CrmClient } from '../c
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import type { DuplicateSafeCreate } from '../reconcile/index.js';
-import { succeeded, superseded, type OrderSettlement, type RecordRef, type RowFence, type RowResult, type RowWriter } from '../runs/index.js';
+import {
+  succeeded,
+  superseded,
+  type OrderSettlement,
+  type RecordRef,
+  type RowFence,
+  type RowResult,
+  type RowWriter,
+} from '../runs/index.js';
 
 /** What sending one row came to. */
 export type SendOutcome =
@@ -58,13 +66,21 @@ export class RowSender {
       }
       if (out.kind !== 'exists') return out;
       // A concurrent upsert created this key first: this row updates that deal instead.
-      this.o.logger.info({ runId: w.runId, row: r.row, dealId: out.dealId }, 'another upsert created this deal meanwhile: updating it instead of creating a second one');
+      this.o.logger.info(
+        { runId: w.runId, row: r.row, dealId: out.dealId },
+        'another upsert created this deal meanwhile: updating it instead of creating a second one',
+      );
       return this.#updateRow(w, r, { op: 'deal.update', id: out.dealId, fields: payload.fields }, signal);
     }
     return this.#updateRow(w, r, payload, signal);
   }
 
-  async #updateRow(w: RowWriter, r: QueuedRow, payload: UpdatePayload, signal: AbortSignal | undefined): Promise<SendOutcome> {
+  async #updateRow(
+    w: RowWriter,
+    r: QueuedRow,
+    payload: UpdatePayload,
+    signal: AbortSignal | undefined,
+  ): Promise<SendOutcome> {
     const record: RecordRef = { resource: RESOURCE[payload.op], id: payload.id };
     const begin = await this.o.fence.beginUpdate(w, record);
     switch (begin.kind) {
@@ -82,7 +98,13 @@ export class RowSender {
     }
   }
 
-  async #update(r: QueuedRow, payload: UpdatePayload, record: RecordRef, seq: string, signal: AbortSignal | undefined): Promise<SendOutcome> {
+  async #update(
+    r: QueuedRow,
+    payload: UpdatePayload,
+    record: RecordRef,
+    seq: string,
+    signal: AbortSignal | undefined,
+  ): Promise<SendOutcome> {
     const base = { row: r.row, line: r.line };
     const opts = signal ? { signal } : {};
     // An applied write's lease ends with its result, in the same script call.
@@ -124,5 +146,8 @@ function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?
 /** `by` is the later row's seq (`<runId>#<row base 36>`): say which row in words. */
 function supersededBy(r: QueuedRow, by: string): RowResult {
   const [runId = '', row36 = ''] = by.split('#');
-  return superseded(r, `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`);
+  return superseded(
+    r,
+    `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`,
+  );
 }

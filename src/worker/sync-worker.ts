@@ -1,6 +1,14 @@
 import { DelayedError, RateLimitError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AuthError, CrmError, TransientError, RateLimitedError, RejectedError, isPermanent, type CrmClient } from '../crm/index.js';
+import {
+  AuthError,
+  CrmError,
+  TransientError,
+  RateLimitedError,
+  RejectedError,
+  isPermanent,
+  type CrmClient,
+} from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
@@ -20,7 +28,16 @@ import {
   type WorkspaceQueue,
 } from '../queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
-import { LookupPassBoard, RowFence, cancelled, succeeded, type OrderSettlement, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
+import {
+  LookupPassBoard,
+  RowFence,
+  cancelled,
+  succeeded,
+  type OrderSettlement,
+  type RowResult,
+  type RowWriter,
+  type RunStore,
+} from '../runs/index.js';
 import { annotateBatchSpan, bullmqTelemetry } from '../telemetry/index.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
@@ -87,12 +104,19 @@ type Verdict =
 type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' }>;
 
 /** A queued row's outcome: a result to store, or what else became of it. */
-type RowOutcome = { kind: 'done'; result: RowResult; settles?: OrderSettlement } | { kind: 'recorded' } | { kind: 'wait'; ms: number } | Exclude<Verdict, { kind: 'fail' }>;
+type RowOutcome =
+  | { kind: 'done'; result: RowResult; settles?: OrderSettlement }
+  | { kind: 'recorded' }
+  | { kind: 'wait'; ms: number }
+  | Exclude<Verdict, { kind: 'fail' }>;
 
 /** The job is no longer this worker's (its lock is gone): nothing more is sent or stored. */
 class JobLostError extends CrmSyncError {
   constructor(jobId: string | undefined, reason: string) {
-    super('JOB_LOST', `job ${jobId ?? '?'} is no longer this worker's (${reason}); its new owner sends the unsent rows`);
+    super(
+      'JOB_LOST',
+      `job ${jobId ?? '?'} is no longer this worker's (${reason}); its new owner sends the unsent rows`,
+    );
   }
 }
 
@@ -142,7 +166,11 @@ export class SyncWorker {
       ...(options.rateLimit ? { limit: options.rateLimit } : {}),
     });
     const limiter = this.#bucket;
-    const board = new LookupPassBoard({ redis: options.connection, prefix: options.prefix, workspace: options.workspace });
+    const board = new LookupPassBoard({
+      redis: options.connection,
+      prefix: options.prefix,
+      workspace: options.workspace,
+    });
     const lookup = new DealLookup({
       client: options.client,
       fence: this.#fence,
@@ -169,27 +197,36 @@ export class SyncWorker {
     this.#maxStarts = options.maxStartedAttempts ?? 100;
     const lockDuration = options.lockDurationMs ?? 30_000;
     // Three parameters: BullMQ hands the processor an AbortSignal only when it declares one.
-    this.worker = new Worker<SyncJobData, unknown, SyncJobName>(queueName(options.workspace), (job, token, signal) => this.#process(job, token, signal), {
-      connection: options.connection,
-      prefix: bullPrefix(options.prefix),
-      concurrency,
-      autorun: false,
-      // One more than our own cap: the processor records the row's result on its last start
-      // itself, so BullMQ failing the job on its own is only a backstop (FailedJobSweep).
-      maxStartedAttempts: (options.maxStartedAttempts ?? 100) + 1,
-      lockDuration,
-      stalledInterval: options.stalledIntervalMs ?? lockDuration,
-      maxStalledCount: 5,
-      removeOnComplete: { age: 3600, count: 1000 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
-      ...bullmqTelemetry(),
-    });
+    this.worker = new Worker<SyncJobData, unknown, SyncJobName>(
+      queueName(options.workspace),
+      (job, token, signal) => this.#process(job, token, signal),
+      {
+        connection: options.connection,
+        prefix: bullPrefix(options.prefix),
+        concurrency,
+        autorun: false,
+        // One more than our own cap: the processor records the row's result on its last start
+        // itself, so BullMQ failing the job on its own is only a backstop (FailedJobSweep).
+        maxStartedAttempts: (options.maxStartedAttempts ?? 100) + 1,
+        lockDuration,
+        stalledInterval: options.stalledIntervalMs ?? lockDuration,
+        maxStalledCount: 5,
+        removeOnComplete: { age: 3600, count: 1000 },
+        removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+        ...bullmqTelemetry(),
+      },
+    );
     this.worker.on('failed', (job, err) => {
       if (job) void this.#sweep.record(job, err.message);
     });
     this.worker.on('error', (err) => this.#onWorkerError(err));
     this.#locks = new JobLockWatch(this.worker, { lockDurationMs: lockDuration, logger: this.#logger });
-    this.#full = new RedisFullGuard({ worker: this.worker, redis: options.connection, probeKey: `${options.prefix}:probe:${options.workspace}`, logger: this.#logger });
+    this.#full = new RedisFullGuard({
+      worker: this.worker,
+      redis: options.connection,
+      probeKey: `${options.prefix}:probe:${options.workspace}`,
+      logger: this.#logger,
+    });
     this.#sweep = new FailedJobSweep({
       workspace: options.workspace,
       queue: this.queue,
@@ -269,9 +306,21 @@ export class SyncWorker {
     const { store } = this.#options;
     const reason = (await store.getRun(data.runId))?.reason ?? 'the run was cancelled';
     // Rows an earlier start of the job sent keep their result (and need no refusal logged).
-    const done = new Set((await store.getResults(data.runId, data.rows.map((r) => r.row))).map((r) => r.row));
+    const done = new Set(
+      (
+        await store.getResults(
+          data.runId,
+          data.rows.map((r) => r.row),
+        )
+      ).map((r) => r.row),
+    );
     const rows = data.rows.filter((r) => !done.has(r.row));
-    if (rows.length > 0) await this.#store(job, data.runId, rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })));
+    if (rows.length > 0)
+      await this.#store(
+        job,
+        data.runId,
+        rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })),
+      );
     return true;
   }
 
@@ -285,7 +334,12 @@ export class SyncWorker {
    * flight), and stores their results together before the job completes. A 429 or 401 stops
    * the job: results so far are stored, the job keeps only its unsent rows and goes back to wait.
    */
-  async #processRows(job: SyncJob, data: RowBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
+  async #processRows(
+    job: SyncJob,
+    data: RowBatchJobData,
+    token: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const results: FencedResult[] = [];
     const flaky: QueuedRow[] = [];
     const waiting: Array<{ row: QueuedRow; ms: number }> = [];
@@ -302,7 +356,11 @@ export class SyncWorker {
         const r = data.rows[next]!;
         const writer = this.#writer(job, data.runId, token, r);
         const outcome = await this.#sendRow(job, data, r, writer, signal);
-        if (outcome.kind === 'done') results.push({ result: outcome.result, fence: outcome.settles ? { ...writer, settles: outcome.settles } : writer });
+        if (outcome.kind === 'done')
+          results.push({
+            result: outcome.result,
+            fence: outcome.settles ? { ...writer, settles: outcome.settles } : writer,
+          });
         else if (outcome.kind === 'wait') waiting.push({ row: r, ms: outcome.ms });
         else if (outcome.kind === 'retry') {
           // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
@@ -337,7 +395,13 @@ export class SyncWorker {
     throw new RateLimitError();
   }
 
-  async #sendRow(job: SyncJob, data: RowBatchJobData, r: QueuedRow, writer: RowWriter, signal: AbortSignal | undefined): Promise<RowOutcome> {
+  async #sendRow(
+    job: SyncJob,
+    data: RowBatchJobData,
+    r: QueuedRow,
+    writer: RowWriter,
+    signal: AbortSignal | undefined,
+  ): Promise<RowOutcome> {
     await this.#takeToken(job, signal);
     const sent = await this.#sender.send(writer, r, signal);
     switch (sent.kind) {
@@ -369,7 +433,12 @@ export class SyncWorker {
     const refused = await this.#results.write(runId, results);
     if (refused.length > 0) {
       this.#logger.warn(
-        { runId, jobId: job.id, rows: refused.map((r) => r.row).slice(0, 20), reasons: [...new Set(refused.map((r) => r.reason))] },
+        {
+          runId,
+          jobId: job.id,
+          rows: refused.map((r) => r.row).slice(0, 20),
+          reasons: [...new Set(refused.map((r) => r.reason))],
+        },
         'results not stored: this worker no longer owns these rows (their stored result stands)',
       );
     }
@@ -380,7 +449,12 @@ export class SyncWorker {
    * wire; a create's settle time): a job of one row is delayed as it is, without spending an
    * attempt; rows of a batch continue as delayed jobs of their own.
    */
-  async #defer(job: SyncJob, token: string, data: RowBatchJobData, waiting: Array<{ row: QueuedRow; ms: number }>): Promise<void> {
+  async #defer(
+    job: SyncJob,
+    token: string,
+    data: RowBatchJobData,
+    waiting: Array<{ row: QueuedRow; ms: number }>,
+  ): Promise<void> {
     if (data.rows.length === 1 && waiting.length === 1) {
       await job.moveToDelayed(Date.now() + waiting[0]!.ms, token);
       throw new DelayedError();
@@ -389,19 +463,32 @@ export class SyncWorker {
       waiting.map(({ row, ms }) => ({
         name: job.name,
         data: { runId: data.runId, rows: [row] },
-        opts: { jobId: `${job.id ?? data.runId}-w${row.row}-${job.attemptsStarted}`, attempts: Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade), delay: ms },
+        opts: {
+          jobId: `${job.id ?? data.runId}-w${row.row}-${job.attemptsStarted}`,
+          attempts: Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade),
+          delay: ms,
+        },
       })),
     );
   }
 
-  async #processInvites(job: SyncJob, data: InviteBatchJobData, token: string, signal: AbortSignal | undefined): Promise<void> {
+  async #processInvites(
+    job: SyncJob,
+    data: InviteBatchJobData,
+    token: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const fences = data.rows.map((r) => this.#writer(job, data.runId, token, r));
     const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
     // Invites carry no record id to order on: the fence here is the job's own lock.
     await this.#takeToken(job, signal);
-    if (signal?.aborted || !(await this.#fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
+    if (signal?.aborted || !(await this.#fence.holdsJob(fences[0]!)))
+      throw new JobLostError(job.id, 'its lock is gone');
     try {
-      await this.#options.client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
+      await this.#options.client.addTeamMembers(
+        { emails: data.rows.map((r) => r.email), ...data.options },
+        signal ? { signal } : {},
+      );
     } catch (err) {
       if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
       const verdict = this.#judge(job, data.runId, err, false);
@@ -416,7 +503,11 @@ export class SyncWorker {
         return;
       }
       this.#count(job.name, null, 'failed', data.rows.length);
-      await this.#store(job, data.runId, fenced(data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original))));
+      await this.#store(
+        job,
+        data.runId,
+        fenced(data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original))),
+      );
       return;
     }
     this.#count(job.name, '2xx', 'succeeded', data.rows.length);
@@ -429,19 +520,30 @@ export class SyncWorker {
    * `sharedStarts`: the job holds several rows, so its start cap is not one row's to fail on.
    */
   #judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Verdict {
-    this.#count(job.name, err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network', null, 0);
+    this.#count(
+      job.name,
+      err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network',
+      null,
+      0,
+    );
     // On its last allowed start a job that is still being sent back gets its final result here,
     // so no row depends on BullMQ's own failure path (and an event that may be lost).
     const sentBack = err instanceof RateLimitedError || err instanceof AuthError;
     if (sentBack && !sharedStarts && job.attemptsStarted >= this.#maxStarts) {
-      return { kind: 'fail', err: new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`) };
+      return {
+        kind: 'fail',
+        err: new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`),
+      };
     }
     if (err instanceof RateLimitedError) return { kind: 'rate-limited', err };
     if (err instanceof AuthError) return { kind: 'blocked', err };
     if (err instanceof TransientError) this.#outage.onFailure(errorMessage(err));
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     if (isPermanent(err) || lastAttempt) return { kind: 'fail', err };
-    this.#logger.debug({ runId, jobId: job.id, attempt: job.attemptsMade + 1, err: errorMessage(err) }, 'transient failure, will retry');
+    this.#logger.debug(
+      { runId, jobId: job.id, attempt: job.attemptsMade + 1, err: errorMessage(err) },
+      'transient failure, will retry',
+    );
     this.#options.metrics?.inc(METRIC.retries, { workspace: this.#options.workspace, operation: job.name });
     return { kind: 'retry', err };
   }
@@ -459,7 +561,12 @@ export class SyncWorker {
       const [, rate] = await Promise.all([this.queue.rateLimit(ms), this.#bucket.pause(ms)]);
       log.debug({ ms, ...(this.#options.rateLimit ? {} : { learnedRate: rate }) }, '429: pausing the workspace queue');
     } else {
-      await blockWorkspace({ queue: this.queue, store: this.#options.store, workspace: this.#options.workspace, error: verdict.err });
+      await blockWorkspace({
+        queue: this.queue,
+        store: this.#options.store,
+        workspace: this.#options.workspace,
+        error: verdict.err,
+      });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
     }
   }
@@ -509,7 +616,10 @@ export class SyncWorker {
     }
     const lost = /Missing lock for job (\S+)/.exec(message);
     if (lost) {
-      this.#logger.warn({ jobId: lost[1] }, 'a job finished after losing its lock: results it could still store stand, the job runs again elsewhere and only its unstored rows are sent');
+      this.#logger.warn(
+        { jobId: lost[1] },
+        'a job finished after losing its lock: results it could still store stand, the job runs again elsewhere and only its unstored rows are sent',
+      );
       return;
     }
     this.#logger.warn({ err: message }, 'worker connection error (retrying)');

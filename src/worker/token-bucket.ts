@@ -176,7 +176,11 @@ export class SharedTokenBucket {
     this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
     this.#spare = [];
     const learning = this.#o.limit ? '0' : '1';
-    const rate = await PAUSE.run(this.#o.redis, [this.#o.key, this.#rateKey], [ms, this.#tolerance.toFixed(3), learning, CUT_COOLDOWN_MS, MIN_RATE]);
+    const rate = await PAUSE.run(
+      this.#o.redis,
+      [this.#o.key, this.#rateKey],
+      [ms, this.#tolerance.toFixed(3), learning, CUT_COOLDOWN_MS, MIN_RATE],
+    );
     return Number(rate);
   }
 
@@ -185,7 +189,8 @@ export class SharedTokenBucket {
     const now = Date.now();
     // A send time unused for longer than one interval is gone: using it would make a burst.
     this.#spare = this.#spare.filter((at) => at >= now - this.#interval && at >= this.#pausedUntil);
-    while (this.#waiting.length > 0 && this.#spare.length > 0) this.#schedule(this.#waiting.shift()!, this.#spare.shift()!);
+    while (this.#waiting.length > 0 && this.#spare.length > 0)
+      this.#schedule(this.#waiting.shift()!, this.#spare.shift()!);
     if (this.#waiting.length === 0 || this.#claiming || this.#retry) return;
     if (now < this.#pausedUntil) {
       // The 429's pause is also in Redis (or on its way there): ask again when it is over.
@@ -195,7 +200,11 @@ export class SharedTokenBucket {
     this.#claiming = true;
     const n = Math.min(this.#waiting.length, this.#o.maxBatch ?? 64);
     const { redis, key } = this.#o;
-    CLAIM.run(redis, [key, this.#rateKey], [this.#interval.toFixed(6), this.#tolerance.toFixed(3), n, this.#horizon, this.#o.initialRate ?? 10])
+    CLAIM.run(
+      redis,
+      [key, this.#rateKey],
+      [this.#interval.toFixed(6), this.#tolerance.toFixed(3), n, this.#horizon, this.#o.initialRate ?? 10],
+    )
       .then((reply) => {
         const [wait = 0, ...offsets] = (reply as string[]).map(Number);
         // Offsets are from Redis's now, read before the reply came: counted from after it, a
@@ -215,22 +224,28 @@ export class SharedTokenBucket {
   }
 
   #retryIn(ms: number): void {
-    this.#retry = setTimeout(() => {
-      this.#retry = undefined;
-      this.#pump();
-    }, Math.max(1, Math.ceil(ms)));
+    this.#retry = setTimeout(
+      () => {
+        this.#retry = undefined;
+        this.#pump();
+      },
+      Math.max(1, Math.ceil(ms)),
+    );
   }
 
   /** The waiter sends at `at`, unless a 429 came meanwhile: then it queues again. */
   #schedule(w: Waiter, at: number): void {
-    w.timer = setTimeout(() => {
-      if (Date.now() < this.#pausedUntil) {
-        this.#waiting.unshift(w);
-        this.#pump();
-        return;
-      }
-      this.#settle(w);
-    }, Math.max(0, at - Date.now()));
+    w.timer = setTimeout(
+      () => {
+        if (Date.now() < this.#pausedUntil) {
+          this.#waiting.unshift(w);
+          this.#pump();
+          return;
+        }
+        this.#settle(w);
+      },
+      Math.max(0, at - Date.now()),
+    );
   }
 
   #settle(w: Waiter, err?: unknown): void {

@@ -52,7 +52,10 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   const { config, logger } = options;
   const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
   if (names.length === 0) {
-    throw new CrmSyncError('CONFIG_INVALID', `no workspace configured${config.source ? ` in ${config.source}` : ''}: add one under "workspaces" in crm-sync.config.json`);
+    throw new CrmSyncError(
+      'CONFIG_INVALID',
+      `no workspace configured${config.source ? ` in ${config.source}` : ''}: add one under "workspaces" in crm-sync.config.json`,
+    );
   }
   const runtime = await openRuntime(config, logger, 'worker');
   // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
@@ -76,7 +79,8 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
               'Fix the key (its env variable or file), then start it again; "crm-sync check" tests it.',
           );
         }
-        if (key.verdict !== 'ok') logger.warn({ workspace: name, check: key.verdict }, `starting all the same: ${key.message}`);
+        if (key.verdict !== 'ok')
+          logger.warn({ workspace: name, check: key.verdict }, `starting all the same: ${key.message}`);
       }
       workers.push(
         await SyncWorker.start({
@@ -124,7 +128,10 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
       generation.stop();
       await Promise.all(workers.map((w) => w.close()));
       // Bounded: metrics flush to Redis, which may be the thing that is gone.
-      await Promise.race([metrics.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      await Promise.race([
+        metrics.close().catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+      ]);
       await runtime.close();
     },
   };

@@ -37,7 +37,18 @@ export function chaosFixture(): { children: ChildProcess[]; start(options: Harne
 export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {
   const child = spawn(
     process.execPath,
-    ['bin/crm-sync.js', '--config', h.configPath, '--log-level', process.env.CHAOS_LOG_LEVEL ?? 'error', 'worker', '--concurrency', '8', '--lock-ms', String(lockMs)],
+    [
+      'bin/crm-sync.js',
+      '--config',
+      h.configPath,
+      '--log-level',
+      process.env.CHAOS_LOG_LEVEL ?? 'error',
+      'worker',
+      '--concurrency',
+      '8',
+      '--lock-ms',
+      String(lockMs),
+    ],
     { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   if (process.env.CHAOS_LOG_FILE) child.stderr?.pipe(createWriteStream(process.env.CHAOS_LOG_FILE, { flags: 'a' }));
@@ -51,7 +62,12 @@ export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000)
  * `forMs`, or until the run ended; then leaves `count` running. Returns the kills made while the
  * run was still going.
  */
-export async function killLoop(h: Harness, children: ChildProcess[], runId: string, o: { count: number; forMs: number; minMs: number; maxMs: number }): Promise<number> {
+export async function killLoop(
+  h: Harness,
+  children: ChildProcess[],
+  runId: string,
+  o: { count: number; forMs: number; minMs: number; maxMs: number },
+): Promise<number> {
   const live = Array.from({ length: o.count }, () => spawnWorker(h, children));
   const until = Date.now() + o.forMs;
   let kills = 0;

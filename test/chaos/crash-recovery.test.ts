@@ -21,7 +21,18 @@ afterEach(async () => {
 function spawnWorker(harness: Harness): ChildProcess {
   const child = spawn(
     process.execPath,
-    ['bin/crm-sync.js', '--config', harness.configPath, '--log-level', 'warn', 'worker', '--concurrency', '8', '--lock-ms', '2000'],
+    [
+      'bin/crm-sync.js',
+      '--config',
+      harness.configPath,
+      '--log-level',
+      'warn',
+      'worker',
+      '--concurrency',
+      '8',
+      '--lock-ms',
+      '2000',
+    ],
     { env: harness.env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   child.stderr?.resume();
@@ -40,7 +51,13 @@ describe('crash recovery', () => {
     // 60 ms per request at concurrency 8: ~2 s of work left when the worker is killed.
     h = await startHarness({ records: 300, latencyMs: 60 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `K ${i}`, i])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name', 'value'],
+        deals.map((d, i) => [d.id, `K ${i}`, i]),
+      ),
+    );
     const first = spawnWorker(h);
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 60);
@@ -58,7 +75,13 @@ describe('crash recovery', () => {
   it('SIGTERM finishes in-flight requests and exits 0; the next worker takes the rest', async () => {
     h = await startHarness({ records: 200, latencyMs: 60 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `T ${i}`])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d, i) => [d.id, `T ${i}`]),
+      ),
+    );
     const first = spawnWorker(h);
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 30);
@@ -80,12 +103,32 @@ describe('crash recovery', () => {
   it('an import killed with SIGKILL while reading its file is failed with the way to resume it, and runs resume finishes it: one result per row', async () => {
     h = await startHarness({ records: 1500 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `P ${i}`])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d, i) => [d.id, `P ${i}`]),
+      ),
+    );
     // No workers yet and a high-water mark of 20: after its first 500-row chunk the import
     // stops reading and waits for room, alive but mid-file.
     const importer = spawn(
       process.execPath,
-      ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'import', file, '--op', 'deal.update', '-w', 'acme', '--high-water', '20'],
+      [
+        'bin/crm-sync.js',
+        '--config',
+        h.configPath,
+        '--log-level',
+        'warn',
+        'import',
+        file,
+        '--op',
+        'deal.update',
+        '-w',
+        'acme',
+        '--high-water',
+        '20',
+      ],
       { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     importer.stderr?.resume();
@@ -106,10 +149,16 @@ describe('crash recovery', () => {
     expect(failed.reason).toMatch(new RegExp(`stopped after \\d+ rows.*crm-sync runs resume ${runId}`));
     expect(failed.counts.total).toBeLessThan(1500);
     // Resume: the file is read again from where the producer got, nothing counted twice.
-    const { progress } = await resumeProducer({ runId: runId!, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    const { progress } = await resumeProducer({
+      runId: runId!,
+      queue: h.runtime.queue('acme'),
+      store: h.runtime.store,
+    });
     const done = await h.waitForRun(runId!, 40_000, (r) => r.status !== 'running');
     const results = await resultsByRow(h, runId!);
-    console.log(`[crash] import killed mid-file, then resumed: ${progress.read} rows read by the resume, run ${done.status} ${JSON.stringify(done.counts)}, writes ${h.ws.stats.writes.dealUpdate}`);
+    console.log(
+      `[crash] import killed mid-file, then resumed: ${progress.read} rows read by the resume, run ${done.status} ${JSON.stringify(done.counts)}, writes ${h.ws.stats.writes.dealUpdate}`,
+    );
     expect(done).toMatchObject({ status: 'completed', counts: { total: 1500, succeeded: 1500, queued: 0 } });
     expect(results.map((r) => r.row)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
     for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`P ${i}`);
@@ -119,16 +168,35 @@ describe('crash recovery', () => {
     h = await startHarness({ records: 300 });
     const deals = [...h.ws.deals.values()];
     const store = h.runtime.store;
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'deals.csv', columns: [] });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'deals.csv',
+      columns: [],
+    });
     async function* rows() {
       for (const [i, d] of deals.entries()) {
         const original = { id: d.id, name: `Last ${i}` };
-        yield { row: i + 1, line: i + 2, original, payload: { op: 'deal.update' as const, id: d.id, fields: { name: `Last ${i}` } } };
+        yield {
+          row: i + 1,
+          line: i + 2,
+          original,
+          payload: { op: 'deal.update' as const, id: d.id, fields: { name: `Last ${i}` } },
+        };
       }
     }
     // The producer's whole loop, then the process dies where finishRun would have run.
-    await produceRun(rows(), { queue: h.runtime.queue('acme'), store, runId: run.id, sourceColumns: () => ['id', 'name'] });
-    expect(await store.requireRun(run.id)).toMatchObject({ status: 'running', producerDone: false, columns: ['id', 'name'] });
+    await produceRun(rows(), {
+      queue: h.runtime.queue('acme'),
+      store,
+      runId: run.id,
+      sourceColumns: () => ['id', 'name'],
+    });
+    expect(await store.requireRun(run.id)).toMatchObject({
+      status: 'running',
+      producerDone: false,
+      columns: ['id', 'name'],
+    });
     await h.startWorkers({ sweepIntervalMs: 200, producerSilenceMs: 1000 });
     const done = await h.waitForRun(run.id, 30_000, (r) => r.status !== 'running');
     expect(done).toMatchObject({ status: 'completed', counts: { total: 300, succeeded: 300, queued: 0 } });
@@ -137,44 +205,68 @@ describe('crash recovery', () => {
   }, 60_000);
 
   // Skipped only on a developer machine without redis-server; CI installs it, so there it must run.
-  it.skipIf(!hasRedisServer() && !process.env.CI)('workers reconnect by themselves after Redis restarts mid-run; nothing is lost', async () => {
-    redis = await startPrivateRedis({ appendOnly: true });
-    h = await startHarness({ records: 400, latencyMs: 50, redisUrl: redis.url });
-    const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `R ${i}`, i])));
-    await h.startWorkers({ concurrency: 4, lockDurationMs: 3000 });
-    const run = await h.importFile(file, 'deal.update');
-    const before = await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 40);
-    expect(before.counts.succeeded).toBeLessThan(300); // the outage really lands mid-run
-    await redis.kill(true);
-    await sleep(1500);
-    await redis.restart();
-    const done = await h.waitForRun(run.id, 60_000);
-    expect(done.counts).toMatchObject({ total: 400, succeeded: 400, failed: 0, queued: 0 });
-    await expectEveryRowOnce(h, run.id, 400);
-  }, 90_000);
+  it.skipIf(!hasRedisServer() && !process.env.CI)(
+    'workers reconnect by themselves after Redis restarts mid-run; nothing is lost',
+    async () => {
+      redis = await startPrivateRedis({ appendOnly: true });
+      h = await startHarness({ records: 400, latencyMs: 50, redisUrl: redis.url });
+      const deals = [...h.ws.deals.values()];
+      const file = h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name', 'value'],
+          deals.map((d, i) => [d.id, `R ${i}`, i]),
+        ),
+      );
+      await h.startWorkers({ concurrency: 4, lockDurationMs: 3000 });
+      const run = await h.importFile(file, 'deal.update');
+      const before = await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 40);
+      expect(before.counts.succeeded).toBeLessThan(300); // the outage really lands mid-run
+      await redis.kill(true);
+      await sleep(1500);
+      await redis.restart();
+      const done = await h.waitForRun(run.id, 60_000);
+      expect(done.counts).toMatchObject({ total: 400, succeeded: 400, failed: 0, queued: 0 });
+      await expectEveryRowOnce(h, run.id, 400);
+    },
+    90_000,
+  );
 
-  it.skipIf(!hasRedisServer() && !process.env.CI)('an import whose Redis is killed -9 and restarted (AOF) mid-file waits for it and finishes: one result per row, nothing counted twice', async () => {
-    redis = await startPrivateRedis({ appendOnly: true });
-    h = await startHarness({ records: 1200, latencyMs: 5, redisUrl: redis.url });
-    const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, `M ${i}`, i])));
-    await h.startWorkers({ concurrency: 8, lockDurationMs: 3000 });
-    // A small high-water mark keeps the import reading (and writing to Redis) while Redis goes away.
-    let runId: string | undefined;
-    const imported = h.importFile(file, 'deal.update', { highWaterMark: 50, chunkSize: 50, onRun: (r) => (runId = r.id) });
-    await h.waitForRun(await until(() => runId), 30_000, (r) => r.counts.total >= 200);
-    const mid = await h.runtime.store.requireRun(runId!);
-    expect(mid.producerDone).toBe(false); // the outage really lands while the file is being read
-    await redis.kill(true);
-    await sleep(1500);
-    await redis.restart();
-    const run = await imported;
-    const done = await h.waitForRun(run.id, 60_000);
-    console.log(`[crash] Redis killed -9 mid-import (AOF): run ${done.status} ${JSON.stringify(done.counts)}`);
-    expect(done.counts).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, queued: 0 });
-    await expectEveryRowOnce(h, run.id, 1200);
-  }, 90_000);
+  it.skipIf(!hasRedisServer() && !process.env.CI)(
+    'an import whose Redis is killed -9 and restarted (AOF) mid-file waits for it and finishes: one result per row, nothing counted twice',
+    async () => {
+      redis = await startPrivateRedis({ appendOnly: true });
+      h = await startHarness({ records: 1200, latencyMs: 5, redisUrl: redis.url });
+      const deals = [...h.ws.deals.values()];
+      const file = h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name', 'value'],
+          deals.map((d, i) => [d.id, `M ${i}`, i]),
+        ),
+      );
+      await h.startWorkers({ concurrency: 8, lockDurationMs: 3000 });
+      // A small high-water mark keeps the import reading (and writing to Redis) while Redis goes away.
+      let runId: string | undefined;
+      const imported = h.importFile(file, 'deal.update', {
+        highWaterMark: 50,
+        chunkSize: 50,
+        onRun: (r) => (runId = r.id),
+      });
+      await h.waitForRun(await until(() => runId), 30_000, (r) => r.counts.total >= 200);
+      const mid = await h.runtime.store.requireRun(runId!);
+      expect(mid.producerDone).toBe(false); // the outage really lands while the file is being read
+      await redis.kill(true);
+      await sleep(1500);
+      await redis.restart();
+      const run = await imported;
+      const done = await h.waitForRun(run.id, 60_000);
+      console.log(`[crash] Redis killed -9 mid-import (AOF): run ${done.status} ${JSON.stringify(done.counts)}`);
+      expect(done.counts).toMatchObject({ total: 1200, succeeded: 1200, failed: 0, queued: 0 });
+      await expectEveryRowOnce(h, run.id, 1200);
+    },
+    90_000,
+  );
 });
 
 async function until<T>(value: () => T | undefined, ms = 20_000): Promise<T> {

@@ -28,11 +28,20 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full', () => {
 
   it('is a stop, not a storm: workers pause saying why, send nothing meanwhile, and finish once Redis has room', async () => {
     const lines: Array<{ level: number; msg: string }> = [];
-    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) },
+    );
     const pool = await startWorkerPool({ config: h.config, logger, concurrency: 4, closeTimeoutMs: 2000 });
     try {
       const deals = [...h.ws.deals.values()];
-      const file = h.file('full.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 7000 + i])));
+      const file = h.file(
+        'full.csv',
+        csv(
+          ['id', 'name', 'value'],
+          deals.map((d, i) => [d.id, d.name, 7000 + i]),
+        ),
+      );
       const run = await h.importFile(file, 'deal.update');
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 40);
       // Full: nothing that needs memory can be written any more.
@@ -46,7 +55,9 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full', () => {
       await admin.config('SET', 'maxmemory', '0');
       const done = await h.waitForRun(run.id, 60_000);
       const results = await resultsByRow(h, run.id);
-      console.log(`[redis-full] writes while full: ${writesLater - writesAfterStop} in 3 s; run ${done.status} ${JSON.stringify(done.counts)}; CRM writes ${h.ws.stats.writes.dealUpdate} for 400 rows`);
+      console.log(
+        `[redis-full] writes while full: ${writesLater - writesAfterStop} in 3 s; run ${done.status} ${JSON.stringify(done.counts)}; CRM writes ${h.ws.stats.writes.dealUpdate} for 400 rows`,
+      );
       expect(paused).toBe(true);
       expect(writesLater - writesAfterStop).toBe(0);
       expect(done.counts).toMatchObject({ total: 400, succeeded: 400, queued: 0 });

@@ -12,7 +12,8 @@ beforeAll(async () => {
 afterAll(async () => h?.close());
 
 const keyEnv = () => Object.keys(h.env).find((k) => k.startsWith('CRM_SYNC_TEST_KEY_'))!;
-const cli = (args: string[], env: NodeJS.ProcessEnv = {}, config = h.configPath) => runCli(['--config', config, '--log-level', 'warn', ...args], { ...h.env, CI: 'true', ...env }, 60_000);
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}, config = h.configPath) =>
+  runCli(['--config', config, '--log-level', 'warn', ...args], { ...h.env, CI: 'true', ...env }, 60_000);
 /** A copy of the harness config with the workspace's baseUrl replaced. */
 function configWithBaseUrl(name: string, baseUrl: string): string {
   const raw = JSON.parse(readFileSync(h.configPath, 'utf8')) as { workspaces: { acme: { baseUrl: string } } };
@@ -36,14 +37,28 @@ describe('crm-sync check (preflight)', () => {
   it('fails a key the CRM refuses, a baseUrl that answers 404, and one where nothing listens', async () => {
     const wrongKey = await cli(['check', '-w', 'acme', '--json'], { [keyEnv()]: 'not-the-key' });
     expect(wrongKey.code).toBe(2);
-    expect(JSON.parse(wrongKey.stdout)).toContainEqual(expect.objectContaining({ level: 'fail', subject: 'acme: crm', message: expect.stringMatching(/refused the API key \(HTTP 401/) }));
+    expect(JSON.parse(wrongKey.stdout)).toContainEqual(
+      expect.objectContaining({
+        level: 'fail',
+        subject: 'acme: crm',
+        message: expect.stringMatching(/refused the API key \(HTTP 401/),
+      }),
+    );
     expect(wrongKey.stdout).not.toContain('not-the-key');
 
-    const typo = await cli(['check', '-w', 'acme'], {}, configWithBaseUrl('typo.json', `${h.sim.baseUrl('acme')}/typo`));
+    const typo = await cli(
+      ['check', '-w', 'acme'],
+      {},
+      configWithBaseUrl('typo.json', `${h.sim.baseUrl('acme')}/typo`),
+    );
     expect(typo.code).toBe(2);
     expect(typo.stdout).toMatch(/^fail {2}acme: crm: .*\/typo answered 404 to the deal list .*is the baseUrl right/m);
 
-    const nobody = await cli(['check', '-w', 'acme'], {}, configWithBaseUrl('closed.json', `http://127.0.0.1:${await freePort()}/acme`));
+    const nobody = await cli(
+      ['check', '-w', 'acme'],
+      {},
+      configWithBaseUrl('closed.json', `http://127.0.0.1:${await freePort()}/acme`),
+    );
     expect(nobody.code).toBe(2);
     expect(nobody.stdout).toMatch(/^fail {2}acme: crm: .* did not answer/m);
   }, 90_000);
@@ -66,7 +81,10 @@ describe('workers and a key the CRM refuses', () => {
   it('import --work with the key variable unset says SECRET_MISSING and exits 2 instead of hanging', async () => {
     const d = [...h.ws.deals.values()][0]!;
     const started = Date.now();
-    const res = await cli(['import', h.file('s.csv', csv(['id', 'name'], [[d.id, 'S']])), '--op', 'deal.update', '-w', 'acme', '--work'], { [keyEnv()]: '' });
+    const res = await cli(
+      ['import', h.file('s.csv', csv(['id', 'name'], [[d.id, 'S']])), '--op', 'deal.update', '-w', 'acme', '--work'],
+      { [keyEnv()]: '' },
+    );
     expect(res.stderr).toMatch(/SECRET_MISSING/);
     expect(res.code).toBe(2);
     // Figure for the report, not a timing assertion: the bound is runCli's own time limit.

@@ -20,10 +20,14 @@ describe('crm-sync dashboard', () => {
   }, 30_000);
 
   it('starts with a token, answers /healthz, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'dashboard', '--port', '0'], {
-      env: { ...h.env, CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-1234567890abcdef0123' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'dashboard', '--port', '0'],
+      {
+        env: { ...h.env, CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-1234567890abcdef0123' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.resume();

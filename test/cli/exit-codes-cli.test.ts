@@ -8,7 +8,8 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
 
 describe('exit codes, durations and plain messages (child processes)', () => {
   it('sim on a port in use says so in one line (exit 2), without a stack trace', async () => {
@@ -32,8 +33,35 @@ describe('exit codes, durations and plain messages (child processes)', () => {
 
   it("runs retry --file with another run's export exits 2 and queues nothing", async () => {
     const d = [...h.ws.deals.values()][0]!;
-    const first = await cli(['import', h.file('a.csv', csv(['id', 'name'], [['del_missing', 'A']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
-    const second = await cli(['import', h.file('b.csv', csv(['id', 'name'], [[d.id, 'B'], ['del_missing', 'B']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const first = await cli([
+      'import',
+      h.file('a.csv', csv(['id', 'name'], [['del_missing', 'A']])),
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--work',
+      '--json',
+    ]);
+    const second = await cli([
+      'import',
+      h.file(
+        'b.csv',
+        csv(
+          ['id', 'name'],
+          [
+            [d.id, 'B'],
+            ['del_missing', 'B'],
+          ],
+        ),
+      ),
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--work',
+      '--json',
+    ]);
     const a = (JSON.parse(first.stdout) as { id: string }).id;
     const b = (JSON.parse(second.stdout) as { id: string }).id;
     const exported = h.file('a-failed.csv', (await cli(['runs', 'export', a, '--failed', '--out', '-'])).stdout);
@@ -41,15 +69,30 @@ describe('exit codes, durations and plain messages (child processes)', () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toContain(`belongs to run ${a}`);
     expect(res.stderr).toContain('nothing was queued');
-    expect(await h.runtime.store.requireRun(b)).toMatchObject({ status: 'completed', counts: { succeeded: 1, failed: 1, queued: 0 } });
+    expect(await h.runtime.store.requireRun(b)).toMatchObject({
+      status: 'completed',
+      counts: { succeeded: 1, failed: 1, queued: 0 },
+    });
   }, 60_000);
 
   it('a retry later does not count as run time: the last pass, active time and wall time are said apart', async () => {
-    const imported = await cli(['import', h.file('t.csv', csv(['id', 'name'], [['del_missing', 'T']])), '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const imported = await cli([
+      'import',
+      h.file('t.csv', csv(['id', 'name'], [['del_missing', 'T']])),
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--work',
+      '--json',
+    ]);
     const id = (JSON.parse(imported.stdout) as { id: string }).id;
     await new Promise((r) => setTimeout(r, 3000));
     const retried = await cli(['runs', 'retry', id, '--work']);
-    const m = /status: completed in ([\d.]+)s \(the last of 2 passes, after 1 retry or resume; active ([\d.]+)s, wall ([\d.]+)s since created\)/.exec(retried.stdout);
+    const m =
+      /status: completed in ([\d.]+)s \(the last of 2 passes, after 1 retry or resume; active ([\d.]+)s, wall ([\d.]+)s since created\)/.exec(
+        retried.stdout,
+      );
     expect(m, retried.stdout).not.toBeNull();
     const [pass, active, wall] = [Number(m![1]), Number(m![2]), Number(m![3])];
     expect(wall).toBeGreaterThanOrEqual(3);

@@ -11,12 +11,19 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
 
 describe('crm-sync import / runs (child processes, as a user runs them)', () => {
   it('imports with --work, exits 1 when rows failed, and export/show/list/retry work on the run', async () => {
     const deals = [...h.ws.deals.values()].slice(0, 5);
-    const file = h.file('d.csv', csv(['id', 'name', 'value'], [...deals.map((d) => [d.id, 'CLI', 7]), ['del_missing', 'Nope', 1], [deals[0]!.id, 'Bad', 'x']]));
+    const file = h.file(
+      'd.csv',
+      csv(
+        ['id', 'name', 'value'],
+        [...deals.map((d) => [d.id, 'CLI', 7]), ['del_missing', 'Nope', 1], [deals[0]!.id, 'Bad', 'x']],
+      ),
+    );
     const imported = await cli(['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
     expect(imported.code).toBe(1);
     const run = JSON.parse(imported.stdout) as { id: string; status: string; counts: Record<string, number> };
@@ -46,7 +53,15 @@ describe('crm-sync import / runs (child processes, as a user runs them)', () => 
 
   it('--json without --wait prints one JSON document (the run, queued)', async () => {
     const d = [...h.ws.deals.values()][9]!;
-    const queued = await cli(['import', h.file('q.csv', csv(['id', 'name'], [[d.id, 'Q']])), '--op', 'deal.update', '-w', 'acme', '--json']);
+    const queued = await cli([
+      'import',
+      h.file('q.csv', csv(['id', 'name'], [[d.id, 'Q']])),
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--json',
+    ]);
     expect(queued.code).toBe(0);
     const run = JSON.parse(queued.stdout) as { id: string; producerDone: boolean; counts: { queued: number } };
     expect(run).toMatchObject({ producerDone: true, counts: { queued: 1 } });
@@ -60,7 +75,15 @@ describe('crm-sync import / runs (child processes, as a user runs them)', () => 
     const badWs = await cli(['import', h.file('y.csv', 'id,name\n1,a\n'), '--op', 'deal.update', '-w', 'initech']);
     expect(badWs.code).toBe(2);
     expect(badWs.stderr).toMatch(/workspace "initech" is not configured.*configured: acme/);
-    const missingFile = await cli(['import', '/nonexistent/file.csv', '--op', 'deal.update', '-w', 'acme', '--dry-run']);
+    const missingFile = await cli([
+      'import',
+      '/nonexistent/file.csv',
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--dry-run',
+    ]);
     expect(missingFile.code).toBe(2);
     expect(missingFile.stderr).toMatch(/INPUT_UNREADABLE/);
     const unknownRun = await cli(['runs', 'show', 'no-such-run']);
@@ -74,7 +97,23 @@ describe('crm-sync import / runs (child processes, as a user runs them)', () => 
     const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
     const commands = all(program).slice(1);
     expect(commands.map((c) => c.name())).toEqual(
-      expect.arrayContaining(['import', 'worker', 'runs', 'list', 'show', 'export', 'retry', 'resume', 'reconcile', 'verify', 'schedule', 'scheduler', 'dashboard', 'demo', 'sim']),
+      expect.arrayContaining([
+        'import',
+        'worker',
+        'runs',
+        'list',
+        'show',
+        'export',
+        'retry',
+        'resume',
+        'reconcile',
+        'verify',
+        'schedule',
+        'scheduler',
+        'dashboard',
+        'demo',
+        'sim',
+      ]),
     );
     for (const c of commands) {
       expect(c.description().length, `${c.name()} has a description`).toBeGreaterThan(10);

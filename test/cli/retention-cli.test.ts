@@ -12,15 +12,28 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
 const DAY = 86_400_000;
 
 /** A run made `daysAgo` days ago with `rows` results (every tenth failed), ended unless `running`. */
 async function oldRun(daysAgo: number, rows: number, running = false) {
   const { store } = h.runtime;
-  const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'old.csv', columns: ['id', 'name'], createdAt: new Date(Date.now() - daysAgo * DAY) });
+  const run = await store.createRun({
+    workspace: 'acme',
+    operation: 'deal.update',
+    source: 'old.csv',
+    columns: ['id', 'name'],
+    createdAt: new Date(Date.now() - daysAgo * DAY),
+  });
   const results = Array.from({ length: rows }, (_, i) =>
-    (i + 1) % 10 === 0 ? failed({ row: i + 1, line: i + 2 }, { code: 'CRM_NOT_FOUND', message: 'no such deal', httpStatus: 404 }, { id: `del_${i}`, name: 'Old' }) : succeeded({ row: i + 1, line: i + 2 }, `del_${i}`),
+    (i + 1) % 10 === 0
+      ? failed(
+          { row: i + 1, line: i + 2 },
+          { code: 'CRM_NOT_FOUND', message: 'no such deal', httpStatus: 404 },
+          { id: `del_${i}`, name: 'Old' },
+        )
+      : succeeded({ row: i + 1, line: i + 2 }, `del_${i}`),
   );
   await store.recordResults(run.id, results, { fromQueue: false });
   if (!running) await store.finishProducing(run.id);
@@ -43,7 +56,9 @@ describe('retention (child processes)', () => {
 
     const dry = await cli(['runs', 'prune', '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain('would archive and remove 1 runs, 1 old CSV files; 1 old runs still running or blocked were left alone');
+    expect(dry.stdout).toContain(
+      'would archive and remove 1 runs, 1 old CSV files; 1 old runs still running or blocked were left alone',
+    );
     expect(await h.runtime.store.getRun(expired)).not.toBeNull();
     expect(existsSync(oldCsv)).toBe(true);
 

@@ -9,13 +9,22 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
-const status = async () => (JSON.parse((await cli(['workspace', 'status', '-w', 'acme', '--json'])).stdout) as WorkspaceStatus[])[0]!;
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const status = async () =>
+  (JSON.parse((await cli(['workspace', 'status', '-w', 'acme', '--json'])).stdout) as WorkspaceStatus[])[0]!;
 
 describe('pauses that mean one thing each (child processes)', () => {
   it('says when no worker serves the queue, and workspace status shows workers once one runs', async () => {
     const d = [...h.ws.deals.values()][0]!;
-    const imported = await cli(['import', h.file('w.csv', csv(['id', 'name'], [[d.id, 'Waiting']])), '--op', 'deal.update', '-w', 'acme']);
+    const imported = await cli([
+      'import',
+      h.file('w.csv', csv(['id', 'name'], [[d.id, 'Waiting']])),
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+    ]);
     expect(imported.code).toBe(0);
     expect(imported.stderr).toContain("no worker serves workspace acme's queue");
     expect(imported.stderr).toContain('crm-sync worker -w acme');
@@ -28,7 +37,15 @@ describe('pauses that mean one thing each (child processes)', () => {
     try {
       expect((await status()).workers).toBeGreaterThan(0);
       const d2 = [...h.ws.deals.values()][1]!;
-      const served = await cli(['import', h.file('w2.csv', csv(['id', 'name'], [[d2.id, 'Served']])), '--op', 'deal.update', '-w', 'acme', '--wait']);
+      const served = await cli([
+        'import',
+        h.file('w2.csv', csv(['id', 'name'], [[d2.id, 'Served']])),
+        '--op',
+        'deal.update',
+        '-w',
+        'acme',
+        '--wait',
+      ]);
       expect(served.code).toBe(0);
       expect(served.stderr).not.toContain('no worker serves');
     } finally {
@@ -41,7 +58,16 @@ describe('pauses that mean one thing each (child processes)', () => {
     try {
       h.ws.revokeApiKey(h.apiKey);
       const deals = [...h.ws.deals.values()].slice(5, 8);
-      const { id } = await h.importFile(h.file('b.csv', csv(['id', 'name'], deals.map((x) => [x.id, 'After both']))), 'deal.update');
+      const { id } = await h.importFile(
+        h.file(
+          'b.csv',
+          csv(
+            ['id', 'name'],
+            deals.map((x) => [x.id, 'After both']),
+          ),
+        ),
+        'deal.update',
+      );
       await h.waitForRun(id, 20_000, (r) => r.status === 'blocked');
 
       expect((await cli(['workspace', 'pause', '-w', 'acme', '--reason', 'maintenance window'])).code).toBe(0);

@@ -20,7 +20,11 @@ const write = (name: string, content: string) => {
 
 const valid = {
   workspaces: {
-    acme: { baseUrl: 'http://acme.localhost:4010/api/external/', apiKeyEnv: 'ACME_KEY', rateLimit: { max: 50, durationMs: 1000 } },
+    acme: {
+      baseUrl: 'http://acme.localhost:4010/api/external/',
+      apiKeyEnv: 'ACME_KEY',
+      rateLimit: { max: 50, durationMs: 1000 },
+    },
     globex: { baseUrl: 'https://globex.crm.example/api/external', apiKeyFile: 'globex.key' },
   },
 };
@@ -72,8 +76,12 @@ describe('config', () => {
       expect(message).toContain('http(s) URL');
       expect(message).toContain('extra');
     }
-    expect(() => configFromObject({ workspaces: { 'a:b': valid.workspaces.acme } }, { source: 'x' })).toThrow(/letters, digits/);
-    expect(() => configFromObject({ workspaces: { acme: { baseUrl: 'http://x' } } }, { source: 'x' })).toThrow(/exactly one of apiKeyEnv/);
+    expect(() => configFromObject({ workspaces: { 'a:b': valid.workspaces.acme } }, { source: 'x' })).toThrow(
+      /letters, digits/,
+    );
+    expect(() => configFromObject({ workspaces: { acme: { baseUrl: 'http://x' } } }, { source: 'x' })).toThrow(
+      /exactly one of apiKeyEnv/,
+    );
   });
 
   it('reports a missing explicit file, bad JSON and unknown workspaces clearly', () => {

@@ -3,7 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
-import { BadResponseError, CrmClient, type CrmError, RejectedError, TransientError, isLoopbackName } from '../../src/crm/index.js';
+import {
+  BadResponseError,
+  CrmClient,
+  type CrmError,
+  RejectedError,
+  TransientError,
+  isLoopbackName,
+} from '../../src/crm/index.js';
 import { leadRecord, ts } from './fixtures.js';
 
 /**
@@ -77,7 +84,12 @@ afterAll(async () => {
 });
 
 function client(overrides: Partial<ConstructorParameters<typeof CrmClient>[0]> = {}): CrmClient {
-  return new CrmClient({ workspace: 'acme', baseUrl: `http://acme.localhost:${port}/api/external`, apiKey: new Secret(KEY), ...overrides });
+  return new CrmClient({
+    workspace: 'acme',
+    baseUrl: `http://acme.localhost:${port}/api/external`,
+    apiKey: new Secret(KEY),
+    ...overrides,
+  });
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
@@ -184,7 +196,9 @@ describe('CrmClient over real HTTP', () => {
     } finally {
       c.close();
     }
-    expect(seen.map((s) => s.url)).toEqual([1, 2, 3, 4].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`));
+    expect(seen.map((s) => s.url)).toEqual(
+      [1, 2, 3, 4].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`),
+    );
   });
 
   it('never retries a POST itself: one 503 is one request', async () => {

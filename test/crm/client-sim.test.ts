@@ -115,7 +115,11 @@ describe('writes against the simulator', () => {
 
   it('addTeamMembers adds the members', async () => {
     const ws = sim.workspace('acme');
-    const res = await client().addTeamMembers({ emails: ['new.person@example.com'], organization_role: 'Admin', send_invitation_email: 'false' });
+    const res = await client().addTeamMembers({
+      emails: ['new.person@example.com'],
+      organization_role: 'Admin',
+      send_invitation_email: 'false',
+    });
     expect(res.message.length).toBeGreaterThan(0);
     expect(ws.teamMembers.get('new.person@example.com')?.role).toBe('Admin');
   });
@@ -229,7 +233,8 @@ describe('pager against the simulator', () => {
     const created: string[] = [];
     const ids: string[] = [];
     const onPage = (page: ListPage<unknown>) => {
-      if (created.length < 6 && page.records.length > 0) created.push(ws.createLead({ name: `During paging ${created.length}` }).id);
+      if (created.length < 6 && page.records.length > 0)
+        created.push(ws.createLead({ name: `During paging ${created.length}` }).id);
     };
     for await (const r of client('slow', 'k-slow').records('leads', { pageSize: 7, onPage })) ids.push(r.id);
     expect(created.length).toBeGreaterThan(0);
@@ -255,7 +260,8 @@ describe('pager against the simulator', () => {
     ws.setFaults({ errorRate: 0.3, resetRate: 0.1 });
     const ids: string[] = [];
     const c = client();
-    for await (const r of c.records('deals', { pageSize: 7, maxRetries: 30, retryBaseDelayMs: 1, retryMaxDelayMs: 5 })) ids.push(r.id);
+    for await (const r of c.records('deals', { pageSize: 7, maxRetries: 30, retryBaseDelayMs: 1, retryMaxDelayMs: 5 }))
+      ids.push(r.id);
     expect(ws.stats.errors5xx).toBeGreaterThan(0);
     expect(ws.stats.resets).toBeGreaterThan(0);
     expect(ids.length).toBe(ws.deals.size);

@@ -92,7 +92,9 @@ describe('toCrmError', () => {
   });
 
   it('reads `errors` when there is no `error` string, and tolerates non-JSON bodies', () => {
-    expect(toCrmError(answer(422, { errors: { name: ['is required'] } }), ctx()).serviceMessage).toBe('{"name":["is required"]}');
+    expect(toCrmError(answer(422, { errors: { name: ['is required'] } }), ctx()).serviceMessage).toBe(
+      '{"name":["is required"]}',
+    );
     const html = toCrmError(answer(400, '<html>bad</html>'), ctx());
     expect(html).toBeInstanceOf(RejectedError);
     expect(html.serviceMessage).toBeUndefined();
@@ -125,13 +127,16 @@ describe('toCrmError', () => {
     expect((toCrmError(answer(408), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
   });
 
-  it.each(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EAI_AGAIN'])('transport %s → TransientError', (code) => {
-    const err = toCrmError(transport(code), ctx());
-    expect(err).toBeInstanceOf(TransientError);
-    expect(err.status).toBeUndefined();
-    expect(err.message).toContain(code);
-    expect((err.cause as { code?: string }).code).toBe(code);
-  });
+  it.each(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EAI_AGAIN'])(
+    'transport %s → TransientError',
+    (code) => {
+      const err = toCrmError(transport(code), ctx());
+      expect(err).toBeInstanceOf(TransientError);
+      expect(err.status).toBeUndefined();
+      expect(err.message).toContain(code);
+      expect((err.cause as { code?: string }).code).toBe(code);
+    },
+  );
 
   it('socket hang up (reused keep-alive socket) is transient', () => {
     const err = toCrmError(transport('ECONNRESET', 'socket hang up'), ctx());
@@ -141,8 +146,14 @@ describe('toCrmError', () => {
 
   it('a transport error on a write carries maybeCommitted unless the request was never sent', () => {
     expect((toCrmError(transport('ECONNRESET'), ctx('POST')) as TransientError).maybeCommitted).toBe(true);
-    expect((toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'request' }), ctx('POST')) as TransientError).maybeCommitted).toBe(true);
-    expect((toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'connect' }), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
+    expect(
+      (toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'request' }), ctx('POST')) as TransientError)
+        .maybeCommitted,
+    ).toBe(true);
+    expect(
+      (toCrmError(transport('ETIMEDOUT', 'Timeout', { event: 'connect' }), ctx('POST')) as TransientError)
+        .maybeCommitted,
+    ).toBe(false);
     expect((toCrmError(transport('ECONNREFUSED'), ctx('POST')) as TransientError).maybeCommitted).toBe(false);
     // An update that may have reached the service counts as possibly applied (write order).
     expect((toCrmError(transport('ECONNRESET'), ctx('PATCH')) as TransientError).maybeCommitted).toBe(true);

@@ -46,7 +46,10 @@ describe('record schemas', () => {
   });
 
   it('normalise Tag-shaped tags of leads/contacts and keep other shapes', () => {
-    const parsed = ContactSchema.parse({ ...contact, tags: [{ id: 't1', name: 'vip', style: 'red', extra: 1 }, 'plain', { id: 9 }] });
+    const parsed = ContactSchema.parse({
+      ...contact,
+      tags: [{ id: 't1', name: 'vip', style: 'red', extra: 1 }, 'plain', { id: 9 }],
+    });
     expect(parsed.tags).toHaveLength(3);
     expect(parsed.tags.map(tagIdOf)).toEqual(['t1', 'plain', '9']);
     expect(parsed.tags.map(tagNameOf)).toEqual(['vip', undefined, undefined]);

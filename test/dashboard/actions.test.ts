@@ -61,13 +61,33 @@ describe('pages', () => {
 
   it('shows superseded rows and uncertain creates on the run page, the run list and in the export', async () => {
     const store = d.h.runtime.store;
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.create', source: 'kinds.csv', columns: ['name'] });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.create',
+      source: 'kinds.csv',
+      columns: ['name'],
+    });
     await store.addQueued(run.id, 3);
     const at = new Date().toISOString();
     await store.recordResults(run.id, [
       { row: 1, line: 2, status: 'succeeded', recordId: 'd1', at },
-      { row: 2, line: 3, status: 'superseded', code: 'ROW_SUPERSEDED', message: 'not sent: row 9 of run x wrote this record later', at },
-      { row: 3, line: 4, status: 'uncertain', code: 'CREATE_UNCERTAIN', message: 'may have been created: 2 unclaimed deals match it', original: { name: 'Maybe' }, at },
+      {
+        row: 2,
+        line: 3,
+        status: 'superseded',
+        code: 'ROW_SUPERSEDED',
+        message: 'not sent: row 9 of run x wrote this record later',
+        at,
+      },
+      {
+        row: 3,
+        line: 4,
+        status: 'uncertain',
+        code: 'CREATE_UNCERTAIN',
+        message: 'may have been created: 2 unclaimed deals match it',
+        original: { name: 'Maybe' },
+        at,
+      },
     ]);
     await store.finishProducing(run.id);
     expect((await d.get('/')).body).toContain('Completed with 1 uncertain create');
@@ -75,9 +95,13 @@ describe('pages', () => {
     expect(page).toContain('Superseded');
     expect(page).toContain('Uncertain');
     expect(page).toContain('may have been created: 2 unclaimed deals match it');
-    const exported = parse((await d.get(`/runs/${run.id}/results.csv`)).body, { columns: true }) as Array<Record<string, string>>;
+    const exported = parse((await d.get(`/runs/${run.id}/results.csv`)).body, { columns: true }) as Array<
+      Record<string, string>
+    >;
     expect(exported.map((r) => r.crm_sync_result)).toEqual(['succeeded', 'superseded', 'uncertain']);
-    const problems = parse((await d.get(`/runs/${run.id}/results.csv?failed=1`)).body, { columns: true }) as Array<Record<string, string>>;
+    const problems = parse((await d.get(`/runs/${run.id}/results.csv?failed=1`)).body, { columns: true }) as Array<
+      Record<string, string>
+    >;
     expect(problems.map((r) => [r.crm_sync_row, r.crm_sync_result, r.name])).toEqual([['3', 'uncertain', 'Maybe']]);
   });
 
@@ -88,7 +112,15 @@ describe('pages', () => {
   });
 
   it('never renders the workspace API key', async () => {
-    for (const url of ['/', `/runs/${badStageRun}`, '/workspaces', '/metrics', '/queues', '/queues/api/queues', '/login']) {
+    for (const url of [
+      '/',
+      `/runs/${badStageRun}`,
+      '/workspaces',
+      '/metrics',
+      '/queues',
+      '/queues/api/queues',
+      '/login',
+    ]) {
       const res = await d.get(url);
       expect(res.statusCode, url).toBeLessThan(400);
       expect(res.body, url).not.toContain(d.h.apiKey);
@@ -106,17 +138,33 @@ describe('pages', () => {
   it('Bull Board is read-only: cleaning or removing queued jobs is refused and the job stays', async () => {
     const queue = d.h.runtime.queue('acme');
     // Delayed an hour, so the running workers leave it alone while the test pokes at it.
-    const job = await queue.add('contact.update', { runId: 'bull-board-probe', row: 1, line: 2, payload: { op: 'contact.update', id: 'x', body: {} }, original: {} } as never, {
-      jobId: 'bull-board-probe',
-      delay: 3_600_000,
-    });
+    const job = await queue.add(
+      'contact.update',
+      {
+        runId: 'bull-board-probe',
+        row: 1,
+        line: 2,
+        payload: { op: 'contact.update', id: 'x', body: {} },
+        original: {},
+      } as never,
+      {
+        jobId: 'bull-board-probe',
+        delay: 3_600_000,
+      },
+    );
     try {
-      const listed = (await d.get('/queues/api/queues', d.bearer)).json() as { queues: Array<{ name: string; readOnlyMode: boolean }> };
+      const listed = (await d.get('/queues/api/queues', d.bearer)).json() as {
+        queues: Array<{ name: string; readOnlyMode: boolean }>;
+      };
       const name = listed.queues.find((q) => q.name.includes('acme'))?.name;
       expect(name).toBeDefined();
       expect(listed.queues.every((q) => q.readOnlyMode)).toBe(true);
       const put = (url: string) => d.app.inject({ method: 'PUT', url, headers: { ...d.bearer, origin: ORIGIN } });
-      for (const url of [`/queues/api/queues/${name}/clean/delayed`, `/queues/api/queues/${name}/bull-board-probe/clean`, `/queues/api/queues/${name}/empty`]) {
+      for (const url of [
+        `/queues/api/queues/${name}/clean/delayed`,
+        `/queues/api/queues/${name}/bull-board-probe/clean`,
+        `/queues/api/queues/${name}/empty`,
+      ]) {
         const res = await put(url);
         expect(res.statusCode, url).toBe(405);
       }
@@ -148,18 +196,35 @@ describe('downloads', () => {
 
 describe('retries', () => {
   it('retries a corrected CSV upload and lists the lines it ignored', async () => {
-    const failed = parse((await d.get(`/runs/${badStageRun}/results.csv?failed=1`)).body, { columns: true }) as Array<Record<string, string>>;
+    const failed = parse((await d.get(`/runs/${badStageRun}/results.csv?failed=1`)).body, { columns: true }) as Array<
+      Record<string, string>
+    >;
     const header = Object.keys(failed[0]!);
-    const fixed = failed.map((r) => header.map((k) => (k === 'stage_id' ? d.h.ws.stages[0]!.id : k === 'name' ? 'Fixed name' : r[k]!)));
+    const fixed = failed.map((r) =>
+      header.map((k) => (k === 'stage_id' ? d.h.ws.stages[0]!.id : k === 'name' ? 'Fixed name' : r[k]!)),
+    );
     fixed.push(header.map((k) => (k === 'crm_sync_row' ? '1' : k === 'crm_sync_run_id' ? badStageRun : 'x')));
     const _csrf = csrfOf((await d.get(`/runs/${badStageRun}`)).body);
-    const { body, contentType } = multipart({ _csrf }, { field: 'file', name: 'fixed.csv', content: csv(header, fixed) });
+    const { body, contentType } = multipart(
+      { _csrf },
+      { field: 'file', name: 'fixed.csv', content: csv(header, fixed) },
+    );
 
     const noToken = multipart({}, { field: 'file', name: 'fixed.csv', content: csv(header, fixed) });
-    const refused = await d.app.inject({ method: 'POST', url: `/runs/${badStageRun}/upload`, headers: { ...d.browser, origin: ORIGIN, 'content-type': noToken.contentType }, payload: noToken.body });
+    const refused = await d.app.inject({
+      method: 'POST',
+      url: `/runs/${badStageRun}/upload`,
+      headers: { ...d.browser, origin: ORIGIN, 'content-type': noToken.contentType },
+      payload: noToken.body,
+    });
     expect(refused.statusCode).toBe(403);
 
-    const posted = await d.app.inject({ method: 'POST', url: `/runs/${badStageRun}/upload`, headers: { ...d.browser, origin: ORIGIN, 'content-type': contentType }, payload: body });
+    const posted = await d.app.inject({
+      method: 'POST',
+      url: `/runs/${badStageRun}/upload`,
+      headers: { ...d.browser, origin: ORIGIN, 'content-type': contentType },
+      payload: body,
+    });
     // POST-redirect-GET: the answer is a page of its own, so a reload shows it again, never re-sends the file.
     expect(posted.statusCode).toBe(303);
     const location = String(posted.headers.location);
@@ -181,7 +246,13 @@ describe('retries', () => {
   it('retries selected rows, then all failed rows, once the cause is gone', async () => {
     const deals = [...d.h.ws.deals.values()].slice(10, 14);
     d.h.ws.setFaults({ errorRate: 1 });
-    const file = d.h.file('flaky.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'After fault'])));
+    const file = d.h.file(
+      'flaky.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((deal) => [deal.id, 'After fault']),
+      ),
+    );
     const { id } = await d.h.importFile(file, 'deal.update');
     expect((await d.h.waitForRun(id)).counts.failed).toBe(4);
     d.h.ws.setFaults(null);
@@ -221,7 +292,13 @@ describe('workspaces and blocked runs', () => {
   it('explains a blocked run and resumes it once the key is fixed', async () => {
     d.h.ws.revokeApiKey(d.h.apiKey);
     const deals = [...d.h.ws.deals.values()].slice(20, 23);
-    const file = d.h.file('blocked.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Unblocked'])));
+    const file = d.h.file(
+      'blocked.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((deal) => [deal.id, 'Unblocked']),
+      ),
+    );
     const { id } = await d.h.importFile(file, 'deal.update');
     await d.h.waitForRun(id, 20_000, (r) => r.status === 'blocked');
     const page = await d.get(`/runs/${id}`);
@@ -278,7 +355,12 @@ describe('host header', () => {
     const res = await d.app.inject({
       method: 'POST',
       url: '/workspaces/acme/pause',
-      headers: { ...d.browser, host: `${HOST}:8080`, origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        ...d.browser,
+        host: `${HOST}:8080`,
+        origin: ORIGIN,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       payload: `_csrf=${encodeURIComponent(_csrf)}`,
     });
     expect(res.statusCode).toBe(403);

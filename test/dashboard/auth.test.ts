@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/index.js';
 import { buildDashboard, SESSION_COOKIE } from '../../src/dashboard/index.js';
 import { csv } from '../helpers/pipeline.js';
-import { HOST, ORIGIN, TOKEN, csrfOf, form, signIn, startDashboardHarness, type DashboardHarness } from './dashboard-fixture.js';
+import {
+  HOST,
+  ORIGIN,
+  TOKEN,
+  csrfOf,
+  form,
+  signIn,
+  startDashboardHarness,
+  type DashboardHarness,
+} from './dashboard-fixture.js';
 
 let d: DashboardHarness;
 let runId: string;
@@ -17,7 +26,12 @@ beforeAll(async () => {
 afterAll(async () => d?.close());
 
 const post = (url: string, headers: Record<string, string>, payload = '') =>
-  d.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload });
+  d.app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload,
+  });
 
 describe('who gets in', () => {
   it('sends a browser without a session to the sign-in form, and scripts a 401', async () => {
@@ -54,7 +68,14 @@ describe('who gets in', () => {
 
   it('answers 503 on /readyz when Redis does not answer', async () => {
     const port = await freePort();
-    const dead = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis({
+      host: '127.0.0.1',
+      port,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     const app = await buildDashboard({ runtime: { ...d.h.runtime, redis: dead }, token: null, readyTimeoutMs: 500 });
     try {
       const res = await app.inject({ url: '/readyz' });
@@ -78,7 +99,10 @@ describe('who gets in', () => {
     const cookie = res.cookies.find((c) => c.name === SESSION_COOKIE)!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' });
     expect(cookie.value).not.toContain(TOKEN);
-    const page = await d.app.inject({ url: `/runs/${runId}`, headers: { host: HOST, cookie: `${SESSION_COOKIE}=${cookie.value}` } });
+    const page = await d.app.inject({
+      url: `/runs/${runId}`,
+      headers: { host: HOST, cookie: `${SESSION_COOKIE}=${cookie.value}` },
+    });
     expect(page.statusCode).toBe(200);
   });
 
@@ -93,7 +117,12 @@ describe('who gets in', () => {
     const dot = value.lastIndexOf('.');
     const [sid, mac] = [value.slice(0, dot), value.slice(dot + 1)];
     const flipped = `${sid.slice(0, -1)}${sid.endsWith('A') ? 'B' : 'A'}`;
-    for (const cookie of [`${SESSION_COOKIE}=${flipped}.${mac}`, `${SESSION_COOKIE}=${sid}.${mac.slice(1)}`, `${SESSION_COOKIE}=${sid}`, `${SESSION_COOKIE}=abc.xyz`]) {
+    for (const cookie of [
+      `${SESSION_COOKIE}=${flipped}.${mac}`,
+      `${SESSION_COOKIE}=${sid}.${mac.slice(1)}`,
+      `${SESSION_COOKIE}=${sid}`,
+      `${SESSION_COOKIE}=abc.xyz`,
+    ]) {
       const res = await d.app.inject({ url: '/', headers: { host: HOST, cookie } });
       expect(res.statusCode, cookie).toBe(302);
     }
@@ -118,7 +147,11 @@ describe('cross-site requests', () => {
     const cases: Array<[string, Record<string, string>, string]> = [
       ['bad Origin', { origin: 'http://evil.example' }, form({ _csrf })],
       ['cross-site fetch metadata', { 'sec-fetch-site': 'cross-site' }, form({ _csrf })],
-      ['same-site but other origin', { 'sec-fetch-site': 'same-site', origin: 'http://other.dash.test' }, form({ _csrf })],
+      [
+        'same-site but other origin',
+        { 'sec-fetch-site': 'same-site', origin: 'http://other.dash.test' },
+        form({ _csrf }),
+      ],
       ['neither Origin nor Sec-Fetch-Site', {}, form({ _csrf })],
       ['no form token', { origin: ORIGIN }, ''],
       ['wrong form token', { origin: ORIGIN }, form({ _csrf: 'forged' })],
@@ -130,12 +163,18 @@ describe('cross-site requests', () => {
     expect(await d.h.runtime.queue('acme').isPaused()).toBe(false);
     // The form token of another session does not work either.
     const other = csrfOf((await d.app.inject({ url: '/', headers: { host: HOST, cookie: await signIn(d.app) } })).body);
-    expect((await post('/workspaces/acme/pause', { ...d.browser, origin: ORIGIN }, form({ _csrf: other }))).statusCode).toBe(403);
+    expect(
+      (await post('/workspaces/acme/pause', { ...d.browser, origin: ORIGIN }, form({ _csrf: other }))).statusCode,
+    ).toBe(403);
   });
 
   it('accepts the same post from the page itself, and from a bearer script without a form token', async () => {
     const _csrf = csrfOf((await d.get('/workspaces')).body);
-    const browser = await post('/workspaces/acme/pause', { ...d.browser, origin: ORIGIN, 'sec-fetch-site': 'same-origin' }, form({ _csrf }));
+    const browser = await post(
+      '/workspaces/acme/pause',
+      { ...d.browser, origin: ORIGIN, 'sec-fetch-site': 'same-origin' },
+      form({ _csrf }),
+    );
     expect(browser.statusCode).toBe(303);
     expect(await d.h.runtime.queue('acme').isPaused()).toBe(true);
     const script = await post('/workspaces/acme/resume', { ...d.bearer, accept: 'application/json' });

@@ -7,11 +7,21 @@ export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 export const DOCS = join(import.meta.dirname, '..', '..', 'docs');
 // The machine has no internet: without these chromium stalls on lookups it makes at start.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 // CI installs chromium (.ci/run), so there a missing browser is a failure, not a skip.
 export const hasChromium = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!hasChromium) console.warn(`[dashboard browser test] skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+if (!hasChromium)
+  console.warn(`[dashboard browser test] skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
 export function launchChromium(): Promise<Browser> {
   mkdirSync(ARTIFACTS, { recursive: true });

@@ -42,7 +42,13 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
   it('signs in, shows failed rows, fixes them from an uploaded CSV, ends with zero failures', async () => {
     const stage = h.ws.stages[0]!.id;
     const earlier = [...h.ws.deals.values()].slice(20, 26);
-    const clean = h.file('deals-owners.csv', csv(['id', 'name'], earlier.map((d) => [d.id, d.name])));
+    const clean = h.file(
+      'deals-owners.csv',
+      csv(
+        ['id', 'name'],
+        earlier.map((d) => [d.id, d.name]),
+      ),
+    );
     await h.waitForRun((await h.importFile(clean, 'deal.update')).id);
     const deals = [...h.ws.deals.values()].slice(0, 12);
     const rows = deals.map((d, i) => [d.id, `Q${(i % 4) + 1} renewal — ${d.name}`, String(1000 + i * 250), stage]);
@@ -82,7 +88,9 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     ]);
     // The operator fixes the stage and the value in a spreadsheet and saves the file.
     const header = Object.keys(failed[0]!);
-    const fixed = failed.map((r) => header.map((k) => (k === 'stage_id' ? stage : k === 'value' && r.crm_sync_result === 'invalid' ? '1200' : r[k]!)));
+    const fixed = failed.map((r) =>
+      header.map((k) => (k === 'stage_id' ? stage : k === 'value' && r.crm_sync_result === 'invalid' ? '1200' : r[k]!)),
+    );
     const fixedPath = join(ARTIFACTS, 'failed-fixed.csv');
     writeFileSync(fixedPath, csv(header, fixed));
 
@@ -98,7 +106,9 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     const after = await download(page, 'Download failed rows (CSV)', 'failed-after.csv');
     expect(after).toEqual([]);
     const header2 = readFileSync(join(ARTIFACTS, 'failed-after.csv'), 'utf8').split('\n')[0];
-    expect(header2).toBe('crm_sync_run_id,crm_sync_row,crm_sync_line,crm_sync_result,crm_sync_record_id,crm_sync_http_status,crm_sync_error,id,name,value,stage_id');
+    expect(header2).toBe(
+      'crm_sync_run_id,crm_sync_row,crm_sync_line,crm_sync_result,crm_sync_record_id,crm_sync_http_status,crm_sync_error,id,name,value,stage_id',
+    );
     const all = await download(page, 'Download all results (CSV)', 'results-after.csv');
     expect(all.map((r) => r.crm_sync_result)).toEqual(Array(12).fill('succeeded'));
     expect(h.ws.deals.get(deals[2]!.id)?.stage_id).toBe(stage);

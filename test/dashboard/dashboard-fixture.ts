@@ -18,7 +18,11 @@ export interface DashboardHarness {
   /** The page's form token, as a browser would read it from the form. */
   formToken(url: string): Promise<string>;
   /** A same-origin form post from the signed-in browser, with the form token. */
-  post(url: string, fields?: Record<string, string | string[]>, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  post(
+    url: string,
+    fields?: Record<string, string | string[]>,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
@@ -78,11 +82,17 @@ export async function startDashboardHarness(options: HarnessOptions = {}): Promi
 }
 
 /** A multipart/form-data body as a browser sends it. */
-export function multipart(fields: Record<string, string>, file: { field: string; name: string; content: string }): { body: Buffer; contentType: string } {
+export function multipart(
+  fields: Record<string, string>,
+  file: { field: string; name: string; content: string },
+): { body: Buffer; contentType: string } {
   const boundary = `----crmsync${Math.random().toString(16).slice(2)}`;
   const parts: string[] = [];
-  for (const [k, v] of Object.entries(fields)) parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
-  parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n${file.content}\r\n`);
+  for (const [k, v] of Object.entries(fields))
+    parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
+  parts.push(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n${file.content}\r\n`,
+  );
   parts.push(`--${boundary}--\r\n`);
   return { body: Buffer.from(parts.join('')), contentType: `multipart/form-data; boundary=${boundary}` };
 }

@@ -15,7 +15,10 @@ const read = (name: string): unknown => JSON.parse(readFileSync(join(DEPLOY, nam
 describe('config files mounted by docker-compose.yml', () => {
   it('the demo config points the acme workspace at the simulator with the demo key variable', () => {
     const config = configFromObject(read('demo.config.json'), { source: 'demo.config.json', env: {} });
-    expect(config.workspaces.acme).toMatchObject({ baseUrl: 'http://acme.localhost:4010/api/external', apiKeySource: { env: 'SIM_KEY_ACME' } });
+    expect(config.workspaces.acme).toMatchObject({
+      baseUrl: 'http://acme.localhost:4010/api/external',
+      apiKeySource: { env: 'SIM_KEY_ACME' },
+    });
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
   });
 
@@ -27,7 +30,9 @@ describe('config files mounted by docker-compose.yml', () => {
 
   it('the compose file mounts the demo config by default and keeps Redis from evicting', () => {
     const compose = readFileSync(join(import.meta.dirname, '..', '..', 'docker-compose.yml'), 'utf8');
-    expect(compose).toContain('${CRM_SYNC_CONFIG_FILE:-./docs/deploy/demo.config.json}:/config/crm-sync.config.json:ro');
+    expect(compose).toContain(
+      '${CRM_SYNC_CONFIG_FILE:-./docs/deploy/demo.config.json}:/config/crm-sync.config.json:ro',
+    );
     expect(compose).toContain('"--maxmemory-policy", "noeviction"');
     expect(compose).toContain('"--appendonly", "yes"');
   });
@@ -37,9 +42,14 @@ describe('config files mounted by docker-compose.yml', () => {
     expect(compose).toContain('ACME_API_KEY: ${ACME_API_KEY:-}\n');
     expect(compose).not.toMatch(/ACME_API_KEY:-[^}]/);
     // What compose hands a production config that names ACME_API_KEY when the variable is unset.
-    const raw = { redisUrl: 'redis://127.0.0.1:6379', workspaces: { acme: { baseUrl: 'https://acme.crm.example/api/external', apiKeyEnv: 'ACME_API_KEY' } } };
+    const raw = {
+      redisUrl: 'redis://127.0.0.1:6379',
+      workspaces: { acme: { baseUrl: 'https://acme.crm.example/api/external', apiKeyEnv: 'ACME_API_KEY' } },
+    };
     const config = configFromObject(raw, { source: 'crm-sync.config.json', env: { ACME_API_KEY: '' } });
-    expect(() => createCrmClient(config, 'acme', silentLogger)).toThrow(expect.objectContaining({ code: 'SECRET_MISSING' }));
+    expect(() => createCrmClient(config, 'acme', silentLogger)).toThrow(
+      expect.objectContaining({ code: 'SECRET_MISSING' }),
+    );
   });
 
   it('the demo simulator takes its key from the environment, not from its command line', () => {
@@ -57,7 +67,9 @@ describe('config files mounted by docker-compose.yml', () => {
     delete env.SIM_KEY_ACME;
     const cwd = join(import.meta.dirname, '..', '..');
     for (const profile of [[], ['--profile', 'demo']]) {
-      expect(() => execFileSync(client[0]!, [...client.slice(1), ...profile, 'config', '-q'], { cwd, env, stdio: 'pipe' })).not.toThrow();
+      expect(() =>
+        execFileSync(client[0]!, [...client.slice(1), ...profile, 'config', '-q'], { cwd, env, stdio: 'pipe' }),
+      ).not.toThrow();
     }
   });
 });
@@ -77,16 +89,30 @@ function composeClient(): string[] | undefined {
 
 describe('crm-sync sim --workspace name:env:VARIABLE', () => {
   const start = (args: string[], env: NodeJS.ProcessEnv) =>
-    spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'sim', '--port', '0', '--records', '3', '--log-level', 'silent', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', 'sim', '--port', '0', '--records', '3', '--log-level', 'silent', ...args],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
 
   it('reads the key from the variable, accepts it, and never prints it', async () => {
     const key = 'sim-env-key-5f2c9a';
-    const { child, out, port } = await startSimProcess(['--records', '3', '--workspace', 'acme:env:SIM_TEST_KEY'], { ...process.env, SIM_TEST_KEY: key });
+    const { child, out, port } = await startSimProcess(['--records', '3', '--workspace', 'acme:env:SIM_TEST_KEY'], {
+      ...process.env,
+      SIM_TEST_KEY: key,
+    });
     try {
       expect(out).toContain('X-Api-Key $SIM_TEST_KEY');
-      expect(out).toContain(`curl -H "X-Api-Key: $SIM_TEST_KEY" 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`);
+      expect(out).toContain(
+        `curl -H "X-Api-Key: $SIM_TEST_KEY" 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`,
+      );
       expect(out).not.toContain(key);
-      const res = await httpRequest({ port, host: `acme.localhost:${port}`, path: '/api/external/v2/contacts?page_size=1', headers: { 'x-api-key': key } });
+      const res = await httpRequest({
+        port,
+        host: `acme.localhost:${port}`,
+        path: '/api/external/v2/contacts?page_size=1',
+        headers: { 'x-api-key': key },
+      });
       expect(res.status).toBe(200);
     } finally {
       child.kill('SIGTERM');

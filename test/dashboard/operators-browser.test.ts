@@ -31,7 +31,11 @@ const cspErrors: string[] = [];
 beforeAll(async () => {
   if (!hasChromium) return;
   // The simulator allows 15 requests a second: a run of 150 rows lasts several seconds, with 429s.
-  h = await startHarness({ records: 260, simRateLimit: { max: 15, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 10 } });
+  h = await startHarness({
+    records: 260,
+    simRateLimit: { max: 15, windowMs: 1000 },
+    retry: { attempts: 1, backoffMs: 10 },
+  });
   await h.startWorkers();
   app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN) });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -76,7 +80,13 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
   it('draws the activity chart from live data while a run is going, with percent, rows/s and ETA', async () => {
     const stage = h.ws.stages[0]!.id;
     const deals = [...h.ws.deals.values()].slice(0, 150);
-    const file = h.file('live-run.csv', csv(['id', 'name', 'stage_id'], deals.map((d) => [d.id, `${d.name} (live)`, stage])));
+    const file = h.file(
+      'live-run.csv',
+      csv(
+        ['id', 'name', 'stage_id'],
+        deals.map((d) => [d.id, `${d.name} (live)`, stage]),
+      ),
+    );
     const run = await h.importFile(file, 'deal.update');
     await page.goto(`${base}/runs/${run.id}`);
     await page.locator('[data-live]', { hasText: 'rows/s' }).waitFor();
@@ -123,9 +133,14 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     await page.getByText('30 invalid rows are not retried').waitFor();
     await screenshot('error-groups.png');
 
-    const [groupFile] = await Promise.all([page.waitForEvent('download'), lines.nth(1).getByRole('link', { name: 'CSV' }).click()]);
+    const [groupFile] = await Promise.all([
+      page.waitForEvent('download'),
+      lines.nth(1).getByRole('link', { name: 'CSV' }).click(),
+    ]);
     await groupFile.saveAs(join(ARTIFACTS, 'group.csv'));
-    const records = parse(readFileSync(join(ARTIFACTS, 'group.csv')), { columns: true }) as Array<Record<string, string>>;
+    const records = parse(readFileSync(join(ARTIFACTS, 'group.csv')), { columns: true }) as Array<
+      Record<string, string>
+    >;
     expect(records.map((r) => r.crm_sync_row)).toEqual(['31', '32', '33', '34']);
 
     await lines.nth(1).getByRole('link', { name: 'Show rows' }).click();
@@ -158,7 +173,11 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
   }, 30_000);
 
   it('cancels a running run from its page', async () => {
-    const running = await h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'to-cancel.csv' });
+    const running = await h.runtime.store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'to-cancel.csv',
+    });
     await page.goto(`${base}/runs/${running.id}`);
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByText('Run cancelled').waitFor();
@@ -184,7 +203,9 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     for (const path of ['/', `/runs/${latest!.id}`, '/workspaces']) {
       await narrow.goto(`${base}${path}`);
       // A string: the test is type-checked without the DOM library; the browser evaluates it.
-      const overflow = (await narrow.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+      const overflow = (await narrow.evaluate(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      )) as number;
       expect(overflow, path).toBeLessThanOrEqual(0);
     }
     await narrow.goto(`${base}/`);

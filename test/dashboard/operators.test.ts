@@ -4,7 +4,16 @@ import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import type { ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
-import { csrfOf, form, HOST, ORIGIN, signIn, startDashboardHarness, TOKEN, type DashboardHarness } from './dashboard-fixture.js';
+import {
+  csrfOf,
+  form,
+  HOST,
+  ORIGIN,
+  signIn,
+  startDashboardHarness,
+  TOKEN,
+  type DashboardHarness,
+} from './dashboard-fixture.js';
 
 /*
  * The operator features of issue 14, black-box through app.inject against real Redis, real
@@ -63,7 +72,10 @@ describe('error groups', () => {
 
   it('opens a group as a filter of the rows table and downloads only its rows', async () => {
     const failedGroup = (await groupsOf(mixedRun)).groups.find((g) => g.status === 'failed')!;
-    const shown = await d.get(`/runs/${mixedRun}?group=${failedGroup.key}`, { ...d.bearer, accept: 'application/json' });
+    const shown = await d.get(`/runs/${mixedRun}?group=${failedGroup.key}`, {
+      ...d.bearer,
+      accept: 'application/json',
+    });
     const rows = (shown.json() as { problems: { rows: Array<{ row: number; status: string }> } }).problems.rows;
     expect(rows.map((r) => r.row)).toEqual([41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52]);
     const download = await d.get(`/runs/${mixedRun}/results.csv?group=${failedGroup.key}`);
@@ -112,10 +124,16 @@ describe('retry rules', () => {
     expect(refused.body).toContain('invalid rows need a correction first');
   });
 
-  it('keeps the first pass as the run\'s duration when a retry finishes later', async () => {
+  it("keeps the first pass as the run's duration when a retry finishes later", async () => {
     const deals = [...d.h.ws.deals.values()].slice(60, 62);
     d.h.ws.setFaults({ errorRate: 1 });
-    const file = d.h.file('later.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Later'])));
+    const file = d.h.file(
+      'later.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((deal) => [deal.id, 'Later']),
+      ),
+    );
     const first = await d.h.waitForRun((await d.h.importFile(file, 'deal.update')).id);
     d.h.ws.setFaults(null);
     expect(first.firstFinishedAt).toBe(first.finishedAt);
@@ -131,14 +149,28 @@ describe('retry rules', () => {
 
 describe('runs list', () => {
   it('searches runs by id, file name and sync name', async () => {
-    const synced = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: '/srv/exports/nightly-owners.csv', syncName: 'owners-nightly' });
-    const byFile = (await d.get('/?q=MIXED-causes', { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }>; total: number };
+    const synced = await d.h.runtime.store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: '/srv/exports/nightly-owners.csv',
+      syncName: 'owners-nightly',
+    });
+    const byFile = (await d.get('/?q=MIXED-causes', { ...d.bearer, accept: 'application/json' })).json() as {
+      runs: Array<{ id: string }>;
+      total: number;
+    };
     expect(byFile.runs.map((r) => r.id)).toEqual([mixedRun]);
-    const bySync = (await d.get('/?q=owners-night', { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    const bySync = (await d.get('/?q=owners-night', { ...d.bearer, accept: 'application/json' })).json() as {
+      runs: Array<{ id: string }>;
+    };
     expect(bySync.runs.map((r) => r.id)).toEqual([synced.id]);
-    const byId = (await d.get(`/?q=${mixedRun}`, { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    const byId = (await d.get(`/?q=${mixedRun}`, { ...d.bearer, accept: 'application/json' })).json() as {
+      runs: Array<{ id: string }>;
+    };
     expect(byId.runs.map((r) => r.id)).toEqual([mixedRun]);
-    const byIdPart = (await d.get(`/?q=${mixedRun.slice(-8)}`, { ...d.bearer, accept: 'application/json' })).json() as { runs: Array<{ id: string }> };
+    const byIdPart = (await d.get(`/?q=${mixedRun.slice(-8)}`, { ...d.bearer, accept: 'application/json' })).json() as {
+      runs: Array<{ id: string }>;
+    };
     expect(byIdPart.runs.map((r) => r.id)).toEqual([mixedRun]);
     const page = (await d.get('/?q=nothing-like-this')).body;
     expect(page).toContain('No runs match.');
@@ -148,12 +180,24 @@ describe('runs list', () => {
 
   it('labels dry runs and says why a failed run failed, on one-line badges', async () => {
     const deals = [...d.h.ws.deals.values()].slice(62, 65);
-    const file = d.h.file('dry.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Dry'])));
+    const file = d.h.file(
+      'dry.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((deal) => [deal.id, 'Dry']),
+      ),
+    );
     const dry = await d.h.waitForRun((await d.h.importFile(file, 'deal.update', { dryRun: true })).id);
-    const failed = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'gone.csv' });
+    const failed = await d.h.runtime.store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'gone.csv',
+    });
     await d.h.runtime.store.setStatus(failed.id, 'failed', 'the file could not be read: no such file');
     const list = (await d.get('/')).body;
-    expect(list).toMatch(new RegExp(`${dry.id}[\\s\\S]*?<span class="badge ok" title="Dry run completed[^"]*">Dry run</span>`));
+    expect(list).toMatch(
+      new RegExp(`${dry.id}[\\s\\S]*?<span class="badge ok" title="Dry run completed[^"]*">Dry run</span>`),
+    );
     expect(list).toContain('the file could not be read: no such file');
     const runPage = (await d.get(`/runs/${dry.id}`)).body;
     expect(runPage).toContain('nothing was sent to the CRM');
@@ -174,7 +218,7 @@ describe('Bull Board', () => {
 });
 
 describe('activity chart', () => {
-  it('draws the workspace\'s requests and failures from the series the workers keep', async () => {
+  it("draws the workspace's requests and failures from the series the workers keep", async () => {
     const page = (await d.get(`/runs/${mixedRun}`)).body;
     expect(page).toContain('data-chart');
     const requests = /data-series="Requests" data-max="([\d.]+)" data-total="([\d.]+)"/.exec(page);
@@ -193,14 +237,22 @@ describe('activity chart', () => {
       const ttl = await d.h.runtime.redis.ttl(key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(7200);
-      expect(Object.keys(await d.h.runtime.redis.hgetall(key)).every((f) => ['requests', 'rateLimited', 'failed', 'succeeded'].includes(f))).toBe(true);
+      expect(
+        Object.keys(await d.h.runtime.redis.hgetall(key)).every((f) =>
+          ['requests', 'rateLimited', 'failed', 'succeeded'].includes(f),
+        ),
+      ).toBe(true);
     }
   });
 });
 
 describe('cancel', () => {
   it('has no button for a run that ended, and refuses to cancel it (409)', async () => {
-    const ended = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'done.csv' });
+    const ended = await d.h.runtime.store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'done.csv',
+    });
     await d.h.runtime.store.finishProducing(ended.id);
     expect((await d.get(`/runs/${ended.id}`)).body).not.toContain('Cancel run');
     const res = await d.post(`/runs/${ended.id}/cancel`);
@@ -219,13 +271,31 @@ describe('cancel', () => {
       const headers = { host: HOST, cookie };
       const deals = [...d.h.ws.deals.values()].slice(0, 7);
       const writes = d.h.ws.stats.writes.dealUpdate;
-      const running = await d.h.importFile(d.h.file('to-cancel.csv', csv(['id', 'name'], deals.map((deal) => [deal.id, 'Never sent']))), 'deal.update');
-      const elsewhere = await d.h.runtime.store.createRun({ workspace: 'globex', operation: 'deal.update', source: 'other.csv' });
+      const running = await d.h.importFile(
+        d.h.file(
+          'to-cancel.csv',
+          csv(
+            ['id', 'name'],
+            deals.map((deal) => [deal.id, 'Never sent']),
+          ),
+        ),
+        'deal.update',
+      );
+      const elsewhere = await d.h.runtime.store.createRun({
+        workspace: 'globex',
+        operation: 'deal.update',
+        source: 'other.csv',
+      });
       const pageBody = (await app.inject({ method: 'GET', url: `/runs/${running.id}`, headers })).body;
       expect(pageBody).toContain('Cancel run');
       const _csrf = csrfOf(pageBody);
       const post = (id: string, fields: Record<string, string>) =>
-        app.inject({ method: 'POST', url: `/runs/${id}/cancel`, headers: { ...headers, origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, payload: form(fields) });
+        app.inject({
+          method: 'POST',
+          url: `/runs/${id}/cancel`,
+          headers: { ...headers, origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+          payload: form(fields),
+        });
 
       expect((await post(running.id, {})).statusCode).toBe(403);
       expect((await post(elsewhere.id, { _csrf })).statusCode).toBe(404);

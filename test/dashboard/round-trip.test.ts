@@ -17,8 +17,21 @@ describe('download → upload → download', () => {
   it('keeps headers and values, formula-like ones included, byte for byte', async () => {
     const deals = [...d.h.ws.deals.values()].slice(0, 3);
     const header = ['id', 'name', 'stage_id', ...FORMULA_COLUMNS];
-    const rows = deals.map((deal, i) => [deal.id, i === 0 ? '=1+1' : `Deal ${i}`, 'stg_missing', '@SUM(A1)', '+1', '=cmd|"/c calc"!A0', '-5', "'@x", `v${i}`]);
-    const run = await d.h.waitForRun((await d.h.importFile(d.h.file('formulas.csv', csv(header, rows)), 'deal.update', { ignoreUnknownColumns: true })).id);
+    const rows = deals.map((deal, i) => [
+      deal.id,
+      i === 0 ? '=1+1' : `Deal ${i}`,
+      'stg_missing',
+      '@SUM(A1)',
+      '+1',
+      '=cmd|"/c calc"!A0',
+      '-5',
+      "'@x",
+      `v${i}`,
+    ]);
+    const run = await d.h.waitForRun(
+      (await d.h.importFile(d.h.file('formulas.csv', csv(header, rows)), 'deal.update', { ignoreUnknownColumns: true }))
+        .id,
+    );
     expect(run.counts.failed).toBe(3);
 
     const first = await d.get(`/runs/${run.id}/results.csv?failed=1`);
@@ -44,7 +57,12 @@ describe('download → upload → download', () => {
     // The rows were stored under their real column names again (not under `'@cmd`).
     const stored = (await d.h.runtime.store.problems(run.id)).rows;
     expect(Object.keys(stored[0]!.original ?? {})).toEqual(header);
-    expect(stored[0]!.original).toMatchObject({ name: '=1+1', '@cmd': '@SUM(A1)', '-note': '-5', "'=already quoted": "'@x" });
+    expect(stored[0]!.original).toMatchObject({
+      name: '=1+1',
+      '@cmd': '@SUM(A1)',
+      '-note': '-5',
+      "'=already quoted": "'@x",
+    });
 
     const second = await d.get(`/runs/${run.id}/results.csv?failed=1`);
     expect(second.body.split('\n', 1)[0]).toBe(firstHeader);

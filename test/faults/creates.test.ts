@@ -30,14 +30,23 @@ async function report(h: Harness, label: string, run: RunRecord, prefix: string)
   const ids = results.map((r) => r.recordId).filter((id): id is string => id !== undefined);
   const shared = ids.length - new Set(ids).size;
   const deals = dealsNamed(h, prefix).length;
-  console.log(`[creates] ${label}: rows ${run.counts.total}, results ${JSON.stringify(kinds)}, deals ${deals}, ids shared ${shared}, POSTs ${h.proxy?.count('POST', /\/v2\/deals$/)}`);
+  console.log(
+    `[creates] ${label}: rows ${run.counts.total}, results ${JSON.stringify(kinds)}, deals ${deals}, ids shared ${shared}, POSTs ${h.proxy?.count('POST', /\/v2\/deals$/)}`,
+  );
   return { results, kinds, shared, deals };
 }
 
 describe('duplicate-safe creates under CRM faults', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ records: 3, seed: 5, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500, retry: { attempts: 8, backoffMs: 20 } });
+    h = await startHarness({
+      records: 3,
+      seed: 5,
+      crmProxy: true,
+      createSettleMs: 300,
+      requestTimeoutMs: 1500,
+      retry: { attempts: 8, backoffMs: 20 },
+    });
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
   });
   afterAll(async () => {
@@ -49,7 +58,16 @@ describe('duplicate-safe creates under CRM faults', () => {
       { ...POST_DEALS, holdAnswer: 800, times: 1 },
       { ...POST_DEALS, fail502: true, times: 1 },
     ]);
-    const file = h.file('pair-502.csv', csv(['name', 'value'], [['Pair A', 10], ['Pair A', 10]]));
+    const file = h.file(
+      'pair-502.csv',
+      csv(
+        ['name', 'value'],
+        [
+          ['Pair A', 10],
+          ['Pair A', 10],
+        ],
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'identical pair, 502', run, 'Pair A');
     expect(run.counts).toMatchObject({ total: 2, succeeded: 2 });
@@ -62,7 +80,16 @@ describe('duplicate-safe creates under CRM faults', () => {
       { ...POST_DEALS, holdAnswer: 800, times: 1 },
       { ...POST_DEALS, applyAndDrop: true, times: 1 },
     ]);
-    const file = h.file('pair-drop.csv', csv(['name', 'value'], [['Pair B', 11], ['Pair B', 11]]));
+    const file = h.file(
+      'pair-drop.csv',
+      csv(
+        ['name', 'value'],
+        [
+          ['Pair B', 11],
+          ['Pair B', 11],
+        ],
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'identical pair, applied and dropped', run, 'Pair B');
     expect(run.counts).toMatchObject({ total: 2, succeeded: 2 });
@@ -71,11 +98,20 @@ describe('duplicate-safe creates under CRM faults', () => {
     expect(new Set(r.results.map((x) => x.recordId))).toEqual(new Set(dealsNamed(h, 'Pair B').map((d) => d.id)));
   });
 
-  it("identical deals a person made before the run are never taken over, though every first create is a 502", async () => {
-    const theirs = [h.ws.createDeal({ name: 'Renewal C', value: 12 }), h.ws.createDeal({ name: 'Renewal C', value: 12 })].map((d) => d.id);
+  it('identical deals a person made before the run are never taken over, though every first create is a 502', async () => {
+    const theirs = [
+      h.ws.createDeal({ name: 'Renewal C', value: 12 }),
+      h.ws.createDeal({ name: 'Renewal C', value: 12 }),
+    ].map((d) => d.id);
     await sleep(3500); // made "before the run": earlier than this row's own send, less the 3 s slack
     h.proxy!.setRules([{ ...POST_DEALS, fail502: true, times: 4 }]);
-    const file = h.file('renewals.csv', csv(['name', 'value'], Array.from({ length: 4 }, () => ['Renewal C', 12])));
+    const file = h.file(
+      'renewals.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 4 }, () => ['Renewal C', 12]),
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 30_000);
     const r = await report(h, "a person's identical deals", run, 'Renewal C');
     expect(run.counts).toMatchObject({ total: 4, succeeded: 4 });
@@ -99,8 +135,16 @@ describe('duplicate-safe creates under CRM faults', () => {
   });
 
   it.each([
-    ['automation that marks new deals won', 'Automation F', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: object }).deal, status: 'won' } }) }],
-    ['a CRM that collapses double spaces', 'Spaces  G', { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: { name: string } }).deal, name: 'Spaces G' } }) }],
+    [
+      'automation that marks new deals won',
+      'Automation F',
+      { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: object }).deal, status: 'won' } }) },
+    ],
+    [
+      'a CRM that collapses double spaces',
+      'Spaces  G',
+      { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: { name: string } }).deal, name: 'Spaces G' } }) },
+    ],
   ])('%s: a dropped answer is found by the lookup, no second deal', async (label, name, extra) => {
     h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...extra }]);
     const file = h.file(`drop-${name.length}.csv`, csv(['name', 'value', 'status'], [[name, 14, 'in_progress']]));
@@ -139,12 +183,27 @@ describe('two upserts of the same deals at once', () => {
 
   it('create each name once: the second upsert updates the deal the first created, even with other values and lost answers', async () => {
     const names = Array.from({ length: 15 }, (_, i) => `Upsert K ${i}`);
-    const first = h.file('upsert-1.csv', csv(['name', 'value'], names.map((n) => [n, 1])));
-    const second = h.file('upsert-2.csv', csv(['name', 'value'], names.map((n) => [n, 2])));
+    const first = h.file(
+      'upsert-1.csv',
+      csv(
+        ['name', 'value'],
+        names.map((n) => [n, 1]),
+      ),
+    );
+    const second = h.file(
+      'upsert-2.csv',
+      csv(
+        ['name', 'value'],
+        names.map((n) => [n, 2]),
+      ),
+    );
     // Some creates are applied and their answers lost: they hold their key through the lookup.
     h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 4 }]);
     // Both plan before either creates anything: every name is missing for both.
-    const [a, b] = await Promise.all([reconcile(h, first, { op: 'deal.upsert', matchKey: 'name' }), reconcile(h, second, { op: 'deal.upsert', matchKey: 'name' })]);
+    const [a, b] = await Promise.all([
+      reconcile(h, first, { op: 'deal.upsert', matchKey: 'name' }),
+      reconcile(h, second, { op: 'deal.upsert', matchKey: 'name' }),
+    ]);
     expect(a.counts.create + b.counts.create).toBe(30);
     const runs = await Promise.all([h.waitForRun(a.run.id, 30_000), h.waitForRun(b.run.id, 30_000)]);
     await report(h, 'two upserts at once (run 1)', runs[0], 'Upsert K');
@@ -165,15 +224,29 @@ describe('the sweep and runs retry', () => {
     await h?.close();
   });
 
-  it("the sweep of a job BullMQ failed never re-fails rows runs retry took over; a second retry finds nothing to send", async () => {
-    const file = h.file('swept.csv', csv(['name', 'value'], Array.from({ length: 6 }, (_, i) => [`Swept I ${i}`, 16])));
+  it('the sweep of a job BullMQ failed never re-fails rows runs retry took over; a second retry finds nothing to send', async () => {
+    const file = h.file(
+      'swept.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 6 }, (_, i) => [`Swept I ${i}`, 16]),
+      ),
+    );
     // A worker of another kind takes the jobs first and fails them without a result (as BullMQ
     // does with a job that stalled too often): the sweep then records those rows failed.
     await h.runtime.queue('acme').pause();
     const run = await h.importFile(file, 'deal.create');
-    const rogue = new BullWorker(queueName('acme'), async () => {
-      throw new UnrecoverableError('stalled more than allowable limit');
-    }, { connection: h.runtime.redis.duplicate({ maxRetriesPerRequest: null }), prefix: bullPrefix(h.config.prefix), autorun: false });
+    const rogue = new BullWorker(
+      queueName('acme'),
+      async () => {
+        throw new UnrecoverableError('stalled more than allowable limit');
+      },
+      {
+        connection: h.runtime.redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix: bullPrefix(h.config.prefix),
+        autorun: false,
+      },
+    );
     await h.runtime.queue('acme').resume();
     void rogue.run();
     // No crm-sync worker yet: the rows' jobs fail without a result; the sweep records them.
@@ -234,10 +307,14 @@ describe('a worker killed after the CRM applied its create', () => {
   it('the next worker finds the deal instead of creating a second one', async () => {
     // The CRM applies the POST; its answer is held while the worker process is killed -9.
     h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1 }]);
-    const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--lock-ms', '1500'], {
-      env: h.env,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--lock-ms', '1500'],
+      {
+        env: h.env,
+        stdio: 'ignore',
+      },
+    );
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
       const file = h.file('killed.csv', csv(['name', 'value'], [['Killed J', 17]]));

@@ -26,7 +26,13 @@ function viaProxy(config: Config, proxy: TcpProxy): Config {
 
 /** Worker 1: a pool whose Redis link goes through the proxy (the one the tests cut). */
 function workerBehind(h: Harness, proxy: TcpProxy): Promise<WorkerPool> {
-  return startWorkerPool({ config: viaProxy(h.config, proxy), logger: silentLogger, concurrency: 4, lockDurationMs: LOCK_MS, closeTimeoutMs: 1000 });
+  return startWorkerPool({
+    config: viaProxy(h.config, proxy),
+    logger: silentLogger,
+    concurrency: 4,
+    lockDurationMs: LOCK_MS,
+    closeTimeoutMs: 1000,
+  });
 }
 
 async function redisProxy(): Promise<TcpProxy> {
@@ -38,7 +44,11 @@ async function summary(h: Harness, label: string, run: RunRecord, extra: Record<
   const results = await resultsByRow(h, run.id);
   const kinds: Record<string, number> = {};
   for (const r of results) kinds[r.status] = (kinds[r.status] ?? 0) + 1;
-  console.log(`[partition] ${label}: rows ${run.counts.total}, results ${JSON.stringify(kinds)}, ${Object.entries(extra).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `[partition] ${label}: rows ${run.counts.total}, results ${JSON.stringify(kinds)}, ${Object.entries(extra)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   return { results, kinds };
 }
 
@@ -57,7 +67,7 @@ describe('a worker cut from Redis past its job lock', () => {
     await h?.close();
   });
 
-  it('(a) a file that updates each deal twice: every deal ends at its last row\'s value, one result per row', async () => {
+  it("(a) a file that updates each deal twice: every deal ends at its last row's value, one result per row", async () => {
     proxy = await redisProxy();
     const deals = [...h.ws.deals.values()].slice(0, 60);
     const rows = [...deals.map((d, i) => [d.id, d.name, 1000 + i]), ...deals.map((d, i) => [d.id, d.name, 2000 + i])];
@@ -91,7 +101,13 @@ describe('a worker cut from Redis past its job lock', () => {
   it('(b) creates with a stale worker healed after the run completed: no duplicate deal, no result rewritten', async () => {
     proxy = await redisProxy();
     h.sim.setLatency(150);
-    const file = h.file('creates.csv', csv(['name', 'value'], Array.from({ length: 40 }, (_, i) => [`Partition deal ${i}`, i])));
+    const file = h.file(
+      'creates.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 40 }, (_, i) => [`Partition deal ${i}`, i]),
+      ),
+    );
     pools.push(await workerBehind(h, proxy));
     const run = await h.importFile(file, 'deal.create');
     await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 4);
@@ -132,7 +148,13 @@ describe('a worker whose Redis link is left half-open', () => {
     const pool = await workerBehind(h, proxy);
     try {
       const deals = [...h.ws.deals.values()];
-      const file = h.file('half-open.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 5000 + i])));
+      const file = h.file(
+        'half-open.csv',
+        csv(
+          ['id', 'name', 'value'],
+          deals.map((d, i) => [d.id, d.name, 5000 + i]),
+        ),
+      );
       const run = await h.importFile(file, 'deal.update');
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 20);
       proxy.blackhole();
@@ -141,7 +163,10 @@ describe('a worker whose Redis link is left half-open', () => {
       proxy.heal('hang'); // old sockets stay open and silent; new connections pass
       const started = Date.now();
       const done = await h.waitForRun(run.id, 45_000);
-      await summary(h, '(c) worker behind a half-open link', done, { 'succeeded at the cut': atCut, 'seconds to finish after the cut': Math.round((Date.now() - started) / 1000) });
+      await summary(h, '(c) worker behind a half-open link', done, {
+        'succeeded at the cut': atCut,
+        'seconds to finish after the cut': Math.round((Date.now() - started) / 1000),
+      });
       expect(atCut).toBeLessThan(200); // the cut came mid-run: the rest went over a new connection
       expect(done.counts).toMatchObject({ total: 200, succeeded: 200 });
     } finally {
@@ -153,14 +178,24 @@ describe('a worker whose Redis link is left half-open', () => {
     try {
       const rows = Array.from({ length: 3000 }, (_, i) => [`x${i}`, `n${i}`, i]);
       const big = h.file('producer.csv', csv(['id', 'name', 'value'], rows));
-      const produced = importFile({ file: big, op: 'deal.update', workspace: 'acme', queue: producer.queue('acme'), store: producer.store, highWaterMark: 100, chunkSize: 50 });
+      const produced = importFile({
+        file: big,
+        op: 'deal.update',
+        workspace: 'acme',
+        queue: producer.queue('acme'),
+        store: producer.store,
+        highWaterMark: 100,
+        chunkSize: 50,
+      });
       await sleep(300);
       proxy.blackhole();
       await sleep(200);
       proxy.heal('hang');
       const started = Date.now();
       const { run } = await produced;
-      console.log(`[partition] (c) producer behind a half-open link: file read to the end ${Math.round((Date.now() - started) / 1000)} s after the cut, ${run.counts.total} rows`);
+      console.log(
+        `[partition] (c) producer behind a half-open link: file read to the end ${Math.round((Date.now() - started) / 1000)} s after the cut, ${run.counts.total} rows`,
+      );
       expect(run).toMatchObject({ producerDone: true, counts: { total: 3000 } });
     } finally {
       proxy.heal('reset');
@@ -192,7 +227,13 @@ describe('a worker cut from the CRM, with a known rate limit', () => {
   it('(e) lost answers send creates looking for their deals, and every list page spends the shared budget: 0 × 429', async () => {
     // Half the creates are applied and their answers lost: each of those rows pages the deal list.
     h.proxy!.setRules([{ method: 'POST', path: /\/v2\/deals$/, applyAndDrop: true, times: 15 }]);
-    const file = h.file('cut.csv', csv(['name', 'value'], Array.from({ length: 30 }, (_, i) => [`Budget deal ${i}`, i])));
+    const file = h.file(
+      'cut.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 30 }, (_, i) => [`Budget deal ${i}`, i]),
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 60_000);
     const made = [...h.ws.deals.values()].filter((d) => d.name.startsWith('Budget deal '));
     const pages = h.proxy!.count('GET', /\/deals$/);
@@ -222,16 +263,40 @@ describe('SIGTERM during a partition', () => {
 
   it('(d) a busy worker cut from Redis exits within its close timeout plus 5 s', async () => {
     const env = { ...h.env, REDIS_URL: testRedisUrlVia(proxy.port) };
-    const child = spawn(process.execPath, ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--close-timeout-ms', '2000', '--lock-ms', String(LOCK_MS)], {
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        'bin/crm-sync.js',
+        '--config',
+        h.configPath,
+        '--log-level',
+        'warn',
+        'worker',
+        '--close-timeout-ms',
+        '2000',
+        '--lock-ms',
+        String(LOCK_MS),
+      ],
+      {
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const deals = [...h.ws.deals.values()];
-      const run = await h.importFile(h.file('busy.csv', csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, i]))), 'deal.update');
+      const run = await h.importFile(
+        h.file(
+          'busy.csv',
+          csv(
+            ['id', 'name', 'value'],
+            deals.map((d, i) => [d.id, d.name, i]),
+          ),
+        ),
+        'deal.update',
+      );
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 2);
       proxy.blackhole();
       await sleep(500);
@@ -239,7 +304,9 @@ describe('SIGTERM during a partition', () => {
       child.kill('SIGTERM');
       const code = await Promise.race([exited, sleep(20_000).then(() => 'still running' as const)]);
       const seconds = (Date.now() - signalled) / 1000;
-      console.log(`[partition] (d) SIGTERM while blackholed: exit ${String(code)} after ${seconds.toFixed(1)} s (close timeout 2 s)`);
+      console.log(
+        `[partition] (d) SIGTERM while blackholed: exit ${String(code)} after ${seconds.toFixed(1)} s (close timeout 2 s)`,
+      );
       expect(code).not.toBe('still running');
       expect(seconds).toBeLessThan(2 + 5);
     } finally {

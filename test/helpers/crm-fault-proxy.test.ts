@@ -51,7 +51,10 @@ function direct(): CrmClient {
 }
 
 async function failure(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => Promise.reject(new Error('expected the call to fail')), (e: unknown) => e);
+  return p.then(
+    () => Promise.reject(new Error('expected the call to fail')),
+    (e: unknown) => e,
+  );
 }
 
 const uniqueName = (): string => `fault-proxy ${randomUUID()}`;
@@ -78,7 +81,11 @@ describe('crm fault proxy', () => {
     expect(dealsNamed(name).map((d) => d.id)).toEqual([deal.id]);
     expect(ws.stats.requests).toBe(before + 2);
     // The Host names the workspace: acme's key is refused by globex, so the Host went through as sent.
-    const wrongWorkspace = new CrmClient({ workspace: 'globex', baseUrl: proxy.baseUrl('globex'), apiKey: new Secret(KEY) });
+    const wrongWorkspace = new CrmClient({
+      workspace: 'globex',
+      baseUrl: proxy.baseUrl('globex'),
+      apiKey: new Secret(KEY),
+    });
     clients.push(wrongWorkspace);
     expect(await failure(wrongWorkspace.listPage('deals', { pageNumber: 1, pageSize: 1 }))).toBeInstanceOf(AuthError);
     expect(proxy.requests.map((r) => [r.method, r.path, r.outcome])).toEqual([
@@ -202,7 +209,11 @@ describe('crm fault proxy', () => {
       expect(shifted).toBeLessThan(skew + 1000);
     }
     proxy.setRules([{ fail502: true, times: 1 }]); // the proxy's own answers run on the same skewed clock
-    const own = await httpRequest({ port: proxy.port, path: '/api/external/v2/deals', host: `acme.localhost:${proxy.port}` });
+    const own = await httpRequest({
+      port: proxy.port,
+      path: '/api/external/v2/deals',
+      host: `acme.localhost:${proxy.port}`,
+    });
     expect(own.status).toBe(502);
     expect(own.json).toEqual({ error: 'bad gateway' });
     expect(Date.parse(String(own.headers.date)) - Date.now()).toBeGreaterThan(3_600_000 - 2000);

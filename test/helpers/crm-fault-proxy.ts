@@ -38,7 +38,8 @@ export type FaultRule = FaultAction & {
  * before its answer could be sent; `upstream-error`: the upstream failed (client socket destroyed);
  * `cancelled`: never forwarded (close() came during a hold, or rewriteBody threw); `pending`: in flight.
  */
-export type RequestOutcome = 'pending' | 'answered' | 'fail502' | 'dropped' | 'client-gone' | 'upstream-error' | 'cancelled';
+export type RequestOutcome =
+  'pending' | 'answered' | 'fail502' | 'dropped' | 'client-gone' | 'upstream-error' | 'cancelled';
 
 export interface ProxiedRequest {
   method: string;
@@ -78,9 +79,21 @@ export interface CrmFaultProxy {
 
 const ACTIONS = ['holdRequest', 'holdAnswer', 'fail502', 'applyAndDrop', 'rewriteBody'] as const;
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and the length, which the proxy sets itself. */
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'content-length',
+]);
 
-interface LiveRule { rule: FaultRule; left: number }
+interface LiveRule {
+  rule: FaultRule;
+  left: number;
+}
 
 function endToEnd(headers: IncomingHttpHeaders, body: Buffer): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
@@ -118,24 +131,43 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
   const setRules = (list: FaultRule[]): void => {
     for (const rule of list) {
       const actions = ACTIONS.filter((a) => a in rule);
-      if (actions.length !== 1) throw new Error(`crm fault proxy: a rule needs exactly one of ${ACTIONS.join(', ')}; got ${actions.join(', ') || 'none'}`);
+      if (actions.length !== 1)
+        throw new Error(
+          `crm fault proxy: a rule needs exactly one of ${ACTIONS.join(', ')}; got ${actions.join(', ') || 'none'}`,
+        );
     }
     rules = list.map((rule) => ({ rule, left: rule.times ?? Infinity }));
   };
   setRules(options.rules ?? []);
 
   const take = (method: string, path: string): FaultRule | undefined => {
-    const live = rules.find(({ rule, left }) => left > 0 && (rule.method === undefined || rule.method.toUpperCase() === method) && (rule.path?.test(path) ?? true));
+    const live = rules.find(
+      ({ rule, left }) =>
+        left > 0 &&
+        (rule.method === undefined || rule.method.toUpperCase() === method) &&
+        (rule.path?.test(path) ?? true),
+    );
     if (live) live.left--;
     return live?.rule;
   };
 
   /** One upstream exchange; resolves with the raw answer. */
-  const forward = (req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> =>
+  const forward = (
+    req: IncomingMessage,
+    body: Buffer,
+  ): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> =>
     new Promise((resolve, reject) => {
       const up = request(
-        { host: upstreamHost, port: options.upstreamPort, method: req.method, path: req.url, headers: endToEnd(req.headers, body), agent: false },
-        (res) => readBody(res).then((b) => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: b }), reject),
+        {
+          host: upstreamHost,
+          port: options.upstreamPort,
+          method: req.method,
+          path: req.url,
+          headers: endToEnd(req.headers, body),
+          agent: false,
+        },
+        (res) =>
+          readBody(res).then((b) => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: b }), reject),
       );
       up.on('error', reject);
       up.end(body);
@@ -163,11 +195,16 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     if (rule && 'fail502' in rule) {
       entry.outcome = 'fail502';
       const payload = Buffer.from(JSON.stringify({ error: 'bad gateway' }));
-      res.writeHead(502, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, date: new Date(Date.now() + proxy.skewClockMs).toUTCString() });
+      res.writeHead(502, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': payload.length,
+        date: new Date(Date.now() + proxy.skewClockMs).toUTCString(),
+      });
       res.end(payload);
       return;
     }
-    if (rule && 'rewriteBody' in rule) body = Buffer.from(JSON.stringify(rule.rewriteBody(JSON.parse(body.toString('utf8')))));
+    if (rule && 'rewriteBody' in rule)
+      body = Buffer.from(JSON.stringify(rule.rewriteBody(JSON.parse(body.toString('utf8')))));
     if (rule?.rewrite) body = Buffer.from(JSON.stringify(rule.rewrite(JSON.parse(body.toString('utf8')))));
     if (rule && 'holdRequest' in rule) await sleep(rule.holdRequest, undefined, { signal: holds.signal });
 
@@ -197,7 +234,12 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
   };
 
   const server = createServer((req, res) => {
-    const entry: ProxiedRequest = { method: (req.method ?? 'GET').toUpperCase(), path: (req.url ?? '/').split('?')[0] ?? '/', forwardedAt: null, outcome: 'pending' };
+    const entry: ProxiedRequest = {
+      method: (req.method ?? 'GET').toUpperCase(),
+      path: (req.url ?? '/').split('?')[0] ?? '/',
+      forwardedAt: null,
+      outcome: 'pending',
+    };
     requests.push(entry);
     handle(req, res, entry).catch(() => {
       // Aborted hold (close()) or a body rewriteBody could not parse: nothing to answer with.
@@ -219,7 +261,12 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     skewClockMs: options.skewClockMs ?? 0,
     requests,
     count: (method, path) =>
-      requests.filter((r) => r.forwardedAt !== null && (method === undefined || r.method === method.toUpperCase()) && (path?.test(r.path) ?? true)).length,
+      requests.filter(
+        (r) =>
+          r.forwardedAt !== null &&
+          (method === undefined || r.method === method.toUpperCase()) &&
+          (path?.test(r.path) ?? true),
+      ).length,
     async close() {
       holds.abort();
       server.closeAllConnections();

@@ -41,7 +41,14 @@ export function httpRequest(req: HttpRequest): Promise<HttpAnswer> {
   }
   return new Promise((resolve, reject) => {
     const r = request(
-      { host: req.address ?? '127.0.0.1', port: req.port, method: req.method ?? 'GET', path: req.path, headers, agent: req.agent ?? false },
+      {
+        host: req.address ?? '127.0.0.1',
+        port: req.port,
+        method: req.method ?? 'GET',
+        path: req.path,
+        headers,
+        agent: req.agent ?? false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

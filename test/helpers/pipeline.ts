@@ -9,7 +9,13 @@ import { silentLogger } from '../../src/log/index.js';
 import { importFile, type ImportFileOptions } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { deleteKeysWithPrefix, openRuntime, type Runtime } from '../../src/runtime/index.js';
-import { startSimulator, type SimFaults, type SimRateLimit, type Simulator, type SimWorkspace } from '../../src/sim/index.js';
+import {
+  startSimulator,
+  type SimFaults,
+  type SimRateLimit,
+  type Simulator,
+  type SimWorkspace,
+} from '../../src/sim/index.js';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
 import { startCrmFaultProxy, type CrmFaultProxy } from './crm-fault-proxy.js';
 import { TEST_REDIS_URL } from './redis.js';
@@ -65,7 +71,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   process.env[keyEnv] = apiKey;
   const sim = await startSimulator({
     port: 0,
-    workspaces: [{ name: 'acme', apiKeys: [apiKey], records: options.records ?? 50, seed: options.seed ?? 7, rateLimit: options.simRateLimit ?? null }],
+    workspaces: [
+      {
+        name: 'acme',
+        apiKeys: [apiKey],
+        records: options.records ?? 50,
+        seed: options.seed ?? 7,
+        rateLimit: options.simRateLimit ?? null,
+      },
+    ],
     ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
   });
@@ -105,7 +119,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     runtime,
     async startWorkers(extra = {}) {
       // The start-up key check is one list request; tests count requests, and check it on their own (test/cli/check-cli.test.ts).
-      const pool = await startWorkerPool({ config, logger: silentLogger, concurrency: 8, closeTimeoutMs: 5000, checkKey: false, ...extra });
+      const pool = await startWorkerPool({
+        config,
+        logger: silentLogger,
+        concurrency: 8,
+        closeTimeoutMs: 5000,
+        checkKey: false,
+        ...extra,
+      });
       pools.push(pool);
       return pool;
     },
@@ -116,7 +137,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async importFile(path, op, extra = {}) {
       const rowsPerJob = config.workspaces.acme?.rowsPerJob;
-      const { run } = await importFile({ file: path, op, workspace: 'acme', queue: runtime.queue('acme'), store: runtime.store, rowsPerJob, ...extra });
+      const { run } = await importFile({
+        file: path,
+        op,
+        workspace: 'acme',
+        queue: runtime.queue('acme'),
+        store: runtime.store,
+        rowsPerJob,
+        ...extra,
+      });
       return run;
     },
     async waitForRun(runId, timeoutMs = 20_000, until = (r) => r.status !== 'running') {
@@ -136,7 +165,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async close() {
       await Promise.all(pools.map((p) => p.close()));
-      await runtime.queue('acme').obliterate({ force: true }).catch(() => undefined);
+      await runtime
+        .queue('acme')
+        .obliterate({ force: true })
+        .catch(() => undefined);
       await deleteKeysWithPrefix(runtime.redis, prefix);
       await runtime.close();
       await proxy?.close();

@@ -9,10 +9,14 @@ export interface SimProcess {
 
 /** `crm-sync sim --port 0 …` as a child process, resolved once it prints its curl example. */
 export async function startSimProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<SimProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'sim', '--port', '0', '--log-level', 'silent', ...args], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'sim', '--port', '0', '--log-level', 'silent', ...args],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.resume();

@@ -15,11 +15,17 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
 }
 
 async function until(check: () => boolean, ms = 3000): Promise<void> {
-  for (const deadline = Date.now() + ms; !check(); await sleep(10)) if (Date.now() > deadline) throw new Error(`not met within ${ms} ms`);
+  for (const deadline = Date.now() + ms; !check(); await sleep(10))
+    if (Date.now() > deadline) throw new Error(`not met within ${ms} ms`);
 }
 
 /** A client socket that records what it received, its error code and whether it closed. */
-interface Peer { socket: Socket; received: string; errorCode: string | undefined; closed: boolean }
+interface Peer {
+  socket: Socket;
+  received: string;
+  errorCode: string | undefined;
+  closed: boolean;
+}
 
 function watch(socket: Socket): Peer {
   const peer: Peer = { socket, received: '', errorCode: undefined, closed: false };

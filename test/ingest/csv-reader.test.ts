@@ -16,7 +16,13 @@ describe('CSV reader', () => {
     const items = plain(await collect(reader));
     expect(reader.columns).toEqual(['id', 'name', 'value']);
     expect(items).toEqual([
-      { kind: 'record', row: 1, line: 2, values: { id: '1', name: 'Alpha', value: '10' }, original: { id: '1', name: 'Alpha', value: '10' } },
+      {
+        kind: 'record',
+        row: 1,
+        line: 2,
+        values: { id: '1', name: 'Alpha', value: '10' },
+        original: { id: '1', name: 'Alpha', value: '10' },
+      },
     ]);
     expect(reader.bytesRead).toBe(reader.totalBytes);
     expect(reader.totalBytes).toBeGreaterThan(0);
@@ -35,14 +41,22 @@ describe('CSV reader', () => {
       '4,last,x',
     ].join('\r\n');
     const items = await read('quoted.csv', csv);
-    expect(items.map((i) => [i.row, i.line])).toEqual([[1, 2], [2, 3], [3, 7], [4, 9]]);
+    expect(items.map((i) => [i.row, i.line])).toEqual([
+      [1, 2],
+      [2, 3],
+      [3, 7],
+      [4, 9],
+    ]);
     expect(items[0]).toMatchObject({ values: { name: 'Smith, John', notes: 'said "hi"' } });
     expect(items[1]).toMatchObject({ values: { name: 'two\r\nlines', notes: 'three\r\nmore\r\nlines' } });
     expect(items[2]).toMatchObject({ values: { notes: '5" screen' } });
   });
 
   it('accepts LF and old-Mac CR line ends', async () => {
-    expect((await read('lf.csv', 'a,b\n1,2\n3,4')).map((i) => [i.line, i.kind])).toEqual([[2, 'record'], [3, 'record']]);
+    expect((await read('lf.csv', 'a,b\n1,2\n3,4')).map((i) => [i.line, i.kind])).toEqual([
+      [2, 'record'],
+      [3, 'record'],
+    ]);
     const cr = await read('cr.csv', 'a,b\r1,2\r"x\ry",4\r5,6\r');
     expect(cr.map((i) => i.line)).toEqual([2, 3, 5]);
     expect(cr[1]).toMatchObject({ values: { a: 'x\ry' } });
@@ -60,15 +74,30 @@ describe('CSV reader', () => {
     const items = await read('count.csv', csv);
     expect(items.map((i) => i.kind)).toEqual(['record', 'problem', 'problem', 'record']);
     expect(items.map((i) => i.row)).toEqual([1, 2, 3, 4]);
-    expect(items[1]).toMatchObject({ code: 'INPUT_PARSE', line: 3, message: expect.stringContaining('line 3: expected 5 fields, found 7') });
+    expect(items[1]).toMatchObject({
+      code: 'INPUT_PARSE',
+      line: 3,
+      message: expect.stringContaining('line 3: expected 5 fields, found 7'),
+    });
     expect(items[1]?.original).toMatchObject({ a: '1', e: '5', _extra_6: '6', _extra_7: '7' });
-    expect(items[2]).toMatchObject({ line: 4, message: 'line 4: expected 5 fields, found 2', original: { a: '1', b: '2' } });
+    expect(items[2]).toMatchObject({
+      line: 4,
+      message: 'line 4: expected 5 fields, found 2',
+      original: { a: '1', b: '2' },
+    });
   });
 
   it('reports a bad closing quote as a row problem and resumes at the next line', async () => {
     const items = await read('badquote.csv', 'a,b\n1,2\n"3"x,4\n5,6\n');
-    expect(items.map((i) => [i.row, i.line, i.kind])).toEqual([[1, 2, 'record'], [2, 3, 'problem'], [3, 4, 'record']]);
-    expect(items[1]).toMatchObject({ code: 'INPUT_PARSE', message: expect.stringContaining('line 3: unexpected "x" after the closing quote') });
+    expect(items.map((i) => [i.row, i.line, i.kind])).toEqual([
+      [1, 2, 'record'],
+      [2, 3, 'problem'],
+      [3, 4, 'record'],
+    ]);
+    expect(items[1]).toMatchObject({
+      code: 'INPUT_PARSE',
+      message: expect.stringContaining('line 3: unexpected "x" after the closing quote'),
+    });
   });
 
   it('reports a quote that is never closed at the line it opens', async () => {
@@ -81,7 +110,11 @@ describe('CSV reader', () => {
   it('reports an oversized row as INPUT_TOO_LARGE without keeping it, and reads the next rows', async () => {
     const big = 'x'.repeat(5000);
     const items = await read('big.csv', `a,b\n1,2\n3,"${big}\n${big}"\n5,6\n`, { maxRecordBytes: 1000 });
-    expect(items.map((i) => [i.row, i.line, i.kind])).toEqual([[1, 2, 'record'], [2, 3, 'problem'], [3, 5, 'record']]);
+    expect(items.map((i) => [i.row, i.line, i.kind])).toEqual([
+      [1, 2, 'record'],
+      [2, 3, 'problem'],
+      [3, 5, 'record'],
+    ]);
     expect(items[1]).toMatchObject({ code: 'INPUT_TOO_LARGE', original: {} });
   });
 

@@ -44,7 +44,7 @@ function randomFile(prng: Prng): { text: string; records: string[][] } {
 function chunks(text: string, prng: Prng, maxSize: number): string[] {
   const points = [...text];
   const out: string[] = [];
-  for (let i = 0; i < points.length; ) {
+  for (let i = 0; i < points.length;) {
     const size = 1 + Math.floor(prng.next() * maxSize);
     out.push(points.slice(i, i + size).join(''));
     i += size;
@@ -65,7 +65,11 @@ function ours(text: string, prng: Prng, maxChunk: number): CsvRawRecord[] {
 }
 
 function theirs(text: string): Array<{ line: number; fields: string[] }> {
-  const parsed = parse(text, { raw: true, record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true }) as unknown as Array<{ record: string[]; raw: string }>;
+  const parsed = parse(text, {
+    raw: true,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    relax_column_count: true,
+  }) as unknown as Array<{ record: string[]; raw: string }>;
   let line = 1;
   return parsed.map(({ record, raw }) => {
     const start = line;
@@ -83,11 +87,23 @@ describe('CSV tokenizer vs csv-parse (differential)', () => {
       const { text, records: written } = randomFile(prng);
       const expected = theirs(text);
       const got = ours(text, prng, 1 + (i % 7));
-      expect(got.filter((r) => r.error !== undefined), JSON.stringify(text)).toEqual([]);
-      expect(got.map((r) => r.fields), JSON.stringify(text)).toEqual(expected.map((r) => r.fields));
-      expect(got.map((r) => r.line), JSON.stringify(text)).toEqual(expected.map((r) => r.line));
+      expect(
+        got.filter((r) => r.error !== undefined),
+        JSON.stringify(text),
+      ).toEqual([]);
+      expect(
+        got.map((r) => r.fields),
+        JSON.stringify(text),
+      ).toEqual(expected.map((r) => r.fields));
+      expect(
+        got.map((r) => r.line),
+        JSON.stringify(text),
+      ).toEqual(expected.map((r) => r.line));
       // The generator's own records agree too, so a bug both parsers share would still show.
-      expect(got.map((r) => r.fields), JSON.stringify(text)).toEqual(written);
+      expect(
+        got.map((r) => r.fields),
+        JSON.stringify(text),
+      ).toEqual(written);
       records += got.length;
       quotedBreaks += written.flat().filter((f) => /[\r\n]/.test(f)).length;
     }

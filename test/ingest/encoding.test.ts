@@ -15,7 +15,9 @@ describe('encodings and unreadable files', () => {
   });
 
   it('recognises UTF-16 without a BOM by its NUL bytes', async () => {
-    const err = await iterationError(openSource(await files.write('nobom16.csv', Buffer.from('id,name\n1,A\n', 'utf16le'))));
+    const err = await iterationError(
+      openSource(await files.write('nobom16.csv', Buffer.from('id,name\n1,A\n', 'utf16le'))),
+    );
     expect(isCrmSyncError(err, 'INPUT_ENCODING')).toBe(true);
   });
 

@@ -5,7 +5,10 @@ import { afterAll, beforeAll } from 'vitest';
 import type { SourceItem, SourceReader } from '../../src/ingest/index.js';
 
 /** A temp dir per test file, removed afterwards; `write` puts a fixture in it. */
-export function fixtureDir(): { write: (name: string, content: string | Uint8Array) => Promise<string>; path: (name: string) => string } {
+export function fixtureDir(): {
+  write: (name: string, content: string | Uint8Array) => Promise<string>;
+  path: (name: string) => string;
+} {
   let dir = '';
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'crm-sync-ingest-'));

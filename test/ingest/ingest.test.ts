@@ -19,7 +19,15 @@ describe('ingest', () => {
       'still fifth",7,,lost',
     ].join('\n');
     const mapping = parseMapping(
-      { columns: { 'Deal ID': 'id', 'Deal name': 'name', Amount: { field: 'value', type: 'number' }, Tags: 'tag_ids', Stage: 'status' } },
+      {
+        columns: {
+          'Deal ID': 'id',
+          'Deal name': 'name',
+          Amount: { field: 'value', type: 'number' },
+          Tags: 'tag_ids',
+          Stage: 'status',
+        },
+      },
       'm.json',
     );
     const { reader, rows } = await ingest(await files.write('deals.csv', csv), { op: 'deal.update', mapping });
@@ -33,10 +41,21 @@ describe('ingest', () => {
       [4, 5, 'INPUT_PARSE'],
       [5, 6, 'payload'],
     ]);
-    expect(out[0]?.payload).toEqual({ op: 'deal.update', id: 'd1', fields: { name: 'First', value: 100, tag_ids: ['a', 'b'], status: 'won' } });
+    expect(out[0]?.payload).toEqual({
+      op: 'deal.update',
+      id: 'd1',
+      fields: { name: 'First', value: 100, tag_ids: ['a', 'b'], status: 'won' },
+    });
     expect(out[1]?.errors).toEqual([{ field: 'Deal name (name)', message: 'is required' }]);
-    expect(out[2]?.errors?.[0]).toEqual({ field: 'Amount (value)', message: '"12,5x" is not a number (use a dot for decimals and no thousands separators)' });
-    expect(out[3]).toMatchObject({ errors: [{ field: ROW_FIELD, message: 'line 5: expected 5 fields, found 6 (a value containing "," must be quoted)' }] });
+    expect(out[2]?.errors?.[0]).toEqual({
+      field: 'Amount (value)',
+      message: '"12,5x" is not a number (use a dot for decimals and no thousands separators)',
+    });
+    expect(out[3]).toMatchObject({
+      errors: [
+        { field: ROW_FIELD, message: 'line 5: expected 5 fields, found 6 (a value containing "," must be quoted)' },
+      ],
+    });
     expect(out[4]?.payload).toMatchObject({ fields: { name: 'Fifth\nstill fifth', value: 7, status: 'lost' } });
     for (const r of out) {
       expect(r.payload === undefined).toBe(r.errors !== undefined);
@@ -47,29 +66,58 @@ describe('ingest', () => {
   it('maps NDJSON invites without a mapping', async () => {
     const text = '{"email":"a@acme.io","send_invitation_email":false}\n\n{"email":"nope"}\n';
     const out = await collect((await ingest(await files.write('team.ndjson', text), { op: 'team.invite' })).rows);
-    expect(out.map((r) => [r.row, r.line])).toEqual([[1, 1], [2, 3]]);
-    expect(out[0]?.payload).toEqual({ op: 'team.invite', email: 'a@acme.io', options: { send_invitation_email: 'false' } });
-    expect(out[1]).toMatchObject({ code: 'ROW_INVALID', errors: [{ field: 'email', message: 'is not a valid email address: it has no "@"' }] });
+    expect(out.map((r) => [r.row, r.line])).toEqual([
+      [1, 1],
+      [2, 3],
+    ]);
+    expect(out[0]?.payload).toEqual({
+      op: 'team.invite',
+      email: 'a@acme.io',
+      options: { send_invitation_email: 'false' },
+    });
+    expect(out[1]).toMatchObject({
+      code: 'ROW_INVALID',
+      errors: [{ field: 'email', message: 'is not a valid email address: it has no "@"' }],
+    });
   });
 
   it('throws MAPPING_INVALID before reading when the mapping targets a field the operation lacks', async () => {
     const mapping = parseMapping({ columns: { Value: 'value' } }, 'm.json');
-    await expect(ingest('/nonexistent.csv', { op: 'lead.update', mapping })).rejects.toThrow(/column "Value" maps to "value", which lead.update does not have; valid fields are id, name, status, owner_id, tag_ids/);
+    await expect(ingest('/nonexistent.csv', { op: 'lead.update', mapping })).rejects.toThrow(
+      /column "Value" maps to "value", which lead.update does not have; valid fields are id, name, status, owner_id, tag_ids/,
+    );
   });
 
   it('refuses columns the mapping does not name before any row is read (null columns are fine), and a JSON row with a late unknown key', async () => {
     const mapping = parseMapping({ columns: { id: 'id', name: 'name', Notes: null } }, 'm.json');
     expect(mapping.unmapped).toBe('error');
-    const ok = await collect((await ingest(await files.write('known.csv', 'id,name,Notes\n1,A,x\n'), { op: 'deal.update', mapping })).rows);
+    const ok = await collect(
+      (await ingest(await files.write('known.csv', 'id,name,Notes\n1,A,x\n'), { op: 'deal.update', mapping })).rows,
+    );
     expect(ok[0]?.payload).toBeDefined();
-    const err = await ingest(await files.write('unknown.csv', 'id,name,Extra\n1,A,x\n'), { op: 'deal.update', mapping }).catch((e: unknown) => e);
+    const err = await ingest(await files.write('unknown.csv', 'id,name,Extra\n1,A,x\n'), {
+      op: 'deal.update',
+      mapping,
+    }).catch((e: unknown) => e);
     expect(isCrmSyncError(err, 'INPUT_COLUMNS')).toBe(true);
     expect((err as Error).message).toContain('"Extra"');
-    const json = await ingest(await files.write('late.ndjson', '{"id":"1","name":"A"}\n{"id":"2","name":"B","Surprise":1}\n'), { op: 'deal.update', mapping });
+    const json = await ingest(
+      await files.write('late.ndjson', '{"id":"1","name":"A"}\n{"id":"2","name":"B","Surprise":1}\n'),
+      { op: 'deal.update', mapping },
+    );
     const rows = await collect(json.rows);
     expect(rows[0]?.payload).toBeDefined();
-    expect(rows[1]).toMatchObject({ row: 2, line: 2, code: 'ROW_INVALID', errors: [{ field: 'Surprise', message: expect.stringContaining('maps to no field of deal.update') }] });
-    const ignoring = await ingest(files.path('unknown.csv'), { op: 'deal.update', mapping, ignoreUnknownColumns: true });
+    expect(rows[1]).toMatchObject({
+      row: 2,
+      line: 2,
+      code: 'ROW_INVALID',
+      errors: [{ field: 'Surprise', message: expect.stringContaining('maps to no field of deal.update') }],
+    });
+    const ignoring = await ingest(files.path('unknown.csv'), {
+      op: 'deal.update',
+      mapping,
+      ignoreUnknownColumns: true,
+    });
     expect(ignoring.decoder.ignoredColumns(ignoring.reader.columns)).toEqual(['Extra']);
     // A null column is skipped on purpose and listed; a column the caller reads itself is not.
     const keyed = new RowDecoder({ op: 'deal.update', mapping, extraColumns: ['unique_number'] });

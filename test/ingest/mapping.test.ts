@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { CrmSyncError } from '../../src/errors/index.js';
 import type { Operation } from '../../src/crm/index.js';
-import { fieldsOf, loadMapping, parseMapping, readMappingFile, RowDecoder, type Mapping } from '../../src/ingest/index.js';
+import {
+  fieldsOf,
+  loadMapping,
+  parseMapping,
+  readMappingFile,
+  RowDecoder,
+  type Mapping,
+} from '../../src/ingest/index.js';
 
 /** The decoder's mapping step alone (unknown columns skipped: these tests are about coercions). */
 const mapRow = (op: Operation, values: Record<string, unknown>, mapping?: Mapping) =>
@@ -42,11 +49,16 @@ describe('mapping files', () => {
   });
 
   it('names the file and the JSON path of a problem', async () => {
-    const path = await files.write('bad.json', JSON.stringify({ columns: { Amount: { field: 'value', type: 'money' } } }));
+    const path = await files.write(
+      'bad.json',
+      JSON.stringify({ columns: { Amount: { field: 'value', type: 'money' } } }),
+    );
     const err = thrown(() => loadMapping(path));
     expect(err.code).toBe('MAPPING_INVALID');
     expect(err.message).toContain(path);
-    expect(err.message).toContain('at $.columns.Amount.type: must be one of string, number, integer, list, boolean-string');
+    expect(err.message).toContain(
+      'at $.columns.Amount.type: must be one of string, number, integer, list, boolean-string',
+    );
     await files.write('garbage.json', '{"columns": ');
     const notJson = thrown(() => loadMapping(files.path('missing.json')));
     expect(notJson.message).toContain('does not exist');
@@ -69,10 +81,28 @@ describe('mapping files', () => {
   });
 
   it('lists the row fields of every operation', () => {
-    expect(fieldsOf('deal.update')).toEqual(['id', 'name', 'value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'position', 'tag_ids']);
+    expect(fieldsOf('deal.update')).toEqual([
+      'id',
+      'name',
+      'value',
+      'status',
+      'owner_id',
+      'stage_id',
+      'pipeline_id',
+      'position',
+      'tag_ids',
+    ]);
     expect(fieldsOf('deal.create')).not.toContain('id');
     expect(fieldsOf('lead.update')).toEqual(['id', 'name', 'status', 'owner_id', 'tag_ids']);
-    expect(fieldsOf('contact.update')).toEqual(['id', 'name', 'email', 'phone_number', 'company_id', 'owner_id', 'tag_ids']);
+    expect(fieldsOf('contact.update')).toEqual([
+      'id',
+      'name',
+      'email',
+      'phone_number',
+      'company_id',
+      'owner_id',
+      'tag_ids',
+    ]);
     expect(fieldsOf('team.invite')).toEqual(['email', 'organization_role', 'invited_by', 'send_invitation_email']);
   });
 });
@@ -83,7 +113,16 @@ describe('mapRow coercions', () => {
   it('applies each type, trims, and omits empty cells', () => {
     const { fields, errors } = mapRow(
       'deal.update',
-      { 'Deal ID': ' 42 ', 'Deal name': '  Big deal ', Amount: ' 1200.50 ', Tags: ' a ; ;b;', Stage: '  ', Position: '3', Notes: 'ignored', Other: 'x' },
+      {
+        'Deal ID': ' 42 ',
+        'Deal name': '  Big deal ',
+        Amount: ' 1200.50 ',
+        Tags: ' a ; ;b;',
+        Stage: '  ',
+        Position: '3',
+        Notes: 'ignored',
+        Other: 'x',
+      },
       mapping,
     );
     expect(errors).toEqual([]);
@@ -98,7 +137,9 @@ describe('mapRow coercions', () => {
 
   it('turns yes/no/1/0/true/false into the API strings for send_invitation_email', () => {
     const m = parseMapping({ columns: { Send: { field: 'send_invitation_email', type: 'boolean-string' } } }, 'm');
-    const values = ['yes', 'No', '1', '0', 'TRUE', 'false'].map((v) => mapRow('team.invite', { Send: v }, m).fields.send_invitation_email);
+    const values = ['yes', 'No', '1', '0', 'TRUE', 'false'].map(
+      (v) => mapRow('team.invite', { Send: v }, m).fields.send_invitation_email,
+    );
     expect(values).toEqual(['true', 'false', 'true', 'false', 'true', 'false']);
     expect(mapRow('team.invite', { Send: 'maybe' }, m).errors).toEqual([
       { field: 'Send (send_invitation_email)', message: '"maybe" is not yes or no (use true, false, yes, no, 1 or 0)' },
@@ -109,34 +150,68 @@ describe('mapRow coercions', () => {
     const { fields, errors } = mapRow('deal.update', { 'Deal ID': '1', Amount: '12,5x', Position: '2.5' }, mapping);
     expect(fields).toEqual({ id: '1' });
     expect(errors).toEqual([
-      { field: 'Amount (value)', message: '"12,5x" is not a number (use a dot for decimals and no thousands separators)' },
+      {
+        field: 'Amount (value)',
+        message: '"12,5x" is not a number (use a dot for decimals and no thousands separators)',
+      },
       { field: 'Position (position)', message: '"2.5" is not a whole number' },
     ]);
   });
 
   it('infers types from the target field when the mapping gives none', () => {
-    const m = parseMapping({ columns: { Amount: 'value', Tags: { field: 'tag_ids', separator: '|' }, Pos: 'position' } }, 'm');
-    expect(mapRow('deal.update', { Amount: '7', Tags: 'x|y', Pos: '4' }, m).fields).toEqual({ value: 7, tag_ids: ['x', 'y'], position: 4 });
+    const m = parseMapping(
+      { columns: { Amount: 'value', Tags: { field: 'tag_ids', separator: '|' }, Pos: 'position' } },
+      'm',
+    );
+    expect(mapRow('deal.update', { Amount: '7', Tags: 'x|y', Pos: '4' }, m).fields).toEqual({
+      value: 7,
+      tag_ids: ['x', 'y'],
+      position: 4,
+    });
   });
 
   it('without a mapping, maps columns named like API fields with inferred coercions and ignores the rest', () => {
-    const { fields, errors } = mapRow('deal.update', { id: '9', name: 'N', value: '5', position: '1', tag_ids: 't1;t2', Comment: 'x', status: '' }, undefined);
+    const { fields, errors } = mapRow(
+      'deal.update',
+      { id: '9', name: 'N', value: '5', position: '1', tag_ids: 't1;t2', Comment: 'x', status: '' },
+      undefined,
+    );
     expect(errors).toEqual([]);
     expect(fields).toEqual({ id: '9', name: 'N', value: 5, position: 1, tag_ids: ['t1', 't2'] });
-    expect(mapRow('team.invite', { email: 'a@b.co', send_invitation_email: 'no' }).fields).toEqual({ email: 'a@b.co', send_invitation_email: 'false' });
+    expect(mapRow('team.invite', { email: 'a@b.co', send_invitation_email: 'no' }).fields).toEqual({
+      email: 'a@b.co',
+      send_invitation_email: 'false',
+    });
   });
 
   it('takes JSON values as they are, keeps an explicit empty list, and never turns a number into text silently', () => {
-    const { fields, errors } = mapRow('deal.update', { id: 12, name: 'N', value: 3.5, tag_ids: [], position: null }, undefined);
-    expect(errors).toEqual([{ field: 'id', message: expect.stringMatching(/^must be text, not a number \(12\); quote it .*"type": "string"/) }]);
+    const { fields, errors } = mapRow(
+      'deal.update',
+      { id: 12, name: 'N', value: 3.5, tag_ids: [], position: null },
+      undefined,
+    );
+    expect(errors).toEqual([
+      {
+        field: 'id',
+        message: expect.stringMatching(/^must be text, not a number \(12\); quote it .*"type": "string"/),
+      },
+    ]);
     expect(fields).toEqual({ name: 'N', value: 3.5, tag_ids: [] });
-    const typed = parseMapping({ columns: { id: { field: 'id', type: 'string' }, name: { field: 'name', type: 'string' } } }, 'm');
+    const typed = parseMapping(
+      { columns: { id: { field: 'id', type: 'string' }, name: { field: 'name', type: 'string' } } },
+      'm',
+    );
     expect(mapRow('deal.update', { id: 7, name: 42 }, typed)).toEqual({ fields: { id: '7', name: '42' }, errors: [] });
     const list = parseMapping({ columns: { tags: { field: 'tag_ids', type: 'list' } } }, 'm');
     expect(mapRow('deal.update', { tags: 7 }, list).fields).toEqual({ tag_ids: ['7'] });
-    expect(mapRow('deal.update', { tag_ids: 7 }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^must be text, not a number \(7\)/) }]);
-    expect(mapRow('deal.update', { tag_ids: ['a', 7] }).errors).toEqual([{ field: 'tag_ids', message: expect.stringMatching(/^item 2 must be text, not a number/) }]);
-    expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([{ field: 'name', message: 'must be text, not an object' }]);
+    expect(mapRow('deal.update', { tag_ids: 7 }).errors).toEqual([
+      { field: 'tag_ids', message: expect.stringMatching(/^must be text, not a number \(7\)/) },
+    ]);
+    expect(mapRow('deal.update', { tag_ids: ['a', 7] }).errors).toEqual([
+      { field: 'tag_ids', message: expect.stringMatching(/^item 2 must be text, not a number/) },
+    ]);
+    expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([
+      { field: 'name', message: 'must be text, not an object' },
+    ]);
   });
-
 });

@@ -23,7 +23,8 @@ describe('README field table', () => {
       return;
     }
     expect(readme.slice(from + START.length, to).trim()).toBe(table);
-    for (const op of OPERATIONS) for (const field of fieldsOf(op)) expect(table).toContain(`| \`${op}\` | \`${field}\` |`);
+    for (const op of OPERATIONS)
+      for (const field of fieldsOf(op)) expect(table).toContain(`| \`${op}\` | \`${field}\` |`);
     // deal.update needs a name (spec): the table says so.
     expect(table).toContain('| `deal.update` | `name` | yes |');
   });

@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
 /** Requests the CRM received that were not list pages: writes, applied or refused. */
 const writes = () => h.ws.stats.requests - h.ws.stats.listPages;
 const contacts = () => [...h.ws.contacts.values()];
@@ -39,14 +40,20 @@ describe('unknown columns and keys are refused before anything is sent', () => {
   it('an NDJSON row with "phone" and "emial" stops the file with a did-you-mean; a CSV with the same headers fails --dry-run too', async () => {
     const c = contacts()[0]!;
     const before = writes();
-    const ndjson = h.file('typos.ndjson', `${JSON.stringify({ id: c.id, name: 'Rafael Ibrahim', phone: '+49 30 1234', emial: 'x@y.example' })}\n`);
+    const ndjson = h.file(
+      'typos.ndjson',
+      `${JSON.stringify({ id: c.id, name: 'Rafael Ibrahim', phone: '+49 30 1234', emial: 'x@y.example' })}\n`,
+    );
     const imported = await cli(['import', ndjson, '--op', 'contact.update', '-w', 'acme', '--work']);
     expect(imported.code).toBe(2);
     expect(imported.stderr).toContain('INPUT_COLUMNS');
     expect(imported.stderr).toContain('"phone" (did you mean "phone_number"?)');
     expect(imported.stderr).toContain('"emial" (did you mean "email"?)');
     expect(imported.stderr).toContain('--ignore-unknown-columns');
-    const table = h.file('typos.csv', csv(['id', 'name', 'phone', 'emial'], [[c.id, 'Rafael Ibrahim', '+49 30 1234', 'x@y.example']]));
+    const table = h.file(
+      'typos.csv',
+      csv(['id', 'name', 'phone', 'emial'], [[c.id, 'Rafael Ibrahim', '+49 30 1234', 'x@y.example']]),
+    );
     const dry = await cli(['import', table, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
     expect(dry.code).toBe(2);
     expect(dry.stderr).toContain('"phone" (did you mean "phone_number"?)');
@@ -57,7 +64,16 @@ describe('unknown columns and keys are refused before anything is sent', () => {
   it('--ignore-unknown-columns skips them on purpose and says which', async () => {
     const c = contacts()[1]!;
     const table = h.file('ignored.csv', csv(['id', 'name', 'Notes'], [[c.id, 'Kept Name', 'internal']]));
-    const done = await cli(['import', table, '--op', 'contact.update', '-w', 'acme', '--work', '--ignore-unknown-columns']);
+    const done = await cli([
+      'import',
+      table,
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--work',
+      '--ignore-unknown-columns',
+    ]);
     expect(done.stderr).toContain('ignored columns (not sent): "Notes"');
     expect(done.code).toBe(0);
     const shown = await cli(['runs', 'show', runIdOf(done.stdout)]);
@@ -71,13 +87,18 @@ describe('unknown columns and keys are refused before anything is sent', () => {
     const runsBefore = (await h.runtime.store.listRuns({ limit: 1000 })).runs.length;
     const out = await cli(['import', table, '--op', 'deal.update', '-w', 'acme', '--mapping', mapping, '--dry-run']);
     expect(out.code).toBe(2);
-    expect(out.stderr).toContain('the mapping names column "Deal Id", which the file does not have (did you mean "Deal ID"?)');
+    expect(out.stderr).toContain(
+      'the mapping names column "Deal Id", which the file does not have (did you mean "Deal ID"?)',
+    );
     expect((await h.runtime.store.listRuns({ limit: 1000 })).runs.length).toBe(runsBefore);
   }, 60_000);
 
   it('reconcile refuses the same unknown column as import, before paging the CRM, and labels a bad cell the same way', async () => {
     const d = deals()[2]!;
-    const mapping = h.file('status-mapping.json', JSON.stringify({ columns: { 'Deal ID': 'id', 'Deal name': 'name', 'Deal status': 'status' } }));
+    const mapping = h.file(
+      'status-mapping.json',
+      JSON.stringify({ columns: { 'Deal ID': 'id', 'Deal name': 'name', 'Deal status': 'status' } }),
+    );
     const extra = h.file('extra.csv', csv(['Deal ID', 'Deal name', 'Deal status', 'Owner'], [[d.id, 'N', 'won', 'x']]));
     const pagesBefore = h.ws.stats.listPages;
     const planned = await cli(['reconcile', extra, '--op', 'deal.update', '-w', 'acme', '--mapping', mapping]);
@@ -108,11 +129,31 @@ describe('values are what they claim to be', () => {
     const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--work']);
     expect(out.code).toBe(1);
     const byRow = new Map((await results(runIdOf(out.stdout))).map((r) => [r.row, r]));
-    expect(byRow.get(1)).toMatchObject({ status: 'invalid', line: 1, errors: [{ field: 'name', message: 'contains the control character U+0000 at position 4' }] });
-    expect(byRow.get(2)).toMatchObject({ status: 'invalid', line: 2, errors: [{ field: 'name', message: expect.stringMatching(/^must be text, not a number \(42\)/) }] });
-    expect(byRow.get(3)).toMatchObject({ status: 'invalid', line: 3, errors: [{ field: 'id', message: expect.stringMatching(/^must be text, not a number \(7\)/) }] });
-    expect(byRow.get(4)).toMatchObject({ status: 'invalid', line: 4, errors: [{ field: 'id', message: 'must not be "." or ".."' }] });
-    expect(byRow.get(5)).toMatchObject({ status: 'invalid', line: 5, errors: [{ field: 'id', message: 'must not be "." or ".."' }] });
+    expect(byRow.get(1)).toMatchObject({
+      status: 'invalid',
+      line: 1,
+      errors: [{ field: 'name', message: 'contains the control character U+0000 at position 4' }],
+    });
+    expect(byRow.get(2)).toMatchObject({
+      status: 'invalid',
+      line: 2,
+      errors: [{ field: 'name', message: expect.stringMatching(/^must be text, not a number \(42\)/) }],
+    });
+    expect(byRow.get(3)).toMatchObject({
+      status: 'invalid',
+      line: 3,
+      errors: [{ field: 'id', message: expect.stringMatching(/^must be text, not a number \(7\)/) }],
+    });
+    expect(byRow.get(4)).toMatchObject({
+      status: 'invalid',
+      line: 4,
+      errors: [{ field: 'id', message: 'must not be "." or ".."' }],
+    });
+    expect(byRow.get(5)).toMatchObject({
+      status: 'invalid',
+      line: 5,
+      errors: [{ field: 'id', message: 'must not be "." or ".."' }],
+    });
     expect(byRow.get(6)).toMatchObject({ status: 'succeeded' });
     expect(writes()).toBe(before + 1);
     expect(h.ws.contacts.get(c2!.id)!.name).toBe('Tab\tand\nnewline are text');
@@ -120,7 +161,14 @@ describe('values are what they claim to be', () => {
 
   it('JSON-array rows are numbered by element, also when the array is on one line', async () => {
     const c = contacts()[3]!;
-    const file = h.file('one-line.json', JSON.stringify([{ id: c.id, name: 'A' }, { id: c.id, name: 5 }, { id: '..', name: 'B' }]));
+    const file = h.file(
+      'one-line.json',
+      JSON.stringify([
+        { id: c.id, name: 'A' },
+        { id: c.id, name: 5 },
+        { id: '..', name: 'B' },
+      ]),
+    );
     const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
     const shown = out.stdout;
     expect(shown).toContain('row 2 (element 2, line 1): invalid: name: must be text');
@@ -129,11 +177,24 @@ describe('values are what they claim to be', () => {
 
   it('emails as the spec means them: the client refuses x@bad-.example, and so does the simulator on its own', async () => {
     const c = contacts()[4]!;
-    const file = h.file('emails.csv', csv(['id', 'email'], [[c.id, 'x@bad-.example'], [c.id, `x@${'a'.repeat(64)}.example`]]));
+    const file = h.file(
+      'emails.csv',
+      csv(
+        ['id', 'email'],
+        [
+          [c.id, 'x@bad-.example'],
+          [c.id, `x@${'a'.repeat(64)}.example`],
+        ],
+      ),
+    );
     const before = writes();
     const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
-    expect(out.stdout).toContain('row 1 (line 2): invalid: email: is not a valid email address: it has a domain part "bad-"');
-    expect(out.stdout).toContain('row 2 (line 3): invalid: email: is not a valid email address: it has a domain part longer than 63 characters');
+    expect(out.stdout).toContain(
+      'row 1 (line 2): invalid: email: is not a valid email address: it has a domain part "bad-"',
+    );
+    expect(out.stdout).toContain(
+      'row 2 (line 3): invalid: email: is not a valid email address: it has a domain part longer than 63 characters',
+    );
     expect(writes()).toBe(before);
   }, 60_000);
 });
@@ -145,16 +206,42 @@ describe('clear words for edge files', () => {
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain('the file is empty');
 
-    const headerOnly = await cli(['import', h.file('header.csv', 'id,name\n'), '--op', 'contact.update', '-w', 'acme', '--dry-run']);
+    const headerOnly = await cli([
+      'import',
+      h.file('header.csv', 'id,name\n'),
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--dry-run',
+    ]);
     expect(headerOnly.stdout).toContain('0 total (the file has 0 data rows)');
     expect(headerOnly.code).toBe(0);
 
     const c = contacts()[5]!;
-    const semi = await cli(['import', h.file('semi.csv', `id;name\n${c.id};Semi Colon\n`), '--op', 'contact.update', '-w', 'acme', '--work']);
+    const semi = await cli([
+      'import',
+      h.file('semi.csv', `id;name\n${c.id};Semi Colon\n`),
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--work',
+    ]);
     expect(semi.stderr).toContain('delimiter: ";" (guessed from the header line');
     expect(semi.code).toBe(0);
     expect(h.ws.contacts.get(c.id)!.name).toBe('Semi Colon');
-    const forced = await cli(['import', h.file('semi2.csv', `id;name\n${c.id};X\n`), '--op', 'contact.update', '-w', 'acme', '--dry-run', '--delimiter', ',']);
+    const forced = await cli([
+      'import',
+      h.file('semi2.csv', `id;name\n${c.id};X\n`),
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--dry-run',
+      '--delimiter',
+      ',',
+    ]);
     expect(forced.code).toBe(2);
     expect(forced.stderr).toContain('the header looks ;-separated: pass --delimiter ";"');
 
@@ -162,7 +249,15 @@ describe('clear words for edge files', () => {
     const workbook = await cli(['import', xlsx, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
     expect(workbook.code).toBe(2);
     expect(workbook.stderr).toContain('this is an Excel workbook (.xlsx) or another zip file: save it as CSV UTF-8');
-    const pdf = await cli(['import', h.file('doc.csv', '%PDF-1.7\n'), '--op', 'contact.update', '-w', 'acme', '--dry-run']);
+    const pdf = await cli([
+      'import',
+      h.file('doc.csv', '%PDF-1.7\n'),
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--dry-run',
+    ]);
     expect(pdf.stderr).toContain('this is a PDF document');
 
     const dir = join(h.dir, 'a-directory');
@@ -177,16 +272,29 @@ describe('clear words for edge files', () => {
     const file = h.file('keyed.csv', csv(['Email', 'name'], [[contacts()[6]!.email, 'K']]));
     const out = await cli(['reconcile', file, '--op', 'contact.update', '-w', 'acme', '--ignore-unknown-columns']);
     expect(out.code).toBe(2);
-    expect(out.stderr).toContain('reconcile matches contacts by email, read from column "email", which the file does not have (did you mean "Email"?) (its columns: "Email", "name")');
+    expect(out.stderr).toContain(
+      'reconcile matches contacts by email, read from column "email", which the file does not have (did you mean "Email"?) (its columns: "Email", "name")',
+    );
   }, 60_000);
 
   it('a dry run prints its first invalid rows and is labelled as one, "would be sent" rather than skipped', async () => {
     const c = contacts()[7]!;
-    const file = h.file('dry.csv', csv(['id', 'name', 'email'], [[c.id, 'Fine', ''], [c.id, '', 'nope']]));
+    const file = h.file(
+      'dry.csv',
+      csv(
+        ['id', 'name', 'email'],
+        [
+          [c.id, 'Fine', ''],
+          [c.id, '', 'nope'],
+        ],
+      ),
+    );
     const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
     expect(out.stdout).toMatch(/^DRY RUN \(nothing was sent\) Run /);
     expect(out.stdout).toContain('1 would be sent');
-    expect(out.stdout).toContain('first problem rows:\n  row 2 (line 3): invalid: email: is not a valid email address: it has no "@"');
+    expect(out.stdout).toContain(
+      'first problem rows:\n  row 2 (line 3): invalid: email: is not a valid email address: it has no "@"',
+    );
     const shown = await cli(['runs', 'show', runIdOf(out.stdout)]);
     expect(shown.stdout).toMatch(/^DRY RUN \(nothing was sent\)/);
   }, 60_000);
@@ -222,7 +330,9 @@ describe('one decoder for every path', () => {
     expect((await cli(['runs', 'export', runId, '--failed', '--out', exportPath])).code).toBe(0);
     const retried = await cli(['runs', 'retry', runId, '--file', exportPath, '--work']);
     expect(retried.code).toBe(1);
-    const viaRetry = new Map((await results(runId)).filter((r) => r.status === 'invalid').map((r) => [r.row, describeError(r)]));
+    const viaRetry = new Map(
+      (await results(runId)).filter((r) => r.status === 'invalid').map((r) => [r.row, describeError(r)]),
+    );
     expect(viaRetry).toEqual(viaImport);
   }, 120_000);
 });

@@ -27,7 +27,20 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     const rows: Array<Array<string | number>> = deals.map((d, i) => [d.id, `Batched ${i}`, 100 + i]);
     rows[6] = [deals[6]!.id, 'Bad value', 'seven']; // row 7: invalid, never queued
     const updates = await h.importFile(h.file('deals.csv', csv(['id', 'name', 'value'], rows)), 'deal.update');
-    const creates = await h.importFile(h.file('new.csv', csv(['name', 'value'], [['New A', 1], ['New B', 2], ['New C', 3]])), 'deal.create');
+    const creates = await h.importFile(
+      h.file(
+        'new.csv',
+        csv(
+          ['name', 'value'],
+          [
+            ['New A', 1],
+            ['New B', 2],
+            ['New C', 3],
+          ],
+        ),
+      ),
+      'deal.create',
+    );
 
     const waiting = await jobRows(h, 'waiting');
     expect(waiting.get(`${updates.id}-1`)).toEqual([1, 2, 3, 4, 5, 6, 8, 9, 10, 11]);
@@ -49,7 +62,16 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     h = await startHarness({ records: 20, simRateLimit: { max: 4, windowMs: 2000 } });
     await h.startWorkers({ concurrency: 1 });
     const deals = [...h.ws.deals.values()].slice(0, 10);
-    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Limited']))), 'deal.update');
+    const run = await h.importFile(
+      h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name'],
+          deals.map((d) => [d.id, 'Limited']),
+        ),
+      ),
+      'deal.update',
+    );
     const done = await h.waitForRun(run.id, 30_000);
     expect(done.counts).toMatchObject({ total: 10, succeeded: 10, failed: 0 });
     expect(h.ws.stats.rateLimited).toBeGreaterThanOrEqual(2);
@@ -61,11 +83,20 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     expect(job?.attemptsMade).toBe(1); // …without spending an attempt
   }, 40_000);
 
-  it('a row of a batch that fails transiently is retried alone; the batch\'s other rows are not sent again', async () => {
+  it("a row of a batch that fails transiently is retried alone; the batch's other rows are not sent again", async () => {
     h = await startHarness({ records: 60, faults: { errorRate: 0.3 }, retry: { attempts: 12, backoffMs: 20 } });
     await h.startWorkers({ concurrency: 4 });
     const deals = [...h.ws.deals.values()].slice(0, 40);
-    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Flaky']))), 'deal.update');
+    const run = await h.importFile(
+      h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name'],
+          deals.map((d) => [d.id, 'Flaky']),
+        ),
+      ),
+      'deal.update',
+    );
     const done = await h.waitForRun(run.id, 30_000);
     expect(done.counts).toMatchObject({ total: 40, succeeded: 40, failed: 0 });
     const fiveHundreds = Object.entries(h.ws.stats.byStatus).filter(([status]) => status.startsWith('5'));
@@ -77,14 +108,27 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     for (const [id, rows] of alone) expect(id).toBe(`${id.replace(/-s\d+$/, '')}-s${rows[0]}`);
   }, 40_000);
 
-  it('under a known rate limit rows still share jobs: each request takes its own token, 0 × 429 at the CRM\'s own limit', async () => {
+  it("under a known rate limit rows still share jobs: each request takes its own token, 0 × 429 at the CRM's own limit", async () => {
     // The CRM allows exactly the known limit; two worker pools (two processes' worth) share it.
-    h = await startHarness({ records: 60, simRateLimit: { max: 20, windowMs: 1000 }, knownRateLimit: { max: 20, durationMs: 1000 } });
+    h = await startHarness({
+      records: 60,
+      simRateLimit: { max: 20, windowMs: 1000 },
+      knownRateLimit: { max: 20, durationMs: 1000 },
+    });
     expect(h.config.workspaces.acme?.rowsPerJob).toBe(10);
     await h.startWorkers({ concurrency: 4 });
     await h.startWorkers({ concurrency: 4 });
     const deals = [...h.ws.deals.values()].slice(0, 60);
-    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Shared']))), 'deal.update');
+    const run = await h.importFile(
+      h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name'],
+          deals.map((d) => [d.id, 'Shared']),
+        ),
+      ),
+      'deal.update',
+    );
     const done = await h.waitForRun(run.id, 30_000);
     expect(done.counts).toMatchObject({ total: 60, succeeded: 60, failed: 0 });
     // 60 requests through a bucket of 20 (full at the start): a limit counted in jobs (6 of
@@ -114,7 +158,10 @@ describe('rows per job (updates share a job; creates go alone)', () => {
       for (let i = 0; i < 200 && left.length === 0; i++) {
         const job = await queue.getJob(`${run.id}-1`);
         // Data read again once it waits: the copy read before may predate the 429's update.
-        const waiting = job && (await job.getState()) === 'waiting' && h.ws.stats.rateLimited > 0 ? await queue.getJob(`${run.id}-1`) : undefined;
+        const waiting =
+          job && (await job.getState()) === 'waiting' && h.ws.stats.rateLimited > 0
+            ? await queue.getJob(`${run.id}-1`)
+            : undefined;
         if (waiting) left = toJobData(waiting.data).rows.map((r) => r.row);
         else await sleep(10);
       }
@@ -141,7 +188,12 @@ describe('rows per job (updates share a job; creates go alone)', () => {
       expect(aborted).toBe(6);
       expect(await h!.runtime.store.getResult(run.id, 2)).toMatchObject({ status: 'failed', code: 'CRM_NOT_FOUND' });
       expect(await h!.runtime.store.getResult(run.id, 5)).toMatchObject({ status: 'failed', code: 'RUN_ABORTED' });
-      expect((await h!.runtime.store.requireRun(run.id)).counts).toMatchObject({ total: 10, succeeded: 3, failed: 7, queued: 0 });
+      expect((await h!.runtime.store.requireRun(run.id)).counts).toMatchObject({
+        total: 10,
+        succeeded: 3,
+        failed: 7,
+        queued: 0,
+      });
     }, 40_000);
   });
 
@@ -149,7 +201,16 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 1000 } });
     await h.startWorkers({ concurrency: 1, maxStartedAttempts: 2 });
     const deals = [...h.ws.deals.values()].slice(0, 4);
-    const run = await h.importFile(h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Capped']))), 'deal.update');
+    const run = await h.importFile(
+      h.file(
+        'deals.csv',
+        csv(
+          ['id', 'name'],
+          deals.map((d) => [d.id, 'Capped']),
+        ),
+      ),
+      'deal.update',
+    );
     const done = await h.waitForRun(run.id, 30_000);
     expect(done.counts).toMatchObject({ total: 4, queued: 0 });
     expect(await resultsByRow(h, run.id)).toHaveLength(4);
@@ -157,7 +218,8 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     const handedOff = [...jobs.keys()].filter((id) => id.startsWith(`${run.id}-1-s`));
     expect(handedOff.length).toBeGreaterThan(0);
     // Each handed-off row started at most twice on its own, and no row was failed by the batch's cap.
-    for (const id of handedOff) expect((await h.runtime.queue('acme').getJob(id))?.attemptsStarted).toBeLessThanOrEqual(2);
+    for (const id of handedOff)
+      expect((await h.runtime.queue('acme').getJob(id))?.attemptsStarted).toBeLessThanOrEqual(2);
     const batch = await h.runtime.queue('acme').getJob(`${run.id}-1`);
     expect(batch?.attemptsStarted).toBe(2);
   }, 40_000);
@@ -167,7 +229,13 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     const store = h.runtime.store;
     const queue = h.runtime.queue('acme');
     const [a, b] = [...h.ws.deals.values()];
-    const legacy = (runId: string, row: number, id: string) => ({ runId, row, line: row + 1, payload: { op: 'deal.update' as const, id, fields: { name: 'Legacy' } }, original: { id, name: 'Legacy' } });
+    const legacy = (runId: string, row: number, id: string) => ({
+      runId,
+      row,
+      line: row + 1,
+      payload: { op: 'deal.update' as const, id, fields: { name: 'Legacy' } },
+      original: { id, name: 'Legacy' },
+    });
     const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'legacy.csv' });
     await store.addQueued(run.id, 2);
     // Cast: the queue's type is today's shape; an older version wrote this one.
@@ -175,7 +243,11 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     await queue.add('deal.update', legacy(run.id, 2, b!.id) as never, { jobId: `${run.id}-2` });
     await store.finishProducing(run.id);
     expect(await abortRun(store, queue, run.id, 'one of them')).toBe(2);
-    expect(await store.getResult(run.id, 2)).toMatchObject({ status: 'failed', code: 'RUN_ABORTED', original: { name: 'Legacy' } });
+    expect(await store.getResult(run.id, 2)).toMatchObject({
+      status: 'failed',
+      code: 'RUN_ABORTED',
+      original: { name: 'Legacy' },
+    });
 
     const second = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'legacy.csv' });
     await store.addQueued(second.id, 1);

@@ -12,13 +12,23 @@ afterEach(async () => {
 
 function dealUpdateFile(harness: Harness, count: number, name = 'deals.csv'): string {
   const deals = [...harness.ws.deals.values()].slice(0, count);
-  return harness.file(name, csv(['id', 'name', 'value'], deals.map((d, i) => [d.id, d.name, 500 + i])));
+  return harness.file(
+    name,
+    csv(
+      ['id', 'name', 'value'],
+      deals.map((d, i) => [d.id, d.name, 500 + i]),
+    ),
+  );
 }
 
 describe('workers under faults', () => {
   it('a 429 storm (limit far below demand) ends with every row succeeded and no attempt spent on 429s', async () => {
     // One attempt per row: a 429 that counted as an attempt would fail its row at once.
-    h = await startHarness({ records: 120, simRateLimit: { max: 10, windowMs: 500 }, retry: { attempts: 1, backoffMs: 100 } });
+    h = await startHarness({
+      records: 120,
+      simRateLimit: { max: 10, windowMs: 500 },
+      retry: { attempts: 1, backoffMs: 100 },
+    });
     await h.startWorkers({ concurrency: 16 });
     const run = await h.waitForRun((await h.importFile(dealUpdateFile(h, 120), 'deal.update')).id, 45_000);
     expect(run.counts).toMatchObject({ total: 120, succeeded: 120, failed: 0 });
@@ -29,7 +39,9 @@ describe('workers under faults', () => {
     expect(completed.every((j) => j.attemptsMade === 1)).toBe(true); // …and done on their one attempt
     // Every 429 the CRM sent reaches the fleet counters behind /metrics (flushed once a second).
     const limited = async () =>
-      (await readCounters(h!.runtime.redis, h!.config.prefix)).filter((c) => c.metric === METRIC.rateLimited).reduce((n, c) => n + c.value, 0);
+      (await readCounters(h!.runtime.redis, h!.config.prefix))
+        .filter((c) => c.metric === METRIC.rateLimited)
+        .reduce((n, c) => n + c.value, 0);
     for (let i = 0; i < 40 && (await limited()) < h.ws.stats.rateLimited; i++) await sleep(100);
     expect(await limited()).toBe(h.ws.stats.rateLimited);
   }, 60_000);
@@ -57,7 +69,11 @@ describe('workers under faults', () => {
   }, 20_000);
 
   it('a known limit is shared by all workers: two worker pools together stay under it', async () => {
-    h = await startHarness({ records: 90, simRateLimit: { max: 40, windowMs: 1000 }, knownRateLimit: { max: 30, durationMs: 1000 } });
+    h = await startHarness({
+      records: 90,
+      simRateLimit: { max: 40, windowMs: 1000 },
+      knownRateLimit: { max: 30, durationMs: 1000 },
+    });
     // Each pool alone would allow 30/s; two separate limiters (60/s) would draw many 429s.
     await h.startWorkers({ concurrency: 8 });
     await h.startWorkers({ concurrency: 8 });
@@ -68,7 +84,11 @@ describe('workers under faults', () => {
 
   it('5xx answers and connection resets are retried until they pass', async () => {
     // A request faults with p = 0.19; ten attempts make a failed row a ~1e-7 event per run.
-    h = await startHarness({ records: 60, faults: { errorRate: 0.1, resetRate: 0.1 }, retry: { attempts: 10, backoffMs: 50 } });
+    h = await startHarness({
+      records: 60,
+      faults: { errorRate: 0.1, resetRate: 0.1 },
+      retry: { attempts: 10, backoffMs: 50 },
+    });
     await h.startWorkers({ concurrency: 8 });
     const queue = h.runtime.queue('acme');
     const run = await h.importFile(dealUpdateFile(h, 60), 'deal.update');
@@ -91,7 +111,9 @@ describe('workers under faults', () => {
     expect(await h.runtime.queue('acme').isPaused()).toBe(true);
 
     h.ws.addApiKey(h.apiKey);
-    expect(await resumeWorkspace({ queue: h.runtime.queue('acme'), store: h.runtime.store, workspace: 'acme' })).toContain(run.id);
+    expect(
+      await resumeWorkspace({ queue: h.runtime.queue('acme'), store: h.runtime.store, workspace: 'acme' }),
+    ).toContain(run.id);
     const done = await h.waitForRun(run.id, 20_000);
     expect(done).toMatchObject({ status: 'completed', counts: { succeeded: 30, failed: 0 } });
   }, 40_000);
@@ -100,8 +122,12 @@ describe('workers under faults', () => {
     h = await startHarness({ records: 5 });
     await h.startWorkers({ concurrency: 4 });
     h.ws.blockEmailDomain('blocked.example');
-    const rows = Array.from({ length: 20 }, (_, i) => [i === 3 || i === 14 ? `bad${i}@blocked.example` : `ok${i}@good.example`]);
-    const run = await h.waitForRun((await h.importFile(h.file('inv.csv', csv(['email'], rows)), 'team.invite', { inviteBatchSize: 20 })).id);
+    const rows = Array.from({ length: 20 }, (_, i) => [
+      i === 3 || i === 14 ? `bad${i}@blocked.example` : `ok${i}@good.example`,
+    ]);
+    const run = await h.waitForRun(
+      (await h.importFile(h.file('inv.csv', csv(['email'], rows)), 'team.invite', { inviteBatchSize: 20 })).id,
+    );
     expect(run.counts).toMatchObject({ total: 20, succeeded: 18, failed: 2 });
     const results = await resultsByRow(h, run.id);
     expect(results.filter((r) => r.status === 'failed').map((r) => r.row)).toEqual([4, 15]);

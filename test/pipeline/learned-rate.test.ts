@@ -9,17 +9,30 @@ afterEach(async () => {
 
 describe('an unknown rate limit is learned, shared and remembered', () => {
   it('the first run finds the limit through 429s; the next run starts from it and meets a handful at most', async () => {
-    h = await startHarness({ records: 100, simRateLimit: { max: 20, windowMs: 1000 }, retry: { attempts: 1, backoffMs: 100 } });
+    h = await startHarness({
+      records: 100,
+      simRateLimit: { max: 20, windowMs: 1000 },
+      retry: { attempts: 1, backoffMs: 100 },
+    });
     // Two pools: two processes' worth, one learned rate between them.
     await h.startWorkers({ concurrency: 4 });
     await h.startWorkers({ concurrency: 4 });
     const deals = [...h.ws.deals.values()];
-    const file = (name: string) => h!.file(name, csv(['id', 'name'], deals.map((d) => [d.id, name])));
+    const file = (name: string) =>
+      h!.file(
+        name,
+        csv(
+          ['id', 'name'],
+          deals.map((d) => [d.id, name]),
+        ),
+      );
     const first = await h.waitForRun((await h.importFile(file('first.csv'), 'deal.update')).id, 40_000);
     expect(first.counts).toMatchObject({ total: 100, succeeded: 100 }); // 429s spent no attempt (1 allowed)
     const firstLimited = h.ws.stats.rateLimited;
     expect(firstLimited).toBeGreaterThan(0);
-    const [rate, ceiling] = (await h.runtime.redis.hmget(`${h.config.prefix}:ws:acme:bucket:rate`, 'rate', 'ceiling')).map(Number);
+    const [rate, ceiling] = (
+      await h.runtime.redis.hmget(`${h.config.prefix}:ws:acme:bucket:rate`, 'rate', 'ceiling')
+    ).map(Number);
     // Learned near the CRM's 20/s (the first 429 halves an overshoot of up to ~2x).
     expect(ceiling).toBeGreaterThan(8);
     expect(ceiling).toBeLessThan(40);

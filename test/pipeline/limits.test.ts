@@ -15,7 +15,13 @@ describe('bounds', () => {
     h = await startHarness({ records: 600, latencyMs: 10 });
     await h.startWorkers({ concurrency: 2 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d, i) => [d.id, `HW ${i}`])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d, i) => [d.id, `HW ${i}`]),
+      ),
+    );
     const queue = h.runtime.queue('acme');
     let peak = 0;
     let sampling = true;
@@ -41,7 +47,13 @@ describe('bounds', () => {
     h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 1000 } });
     await h.startWorkers({ concurrency: 4, maxStartedAttempts: 2 });
     const deals = [...h.ws.deals.values()].slice(0, 6);
-    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Capped'])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d) => [d.id, 'Capped']),
+      ),
+    );
     // One row per job: the cap is the row's own (a batch's is shared; see batching.test.ts).
     const run = await h.waitForRun((await h.importFile(file, 'deal.update', { rowsPerJob: 1 })).id, 40_000);
     expect(run.counts.total).toBe(6);
@@ -55,7 +67,13 @@ describe('bounds', () => {
   it('rows the producer still holds when the run is aborted are recorded RUN_ABORTED, never queued', async () => {
     h = await startHarness({ records: 50 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file('deals.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Stop'])));
+    const file = h.file(
+      'deals.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d) => [d.id, 'Stop']),
+      ),
+    );
     const { reader, rows } = await ingest(file, { op: 'deal.update' });
     const stop = new AbortController();
     // The first two chunks go out; the run is aborted as row 21 is read.

@@ -14,7 +14,13 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     const deals = [...h.ws.deals.values()].slice(0, 20);
     const stage = h.ws.stages[1]!;
     const tags = h.ws.tags.slice(0, 2).map((t) => t.id);
-    const rows: Array<Array<string | number>> = deals.map((d, i) => [d.id, `Renamed ${i}`, 1000 + i, stage.id, tags.join(';')]);
+    const rows: Array<Array<string | number>> = deals.map((d, i) => [
+      d.id,
+      `Renamed ${i}`,
+      1000 + i,
+      stage.id,
+      tags.join(';'),
+    ]);
     rows.splice(5, 0, [deals[0]!.id, 'Bad value', 'twelve', stage.id, '']); // row 6: invalid
     rows.push(['deal_does_not_exist', 'Ghost', 5, stage.id, '']); // row 22: 404
     rows.push([deals[1]!.id, 'Bad stage', 5, 'stg_nope', '']); // row 23: 422
@@ -30,7 +36,11 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     const invalid = results.find((r) => r.row === 6)!;
     expect(invalid).toMatchObject({ status: 'invalid', line: 7 });
     expect(invalid.errors?.[0]?.field).toContain('value');
-    expect(results.find((r) => r.row === 22)).toMatchObject({ status: 'failed', httpStatus: 404, code: 'CRM_NOT_FOUND' });
+    expect(results.find((r) => r.row === 22)).toMatchObject({
+      status: 'failed',
+      httpStatus: 404,
+      code: 'CRM_NOT_FOUND',
+    });
     const rejected = results.find((r) => r.row === 23)!;
     expect(rejected).toMatchObject({ status: 'failed', httpStatus: 422, code: 'CRM_REJECTED' });
     expect(rejected.message).toMatch(/stage/i);
@@ -49,7 +59,18 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
 
   it('deal.create: creates one deal per valid row', async () => {
     const before = h.ws.deals.size;
-    const file = h.file('new-deals.csv', csv(['name', 'value', 'status'], [['Alpha', 10, 'won'], ['Beta', 20, 'in_progress'], ['', 5, 'won'], ['Gamma', 30, 'maybe']]));
+    const file = h.file(
+      'new-deals.csv',
+      csv(
+        ['name', 'value', 'status'],
+        [
+          ['Alpha', 10, 'won'],
+          ['Beta', 20, 'in_progress'],
+          ['', 5, 'won'],
+          ['Gamma', 30, 'maybe'],
+        ],
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id);
     expect(run.counts).toMatchObject({ total: 4, succeeded: 2, invalid: 2 });
     expect(h.ws.deals.size - before).toBe(2);
@@ -67,10 +88,19 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     for (const l of leads) expect(h.ws.leads.get(l.id)?.status).toBe('converted');
 
     const contacts = [...h.ws.contacts.values()].slice(0, 4);
-    const json = JSON.stringify(contacts.map((c, i) => ({ id: c.id, phone_number: `+1 555 010${i}`, company_id: h.ws.companies[0]!.id })), null, 2);
+    const json = JSON.stringify(
+      contacts.map((c, i) => ({ id: c.id, phone_number: `+1 555 010${i}`, company_id: h.ws.companies[0]!.id })),
+      null,
+      2,
+    );
     const contactRun = await h.waitForRun((await h.importFile(h.file('contacts.json', json), 'contact.update')).id);
     expect(contactRun.counts).toMatchObject({ total: 4, succeeded: 4 });
-    contacts.forEach((c, i) => expect(h.ws.contacts.get(c.id)).toMatchObject({ phone_number: `+1 555 010${i}`, company_id: h.ws.companies[0]!.id }));
+    contacts.forEach((c, i) =>
+      expect(h.ws.contacts.get(c.id)).toMatchObject({
+        phone_number: `+1 555 010${i}`,
+        company_id: h.ws.companies[0]!.id,
+      }),
+    );
   });
 
   it('team.invite: batches emails, one result per row', async () => {
@@ -81,14 +111,24 @@ describe('import pipeline, every operation end to end (real Redis, simulator ove
     const run = await h.waitForRun((await h.importFile(file, 'team.invite', { inviteBatchSize: 10 })).id);
     expect(run.counts).toMatchObject({ total: 24, succeeded: 23, invalid: 1 });
     expect(h.ws.stats.writes.teamMembers - requestsBefore).toBe(3); // 10 + 10 + 3
-    for (let i = 0; i < 23; i++) expect(h.ws.teamMembers.get(`new.member${i}@invites.example`)?.invitationEmailSent).toBe(false);
+    for (let i = 0; i < 23; i++)
+      expect(h.ws.teamMembers.get(`new.member${i}@invites.example`)?.invitationEmailSent).toBe(false);
   });
 
   it('dry run validates and records every row, sends nothing', async () => {
     const writes = { ...h.ws.stats.writes };
     const requests = h.ws.stats.requests;
     const d = [...h.ws.deals.values()][30]!;
-    const file = h.file('dry.csv', csv(['id', 'name'], [[d.id, 'Dry'], ['', 'No id']]));
+    const file = h.file(
+      'dry.csv',
+      csv(
+        ['id', 'name'],
+        [
+          [d.id, 'Dry'],
+          ['', 'No id'],
+        ],
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.update', { dryRun: true })).id);
     expect(run.counts).toMatchObject({ total: 2, skipped: 1, invalid: 1 });
     expect(h.ws.stats.writes).toEqual(writes);

@@ -42,12 +42,26 @@ describe('export → fix → retry', () => {
     records[0]!.stage_id = h.ws.stages[0]!.id;
     records[1]!.value = '104';
     const header = Object.keys(records[0]!);
-    writeFileSync(exported, csv(header, records.map((r) => header.map((k) => r[k]!))));
+    writeFileSync(
+      exported,
+      csv(
+        header,
+        records.map((r) => header.map((k) => r[k]!)),
+      ),
+    );
 
-    const summary = await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store, file: exported });
+    const summary = await retryRun({
+      runId: run.id,
+      queue: h.runtime.queue('acme'),
+      store: h.runtime.store,
+      file: exported,
+    });
     expect(summary.ignored).toEqual([]);
     const done = await h.waitForRun(run.id);
-    expect(done).toMatchObject({ status: 'completed', counts: { total: 6, succeeded: 6, failed: 0, invalid: 0, queued: 0 } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      counts: { total: 6, succeeded: 6, failed: 0, invalid: 0, queued: 0 },
+    });
     expect(h.ws.deals.get(deals[1]!.id)?.stage_id).toBe(h.ws.stages[0]!.id);
     expect(h.ws.deals.get(deals[4]!.id)?.value).toBe(104);
   });
@@ -56,7 +70,13 @@ describe('export → fix → retry', () => {
     const deals = [...h.ws.deals.values()].slice(10, 14);
     const errorsBefore = h.ws.stats.errors5xx;
     h.ws.setFaults({ errorRate: 1 });
-    const file = h.file('deals2.csv', csv(['id', 'name'], deals.map((d) => [d.id, 'Retry me'])));
+    const file = h.file(
+      'deals2.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d) => [d.id, 'Retry me']),
+      ),
+    );
     const { id } = await h.importFile(file, 'deal.update');
     try {
       // Every answer a 5xx: the rows fail once their 3 attempts are spent.
@@ -74,12 +94,16 @@ describe('export → fix → retry', () => {
 
   it('refuses to retry into a paused workspace queue instead of waiting on it', async () => {
     const d = [...h.ws.deals.values()][15]!;
-    const run = await h.waitForRun((await h.importFile(h.file('p.csv', csv(['id', 'name'], [[d.id, '']])), 'deal.update')).id);
+    const run = await h.waitForRun(
+      (await h.importFile(h.file('p.csv', csv(['id', 'name'], [[d.id, '']])), 'deal.update')).id,
+    );
     expect(run.counts.invalid).toBe(1);
     const queue = h.runtime.queue('acme');
     await queue.pause();
     try {
-      await expect(retryRun({ runId: run.id, queue, store: h.runtime.store })).rejects.toThrow(/paused: resume the workspace/);
+      await expect(retryRun({ runId: run.id, queue, store: h.runtime.store })).rejects.toThrow(
+        /paused: resume the workspace/,
+      );
       expect((await h.runtime.store.requireRun(run.id)).counts.invalid).toBe(1);
     } finally {
       await queue.resume();

@@ -173,7 +173,9 @@ describe('worker-role connection options', () => {
     expect(client.commandTimeout).toBe(DEFAULT_COMMAND_TIMEOUT_MS);
     expect(client.autoResendUnfulfilledCommands).toBeUndefined();
     // BullMQ caps BZPOPMIN at maximumBlockTimeout seconds and races it against a watchdog at +1 s.
-    const maxBlockS = Object.getOwnPropertyDescriptor(RedisQueueBackend.prototype, 'maximumBlockTimeout')?.get?.call({}) as number;
+    const maxBlockS = Object.getOwnPropertyDescriptor(RedisQueueBackend.prototype, 'maximumBlockTimeout')?.get?.call(
+      {},
+    ) as number;
     expect(maxBlockS * 1000).toBe(BULLMQ_MAX_BLOCK_MS);
     expect(DEFAULT_COMMAND_TIMEOUT_MS).toBeGreaterThan(BULLMQ_MAX_BLOCK_MS + 1000);
     // BullMQ's blocking client is redis.duplicate(): the options travel with it.

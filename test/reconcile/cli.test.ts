@@ -10,19 +10,44 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) => runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
-const contactArgs = ['--op', 'contact.update', '-w', 'acme', '--mapping', 'samples/contacts-sync-mapping.json', '--match', 'email', '--key-column', 'Email'];
+const cli = (args: string[]) =>
+  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const contactArgs = [
+  '--op',
+  'contact.update',
+  '-w',
+  'acme',
+  '--mapping',
+  'samples/contacts-sync-mapping.json',
+  '--match',
+  'email',
+  '--key-column',
+  'Email',
+];
 
 describe('crm-sync reconcile / import --reconcile / verify / schedule (child processes)', () => {
   it('plans without sending, runs the reconciled import, and verifies it', async () => {
     const planned = await cli(['reconcile', 'samples/contacts-sync.csv', ...contactArgs, '--out', '-']);
-    expect(planned.stderr).toContain('plan for 41 rows: update 24, create 0, skip 16, not-found 1, ambiguous 0, invalid 0');
+    expect(planned.stderr).toContain(
+      'plan for 41 rows: update 24, create 0, skip 16, not-found 1, ambiguous 0, invalid 0',
+    );
     expect(planned.stdout.trim().split('\n')).toHaveLength(42);
     expect(planned.code).toBe(1);
     expect(writes(h)).toBe(0);
 
-    const imported = await cli(['import', 'samples/contacts-sync.csv', ...contactArgs, '--reconcile', '--work', '--json']);
-    const run = JSON.parse(imported.stdout) as { id: string; counts: Record<string, number>; options: Record<string, unknown> };
+    const imported = await cli([
+      'import',
+      'samples/contacts-sync.csv',
+      ...contactArgs,
+      '--reconcile',
+      '--work',
+      '--json',
+    ]);
+    const run = JSON.parse(imported.stdout) as {
+      id: string;
+      counts: Record<string, number>;
+      options: Record<string, unknown>;
+    };
     expect(run.counts).toMatchObject({ total: 41, succeeded: 24, skipped: 16, failed: 1 });
     expect(run.options).toMatchObject({ reconcile: true, matchKey: 'email' });
     expect(h.ws.stats.writes.contactUpdate).toBe(24);
@@ -42,15 +67,24 @@ describe('crm-sync reconcile / import --reconcile / verify / schedule (child pro
     const synced = await cli(['schedule', 'sync']);
     expect(synced.stdout).toContain('installed: nightly-contacts, nightly-deals');
     const listed = await cli(['schedule', 'list']);
-    expect(listed.stdout).toMatch(/nightly-deals {2}deal\.upsert -> acme {2}"30 2 \* \* \*" Europe\/Berlin {2}installed, next 20\d\d-/);
+    expect(listed.stdout).toMatch(
+      /nightly-deals {2}deal\.upsert -> acme {2}"30 2 \* \* \*" Europe\/Berlin {2}installed, next 20\d\d-/,
+    );
 
     const before = h.ws.deals.size;
     const first = await cli(['schedule', 'run', 'nightly-deals', '--work', '--json']);
-    expect(JSON.parse(first.stdout)).toMatchObject({ status: 'completed', plan: { create: 10, invalid: 1 }, counts: { succeeded: 10, invalid: 1 } });
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      status: 'completed',
+      plan: { create: 10, invalid: 1 },
+      counts: { succeeded: 10, invalid: 1 },
+    });
     expect(h.ws.deals.size).toBe(before + 10);
     h.ws.resetStats();
     const second = await cli(['schedule', 'run', 'nightly-deals', '--work', '--json']);
-    expect(JSON.parse(second.stdout)).toMatchObject({ plan: { create: 0, skip: 10, invalid: 1 }, counts: { skipped: 10 } });
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      plan: { create: 0, skip: 10, invalid: 1 },
+      counts: { skipped: 10 },
+    });
     expect(writes(h)).toBe(0);
 
     const history = await cli(['runs', 'list', '--sync', 'nightly-deals', '--json']);
@@ -62,7 +96,9 @@ describe('crm-sync reconcile / import --reconcile / verify / schedule (child pro
     h.ws.revokeApiKey(h.apiKey);
     try {
       const res = await cli(['schedule', 'run', 'nightly-contacts']);
-      expect(res.stdout).toMatch(/^sync nightly-contacts: run \S+ blocked \(The CRM refused the API key of workspace "acme" \(HTTP 401.*run the sync again/);
+      expect(res.stdout).toMatch(
+        /^sync nightly-contacts: run \S+ blocked \(The CRM refused the API key of workspace "acme" \(HTTP 401.*run the sync again/,
+      );
       expect(res.code).toBe(3);
     } finally {
       h.ws.addApiKey(h.apiKey);

@@ -19,7 +19,11 @@ describe('duplicate-safe deal creates', () => {
 
   it('1,000 creates at 20% commit-then-drop end with exactly 1,000 new deals', async () => {
     const before = h.ws.deals.size;
-    const rows = Array.from({ length: 1000 }, (_, i) => [`Dup-safe deal ${i + 1}`, 100 + i, i % 2 ? 'won' : 'in_progress']);
+    const rows = Array.from({ length: 1000 }, (_, i) => [
+      `Dup-safe deal ${i + 1}`,
+      100 + i,
+      i % 2 ? 'won' : 'in_progress',
+    ]);
     const file = h.file('creates.csv', csv(['name', 'value', 'status'], rows));
     h.ws.setFaults({ commitThenDropRate: 0.2 });
     let done;
@@ -44,7 +48,13 @@ describe('duplicate-safe deal creates', () => {
     const before = h.ws.deals.size;
     h.ws.resetStats();
     h.ws.setRateLimit({ max: 2, windowMs: 200 });
-    const file = h.file('limited.csv', csv(['name', 'value'], Array.from({ length: 30 }, (_, i) => [`Limited deal ${i + 1}`, i])));
+    const file = h.file(
+      'limited.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 30 }, (_, i) => [`Limited deal ${i + 1}`, i]),
+      ),
+    );
     let run;
     try {
       run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 40_000);
@@ -78,7 +88,9 @@ describe('duplicate-safe deal creates', () => {
   it('a lookup finds a deal by normalised name and value, created after the row was sent, unless claimed; a finished pass answers creates settled before it began', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
     const claimed = new Set<string>();
-    const lookup = lookupFor(client, 'lookup-match', { fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) } });
+    const lookup = lookupFor(client, 'lookup-match', {
+      fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) },
+    });
     try {
       const sentAt = Date.now();
       // A CRM that collapses double spaces and whose automation set another status.
@@ -98,7 +110,9 @@ describe('duplicate-safe deal creates', () => {
       const late = h.ws.createDeal({ name: 'Settled late', value: 9 });
       const settledAt = Date.now();
       // Passes are spaced by four times their duration at least: this may first be a wait.
-      expect(await findEventually(() => lookup.find({ name: 'Settled late', value: 9 }, marker, settledAt))).toEqual([late.id]);
+      expect(await findEventually(() => lookup.find({ name: 'Settled late', value: 9 }, marker, settledAt))).toEqual([
+        late.id,
+      ]);
       expect(lookup.stats.passes).toBe(2);
     } finally {
       client.close();
@@ -128,10 +142,14 @@ describe('duplicate-safe deal creates', () => {
       const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
       const first = h.ws.createDeal({ name: 'Shared across processes', value: 3 });
       const pagesBefore = h.ws.stats.listPages;
-      expect(found(await a.find({ name: 'Shared across processes', value: 3 }, marker, Date.now()))).toEqual([first.id]);
+      expect(found(await a.find({ name: 'Shared across processes', value: 3 }, marker, Date.now()))).toEqual([
+        first.id,
+      ]);
       const pagesOfOnePass = h.ws.stats.listPages - pagesBefore;
       // Settled before a's pass began: b answers from the shared snapshot without paging.
-      expect(found(await b.find({ name: 'Shared across processes', value: 3 }, marker, marker.sentAt))).toEqual([first.id]);
+      expect(found(await b.find({ name: 'Shared across processes', value: 3 }, marker, marker.sentAt))).toEqual([
+        first.id,
+      ]);
       expect(b.stats).toMatchObject({ passes: 0, sharedLoads: 1 });
       expect(h.ws.stats.listPages - pagesBefore).toBe(pagesOfOnePass);
 
@@ -154,7 +172,12 @@ describe('duplicate-safe deal creates', () => {
 
   it('a process killed mid-pass frees it when its lease runs out: another process runs the pass', async () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
-    const board = new LookupPassBoard({ redis: h.runtime.redis, prefix: h.config.prefix, workspace: 'lookup-lease', leaseMs: 300 });
+    const board = new LookupPassBoard({
+      redis: h.runtime.redis,
+      prefix: h.config.prefix,
+      workspace: 'lookup-lease',
+      leaseMs: 300,
+    });
     // The "killed" process: granted the pass, never finishes it.
     expect((await board.ask(0, 'dead-process')).kind).toBe('run');
     const lookup = new DealLookup({ client, board, fence: { claimed: async () => new Set() }, minGapMs: 0 });
@@ -164,7 +187,9 @@ describe('duplicate-safe deal creates', () => {
       const first = await lookup.find({ name: 'After a dead pass', value: 8 }, marker, Date.now());
       expect(first).toMatchObject({ kind: 'wait' });
       await new Promise((r) => setTimeout(r, 350));
-      expect(found(await lookup.find({ name: 'After a dead pass', value: 8 }, marker, marker.sentAt))).toEqual([deal.id]);
+      expect(found(await lookup.find({ name: 'After a dead pass', value: 8 }, marker, marker.sentAt))).toEqual([
+        deal.id,
+      ]);
       expect(await board.finish('dead-process', 0, undefined)).toBe(false); // its late finish changes nothing
     } finally {
       client.close();

@@ -5,7 +5,11 @@ import { createCrmClient } from '../../src/runtime/index.js';
 import { reconcileImport, type ReconcileImportOptions, type ReconcileImportResult } from '../../src/reconcile/index.js';
 
 /** Contacts as a CSV without ids (name, email, phone_number), in the simulator's current state. */
-export function contactsCsv(h: Harness, change: (i: number) => boolean = () => false, phonePrefix = '+1 999-555-'): { text: string; changed: number } {
+export function contactsCsv(
+  h: Harness,
+  change: (i: number) => boolean = () => false,
+  phonePrefix = '+1 999-555-',
+): { text: string; changed: number } {
   let changed = 0;
   const rows = [...h.ws.contacts.values()].map((c, i) => {
     const phone = change(i) ? `${phonePrefix}${String(i).padStart(4, '0')}` : c.phone_number;
@@ -16,10 +20,21 @@ export function contactsCsv(h: Harness, change: (i: number) => boolean = () => f
 }
 
 /** A reconciled import against the harness workspace, with its own client (closed after). */
-export async function reconcile(h: Harness, file: string, extra: Partial<ReconcileImportOptions> & Pick<ReconcileImportOptions, 'op'>): Promise<ReconcileImportResult> {
+export async function reconcile(
+  h: Harness,
+  file: string,
+  extra: Partial<ReconcileImportOptions> & Pick<ReconcileImportOptions, 'op'>,
+): Promise<ReconcileImportResult> {
   const client = createCrmClient(h.config, 'acme', silentLogger);
   try {
-    return await reconcileImport({ file, workspace: 'acme', client, queue: h.runtime.queue('acme'), store: h.runtime.store, ...extra });
+    return await reconcileImport({
+      file,
+      workspace: 'acme',
+      client,
+      queue: h.runtime.queue('acme'),
+      store: h.runtime.store,
+      ...extra,
+    });
   } finally {
     client.close();
   }

@@ -46,20 +46,32 @@ describe('reconcile against the simulator', () => {
     expect(writes(h)).toBe(0);
     expect(again.counts).toMatchObject({ total: 120, skipped: 120, succeeded: 0, failed: 0 });
     const results = await resultsByRow(h, second.run.id);
-    expect(results.every((r) => r.status === 'skipped' && r.message === 'unchanged' && r.recordId?.startsWith('con_'))).toBe(true);
+    expect(
+      results.every((r) => r.status === 'skipped' && r.message === 'unchanged' && r.recordId?.startsWith('con_')),
+    ).toBe(true);
   });
 
   it('compares normalised values: case-insensitive email key, tag sets, trimmed strings, owner/company references', async () => {
     const [c, d] = [...h.ws.contacts.values()].slice(5, 7) as [SimContact, SimContact];
     const tags = h.ws.tags.slice(0, 2).map((t) => t.id);
-    h.ws.updateRecord('contacts', c.id, { tag_ids: tags, owner_id: h.ws.owners[0]!.id, company_id: h.ws.companies[0]!.id });
+    h.ws.updateRecord('contacts', c.id, {
+      tag_ids: tags,
+      owner_id: h.ws.owners[0]!.id,
+      company_id: h.ws.companies[0]!.id,
+    });
     const dEmail = d.email;
     const file = h.file(
       'normalised.csv',
       csv(
         ['email', 'name', 'tag_ids', 'owner_id', 'company_id'],
         [
-          [`  ${c.email} `, ` ${c.name} `, `${tags[1]};${tags[0]};${tags[1]}`, h.ws.owners[0]!.id, h.ws.companies[0]!.id],
+          [
+            `  ${c.email} `,
+            ` ${c.name} `,
+            `${tags[1]};${tags[0]};${tags[1]}`,
+            h.ws.owners[0]!.id,
+            h.ws.companies[0]!.id,
+          ],
           // The key matches whatever the case; the email itself is a field, so its new case is a change.
           [dEmail.toUpperCase(), d.name, '', '', ''],
         ],
@@ -82,7 +94,15 @@ describe('reconcile against the simulator', () => {
     const other = h.ws.leadJson(leads[1]!);
     const file = h.file(
       'leads.csv',
-      csv(['email', 'status'], [[email, 'archived'], ['nobody@nowhere.example', 'open'], [other.email, other.status === 'open' ? 'converted' : 'open'], ['', 'open']]),
+      csv(
+        ['email', 'status'],
+        [
+          [email, 'archived'],
+          ['nobody@nowhere.example', 'open'],
+          [other.email, other.status === 'open' ? 'converted' : 'open'],
+          ['', 'open'],
+        ],
+      ),
     );
     h.ws.resetStats();
     const res = await reconcile(h, file, { op: 'lead.update' });
@@ -94,7 +114,11 @@ describe('reconcile against the simulator', () => {
     expect(rows[0]).toMatchObject({ status: 'failed', code: 'RECONCILE_AMBIGUOUS' });
     expect(rows[0]!.message).toContain(shared.id);
     expect(rows[0]!.message).toContain(twin.id);
-    expect(rows[1]).toMatchObject({ status: 'failed', code: 'CRM_NOT_FOUND', message: 'no lead with email "nobody@nowhere.example"; not sent' });
+    expect(rows[1]).toMatchObject({
+      status: 'failed',
+      code: 'CRM_NOT_FOUND',
+      message: 'no lead with email "nobody@nowhere.example"; not sent',
+    });
     expect(rows[2]).toMatchObject({ status: 'succeeded', recordId: leads[1]!.id });
     expect(rows[3]).toMatchObject({ status: 'invalid' });
   });
@@ -103,11 +127,14 @@ describe('reconcile against the simulator', () => {
     const c = [...h.ws.contacts.values()][50]!;
     const file = h.file(
       'same-record.csv',
-      csv(['id', 'name', 'email', 'phone_number'], [
-        ['', c.name, c.email, '+1 555-000-0001'],
-        [c.id, `${c.name} II`, '', c.phone_number],
-        ['', c.name, c.email.toUpperCase(), c.phone_number], // unchanged on its own, still a second row for the record
-      ]),
+      csv(
+        ['id', 'name', 'email', 'phone_number'],
+        [
+          ['', c.name, c.email, '+1 555-000-0001'],
+          [c.id, `${c.name} II`, '', c.phone_number],
+          ['', c.name, c.email.toUpperCase(), c.phone_number], // unchanged on its own, still a second row for the record
+        ],
+      ),
     );
     h.ws.resetStats();
     const res = await reconcile(h, file, { op: 'contact.update', matchKey: 'email' });
@@ -125,11 +152,19 @@ describe('reconcile against the simulator', () => {
     expect(rows[1]!.message).toBe(`contact ${c.id} is also matched by row 1; not sent`);
   });
 
-  it('upsert creates only the missing deals and takes an update\'s name from the CRM', async () => {
+  it("upsert creates only the missing deals and takes an update's name from the CRM", async () => {
     const deals = [...h.ws.deals.values()].slice(0, 6);
     const before = h.ws.deals.size;
-    const rows: Array<Array<string | number>> = deals.map((d, i) => [d.name, i < 2 ? d.value + 100 : d.value, d.status]);
-    rows.push(['Brand new deal A', 10, 'won'], ['Brand new deal B', 20, 'in_progress'], ['Brand new deal A', 30, 'won']);
+    const rows: Array<Array<string | number>> = deals.map((d, i) => [
+      d.name,
+      i < 2 ? d.value + 100 : d.value,
+      d.status,
+    ]);
+    rows.push(
+      ['Brand new deal A', 10, 'won'],
+      ['Brand new deal B', 20, 'in_progress'],
+      ['Brand new deal A', 30, 'won'],
+    );
     const file = h.file('deals-upsert.csv', csv(['name', 'value', 'status'], rows));
     h.ws.resetStats();
     const res = await reconcile(h, file, { op: 'deal.upsert', matchKey: 'name' });
@@ -142,7 +177,10 @@ describe('reconcile against the simulator', () => {
 
     // Rows keyed by unique_number with no name: the required name comes from the index.
     const d = deals[3]!;
-    const byNumber = h.file('deals-by-number.csv', csv(['unique_number', 'value'], [[d.unique_number.toLowerCase(), 4242]]));
+    const byNumber = h.file(
+      'deals-by-number.csv',
+      csv(['unique_number', 'value'], [[d.unique_number.toLowerCase(), 4242]]),
+    );
     h.ws.resetStats();
     const upd = await reconcile(h, byNumber, { op: 'deal.update' });
     const done = await h.waitForRun(upd.run.id);
@@ -173,7 +211,16 @@ describe('reconcile against the simulator', () => {
   });
 
   it('verify reports create rows that more than one deal matches, and rows sharing one record id', async () => {
-    const file = h.file('verify-creates.csv', csv(['name', 'value'], [['Verify twin', 7], ['Verify single', 8]]));
+    const file = h.file(
+      'verify-creates.csv',
+      csv(
+        ['name', 'value'],
+        [
+          ['Verify twin', 7],
+          ['Verify single', 8],
+        ],
+      ),
+    );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id);
     expect(run.counts.succeeded).toBe(2);
     const client = createCrmClient(h.config, 'acme', silentLogger);
@@ -185,7 +232,11 @@ describe('reconcile against the simulator', () => {
       h.ws.createDeal({ name: 'verify  TWIN', value: 7 });
       const twinId = (await resultsByRow(h, run.id))[0]!.recordId!;
       const at = new Date().toISOString();
-      await h.runtime.redis.hset(`${h.env.CRM_SYNC_PREFIX}:run:${run.id}:results:0`, '2', `s${JSON.stringify({ l: 3, d: twinId, t: Date.parse(at) })}`);
+      await h.runtime.redis.hset(
+        `${h.env.CRM_SYNC_PREFIX}:run:${run.id}:results:0`,
+        '2',
+        `s${JSON.stringify({ l: 3, d: twinId, t: Date.parse(at) })}`,
+      );
       const out = new PassThrough();
       const chunks: string[] = [];
       out.on('data', (c: Buffer) => chunks.push(c.toString()));
@@ -201,7 +252,13 @@ describe('reconcile against the simulator', () => {
   it('verify reports drift made directly in the CRM after a run', async () => {
     const contacts = [...h.ws.contacts.values()].slice(20, 30);
     const sentName = `${contacts[2]!.name} Jr.`;
-    const file = h.file('verify.csv', csv(['id', 'name'], contacts.map((c) => [c.id, `${c.name} Jr.`])));
+    const file = h.file(
+      'verify.csv',
+      csv(
+        ['id', 'name'],
+        contacts.map((c) => [c.id, `${c.name} Jr.`]),
+      ),
+    );
     const run = await h.importFile(file, 'contact.update');
     const done = await h.waitForRun(run.id);
     expect(done.counts.succeeded).toBe(10);
@@ -213,6 +270,9 @@ describe('reconcile against the simulator', () => {
     client.close();
     expect(report).toMatchObject({ checked: 10, matching: 9, drifted: 1, missing: 0, byField: { name: 1 } });
     const lines = (await collect(out)).trim().split('\n');
-    expect(lines).toEqual(['row,line,record_id,field,sent,current', `3,4,${contacts[2]!.id},name,${sentName},Someone Else`]);
+    expect(lines).toEqual([
+      'row,line,record_id,field,sent,current',
+      `3,4,${contacts[2]!.id},name,${sentName},Someone Else`,
+    ]);
   });
 });

@@ -1,5 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunStore, groupProblems, normaliseMessage, problemGroupOf, problemRowsWhere, type RowResult } from '../../src/runs/index.js';
+import {
+  RunStore,
+  groupProblems,
+  normaliseMessage,
+  problemGroupOf,
+  problemRowsWhere,
+  type RowResult,
+} from '../../src/runs/index.js';
 import { testRedis } from './redis-fixture.js';
 
 const { redis, prefix, cleanup } = testRedis();
@@ -15,22 +22,45 @@ describe('normaliseMessage', () => {
     expect(normaliseMessage('owner ann.lee@example.com is not a member')).toBe('owner <email> is not a member');
     expect(normaliseMessage('name: is required')).toBe('name: is required');
     // Ids without a digit are still ids; a field name (a colon follows) is not.
-    expect(normaliseMessage('stage_id: unknown stage stg_abc')).toBe(normaliseMessage('stage_id: unknown stage stg_q7'));
+    expect(normaliseMessage('stage_id: unknown stage stg_abc')).toBe(
+      normaliseMessage('stage_id: unknown stage stg_q7'),
+    );
     expect(normaliseMessage('owner_id: no owner usr_xyz')).toBe('owner_id: no owner #');
   });
 });
 
 describe('groupProblems (real Redis)', () => {
   it('makes one group of 2,000 rows with one cause, largest first, and leaves succeeded rows out', async () => {
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'big.csv', columns: ['id', 'name'] });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'big.csv',
+      columns: ['id', 'name'],
+    });
     await store.addQueued(run.id, 2010);
     const at = new Date().toISOString();
     const results: RowResult[] = [];
     for (let row = 1; row <= 2000; row++) {
-      results.push({ row, status: 'invalid', code: 'VALIDATION', message: 'name: is required', errors: [{ field: 'name', message: 'is required' }], at, original: { id: `d${row}`, name: '' } });
+      results.push({
+        row,
+        status: 'invalid',
+        code: 'VALIDATION',
+        message: 'name: is required',
+        errors: [{ field: 'name', message: 'is required' }],
+        at,
+        original: { id: `d${row}`, name: '' },
+      });
     }
     for (let row = 2001; row <= 2007; row++) {
-      results.push({ row, status: 'failed', httpStatus: 422, code: 'CRM_REJECTED', message: `stage_id: unknown stage stg_${row}`, at, original: { id: `d${row}`, name: 'x' } });
+      results.push({
+        row,
+        status: 'failed',
+        httpStatus: 422,
+        code: 'CRM_REJECTED',
+        message: `stage_id: unknown stage stg_${row}`,
+        at,
+        original: { id: `d${row}`, name: 'x' },
+      });
     }
     for (let row = 2008; row <= 2010; row++) results.push({ row, status: 'succeeded', recordId: `d${row}`, at });
     for (let i = 0; i < results.length; i += 500) await store.recordResults(run.id, results.slice(i, i + 500));
@@ -49,6 +79,8 @@ describe('groupProblems (real Redis)', () => {
     expect(capped.otherRows).toBe(7);
 
     const failedKey = grouped.groups[1]!.key;
-    expect(await problemRowsWhere(store, run.id, (r) => problemGroupOf(r).key === failedKey)).toEqual([2001, 2002, 2003, 2004, 2005, 2006, 2007]);
+    expect(await problemRowsWhere(store, run.id, (r) => problemGroupOf(r).key === failedKey)).toEqual([
+      2001, 2002, 2003, 2004, 2005, 2006, 2007,
+    ]);
   });
 });

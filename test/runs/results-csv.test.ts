@@ -27,12 +27,26 @@ async function exportCsv(runId: string, problemsOnly = false): Promise<{ rows: n
 }
 
 async function exportedRun(): Promise<string> {
-  const run = await store.createRun({ workspace: 'acme', operation: 'lead.update', source: 'leads.csv', columns: ['id', 'status', 'note'] });
+  const run = await store.createRun({
+    workspace: 'acme',
+    operation: 'lead.update',
+    source: 'leads.csv',
+    columns: ['id', 'status', 'note'],
+  });
   const at = new Date().toISOString();
   await store.addQueued(run.id, 3);
   const results: RowResult[] = [
     { row: 1, line: 2, status: 'succeeded', recordId: '501', at, original: { id: '501', status: 'open', note: 'x' } },
-    { row: 2, line: 3, status: 'failed', httpStatus: 422, code: 'CRM_REJECTED', message: 'status is not allowed', at, original: { id: '502', status: '=SUM(A1)', note: '+1' } },
+    {
+      row: 2,
+      line: 3,
+      status: 'failed',
+      httpStatus: 422,
+      code: 'CRM_REJECTED',
+      message: 'status is not allowed',
+      at,
+      original: { id: '502', status: '=SUM(A1)', note: '+1' },
+    },
     { row: 4, line: 6, status: 'succeeded', recordId: '504', at },
   ];
   await store.recordResults(run.id, results);
@@ -67,7 +81,18 @@ describe('writeResultsCsv', () => {
     expect(records.slice(1)).toEqual([
       [runId, '1', '2', 'succeeded', '501', '', '', '', '', ''],
       [runId, '2', '3', 'failed', '', '422', 'status is not allowed', '502', "'=SUM(A1)", "'+1"],
-      [runId, '3', '4', 'invalid', '', '', 'row is invalid; id: must be a number; owner_id: is required', "'-5", "'@x", 'line one\nline two, "quoted"'],
+      [
+        runId,
+        '3',
+        '4',
+        'invalid',
+        '',
+        '',
+        'row is invalid; id: must be a number; owner_id: is required',
+        "'-5",
+        "'@x",
+        'line one\nline two, "quoted"',
+      ],
       [runId, '4', '6', 'succeeded', '504', '', '', '', '', ''],
     ]);
     // Unescaping the cells gives back exactly what was read from the source.
@@ -90,12 +115,18 @@ describe('writeResultsCsv', () => {
   });
 
   it('waits for a slow destination instead of buffering everything', async () => {
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'big.csv', columns: ['id', 'name'] });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'big.csv',
+      columns: ['id', 'name'],
+    });
     const at = new Date().toISOString();
     const total = 3000;
     await store.addQueued(run.id, total);
     const batch: RowResult[] = [];
-    for (let row = 1; row <= total; row++) batch.push({ row, status: 'failed', message: 'no', at, original: { id: String(row), name: 'n'.repeat(50) } });
+    for (let row = 1; row <= total; row++)
+      batch.push({ row, status: 'failed', message: 'no', at, original: { id: String(row), name: 'n'.repeat(50) } });
     await store.recordResults(run.id, batch);
     let bytes = 0;
     let maxPending = 0;
@@ -118,7 +149,14 @@ describe('writeResultsCsv', () => {
 
 describe('escapeCsvCell / unescapeCsvCell', () => {
   it('prefixes formula starts with a quote', () => {
-    expect(['=SUM(A1)', '+1', '-5', '@x', '\tx', '\rx'].map(escapeCsvCell)).toEqual(["'=SUM(A1)", "'+1", "'-5", "'@x", "'\tx", "'\rx"]);
+    expect(['=SUM(A1)', '+1', '-5', '@x', '\tx', '\rx'].map(escapeCsvCell)).toEqual([
+      "'=SUM(A1)",
+      "'+1",
+      "'-5",
+      "'@x",
+      "'\tx",
+      "'\rx",
+    ]);
     expect(['plain', '', '5-1', "'quoted", 'a=b'].map(escapeCsvCell)).toEqual(['plain', '', '5-1', "'quoted", 'a=b']);
   });
 

@@ -27,7 +27,13 @@ async function attempt(runId: string, row: number, token = `tok-${row}`, round =
   return { runId, row, round, lockKey, token };
 }
 
-const ok = (row: number, recordId = `d${row}`): RowResult => ({ row, line: row + 1, status: 'succeeded', recordId, at: new Date().toISOString() });
+const ok = (row: number, recordId = `d${row}`): RowResult => ({
+  row,
+  line: row + 1,
+  status: 'succeeded',
+  recordId,
+  at: new Date().toISOString(),
+});
 
 describe('write order of one record', () => {
   it('an older row is superseded once a later row for the record was applied; the same row may be sent again', async () => {
@@ -42,7 +48,7 @@ describe('write order of one record', () => {
     expect((await fence.beginUpdate(w3, deal('order-a'))).kind).toBe('send');
   });
 
-  it('a row waits while another row\'s write to the record is on the wire, and goes once it settles unapplied', async () => {
+  it("a row waits while another row's write to the record is on the wire, and goes once it settles unapplied", async () => {
     const runId = await runWithRows(2);
     const w1 = await attempt(runId, 1);
     const w2 = await attempt(runId, 2);
@@ -74,7 +80,9 @@ describe('write order of one record', () => {
     if (begin.kind !== 'send') throw new Error('expected send');
     // Settled with the result even though the writer lost its lock meanwhile: the CRM holds row 2's value.
     await redis.set(w2.lockKey, 'another-worker');
-    const stored = await store.recordFenced(runId, [ok(2)], { fences: [{ ...w2, settles: fence.settlement(deal('order-e'), begin.seq, true) }] });
+    const stored = await store.recordFenced(runId, [ok(2)], {
+      fences: [{ ...w2, settles: fence.settlement(deal('order-e'), begin.seq, true) }],
+    });
     expect(stored.refused).toEqual([{ row: 2, reason: 'lock' }]);
     expect(await fence.beginUpdate(w1, deal('order-e'))).toEqual({ kind: 'superseded', by: seqOf(runId, 2) });
   });
@@ -96,11 +104,17 @@ describe('a stale or finished writer sends nothing', () => {
     const stale = await attempt(runId, 1, 'old');
     await redis.set(stale.lockKey, 'new'); // another worker took the job over
     expect(await fence.beginUpdate(stale, deal('stale-1'))).toEqual({ kind: 'refused', reason: 'lock' });
-    expect(await fence.beginCreate(stale, 'fp-stale', { at: Date.now(), measured: true })).toEqual({ kind: 'refused', reason: 'lock' });
+    expect(await fence.beginCreate(stale, 'fp-stale', { at: Date.now(), measured: true })).toEqual({
+      kind: 'refused',
+      reason: 'lock',
+    });
 
     await store.recordResults(runId, [{ ...ok(2), status: 'failed', code: 'CRM_TRANSIENT', message: 'x' }]);
     await store.requeueRows(runId, [2], 7);
-    expect(await fence.beginUpdate(await attempt(runId, 2, 't2', 0), deal('stale-2'))).toEqual({ kind: 'refused', reason: 'round' });
+    expect(await fence.beginUpdate(await attempt(runId, 2, 't2', 0), deal('stale-2'))).toEqual({
+      kind: 'refused',
+      reason: 'round',
+    });
     expect((await fence.beginUpdate(await attempt(runId, 2, 't2', 7), deal('stale-2'))).kind).toBe('send');
 
     await store.recordResults(runId, [ok(3)]);
@@ -119,8 +133,17 @@ describe('creates: one claim per row', () => {
     expect(send.kind).toBe('send');
     expect((await fence.beginCreate(b, 'fp-1', clock())).kind).toBe('wait');
     if (send.kind !== 'send') return;
-    const conflict: RowResult = { row: 1, line: 2, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: new Date().toISOString() };
-    expect(await fence.finishCreate(a, 'fp-1', 'deal-1', ok(1, 'deal-1'), conflict, send.marker)).toEqual({ kind: 'recorded' });
+    const conflict: RowResult = {
+      row: 1,
+      line: 2,
+      status: 'failed',
+      code: 'CREATE_CONFLICT',
+      message: 'c',
+      at: new Date().toISOString(),
+    };
+    expect(await fence.finishCreate(a, 'fp-1', 'deal-1', ok(1, 'deal-1'), conflict, send.marker)).toEqual({
+      kind: 'recorded',
+    });
     expect((await store.getResult(runId, 1))?.recordId).toBe('deal-1');
     expect(await fence.claimed(['deal-1', 'deal-x'])).toEqual(new Set(['deal-1']));
     // The lock went with the finish: row 2 may create now. An answer naming deal-1 is refused as a success.
@@ -128,7 +151,10 @@ describe('creates: one claim per row', () => {
     expect(second.kind).toBe('send');
     if (second.kind !== 'send') return;
     const c2 = { ...conflict, row: 2 };
-    expect(await fence.finishCreate(b, 'fp-1', 'deal-1', ok(2, 'deal-1'), c2, second.marker)).toMatchObject({ kind: 'conflict', claimedBy: `${runId}/1` });
+    expect(await fence.finishCreate(b, 'fp-1', 'deal-1', ok(2, 'deal-1'), c2, second.marker)).toMatchObject({
+      kind: 'conflict',
+      claimedBy: `${runId}/1`,
+    });
     expect((await store.getResult(runId, 2))?.status).toBe('failed');
   });
 
@@ -138,14 +164,24 @@ describe('creates: one claim per row', () => {
     const sent = await fence.beginCreate(first, 'fp-2', clock());
     if (sent.kind !== 'send') throw new Error('expected send');
     await redis.set(first.lockKey, 'second'); // the job moved to another worker while the POST was out
-    const failed: RowResult = { row: 1, line: 2, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: new Date().toISOString() };
-    expect(await fence.finishCreate(first, 'fp-2', 'deal-2', ok(1, 'deal-2'), failed, sent.marker)).toEqual({ kind: 'refused', reason: 'lock' });
+    const failed: RowResult = {
+      row: 1,
+      line: 2,
+      status: 'failed',
+      code: 'CREATE_CONFLICT',
+      message: 'c',
+      at: new Date().toISOString(),
+    };
+    expect(await fence.finishCreate(first, 'fp-2', 'deal-2', ok(1, 'deal-2'), failed, sent.marker)).toEqual({
+      kind: 'refused',
+      reason: 'lock',
+    });
     expect(await store.getResult(runId, 1)).toBeNull();
     const next = await fence.beginCreate({ ...first, token: 'second' }, 'fp-2', clock());
     expect(next).toMatchObject({ kind: 'doubt', marker: { dealId: 'deal-2', sentAt: sent.marker.sentAt } });
   });
 
-  it('releasing removes only this attempt\'s marker; keeping it leaves the row in doubt', async () => {
+  it("releasing removes only this attempt's marker; keeping it leaves the row in doubt", async () => {
     const runId = await runWithRows(1);
     const w = await attempt(runId, 1);
     const sent = await fence.beginCreate(w, 'fp-3', clock());

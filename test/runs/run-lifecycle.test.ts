@@ -8,7 +8,14 @@ afterAll(cleanup);
 
 const at = new Date(0).toISOString();
 const ok = (row: number): RowResult => ({ row, status: 'succeeded', recordId: `r${row}`, at });
-const bad = (row: number): RowResult => ({ row, status: 'failed', httpStatus: 422, message: 'no', original: { id: `r${row}` }, at });
+const bad = (row: number): RowResult => ({
+  row,
+  status: 'failed',
+  httpStatus: 422,
+  message: 'no',
+  original: { id: `r${row}` },
+  at,
+});
 const newRun = () => store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'f.csv' });
 
 describe('run lifecycle guards', () => {
@@ -72,7 +79,9 @@ describe('run lifecycle guards', () => {
     expect(await store.failSilentProducers('quiet', -1000)).toEqual([stalled.id]);
     const failed = await store.requireRun(stalled.id);
     expect(failed.status).toBe('failed');
-    expect(failed.reason).toMatch(new RegExp(`reading big\\.csv stopped after 3 rows.*crm-sync runs resume ${stalled.id}`));
+    expect(failed.reason).toMatch(
+      new RegExp(`reading big\\.csv stopped after 3 rows.*crm-sync runs resume ${stalled.id}`),
+    );
     expect((await store.requireRun(finished.id)).status).toBe('blocked');
     // A heartbeat keeps a producer alive.
     const live = await store.createRun({ workspace: 'quiet', operation: 'deal.update', source: 'live.csv' });

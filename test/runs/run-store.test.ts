@@ -17,8 +17,14 @@ const at = '2026-11-23T03:55:12.345Z';
 function result(row: number, status: FinalRowStatus, extra: Partial<RowResult> = {}): RowResult {
   const base: RowResult = { row, status, at, line: row + 1 };
   if (status === 'succeeded') base.recordId = `rec-${row}`;
-  if (status === 'failed') Object.assign(base, { httpStatus: 422, code: 'CRM_REJECTED', message: `rejected row ${row}` });
-  if (status === 'invalid') Object.assign(base, { code: 'ROW_INVALID', message: 'row is invalid', errors: [{ field: 'value', message: 'must be a number' }] });
+  if (status === 'failed')
+    Object.assign(base, { httpStatus: 422, code: 'CRM_REJECTED', message: `rejected row ${row}` });
+  if (status === 'invalid')
+    Object.assign(base, {
+      code: 'ROW_INVALID',
+      message: 'row is invalid',
+      errors: [{ field: 'value', message: 'must be a number' }],
+    });
   return { ...base, original: { id: String(row), name: `Deal ${row}` }, ...extra };
 }
 
@@ -28,9 +34,24 @@ async function newRun(workspace = 'acme') {
 
 describe('create, get, list', () => {
   it('creates a running run with zero counts and reads it back', async () => {
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.create', source: 'in.csv', options: { format: 'csv', delimiter: ';' } });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.create',
+      source: 'in.csv',
+      options: { format: 'csv', delimiter: ';' },
+    });
     expect(run.status).toBe('running');
-    expect(run.counts).toEqual({ total: 0, queued: 0, succeeded: 0, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(run.counts).toEqual({
+      total: 0,
+      queued: 0,
+      succeeded: 0,
+      failed: 0,
+      skipped: 0,
+      invalid: 0,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     expect(run.producerDone).toBe(false);
     expect(await store.getRun(run.id)).toEqual(run);
     expect(await store.requireRun(run.id)).toEqual(run);
@@ -41,7 +62,9 @@ describe('create, get, list', () => {
   it('reports a missing run as RUN_NOT_FOUND', async () => {
     expect(await store.getRun('nope')).toBeNull();
     await expect(store.requireRun('nope')).rejects.toSatisfy((e) => isCrmSyncError(e, 'RUN_NOT_FOUND'));
-    await expect(store.recordResults('nope', [result(1, 'succeeded')])).rejects.toSatisfy((e) => isCrmSyncError(e, 'RUN_NOT_FOUND'));
+    await expect(store.recordResults('nope', [result(1, 'succeeded')])).rejects.toSatisfy((e) =>
+      isCrmSyncError(e, 'RUN_NOT_FOUND'),
+    );
     await expect(store.addQueued('nope', 3)).rejects.toSatisfy((e) => isCrmSyncError(e, 'RUN_NOT_FOUND'));
     // The failed calls must not leave a half-made run behind.
     expect(await store.getRun('nope')).toBeNull();
@@ -103,7 +126,17 @@ describe('counts', () => {
     // Redelivered jobs record the same rows again, also twice within one batch.
     await store.recordResults(run.id, [result(1, 'succeeded'), result(2, 'failed'), result(2, 'failed')]);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 4, queued: 1, succeeded: 2, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(counts).toEqual({
+      total: 4,
+      queued: 1,
+      succeeded: 2,
+      failed: 1,
+      skipped: 0,
+      invalid: 0,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     // A later delivery that ends differently never replaces the stored result: it is refused.
     const late = await store.recordFenced(run.id, [result(2, 'succeeded')]);
     expect(late.refused).toEqual([{ row: 2, reason: 'exists' }]);
@@ -112,7 +145,7 @@ describe('counts', () => {
     expect((await store.requireRun(run.id)).counts).toEqual(counts);
   });
 
-  it('stores a queued result only for the writer that still holds its job and the row\'s round', async () => {
+  it("stores a queued result only for the writer that still holds its job and the row's round", async () => {
     const run = await newRun();
     await store.addQueued(run.id, 3);
     const lockKey = `${prefix}:test-lock:${run.id}`;
@@ -126,9 +159,13 @@ describe('counts', () => {
     // Row 2 was retried (round 5): the first round's writer, or the sweep acting for it, is refused.
     await store.recordResults(run.id, [result(2, 'failed')]);
     await store.requeueRows(run.id, [2], 5);
-    const oldRound = await store.recordFenced(run.id, [result(2, 'failed')], { fences: [{ lockKey: '', token: '', round: 0 }] });
+    const oldRound = await store.recordFenced(run.id, [result(2, 'failed')], {
+      fences: [{ lockKey: '', token: '', round: 0 }],
+    });
     expect(oldRound.refused).toEqual([{ row: 2, reason: 'round' }]);
-    const newRound = await store.recordFenced(run.id, [result(2, 'succeeded')], { fences: [{ lockKey: '', token: '', round: 5 }] });
+    const newRound = await store.recordFenced(run.id, [result(2, 'succeeded')], {
+      fences: [{ lockKey: '', token: '', round: 5 }],
+    });
     expect(newRound.refused).toEqual([]);
     expect(newRound.counts).toMatchObject({ succeeded: 2, failed: 0, queued: 1 });
   });
@@ -139,7 +176,17 @@ describe('counts', () => {
     await store.recordResults(run.id, [result(1, 'invalid')], { fromQueue: false });
     await store.addQueued(run.id, 1);
     const counts = await store.recordResults(run.id, [result(3, 'succeeded')]);
-    expect(counts).toEqual({ total: 3, queued: 0, succeeded: 1, failed: 0, skipped: 1, invalid: 1, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(counts).toEqual({
+      total: 3,
+      queued: 0,
+      succeeded: 1,
+      failed: 0,
+      skipped: 1,
+      invalid: 1,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     const invalid = await store.getResult(run.id, 1);
     expect(invalid).toEqual(result(1, 'invalid'));
     // Succeeded/skipped rows do not keep their source values (memory), problem rows do.
@@ -201,7 +248,8 @@ describe('problems and iteration', () => {
     for (let first = 1; first <= rowCount; first += 1000) {
       const batch: RowResult[] = [];
       for (let row = first; row < first + 1000; row++) {
-        if (row % 10 === 0) batch.push(result(row, 'failed', row % 20 === 0 ? { message: `Owner ${row} not FOUND` } : {}));
+        if (row % 10 === 0)
+          batch.push(result(row, 'failed', row % 20 === 0 ? { message: `Owner ${row} not FOUND` } : {}));
         else if (row % 10 === 5) batch.push(result(row, 'invalid'));
         else batch.push(result(row, 'succeeded'));
       }
@@ -213,7 +261,11 @@ describe('problems and iteration', () => {
   it('pages failed and invalid rows in row order', async () => {
     const first = await store.problems(runId, { limit: 3 });
     expect(first.total).toBe(4000);
-    expect(first.rows.map((r) => [r.row, r.status])).toEqual([[5, 'invalid'], [10, 'failed'], [15, 'invalid']]);
+    expect(first.rows.map((r) => [r.row, r.status])).toEqual([
+      [5, 'invalid'],
+      [10, 'failed'],
+      [15, 'invalid'],
+    ]);
     const later = await store.problems(runId, { offset: 3999, limit: 10 });
     expect(later.rows.map((r) => r.row)).toEqual([20_000]);
     expect(later.rows[0]?.original).toEqual({ id: '20000', name: 'Deal 20000' });
@@ -255,13 +307,33 @@ describe('requeue', () => {
     let current = await store.requireRun(run.id);
     expect(current.status).toBe('running');
     expect(current.finishedAt).toBeUndefined();
-    expect(current.counts).toEqual({ total: 4, queued: 1, succeeded: 1, failed: 1, skipped: 0, invalid: 1, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(current.counts).toEqual({
+      total: 4,
+      queued: 1,
+      succeeded: 1,
+      failed: 1,
+      skipped: 0,
+      invalid: 1,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     expect(await store.getResult(run.id, 3)).toBeNull();
 
     const rest = await store.requeueRows(run.id, undefined, 2);
     expect(rest.map((r) => r.row)).toEqual([2, 4]);
     current = await store.requireRun(run.id);
-    expect(current.counts).toEqual({ total: 4, queued: 3, succeeded: 1, failed: 0, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(current.counts).toEqual({
+      total: 4,
+      queued: 3,
+      succeeded: 1,
+      failed: 0,
+      skipped: 0,
+      invalid: 0,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     expect(current.producerDone).toBe(true);
     expect((await store.problems(run.id)).total).toBe(0);
     expect(await store.requeueRows(run.id, undefined, 3)).toEqual([]);
@@ -269,7 +341,17 @@ describe('requeue', () => {
     await store.recordResults(run.id, [result(2, 'succeeded'), result(3, 'succeeded')]);
     expect((await store.requireRun(run.id)).status).toBe('running');
     const counts = await store.recordResults(run.id, [result(4, 'failed')]);
-    expect(counts).toEqual({ total: 4, queued: 0, succeeded: 3, failed: 1, skipped: 0, invalid: 0, superseded: 0, uncertain: 0, cancelled: 0 });
+    expect(counts).toEqual({
+      total: 4,
+      queued: 0,
+      succeeded: 3,
+      failed: 1,
+      skipped: 0,
+      invalid: 0,
+      superseded: 0,
+      uncertain: 0,
+      cancelled: 0,
+    });
     expect((await store.requireRun(run.id)).status).toBe('completed');
   });
 });
@@ -284,7 +366,9 @@ describe('deleteRun', () => {
     expect(await redis.keys(`${prefix}:run:${run.id}*`)).toEqual([]);
     expect((await store.listRuns({ workspace: 'deleted' })).total).toBe(0);
     expect((await store.listRuns({ status: 'running' })).runs.map((r) => r.id)).not.toContain(run.id);
-    await expect(store.recordResults(run.id, [result(1, 'succeeded')])).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+    await expect(store.recordResults(run.id, [result(1, 'succeeded')])).rejects.toMatchObject({
+      code: 'RUN_NOT_FOUND',
+    });
     await store.deleteRun(run.id);
   });
 });

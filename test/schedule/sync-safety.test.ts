@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../src/runs/index.js';
-import { loadDefinitions, openSyncQueue, runSync, startSyncScheduler, SYNC_JOB_NAME, type SyncDefinition, type SyncQueue } from '../../src/schedule/index.js';
+import {
+  loadDefinitions,
+  openSyncQueue,
+  runSync,
+  startSyncScheduler,
+  SYNC_JOB_NAME,
+  type SyncDefinition,
+  type SyncQueue,
+} from '../../src/schedule/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { contactsCsv, writes } from '../reconcile/fixtures.js';
 
@@ -23,13 +31,25 @@ describe('nightly sync safety', () => {
 
   /** A sync over its own file in which every 4th contact has a new phone number (10 of 40 rows). */
   const define = (name: string, extra: Record<string, unknown> = {}): SyncDefinition => {
-    writeFileSync(join(data, `${name}.csv`), contactsCsv(h, (i) => i % 4 === 0, `+1 ${String(100 + Object.keys(defined).length)}-555-`).text);
+    writeFileSync(
+      join(data, `${name}.csv`),
+      contactsCsv(h, (i) => i % 4 === 0, `+1 ${String(100 + Object.keys(defined).length)}-555-`).text,
+    );
     defined[name] = true;
-    const body = { name, workspace: 'acme', operation: 'contact.update', source: `../data/${name}.csv`, matchKey: 'email', schedule: { cron: '0 2 * * *', timezone: 'UTC' }, ...extra };
+    const body = {
+      name,
+      workspace: 'acme',
+      operation: 'contact.update',
+      source: `../data/${name}.csv`,
+      matchKey: 'email',
+      schedule: { cron: '0 2 * * *', timezone: 'UTC' },
+      ...extra,
+    };
     writeFileSync(join(jobs, `${name}.json`), JSON.stringify(body));
     return loadDefinitions(jobs).find((d) => d.name === name)!;
   };
-  const latestRun = async (sync: string): Promise<RunRecord | undefined> => (await h.runtime.store.listRuns({ syncName: sync, limit: 1 })).runs[0];
+  const latestRun = async (sync: string): Promise<RunRecord | undefined> =>
+    (await h.runtime.store.listRuns({ syncName: sync, limit: 1 })).runs[0];
   const until = async (check: () => Promise<boolean>, timeoutMs = 15_000) => {
     const deadline = Date.now() + timeoutMs;
     while (!(await check())) {
@@ -43,7 +63,8 @@ describe('nightly sync safety', () => {
     execFileSync('mkfifo', [path]);
     return { path, open: () => createWriteStream(path) };
   };
-  const write = (out: WriteStream, text: string) => new Promise<void>((resolve, reject) => out.write(text, (err) => (err ? reject(err) : resolve())));
+  const write = (out: WriteStream, text: string) =>
+    new Promise<void>((resolve, reject) => out.write(text, (err) => (err ? reject(err) : resolve())));
 
   beforeAll(async () => {
     h = await startHarness({ records: 40, seed: 3, retry: { attempts: 1, backoffMs: 10 } });
@@ -73,7 +94,12 @@ describe('nightly sync safety', () => {
     await h.runtime.store.setStatus(first.id, 'running');
     const pool = await h.startWorkers();
     try {
-      expect(await watched).toMatchObject({ runId: first.id, status: 'completed', skipped: false, counts: { succeeded: 10, skipped: 30 } });
+      expect(await watched).toMatchObject({
+        runId: first.id,
+        status: 'completed',
+        skipped: false,
+        counts: { succeeded: 10, skipped: 30 },
+      });
     } finally {
       await pool.close();
     }
@@ -112,10 +138,18 @@ describe('nightly sync safety', () => {
 
   it('fails an orphaned previous run (producer gone, lock free) and runs the tick', async () => {
     const def = define('orphan', { options: { dryRun: true } });
-    const orphan = await h.runtime.store.createRun({ workspace: 'acme', operation: 'contact.update', source: 'x.csv', syncName: 'orphan' });
+    const orphan = await h.runtime.store.createRun({
+      workspace: 'acme',
+      operation: 'contact.update',
+      source: 'x.csv',
+      syncName: 'orphan',
+    });
     const summary = await runSync(def, { runtime: h.runtime, pollMs: 20 });
     expect(summary).toMatchObject({ skipped: false, status: 'completed', counts: { total: 40, skipped: 40 } });
-    expect(await h.runtime.store.requireRun(orphan.id)).toMatchObject({ status: 'failed', reason: 'its producer stopped before reading the whole file' });
+    expect(await h.runtime.store.requireRun(orphan.id)).toMatchObject({
+      status: 'failed',
+      reason: 'its producer stopped before reading the whole file',
+    });
   });
 
   it('after an abort, rows the producer still held are removed from the queue too: every row ends with one result', async () => {
@@ -124,7 +158,8 @@ describe('nightly sync safety', () => {
     const def = define('abort-tail', { source: '../data/abort.csv', options: { maxFailures: 3 } });
     const sync = runSync(def, { runtime: h.runtime, pollMs: 20 });
     const out = source.open();
-    const changed = (from: number, to: number) => contacts.slice(from, to).map((c, i) => [c.name, c.email, `+1 222-555-${String(from + i).padStart(4, '0')}`]);
+    const changed = (from: number, to: number) =>
+      contacts.slice(from, to).map((c, i) => [c.name, c.email, `+1 222-555-${String(from + i).padStart(4, '0')}`]);
     const ghosts = Array.from({ length: 500 }, (_, i) => [`Ghost ${i}`, `ghost${i}@nowhere.example`, '']);
     // Rows 1-10 are real changes (held in the producer's chunk), then 500 unknown emails: their
     // results reach the store together and the watch aborts the run while the chunk is held.
@@ -139,7 +174,14 @@ describe('nightly sync safety', () => {
     expect(run.counts).toMatchObject({ total: 515, queued: 0, failed: 515 });
     const results = await resultsByRow(h, summary.runId);
     expect(results.map((r) => r.row)).toEqual(Array.from({ length: 515 }, (_, i) => i + 1));
-    expect(results.filter((r) => r.code === 'RUN_ABORTED').map((r) => r.row)).toEqual([...Array.from({ length: 10 }, (_, i) => i + 1), 511, 512, 513, 514, 515]);
+    expect(results.filter((r) => r.code === 'RUN_ABORTED').map((r) => r.row)).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => i + 1),
+      511,
+      512,
+      513,
+      514,
+      515,
+    ]);
     const waiting = await h.runtime.queue('acme').getJobs(['waiting', 'delayed', 'prioritized']);
     expect(waiting.filter((j) => j?.data.runId === summary.runId)).toEqual([]);
   });
@@ -176,7 +218,9 @@ describe('nightly sync safety', () => {
       h.ws.addApiKey(h.apiKey);
     }
     expect(blocked).toMatchObject({ status: 'blocked', skipped: false, counts: { total: 0 } });
-    expect(blocked.reason).toMatch(/refused the API key of workspace "acme" \(HTTP 401.*while the reconcile index was being built.*run the sync again/);
+    expect(blocked.reason).toMatch(
+      /refused the API key of workspace "acme" \(HTTP 401.*while the reconcile index was being built.*run the sync again/,
+    );
     h.ws.resetStats();
     const pool = await h.startWorkers();
     try {
@@ -189,10 +233,19 @@ describe('nightly sync safety', () => {
 
   it('the scheduler stops within its close timeout while a sync is still going; the run goes on', async () => {
     const def = define('long-sync');
-    const scheduler = await startSyncScheduler({ config: h.config, logger: h.runtime.logger, jobsDir: jobs, closeTimeoutMs: 200, runSync: { pollMs: 20 } });
+    const scheduler = await startSyncScheduler({
+      config: h.config,
+      logger: h.runtime.logger,
+      jobsDir: jobs,
+      closeTimeoutMs: 200,
+      runSync: { pollMs: 20 },
+    });
     await queue.add(SYNC_JOB_NAME, { sync: def.name, file: def.file });
     await until(async () => (await latestRun('long-sync'))?.producerDone === true);
-    const outcome = await Promise.race([scheduler.close().then(() => 'closed'), sleep(10_000).then(() => 'still waiting')]);
+    const outcome = await Promise.race([
+      scheduler.close().then(() => 'closed'),
+      sleep(10_000).then(() => 'still waiting'),
+    ]);
     expect(outcome).toBe('closed');
     expect((await latestRun('long-sync'))?.status).toBe('running');
   });

@@ -29,7 +29,15 @@ describe('nightly syncs', () => {
   let jobs: string;
 
   const define = (name: string, extra: Record<string, unknown> = {}): SyncDefinition => {
-    const body = { name, workspace: 'acme', operation: 'contact.update', source: '../data/contacts-sync.csv', matchKey: 'email', schedule: { cron: '0 2 * * *', timezone: 'Europe/Berlin' }, ...extra };
+    const body = {
+      name,
+      workspace: 'acme',
+      operation: 'contact.update',
+      source: '../data/contacts-sync.csv',
+      matchKey: 'email',
+      schedule: { cron: '0 2 * * *', timezone: 'Europe/Berlin' },
+      ...extra,
+    };
     writeFileSync(join(jobs, `${name}.json`), JSON.stringify(body));
     return loadDefinitions(jobs).find((d) => d.name === name)!;
   };
@@ -83,15 +91,23 @@ describe('nightly syncs', () => {
     let first: ReturnType<typeof runSync>;
     try {
       first = runSync(def, { runtime: h.runtime, pollMs: 50 });
-      await waitFor(async () => (await h.runtime.store.listRuns({ syncName: 'overlap' })).runs[0]?.producerDone === true);
+      await waitFor(
+        async () => (await h.runtime.store.listRuns({ syncName: 'overlap' })).runs[0]?.producerDone === true,
+      );
       const second = await runSync(def, { runtime: h.runtime, pollMs: 50 });
       expect(second).toMatchObject({ skipped: true, status: 'completed' });
-      expect(second.reason).toMatch(/^skipped: (previous run \S+ still running|a tick of this sync is still being handled)$/);
+      expect(second.reason).toMatch(
+        /^skipped: (previous run \S+ still running|a tick of this sync is still being handled)$/,
+      );
     } finally {
       await workspaceQueue.resume();
     }
     const done = await first;
-    expect(done).toMatchObject({ skipped: false, status: 'completed', counts: { total: 60, succeeded: 6, skipped: 54 } });
+    expect(done).toMatchObject({
+      skipped: false,
+      status: 'completed',
+      counts: { total: 60, succeeded: 6, skipped: 54 },
+    });
     const history = await h.runtime.store.listRuns({ syncName: 'overlap' });
     expect(history.total).toBe(2);
     expect(history.runs[1]?.reason ?? '').toBe('');
@@ -104,7 +120,11 @@ describe('nightly syncs', () => {
     h.ws.resetStats();
     const summary = await runSync(def, { runtime: h.runtime, pollMs: 50 });
     expect(writes(h)).toBe(0);
-    expect(summary).toMatchObject({ status: 'completed', counts: { total: 60, skipped: 60, succeeded: 0 }, plan: { skip: 60, update: 0 } });
+    expect(summary).toMatchObject({
+      status: 'completed',
+      counts: { total: 60, skipped: 60, succeeded: 0 },
+      plan: { skip: 60, update: 0 },
+    });
     expect(h.ws.stats.listPages).toBe(2); // 60 records fit one page, then the empty page ends the list
     expect(received.at(-1)).toEqual(JSON.parse(JSON.stringify(summary)));
     expect(received).toHaveLength(2);
@@ -132,12 +152,23 @@ describe('nightly syncs', () => {
 
   it('the scheduler process turns a tick into a reconciled run of the sync', async () => {
     const def = define('ticked');
-    const scheduler = await startSyncScheduler({ config: h.config, logger: h.runtime.logger, jobsDir: jobs, runSync: { pollMs: 50 } });
+    const scheduler = await startSyncScheduler({
+      config: h.config,
+      logger: h.runtime.logger,
+      jobsDir: jobs,
+      runSync: { pollMs: 50 },
+    });
     try {
       await queue.add(SYNC_JOB_NAME, { sync: def.name, file: def.file });
-      await waitFor(async () => (await h.runtime.store.listRuns({ syncName: 'ticked', status: 'completed' })).total === 1);
+      await waitFor(
+        async () => (await h.runtime.store.listRuns({ syncName: 'ticked', status: 'completed' })).total === 1,
+      );
       const [run] = (await h.runtime.store.listRuns({ syncName: 'ticked' })).runs;
-      expect(run).toMatchObject({ operation: 'contact.update', options: { reconcile: true, matchKey: 'email' }, counts: { total: 60 } });
+      expect(run).toMatchObject({
+        operation: 'contact.update',
+        options: { reconcile: true, matchKey: 'email' },
+        counts: { total: 60 },
+      });
     } finally {
       await scheduler.close();
     }

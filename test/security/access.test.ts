@@ -38,7 +38,12 @@ describe('holds', () => {
   it('every route but the probes, the sign-in form and its assets needs the token', async () => {
     for (const r of routes) {
       const path = pathOf(r);
-      const res = await d.ask({ method: r.method, path, headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: r.method === 'GET' ? undefined : '' });
+      const res = await d.ask({
+        method: r.method,
+        path,
+        headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: r.method === 'GET' ? undefined : '',
+      });
       const where = `${r.method} ${path}`;
       if (OPEN.has(r.pattern)) {
         expect(res.status, where).not.toBe(302);
@@ -59,14 +64,26 @@ describe('holds', () => {
       const path = pathOf(r);
       const where = `${r.method} ${path}`;
       const send = (headers: Record<string, string>, body: string) =>
-        d.ask({ method: r.method, path, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+        d.ask({
+          method: r.method,
+          path,
+          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          body,
+        });
       expect((await send({ origin: 'http://evil.example' }, form({ _csrf }))).status, `${where} cross-site`).toBe(403);
-      expect((await send({ 'sec-fetch-site': 'cross-site' }, form({ _csrf }))).status, `${where} fetch metadata`).toBe(403);
+      expect((await send({ 'sec-fetch-site': 'cross-site' }, form({ _csrf }))).status, `${where} fetch metadata`).toBe(
+        403,
+      );
       expect((await send({}, form({ _csrf }))).status, `${where} no origin`).toBe(403);
       if (r.pattern === '/login') continue; // no session yet, so no form token: the origin check is its guard
       const bare = multipartBody({}, { name: 'f.csv', content: 'crm_sync_row,name\n1,x\n' });
       const noToken = r.pattern.endsWith('/upload')
-        ? await d.ask({ method: r.method, path, headers: { cookie, origin: d.origin, 'content-type': bare.type }, body: bare.body })
+        ? await d.ask({
+            method: r.method,
+            path,
+            headers: { cookie, origin: d.origin, 'content-type': bare.type },
+            body: bare.body,
+          })
         : await send({ origin: d.origin }, '');
       expect(noToken.status, `${where} no form token`).toBe(r.pattern.startsWith('/queues') ? 405 : 403);
     }
@@ -76,18 +93,29 @@ describe('holds', () => {
 
   it('Bull Board is read-only: every write route refuses, even a bearer script, and the job stays', async () => {
     const queue = d.h.runtime.queue('acme');
-    await queue.add('contact.update', { runId: acmeRun, row: 1, line: 2, payload: { op: 'contact.update', id: 'x', body: {} }, original: {} } as never, { jobId: 'probe', delay: 3_600_000 });
+    await queue.add(
+      'contact.update',
+      { runId: acmeRun, row: 1, line: 2, payload: { op: 'contact.update', id: 'x', body: {} }, original: {} } as never,
+      { jobId: 'probe', delay: 3_600_000 },
+    );
     try {
       const writes = unsafe().filter((r) => r.pattern.startsWith('/queues'));
       expect(writes.length).toBeGreaterThan(15);
       for (const r of writes) {
         const path = pathOf(r).replace('no-such-job', 'probe');
-        const res = await d.ask({ method: r.method, path, headers: { ...bearer, 'content-type': 'application/json' }, body: '{}' });
+        const res = await d.ask({
+          method: r.method,
+          path,
+          headers: { ...bearer, 'content-type': 'application/json' },
+          body: '{}',
+        });
         expect(res.status, `${r.method} ${path}`).toBe(405);
       }
       expect(await queue.getJobState('probe')).toBe('delayed');
       expect(await queue.isPaused()).toBe(false);
-      const listed = (await d.ask({ path: '/queues/api/queues', headers: bearer })).json<{ queues: Array<{ readOnlyMode: boolean }> }>();
+      const listed = (await d.ask({ path: '/queues/api/queues', headers: bearer })).json<{
+        queues: Array<{ readOnlyMode: boolean }>;
+      }>();
       expect(listed.queues.every((q) => q.readOnlyMode)).toBe(true);
     } finally {
       await queue.remove('probe');
@@ -96,7 +124,13 @@ describe('holds', () => {
 
   it('no answer carries the API key, the dashboard token or a cookie secret; all say Cache-Control: no-store', async () => {
     const gets = routes.filter((r) => r.method === 'GET').map(pathOf);
-    gets.push(`/runs/${acmeRun}/results.csv?failed=1`, `/?status=completed`, `/runs/${acmeRun}?q=stage`, '/runs/20990101-000000-000-000zzzzz', '/login?next=/x');
+    gets.push(
+      `/runs/${acmeRun}/results.csv?failed=1`,
+      `/?status=completed`,
+      `/runs/${acmeRun}?q=stage`,
+      '/runs/20990101-000000-000-000zzzzz',
+      '/login?next=/x',
+    );
     for (const headers of [{ cookie }, { ...bearer, accept: 'application/json' }] as Array<Record<string, string>>) {
       for (const path of gets) {
         const res = await d.ask({ path, headers });
@@ -105,7 +139,8 @@ describe('holds', () => {
         expect(all, path).not.toContain(TOKEN);
         const type = String(res.headers['content-type'] ?? '');
         if (!path.startsWith('/static/') && !path.startsWith('/queues/static')) {
-          if (/json|csv|html|text\/plain/.test(type)) expect(res.headers['cache-control'], `${path} ${type}`).toBe('no-store');
+          if (/json|csv|html|text\/plain/.test(type))
+            expect(res.headers['cache-control'], `${path} ${type}`).toBe('no-store');
         }
       }
     }
@@ -115,26 +150,65 @@ describe('holds', () => {
 describe('findings', () => {
   it('run ids shaped like Redis keys are 404 on every run route, never 500', async () => {
     const _csrf = await d.formToken(cookie);
-    for (const id of [`${acmeRun}:results:0`, `${acmeRun}:problems`, `${acmeRun}:rounds`, 'x'.repeat(90), '%2e%2e', `${acmeRun}%00`]) {
-      for (const [method, suffix] of [['GET', ''], ['GET', '/results.csv'], ['POST', '/retry'], ['POST', '/resume']] as const) {
-        const res = await d.ask({ method, path: `/runs/${id}${suffix}`, headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body: method === 'POST' ? form({ _csrf }) : undefined });
+    for (const id of [
+      `${acmeRun}:results:0`,
+      `${acmeRun}:problems`,
+      `${acmeRun}:rounds`,
+      'x'.repeat(90),
+      '%2e%2e',
+      `${acmeRun}%00`,
+    ]) {
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['GET', '/results.csv'],
+        ['POST', '/retry'],
+        ['POST', '/resume'],
+      ] as const) {
+        const res = await d.ask({
+          method,
+          path: `/runs/${id}${suffix}`,
+          headers: {
+            cookie,
+            origin: d.origin,
+            accept: 'application/json',
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          body: method === 'POST' ? form({ _csrf }) : undefined,
+        });
         expect(res.status, `${method} ${id}${suffix}`).toBe(404);
         expect(res.json<{ error: string }>().error).toBe('RUN_NOT_FOUND');
       }
     }
   });
 
-  it('-w acme serves only acme: another workspace\'s run is 404 on every route', async () => {
+  it("-w acme serves only acme: another workspace's run is 404 on every route", async () => {
     const _csrf = await d.formToken(cookie);
     const json = { cookie, accept: 'application/json' };
     expect((await d.ask({ path: `/runs/${otherRun}`, headers: json })).status).toBe(404);
     expect((await d.ask({ path: `/runs/${otherRun}/results.csv`, headers: { cookie } })).status).toBe(404);
     for (const action of ['retry', 'resume']) {
-      const res = await d.ask({ method: 'POST', path: `/runs/${otherRun}/${action}`, headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ _csrf }) });
+      const res = await d.ask({
+        method: 'POST',
+        path: `/runs/${otherRun}/${action}`,
+        headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ _csrf }),
+      });
       expect(res.status, action).toBe(404);
     }
-    const upload = multipartBody({ _csrf }, { name: 'f.csv', content: `crm_sync_run_id,crm_sync_row,name\n${otherRun},1,x\n` });
-    expect((await d.ask({ method: 'POST', path: `/runs/${otherRun}/upload`, headers: { cookie, origin: d.origin, 'content-type': upload.type }, body: upload.body })).status).toBe(404);
+    const upload = multipartBody(
+      { _csrf },
+      { name: 'f.csv', content: `crm_sync_run_id,crm_sync_row,name\n${otherRun},1,x\n` },
+    );
+    expect(
+      (
+        await d.ask({
+          method: 'POST',
+          path: `/runs/${otherRun}/upload`,
+          headers: { cookie, origin: d.origin, 'content-type': upload.type },
+          body: upload.body,
+        })
+      ).status,
+    ).toBe(404);
     expect((await d.h.runtime.store.requireRun(otherRun)).counts.failed).toBe(2);
 
     const list = (await d.ask({ path: '/', headers: json })).json<{ runs: Array<{ id: string }>; total: number }>();
@@ -142,11 +216,25 @@ describe('findings', () => {
     expect(list.runs.map((r) => r.id)).not.toContain(otherRun);
     expect((await d.ask({ path: '/?workspace=globex', headers: json })).json()).toEqual({ total: 0, runs: [] });
     expect((await d.ask({ path: '/', headers: { cookie } })).text).not.toContain(otherRun);
-    expect((await d.ask({ method: 'POST', path: '/workspaces/globex/pause', headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ _csrf }) })).status).toBe(404);
+    expect(
+      (
+        await d.ask({
+          method: 'POST',
+          path: '/workspaces/globex/pause',
+          headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+          body: form({ _csrf }),
+        })
+      ).status,
+    ).toBe(404);
 
-    const queues = (await d.ask({ path: '/queues/api/queues', headers: bearer })).json<{ queues: Array<{ name: string }> }>();
+    const queues = (await d.ask({ path: '/queues/api/queues', headers: bearer })).json<{
+      queues: Array<{ name: string }>;
+    }>();
     expect(queues.queues.map((q) => q.name)).toEqual([queueName('acme')]);
-    expect((await d.ask({ path: `/queues/api/queues/${encodeURIComponent(queueName('globex'))}/workers`, headers: bearer })).status).toBe(404);
+    expect(
+      (await d.ask({ path: `/queues/api/queues/${encodeURIComponent(queueName('globex'))}/workers`, headers: bearer }))
+        .status,
+    ).toBe(404);
   });
 
   it('Resume acts only on a blocked run: a paused workspace stays paused (409)', async () => {
@@ -155,7 +243,9 @@ describe('findings', () => {
     try {
       const res = await d.postForm(`/runs/${acmeRun}/resume`, cookie, {}, { accept: 'application/json' });
       expect(res.status).toBe(409);
-      expect(res.json<{ message: string }>().message).toMatch(/not blocked: there is nothing to resume.*Workspaces page/);
+      expect(res.json<{ message: string }>().message).toMatch(
+        /not blocked: there is nothing to resume.*Workspaces page/,
+      );
       expect(await queue.isPaused()).toBe(true);
     } finally {
       await queue.resume();
@@ -172,7 +262,12 @@ describe('findings', () => {
       ['wrong boundary', 'multipart/form-data; boundary=nope', good.body],
     ];
     for (const [name, type, body] of cases) {
-      const res = await d.ask({ method: 'POST', path: `/runs/${acmeRun}/upload`, headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': type }, body });
+      const res = await d.ask({
+        method: 'POST',
+        path: `/runs/${acmeRun}/upload`,
+        headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': type },
+        body,
+      });
       expect(res.status, name).toBe(400);
       expect(res.json<{ message: string }>().message, name).not.toMatch(/Something went wrong/);
     }
@@ -181,12 +276,27 @@ describe('findings', () => {
 
   it('a binary or unreadable upload is refused without naming a server path', async () => {
     const _csrf = await d.formToken(cookie);
-    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.alloc(2000, 0xff)]);
-    const late = Buffer.concat([Buffer.from(`crm_sync_row,name\n${'1,ok\n'.repeat(20_000)}`), Buffer.from([0xc3, 0x28, 0x0a])]);
-    for (const [name, content] of [['png', png], ['bad bytes after 64 KB', late], ['no crm_sync_row', Buffer.from('a,b\n1,2\n')]] as const) {
+    const png = Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]),
+      Buffer.alloc(2000, 0xff),
+    ]);
+    const late = Buffer.concat([
+      Buffer.from(`crm_sync_row,name\n${'1,ok\n'.repeat(20_000)}`),
+      Buffer.from([0xc3, 0x28, 0x0a]),
+    ]);
+    for (const [name, content] of [
+      ['png', png],
+      ['bad bytes after 64 KB', late],
+      ['no crm_sync_row', Buffer.from('a,b\n1,2\n')],
+    ] as const) {
       const upload = multipartBody({ _csrf }, { name: 'corrected.csv', content });
       for (const accept of ['application/json', 'text/html']) {
-        const res = await d.ask({ method: 'POST', path: `/runs/${acmeRun}/upload`, headers: { cookie, origin: d.origin, accept, 'content-type': upload.type }, body: upload.body });
+        const res = await d.ask({
+          method: 'POST',
+          path: `/runs/${acmeRun}/upload`,
+          headers: { cookie, origin: d.origin, accept, 'content-type': upload.type },
+          body: upload.body,
+        });
         expect(res.status, name).toBeGreaterThanOrEqual(400);
         expect(res.status, name).toBeLessThan(500);
         expect(res.text, name).not.toMatch(/\/tmp|crm-sync-upload|corrected\.csv/);
@@ -194,6 +304,9 @@ describe('findings', () => {
       }
     }
     // Refused before the retry began: the run was not touched.
-    expect(await d.h.runtime.store.requireRun(acmeRun)).toMatchObject({ status: 'completed', counts: { failed: 3, queued: 0 } });
+    expect(await d.h.runtime.store.requireRun(acmeRun)).toMatchObject({
+      status: 'completed',
+      counts: { failed: 3, queued: 0 },
+    });
   });
 });

@@ -17,10 +17,23 @@ afterAll(async () => {
 
 describe('--insecure-no-auth is for this machine only', () => {
   it('answers only requests whose Host is a loopback name or address (DNS rebinding)', async () => {
-    for (const host of [d.host, `localhost:${d.port}`, `dash.localhost:${d.port}`, `[::1]:${d.port}`, `127.1.2.3:${d.port}`]) {
+    for (const host of [
+      d.host,
+      `localhost:${d.port}`,
+      `dash.localhost:${d.port}`,
+      `[::1]:${d.port}`,
+      `127.1.2.3:${d.port}`,
+    ]) {
       expect((await d.ask({ path: '/', headers: { host } })).status, host).toBe(200);
     }
-    for (const host of ['evil.example', `evil.example:${d.port}`, `127.0.0.1.evil.example:${d.port}`, `192.168.1.10:${d.port}`, `[::ffff:7f00:1]:${d.port}`, 'localhost.evil.example']) {
+    for (const host of [
+      'evil.example',
+      `evil.example:${d.port}`,
+      `127.0.0.1.evil.example:${d.port}`,
+      `192.168.1.10:${d.port}`,
+      `[::ffff:7f00:1]:${d.port}`,
+      'localhost.evil.example',
+    ]) {
       const res = await d.ask({ path: '/healthz', headers: { host } });
       expect(res.status, host).toBe(403);
       expect(res.text).toContain('answers only to a loopback host name');
@@ -30,7 +43,12 @@ describe('--insecure-no-auth is for this machine only', () => {
   it('a bearer header does not skip the cross-site checks (there is no token to prove anything)', async () => {
     const _csrf = csrfOf((await d.ask({ path: '/workspaces' })).text);
     const post = (headers: Record<string, string>, body = form({ _csrf })) =>
-      d.ask({ method: 'POST', path: '/workspaces/acme/pause', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+      d.ask({
+        method: 'POST',
+        path: '/workspaces/acme/pause',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body,
+      });
     expect((await post({ authorization: 'Bearer x' })).status).toBe(403);
     expect((await post({ authorization: 'Bearer x', origin: 'http://evil.example' })).status).toBe(403);
     expect((await post({ authorization: 'Bearer x', origin: d.origin }, '')).status).toBe(403);
@@ -45,12 +63,20 @@ describe('--insecure-no-auth is for this machine only', () => {
     const env = { ...h.env };
     delete env.CRM_SYNC_DASHBOARD_TOKEN;
     for (const host of ['0.0.0.0', '192.168.1.10', '::']) {
-      const res = await runCli(['--config', h.configPath, 'dashboard', '--insecure-no-auth', '--host', host, '--port', '0'], env);
+      const res = await runCli(
+        ['--config', h.configPath, 'dashboard', '--insecure-no-auth', '--host', host, '--port', '0'],
+        env,
+      );
       expect(res.code, host).toBe(2);
       expect(res.stderr, host).toContain('--insecure-no-auth listens on loopback only');
     }
-    const short = await runCli(['--config', h.configPath, 'dashboard', '--port', '0'], { ...env, CRM_SYNC_DASHBOARD_TOKEN: '7' });
+    const short = await runCli(['--config', h.configPath, 'dashboard', '--port', '0'], {
+      ...env,
+      CRM_SYNC_DASHBOARD_TOKEN: '7',
+    });
     expect(short.code).toBe(2);
-    expect(short.stderr).toMatch(/CRM_SYNC_DASHBOARD_TOKEN\) has 1 characters; it needs at least 32 \(make one with: openssl rand -hex 16\)/);
+    expect(short.stderr).toMatch(
+      /CRM_SYNC_DASHBOARD_TOKEN\) has 1 characters; it needs at least 32 \(make one with: openssl rand -hex 16\)/,
+    );
   }, 60_000);
 });

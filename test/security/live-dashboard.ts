@@ -48,24 +48,42 @@ export interface LiveDashboard {
   /** The form token of the session, as its pages carry it. */
   formToken(cookie: string): Promise<string>;
   /** A same-origin form post of a signed-in browser. */
-  postForm(path: string, cookie: string, fields?: Record<string, string>, headers?: Record<string, string>): Promise<Answer>;
+  postForm(
+    path: string,
+    cookie: string,
+    fields?: Record<string, string>,
+    headers?: Record<string, string>,
+  ): Promise<Answer>;
   close(): Promise<void>;
 }
 
 export function ask(port: number, req: Ask): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers = { host: `127.0.0.1:${port}`, ...req.headers };
-    const r = httpRequest({ host: '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        const text = body.toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json: <T>() => JSON.parse(text) as T });
-      });
-    });
-    r.on('error', (err) => (req.abortAfterMs !== undefined ? resolve({ status: 0, headers: {}, body: Buffer.alloc(0), text: '', json: () => undefined as never }) : reject(err)));
+    const r = httpRequest(
+      { host: '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const text = body.toString('utf8');
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body,
+            text,
+            json: <T>() => JSON.parse(text) as T,
+          });
+        });
+      },
+    );
+    r.on('error', (err) =>
+      req.abortAfterMs !== undefined
+        ? resolve({ status: 0, headers: {}, body: Buffer.alloc(0), text: '', json: () => undefined as never })
+        : reject(err),
+    );
     if (req.abortAfterMs !== undefined) setTimeout(() => r.destroy(), req.abortAfterMs);
     if (req.body !== undefined) r.write(req.body);
     r.end();
@@ -89,12 +107,20 @@ export function cookieOf(answer: Answer): string | null {
 }
 
 /** A multipart/form-data body as a browser sends it. */
-export function multipartBody(fields: Record<string, string>, file?: { name: string; content: string | Buffer }): { body: Buffer; type: string } {
+export function multipartBody(
+  fields: Record<string, string>,
+  file?: { name: string; content: string | Buffer },
+): { body: Buffer; type: string } {
   const boundary = `----crmsync${Math.random().toString(16).slice(2)}`;
   const parts: Buffer[] = [];
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  for (const [k, v] of Object.entries(fields))
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   if (file) {
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n`));
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: text/csv\r\n\r\n`,
+      ),
+    );
     parts.push(typeof file.content === 'string' ? Buffer.from(file.content) : file.content, Buffer.from('\r\n'));
   }
   parts.push(Buffer.from(`--${boundary}--\r\n`));
@@ -115,7 +141,12 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
   const logs: LogLine[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
   const token = options.token === undefined ? TOKEN : options.token;
-  const app = await buildDashboard({ runtime: h.runtime, token: token === null ? null : new Secret(token), logger, ...options.dashboard });
+  const app = await buildDashboard({
+    runtime: h.runtime,
+    token: token === null ? null : new Secret(token),
+    logger,
+    ...options.dashboard,
+  });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const port = Number(new URL(address).port);
   const host = `127.0.0.1:${port}`;
@@ -136,7 +167,8 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
         body: form({ token: with_, next: '/' }),
       });
       const cookie = cookieOf(res);
-      if (res.status !== 303 || cookie === null) throw new Error(`sign-in answered ${res.status}: ${res.text.slice(0, 200)}`);
+      if (res.status !== 303 || cookie === null)
+        throw new Error(`sign-in answered ${res.status}: ${res.text.slice(0, 200)}`);
       return cookie;
     },
     async formToken(cookie) {
@@ -162,7 +194,12 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
 /** A run with `count` failed rows (HTTP 422, "unknown stage <n>"), written straight to the store. */
 export async function seedFailedRun(h: Harness, count: number, workspace = 'acme'): Promise<string> {
   const store = h.runtime.store;
-  const run = await store.createRun({ workspace, operation: 'deal.update', source: 'seeded.csv', columns: ['id', 'name', 'stage_id'] });
+  const run = await store.createRun({
+    workspace,
+    operation: 'deal.update',
+    source: 'seeded.csv',
+    columns: ['id', 'name', 'stage_id'],
+  });
   await store.addQueued(run.id, count);
   const at = new Date().toISOString();
   for (let first = 1; first <= count; first += 1000) {

@@ -21,7 +21,12 @@ export function listRoutes(app: FastifyInstance): Route[] {
     stack.length = depth;
     const parent = depth === 0 ? '' : (stack[depth - 1] ?? '');
     const segment = m[2]!;
-    const full = depth === 0 ? segment : parent.endsWith('/') || segment.startsWith('/') ? `${parent}${segment}` : `${parent}/${segment}`;
+    const full =
+      depth === 0
+        ? segment
+        : parent.endsWith('/') || segment.startsWith('/')
+          ? `${parent}${segment}`
+          : `${parent}/${segment}`;
     stack[depth] = full;
     for (const method of m[3]!.split(',').map((s) => s.trim())) {
       if (method !== 'HEAD') routes.push({ method, pattern: full });

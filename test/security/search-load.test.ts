@@ -27,7 +27,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('searching a run\'s problems is bounded', () => {
+describe("searching a run's problems is bounded", () => {
   it('one request looks through at most 5,000 rows and says where to go on; the cursor finds every match', async () => {
     const found: number[] = [];
     let from: number | null = 0;
@@ -62,7 +62,9 @@ describe('searching a run\'s problems is bounded', () => {
       }
     })();
     const t0 = performance.now();
-    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => d.ask({ path: `/runs/${runId}?q=needle-${i}`, headers: json })));
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => d.ask({ path: `/runs/${runId}?q=needle-${i}`, headers: json })),
+    );
     const stormMs = performance.now() - t0;
     storming = false;
     await probe;
@@ -86,7 +88,10 @@ describe('searching a run\'s problems is bounded', () => {
   }, 60_000);
 
   it('stops looking when the client goes away', async () => {
-    const slow = await startLiveDashboard({ harness: h, dashboard: { searchScanRows: 1_000_000, concurrency: { search: { running: 1, waiting: 0 } } } });
+    const slow = await startLiveDashboard({
+      harness: h,
+      dashboard: { searchScanRows: 1_000_000, concurrency: { search: { running: 1, waiting: 0 } } },
+    });
     try {
       // The client gives up early; on a loaded machine its request may not have reached the
       // search yet when it goes, so it tries again, giving up a little later each time.

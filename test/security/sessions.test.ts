@@ -20,7 +20,13 @@ const sessionKeys = async () => {
   const keys: string[] = [];
   let cursor = '0';
   do {
-    const [next, found] = await h.runtime.redis.scan(cursor, 'MATCH', `${h.config.prefix}:dashboard:session:*`, 'COUNT', 1000);
+    const [next, found] = await h.runtime.redis.scan(
+      cursor,
+      'MATCH',
+      `${h.config.prefix}:dashboard:session:*`,
+      'COUNT',
+      1000,
+    );
     cursor = next;
     keys.push(...found);
   } while (cursor !== '0');
@@ -56,7 +62,12 @@ describe('sessions live in Redis (finding: sign-out did not end a session)', () 
 
   it('every sign-in gets a new id, and the one the browser had ends', async () => {
     const first = await d.signIn();
-    const res = await d.ask({ method: 'POST', path: '/login', headers: { cookie: first, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token: TOKEN }) });
+    const res = await d.ask({
+      method: 'POST',
+      path: '/login',
+      headers: { cookie: first, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ token: TOKEN }),
+    });
     const second = cookieOf(res)!;
     expect(second).not.toBe(first);
     expect((await page(d, first)).status).toBe(302);
@@ -133,7 +144,12 @@ describe('HTTPS behind a proxy (findings: no trustProxy, Origin compared without
   });
 
   it('without trustProxy, X-Forwarded-Proto from anyone is not believed', async () => {
-    const res = await d.ask({ method: 'POST', path: '/login', headers: { 'x-forwarded-proto': 'https', origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token: TOKEN }) });
+    const res = await d.ask({
+      method: 'POST',
+      path: '/login',
+      headers: { 'x-forwarded-proto': 'https', origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ token: TOKEN }),
+    });
     expect(res.status).toBe(303);
     expect(res.headers['set-cookie']!.join(';')).not.toMatch(/Secure/);
     expect(res.headers['strict-transport-security']).toBeUndefined();
@@ -143,8 +159,19 @@ describe('HTTPS behind a proxy (findings: no trustProxy, Origin compared without
     const cookie = await d.signIn();
     const _csrf = await d.formToken(cookie);
     const post = (origin: string) =>
-      d.ask({ method: 'POST', path: '/workspaces/acme/pause', headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form({ _csrf }) });
-    for (const origin of [`https://${d.host}`, `http://127.0.0.1:${d.port + 1}`, 'http://localhost', `http://${d.host}.evil.example`, 'null']) {
+      d.ask({
+        method: 'POST',
+        path: '/workspaces/acme/pause',
+        headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form({ _csrf }),
+      });
+    for (const origin of [
+      `https://${d.host}`,
+      `http://127.0.0.1:${d.port + 1}`,
+      'http://localhost',
+      `http://${d.host}.evil.example`,
+      'null',
+    ]) {
       expect((await post(origin)).status, origin).toBe(403);
     }
     expect(await h.runtime.queue('acme').isPaused()).toBe(false);
@@ -152,11 +179,29 @@ describe('HTTPS behind a proxy (findings: no trustProxy, Origin compared without
     const proxied = await startLiveDashboard({ harness: h, dashboard: { trustProxy: ['127.0.0.1'] } });
     try {
       const c = cookieOf(
-        await proxied.ask({ method: 'POST', path: '/login', headers: { ...tls, origin: 'https://dash.example', 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token: TOKEN }) }),
+        await proxied.ask({
+          method: 'POST',
+          path: '/login',
+          headers: { ...tls, origin: 'https://dash.example', 'content-type': 'application/x-www-form-urlencoded' },
+          body: form({ token: TOKEN }),
+        }),
       )!;
-      const token = /name="_csrf" value="([^"]+)"/.exec((await proxied.ask({ path: '/workspaces', headers: { ...tls, cookie: c } })).text)![1]!;
+      const token = /name="_csrf" value="([^"]+)"/.exec(
+        (await proxied.ask({ path: '/workspaces', headers: { ...tls, cookie: c } })).text,
+      )![1]!;
       const send = (origin: string) =>
-        proxied.ask({ method: 'POST', path: '/workspaces/acme/resume', headers: { ...tls, cookie: c, origin, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form({ _csrf: token }) });
+        proxied.ask({
+          method: 'POST',
+          path: '/workspaces/acme/resume',
+          headers: {
+            ...tls,
+            cookie: c,
+            origin,
+            'content-type': 'application/x-www-form-urlencoded',
+            accept: 'application/json',
+          },
+          body: form({ _csrf: token }),
+        });
       expect((await send('http://dash.example')).status).toBe(403);
       expect((await send('https://dash.example')).status).toBe(200);
     } finally {

@@ -16,12 +16,27 @@ afterAll(async () => {
 });
 
 describe('open redirect after sign-in (finding: safeNext checked two characters)', () => {
-  const evil = ['/%09/evil.example', '/%0d/x', '/%0a/x', '//evil.example', '/\\evil.example', '/%5Cevil.example', 'https://evil.example/', '/%2F%2Fevil.example', '/\t/evil.example', '/%E2%80%A8x', 'javascript:alert(1)'];
+  const evil = [
+    '/%09/evil.example',
+    '/%0d/x',
+    '/%0a/x',
+    '//evil.example',
+    '/\\evil.example',
+    '/%5Cevil.example',
+    'https://evil.example/',
+    '/%2F%2Fevil.example',
+    '/\t/evil.example',
+    '/%E2%80%A8x',
+    'javascript:alert(1)',
+  ];
 
   it('signed in, GET /login?next=… never leaves the origin and never answers 500', async () => {
     const cookie = await d.signIn();
     for (const next of evil) {
-      const res = await d.ask({ path: `/login?next=${next.startsWith('/%') || next.startsWith('//') ? next : encodeURIComponent(next)}`, headers: { cookie } });
+      const res = await d.ask({
+        path: `/login?next=${next.startsWith('/%') || next.startsWith('//') ? next : encodeURIComponent(next)}`,
+        headers: { cookie },
+      });
       expect(res.status, next).toBe(303);
       const location = res.headers.location ?? '';
       expect(location, next).toMatch(/^\/(?![/\\])/);
@@ -32,13 +47,21 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
     }
     const tab = await d.ask({ path: '/login?next=/%09/evil.example', headers: { cookie } });
     expect(tab.headers.location).toBe('/');
-    const good = await d.ask({ path: `/login?next=${encodeURIComponent('/runs/x?q=stage#problems')}`, headers: { cookie } });
+    const good = await d.ask({
+      path: `/login?next=${encodeURIComponent('/runs/x?q=stage#problems')}`,
+      headers: { cookie },
+    });
     expect(good.headers.location).toBe('/runs/x?q=stage#problems');
   });
 
   it('the sign-in form keeps the same rule', async () => {
     for (const next of ['/\t/evil.example', '/\r/x', '//evil.example', '/ok?a=1']) {
-      const res = await d.ask({ method: 'POST', path: '/login', headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token: TOKEN, next }) });
+      const res = await d.ask({
+        method: 'POST',
+        path: '/login',
+        headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ token: TOKEN, next }),
+      });
       expect(res.status, next).toBe(303);
       expect(res.headers.location, next).toBe(next === '/ok?a=1' ? '/ok?a=1' : '/');
     }
@@ -47,15 +70,26 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
 
 describe('guessing the token (findings: any token accepted, no limit)', () => {
   it('refuses to start with a token shorter than 32 characters, saying how to make one', async () => {
-    await expect(buildDashboard({ runtime: h.runtime, token: new Secret('7') })).rejects.toThrow(/at least 32 .*openssl rand -hex 16/);
-    await expect(buildDashboard({ runtime: h.runtime, token: new Secret('x'.repeat(31)) })).rejects.toThrow(/31 characters/);
+    await expect(buildDashboard({ runtime: h.runtime, token: new Secret('7') })).rejects.toThrow(
+      /at least 32 .*openssl rand -hex 16/,
+    );
+    await expect(buildDashboard({ runtime: h.runtime, token: new Secret('x'.repeat(31)) })).rejects.toThrow(
+      /31 characters/,
+    );
   });
 
   it('limits wrong bearer tokens per client, across dashboard processes, with Retry-After and one log line per burst', async () => {
-    const a = await startLiveDashboard({ harness: h, dashboard: { authFailures: { maxFailures: 5, windowMs: 60_000 } } });
-    const b = await startLiveDashboard({ harness: h, dashboard: { authFailures: { maxFailures: 5, windowMs: 60_000 } } });
+    const a = await startLiveDashboard({
+      harness: h,
+      dashboard: { authFailures: { maxFailures: 5, windowMs: 60_000 } },
+    });
+    const b = await startLiveDashboard({
+      harness: h,
+      dashboard: { authFailures: { maxFailures: 5, windowMs: 60_000 } },
+    });
     try {
-      const bearer = (live: LiveDashboard, token: string) => live.ask({ path: '/', headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+      const bearer = (live: LiveDashboard, token: string) =>
+        live.ask({ path: '/', headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
       for (let i = 0; i < 3; i++) expect((await bearer(a, `wrong-${i}`)).status).toBe(401);
       for (let i = 3; i < 5; i++) expect((await bearer(b, `wrong-${i}`)).status).toBe(401);
       // Five failures spread over two processes: both now refuse this client, even the right token.
@@ -66,7 +100,12 @@ describe('guessing the token (findings: any token accepted, no limit)', () => {
         expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
         expect(res.text).toContain('Too many wrong tokens');
       }
-      const signIn = await a.ask({ method: 'POST', path: '/login', headers: { origin: a.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token: TOKEN }) });
+      const signIn = await a.ask({
+        method: 'POST',
+        path: '/login',
+        headers: { origin: a.origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ token: TOKEN }),
+      });
       expect(signIn.status).toBe(429);
       expect(signIn.headers['retry-after']).toBeDefined();
       expect(signIn.headers['set-cookie']).toBeUndefined();
@@ -83,9 +122,18 @@ describe('guessing the token (findings: any token accepted, no limit)', () => {
   });
 
   it('counts failed sign-ins through the form too, and never the right ones', async () => {
-    const live = await startLiveDashboard({ harness: h, dashboard: { authFailures: { maxFailures: 3, windowMs: 60_000 } } });
+    const live = await startLiveDashboard({
+      harness: h,
+      dashboard: { authFailures: { maxFailures: 3, windowMs: 60_000 } },
+    });
     try {
-      const attempt = (token: string) => live.ask({ method: 'POST', path: '/login', headers: { origin: live.origin, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ token }) });
+      const attempt = (token: string) =>
+        live.ask({
+          method: 'POST',
+          path: '/login',
+          headers: { origin: live.origin, 'content-type': 'application/x-www-form-urlencoded' },
+          body: form({ token }),
+        });
       for (let i = 0; i < 5; i++) expect((await attempt(TOKEN)).status).toBe(303);
       for (let i = 0; i < 3; i++) expect((await attempt(`guess-${i}`)).status).toBe(401);
       const locked = await attempt(TOKEN);

@@ -30,7 +30,12 @@ const ignoredFile = (lines: number) => `crm_sync_row,x\n${'x,1\n'.repeat(lines)}
 async function upload(content: string, accept = 'application/json') {
   const _csrf = await d.formToken(cookie);
   const { body, type } = multipartBody({ _csrf }, { name: 'corrected.csv', content });
-  return d.ask({ method: 'POST', path: `/runs/${runId}/upload`, headers: { cookie, origin: d.origin, accept, 'content-type': type }, body });
+  return d.ask({
+    method: 'POST',
+    path: `/runs/${runId}/upload`,
+    headers: { cookie, origin: d.origin, accept, 'content-type': type },
+    body,
+  });
 }
 
 describe('uploads are bounded', () => {
@@ -38,10 +43,18 @@ describe('uploads are bounded', () => {
     const lines = 1_000_000;
     const res = await upload(ignoredFile(lines));
     expect(res.status).toBe(200);
-    const answer = res.json<{ ignored: Array<{ line: number; reason: string }>; ignoredCount: number; progress: { read: number } }>();
+    const answer = res.json<{
+      ignored: Array<{ line: number; reason: string }>;
+      ignoredCount: number;
+      progress: { read: number };
+    }>();
     expect(answer.ignoredCount).toBe(lines);
     expect(answer.ignored).toHaveLength(200);
-    expect(answer.ignored[0]).toEqual({ row: null, line: 2, reason: 'no crm_sync_row column: use a file made by "runs export"' });
+    expect(answer.ignored[0]).toEqual({
+      row: null,
+      line: 2,
+      reason: 'no crm_sync_row column: use a file made by "runs export"',
+    });
     expect(answer.progress.read).toBe(0);
     expect(res.body.length).toBeLessThan(64 * 1024);
 
@@ -53,7 +66,10 @@ describe('uploads are bounded', () => {
     expect(page.text).toContain('5,000 lines were ignored');
     expect(page.text).toContain('… and 4,800 more (only the first 200 are listed).');
     expect(page.body.length).toBeLessThan(64 * 1024);
-    expect(await h.runtime.store.requireRun(runId)).toMatchObject({ status: 'completed', counts: { failed: 3, queued: 0 } });
+    expect(await h.runtime.store.requireRun(runId)).toMatchObject({
+      status: 'completed',
+      counts: { failed: 3, queued: 0 },
+    });
   }, 60_000);
 
   it('counts lines of another run, unknown rows and unreadable lines the same way', async () => {
@@ -64,7 +80,9 @@ describe('uploads are bounded', () => {
     const answer = res.json<{ ignored: Array<{ reason: string }>; ignoredCount: number }>();
     expect(answer.ignoredCount).toBe(answer.ignored.length);
     expect(answer.ignored.map((i) => i.reason).join('\n')).toMatch(new RegExp(`belongs to run ${other}`));
-    expect(answer.ignored.map((i) => i.reason).join('\n')).toMatch(/not a failed, invalid or uncertain row of this run/);
+    expect(answer.ignored.map((i) => i.reason).join('\n')).toMatch(
+      /not a failed, invalid or uncertain row of this run/,
+    );
   });
 
   it('uploads are served a few at a time: one more is told to come back (503, Retry-After)', async () => {
@@ -84,11 +102,36 @@ describe('download → upload → download (finding: formula-like headers were l
     const columns = ['id', 'name', '@cmd', '+1+1', '=HYPERLINK("http://evil.example","x")', '-note'];
     const store = h.runtime.store;
     // The formula-like columns map to no field: the run skipped them on purpose (issue 11).
-    const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'formulas.csv', columns, options: { ignoreUnknownColumns: true } });
+    const run = await store.createRun({
+      workspace: 'acme',
+      operation: 'deal.update',
+      source: 'formulas.csv',
+      columns,
+      options: { ignoreUnknownColumns: true },
+    });
     await store.addQueued(run.id, 2);
     const at = new Date().toISOString();
-    const original = (row: number) => ({ id: `no-such-deal-${row}`, name: '=1+1', '@cmd': '@SUM(A1)', '+1+1': '+1', '=HYPERLINK("http://evil.example","x")': '=cmd|"/c calc"!A0', '-note': '-5' });
-    await store.recordResults(run.id, [1, 2].map((row) => ({ row, line: row + 1, status: 'failed' as const, code: 'CRM_NOT_FOUND' as const, httpStatus: 404, message: 'not found', original: original(row), at })));
+    const original = (row: number) => ({
+      id: `no-such-deal-${row}`,
+      name: '=1+1',
+      '@cmd': '@SUM(A1)',
+      '+1+1': '+1',
+      '=HYPERLINK("http://evil.example","x")': '=cmd|"/c calc"!A0',
+      '-note': '-5',
+    });
+    await store.recordResults(
+      run.id,
+      [1, 2].map((row) => ({
+        row,
+        line: row + 1,
+        status: 'failed' as const,
+        code: 'CRM_NOT_FOUND' as const,
+        httpStatus: 404,
+        message: 'not found',
+        original: original(row),
+        at,
+      })),
+    );
     await store.finishProducing(run.id);
 
     const first = await d.ask({ path: `/runs/${run.id}/results.csv?failed=1`, headers: { cookie } });
@@ -96,7 +139,12 @@ describe('download → upload → download (finding: formula-like headers were l
     expect(header).toContain(`'@cmd,'+1+1,"'=HYPERLINK(""http://evil.example"",""x"")",'-note`);
     const _csrf = await d.formToken(cookie);
     const { body, type } = multipartBody({ _csrf }, { name: 'failed.csv', content: first.body });
-    const res = await d.ask({ method: 'POST', path: `/runs/${run.id}/upload`, headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': type }, body });
+    const res = await d.ask({
+      method: 'POST',
+      path: `/runs/${run.id}/upload`,
+      headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': type },
+      body,
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.json()).toMatchObject({ progress: { read: 2 }, ignoredCount: 0 });
     // The CRM does not know the deals: the rows fail again, now with the CRM's own 404.
@@ -106,7 +154,9 @@ describe('download → upload → download (finding: formula-like headers were l
     const second = await d.ask({ path: `/runs/${run.id}/results.csv?failed=1`, headers: { cookie } });
     expect(second.text.split('\n', 1)[0]).toBe(header);
     const values = (text: string) =>
-      (parse(text, { columns: true }) as Array<Record<string, string>>).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !(EXPORT_META_COLUMNS as readonly string[]).includes(k))));
+      (parse(text, { columns: true }) as Array<Record<string, string>>).map((r) =>
+        Object.fromEntries(Object.entries(r).filter(([k]) => !(EXPORT_META_COLUMNS as readonly string[]).includes(k))),
+      );
     expect(values(second.text)).toEqual(values(first.text));
     expect((await store.problems(run.id)).rows.map((r) => r.original)).toEqual([original(1), original(2)]);
   });

@@ -41,7 +41,12 @@ describe('workspace routing and authentication', () => {
 
   it('401 without a workspace subdomain (bare localhost or an IP)', async () => {
     for (const host of [`localhost:${sim.port}`, `127.0.0.1:${sim.port}`, `acme.example.com`]) {
-      const res = await httpRequest({ port: sim.port, host, path: '/api/external/v2/deals', headers: { 'x-api-key': 'acme-key' } });
+      const res = await httpRequest({
+        port: sim.port,
+        host,
+        path: '/api/external/v2/deals',
+        headers: { 'x-api-key': 'acme-key' },
+      });
       expect(res.status).toBe(401);
       expect(res.text).toBe(EXACT_401);
     }

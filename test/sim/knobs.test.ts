@@ -8,7 +8,12 @@ let ws: SimWorkspace;
 let api: ReturnType<typeof client>;
 
 beforeAll(async () => {
-  sim = await startSimulator({ workspaces: [{ name: 'acme', apiKeys: ['k'], records: 5 }, { name: 'calm', apiKeys: ['c'], records: 1 }] });
+  sim = await startSimulator({
+    workspaces: [
+      { name: 'acme', apiKeys: ['k'], records: 5 },
+      { name: 'calm', apiKeys: ['c'], records: 1 },
+    ],
+  });
   ws = sim.workspace('acme');
   api = client(sim, 'acme', 'k');
 });

@@ -15,7 +15,9 @@ beforeAll(async () => {
 });
 afterAll(() => sim.close());
 
-interface Page { pagination: { total_records: number; current_page_number: number; total_pages: number; page_size: number } }
+interface Page {
+  pagination: { total_records: number; current_page_number: number; total_pages: number; page_size: number };
+}
 type AnyPage = Page & Record<string, Array<{ id: string }>>;
 
 async function page(ws: string, key: string, path: string): Promise<AnyPage> {
@@ -90,8 +92,15 @@ describe('list endpoints', () => {
   });
 
   it.each([
-    'page_size=0', 'page_size=101', 'page_size=abc', 'page_size=1.5', 'page_size=-1', 'page_size=',
-    'page_number=0', 'page_number=x', 'page_number=1&page_number=2',
+    'page_size=0',
+    'page_size=101',
+    'page_size=abc',
+    'page_size=1.5',
+    'page_size=-1',
+    'page_size=',
+    'page_number=0',
+    'page_number=x',
+    'page_number=1&page_number=2',
   ])('422 {error} for %s', async (query) => {
     const res = await client(sim, 'big', 'b').get(`v2/deals?${query}`);
     expect(res.status).toBe(422);

@@ -52,7 +52,15 @@ describe('POST v2/deals', () => {
     const res = await api.post('v2/deals', { deal: { name: 'New deal', value: 10 } });
     expect(res.status).toBe(201);
     const deal = SpecDeal.parse((res.json as { deal: unknown }).deal);
-    expect(deal).toMatchObject({ name: 'New deal', value: 10, status: 'in_progress', owner: null, pipeline: null, stage: null, tags: [] });
+    expect(deal).toMatchObject({
+      name: 'New deal',
+      value: 10,
+      status: 'in_progress',
+      owner: null,
+      pipeline: null,
+      stage: null,
+      tags: [],
+    });
     expect(ws.deals.size).toBe(before + 1);
     expect(ws.deals.get(deal.id)?.name).toBe('New deal');
     const numbers = [...ws.deals.values()].map((d) => d.unique_number);
@@ -65,7 +73,16 @@ describe('POST v2/deals', () => {
     const owner = ws.owners[1];
     if (!stage || !tag || !owner) throw new Error('reference data missing');
     const res = await api.post('v2/deals', {
-      deal: { name: 'Full', value: 5, status: 'won', owner_id: owner.id, stage_id: stage.id, pipeline_id: stage.pipelineId, position: 2, tag_ids: [tag.id] },
+      deal: {
+        name: 'Full',
+        value: 5,
+        status: 'won',
+        owner_id: owner.id,
+        stage_id: stage.id,
+        pipeline_id: stage.pipelineId,
+        position: 2,
+        tag_ids: [tag.id],
+      },
     });
     expect(res.status).toBe(201);
     const deal = SpecDeal.parse((res.json as { deal: unknown }).deal);
@@ -98,8 +115,12 @@ describe('POST v2/deals', () => {
 
   it('400 {error} for a body that is not JSON, or empty', async () => {
     const bad = await httpRequest({
-      port: sim.port, method: 'POST', path: '/api/external/v2/deals', host: `acme.localhost:${sim.port}`,
-      headers: { 'x-api-key': 'k', 'content-type': 'application/json' }, rawBody: '{"deal":',
+      port: sim.port,
+      method: 'POST',
+      path: '/api/external/v2/deals',
+      host: `acme.localhost:${sim.port}`,
+      headers: { 'x-api-key': 'k', 'content-type': 'application/json' },
+      rawBody: '{"deal":',
     });
     expect(bad.status).toBe(400);
     expect(errorOf(bad)).toBeTruthy();
@@ -118,7 +139,9 @@ describe('PATCH v2/deals/{id}', () => {
     const deal = SpecDeal.parse((res.json as { deal: unknown }).deal);
     expect(deal).toMatchObject({ id, name: 'Renamed', value: 42, created_at: before.created_at });
     expect(Date.parse(deal.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
-    const again = SpecDeal.parse(((await api.patch(`v2/deals/${id}`, { deal: { name: 'Renamed' } })).json as { deal: unknown }).deal);
+    const again = SpecDeal.parse(
+      ((await api.patch(`v2/deals/${id}`, { deal: { name: 'Renamed' } })).json as { deal: unknown }).deal,
+    );
     expect(Date.parse(again.updated_at)).toBeGreaterThan(Date.parse(deal.updated_at));
   });
 
@@ -153,7 +176,9 @@ describe('PATCH v2/leads/{id}', () => {
   it('updates name, status, owner and tags: 200 {lead}', async () => {
     const id = firstId(ws.leads);
     const tags = ws.tags.slice(0, 2).map((t) => t.id);
-    const res = await api.patch(`v2/leads/${id}`, { lead: { name: 'Lead X', status: 'archived', owner_id: ws.owners[2]?.id, tag_ids: tags } });
+    const res = await api.patch(`v2/leads/${id}`, {
+      lead: { name: 'Lead X', status: 'archived', owner_id: ws.owners[2]?.id, tag_ids: tags },
+    });
     expect(res.status).toBe(200);
     const lead = SpecLead.parse((res.json as { lead: unknown }).lead);
     expect(lead).toMatchObject({ id, name: 'Lead X', status: 'archived', owner: ws.owners[2]?.id });
@@ -184,11 +209,25 @@ describe('PATCH v2/contacts/{id}', () => {
     const id = firstId(ws.contacts);
     const company = ws.companies[7];
     const res = await api.patch(`v2/contacts/${id}`, {
-      contact: { name: 'C X', email: 'cx@new.example', phone_number: '', company_id: company?.id, owner_id: ws.owners[0]?.id, tag_ids: [] },
+      contact: {
+        name: 'C X',
+        email: 'cx@new.example',
+        phone_number: '',
+        company_id: company?.id,
+        owner_id: ws.owners[0]?.id,
+        tag_ids: [],
+      },
     });
     expect(res.status).toBe(200);
     const contact = SpecContact.parse((res.json as { contact: unknown }).contact);
-    expect(contact).toMatchObject({ id, name: 'C X', email: 'cx@new.example', phone_number: '', company: { id: company?.id, name: company?.name }, tags: [] });
+    expect(contact).toMatchObject({
+      id,
+      name: 'C X',
+      email: 'cx@new.example',
+      phone_number: '',
+      company: { id: company?.id, name: company?.name },
+      tags: [],
+    });
     const lead = [...ws.leads.values()].find((l) => l.contact_id === id);
     if (lead) expect(ws.leadJson(lead).email).toBe('cx@new.example');
   });
@@ -230,8 +269,14 @@ describe('direct edits for tests', () => {
   it('direct edits are validated and unknown ids throw', () => {
     expect(() => ws.updateRecord('deals', 'nope', { name: 'x' })).toThrow(/no deals record/);
     expect(() => ws.updateRecord('deals', firstId(ws.deals), { value: 'x' })).toThrow(/invalid direct edit/);
-    expect(() => ws.createContact({ name: 'Dup', email: [...ws.contacts.values()][1]?.email ?? '' })).toThrow(/already used/);
+    expect(() => ws.createContact({ name: 'Dup', email: [...ws.contacts.values()][1]?.email ?? '' })).toThrow(
+      /already used/,
+    );
     const lead = ws.createLead({ name: 'Solo' });
-    expect(ws.leadJson(lead)).toMatchObject({ email: '', contact: { id: null, name: 'Solo' }, company: { id: null, name: null } });
+    expect(ws.leadJson(lead)).toMatchObject({
+      email: '',
+      contact: { id: null, name: 'Solo' },
+      company: { id: null, name: null },
+    });
   });
 });

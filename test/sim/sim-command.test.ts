@@ -22,15 +22,38 @@ describe('parseRateLimit', () => {
 
 describe('crm-sync sim', () => {
   it('prints base_urls and a curl example, serves seeded data, stops cleanly on SIGTERM', async () => {
-    const { child, out, port } = await startSimProcess(['--workspace', 'acme:K1', '--workspace', 'globex:K2', '--records', '12', '--seed', '7', '--rate', '100/s']);
+    const { child, out, port } = await startSimProcess([
+      '--workspace',
+      'acme:K1',
+      '--workspace',
+      'globex:K2',
+      '--records',
+      '12',
+      '--seed',
+      '7',
+      '--rate',
+      '100/s',
+    ]);
     try {
       expect(out).toContain(`base_url http://acme.localhost:${port}/api/external`);
       expect(out).toContain(`base_url http://globex.localhost:${port}/api/external`);
-      expect(out).toContain(`curl -H 'X-Api-Key: K1' 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`);
-      const res = await httpRequest({ port, host: `globex.localhost:${port}`, path: '/api/external/v2/deals?page_size=5', headers: { 'x-api-key': 'K2' } });
+      expect(out).toContain(
+        `curl -H 'X-Api-Key: K1' 'http://acme.localhost:${port}/api/external/v2/contacts?page_size=5'`,
+      );
+      const res = await httpRequest({
+        port,
+        host: `globex.localhost:${port}`,
+        path: '/api/external/v2/deals?page_size=5',
+        headers: { 'x-api-key': 'K2' },
+      });
       expect(res.status).toBe(200);
       expect((res.json as { pagination: { total_records: number } }).pagination.total_records).toBe(12);
-      const wrong = await httpRequest({ port, host: `globex.localhost:${port}`, path: '/api/external/v2/deals', headers: { 'x-api-key': 'K1' } });
+      const wrong = await httpRequest({
+        port,
+        host: `globex.localhost:${port}`,
+        path: '/api/external/v2/deals',
+        headers: { 'x-api-key': 'K1' },
+      });
       expect(wrong.status).toBe(401);
     } finally {
       child.kill('SIGTERM');

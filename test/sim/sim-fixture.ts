@@ -5,7 +5,12 @@ import { httpRequest, type HttpAnswer } from '../helpers/http.js';
 
 /** Requests to one workspace of a running simulator, with its key unless told otherwise. */
 export function client(sim: Simulator, workspace: string, apiKey: string | null, agent?: Agent) {
-  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpAnswer> =>
+  const call = (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<HttpAnswer> =>
     httpRequest({
       port: sim.port,
       method,

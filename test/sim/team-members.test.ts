@@ -8,7 +8,9 @@ let api: ReturnType<typeof client>;
 let members0 = 0;
 
 beforeAll(async () => {
-  sim = await startSimulator({ workspaces: [{ name: 'acme', apiKeys: ['k'], roles: ['Standard', 'Admin', 'Sales Rep'] }] });
+  sim = await startSimulator({
+    workspaces: [{ name: 'acme', apiKeys: ['k'], roles: ['Standard', 'Admin', 'Sales Rep'] }],
+  });
   ws = sim.workspace('acme');
   api = client(sim, 'acme', 'k');
   members0 = ws.teamMembers.size;
@@ -16,7 +18,8 @@ beforeAll(async () => {
 afterAll(() => sim.close());
 beforeEach(() => {
   // Keep only the seeded members so each case starts alike.
-  for (const [key, m] of ws.teamMembers) if (m.invitedBy !== null || m.addedAt > '2024-01-02') ws.teamMembers.delete(key);
+  for (const [key, m] of ws.teamMembers)
+    if (m.invitedBy !== null || m.addedAt > '2024-01-02') ws.teamMembers.delete(key);
 });
 
 describe('POST v2/team-members', () => {
@@ -33,10 +36,17 @@ describe('POST v2/team-members', () => {
 
   it('honours organization_role, invited_by and send_invitation_email "false"', async () => {
     const res = await api.post('v2/team-members', {
-      emails: ['carol@example.com'], organization_role: 'Sales Rep', invited_by: 'boss@example.com', send_invitation_email: 'false',
+      emails: ['carol@example.com'],
+      organization_role: 'Sales Rep',
+      invited_by: 'boss@example.com',
+      send_invitation_email: 'false',
     });
     expect(res.status).toBe(201);
-    expect(ws.teamMembers.get('carol@example.com')).toMatchObject({ role: 'Sales Rep', invitedBy: 'boss@example.com', invitationEmailSent: false });
+    expect(ws.teamMembers.get('carol@example.com')).toMatchObject({
+      role: 'Sales Rep',
+      invitedBy: 'boss@example.com',
+      invitationEmailSent: false,
+    });
   });
 
   it('an existing member is accepted again but not re-added', async () => {
@@ -54,7 +64,15 @@ describe('POST v2/team-members', () => {
       expect(res.status).toBe(406);
       expect(errorOf(res)).toMatch(/Accept/);
     }
-    expect((await api.post('v2/team-members', { emails: ['eve@example.com'] }, { accept: 'text/plain, application/json; q=0.9' })).status).toBe(201);
+    expect(
+      (
+        await api.post(
+          'v2/team-members',
+          { emails: ['eve@example.com'] },
+          { accept: 'text/plain, application/json; q=0.9' },
+        )
+      ).status,
+    ).toBe(201);
   });
 
   it.each([
@@ -65,8 +83,16 @@ describe('POST v2/team-members', () => {
     ['unknown role', { emails: ['f@example.com'], organization_role: 'Owner' }, /organization_role/],
     ['role not a string', { emails: ['f@example.com'], organization_role: 1 }, /organization_role/],
     ['bad invited_by', { emails: ['f@example.com'], invited_by: 'boss' }, /invited_by/],
-    ['boolean send_invitation_email', { emails: ['f@example.com'], send_invitation_email: false }, /send_invitation_email/],
-    ['other string send_invitation_email', { emails: ['f@example.com'], send_invitation_email: 'yes' }, /send_invitation_email/],
+    [
+      'boolean send_invitation_email',
+      { emails: ['f@example.com'], send_invitation_email: false },
+      /send_invitation_email/,
+    ],
+    [
+      'other string send_invitation_email',
+      { emails: ['f@example.com'], send_invitation_email: 'yes' },
+      /send_invitation_email/,
+    ],
     ['unknown field', { emails: ['f@example.com'], team: 'x' }, /unknown field.*team/],
     ['wrapped body', { team_member: { emails: ['f@example.com'] } }, /unknown field|emails/],
   ])('422 for %s, nobody added', async (_case, body, message) => {
@@ -79,7 +105,9 @@ describe('POST v2/team-members', () => {
 
   it('422 naming every bad email; the good ones in that request are not added', async () => {
     const size = ws.teamMembers.size;
-    const res = await api.post('v2/team-members', { emails: ['good@example.com', 'a@', 'b', 'also.good@example.com', 42] });
+    const res = await api.post('v2/team-members', {
+      emails: ['good@example.com', 'a@', 'b', 'also.good@example.com', 42],
+    });
     expect(res.status).toBe(422);
     expect(errorOf(res)).toBe('Invalid email addresses: a@, b, 42');
     expect(ws.teamMembers.size).toBe(size);

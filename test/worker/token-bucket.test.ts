@@ -48,7 +48,11 @@ describe('SharedTokenBucket', () => {
     const key = bucketKey();
     const limit = { max: 40, durationMs: 1000 };
     // Three "processes": separate buckets, separate connections, one Redis key.
-    const conns = [new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), redis];
+    const conns = [
+      new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
+      new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
+      redis,
+    ];
     const buckets = conns.map((c) => new SharedTokenBucket({ redis: c, key, limit }));
     try {
       const times = (await Promise.all(buckets.map((b) => takeMany(b, 40, 6)))).flat();
@@ -93,7 +97,10 @@ describe('SharedTokenBucket', () => {
   }, 10_000);
 
   it('a Redis error fails the waiting takes instead of hanging them', async () => {
-    const broken = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, enableOfflineQueue: false });
+    const broken = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+    });
     const bucket = new SharedTokenBucket({ redis: broken, key: bucketKey(), limit: { max: 10, durationMs: 1000 } });
     await expect(bucket.take()).rejects.toThrow();
     broken.disconnect();
