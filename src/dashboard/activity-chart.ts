@@ -39,19 +39,12 @@ function sparkline(points: SeriesPoint[], line: Line): SafeHtml {
   const coords = values.map((v, i) => `${(i * step).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   const last = values[values.length - 1] ?? 0;
   return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}">
-    <figcaption>
-      <b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span>
-    </figcaption>
-    <svg
-      viewBox="0 0 ${WIDTH} ${HEIGHT}"
-      preserveAspectRatio="none"
-      role="img"
-      aria-label="${line.label}, peak ${fmt(max)}${line.unit}"
-    >
-      <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
-      ${points.length > 1 ? html`<polyline points="${coords}"></polyline>` : ''}
-    </svg>
-  </figure>`;
+  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span></figcaption>
+  <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}">
+    <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
+    ${points.length > 1 ? html`<polyline points="${coords}"></polyline>` : ''}
+  </svg>
+</figure>`;
 }
 
 /** The charts of one workspace's activity between two moments, or a line saying there is none yet. */
@@ -63,14 +56,11 @@ export function activityCharts(title: string, points: SeriesPoint[]): SafeHtml {
       ? `${new Date(from).toISOString().slice(11, 19)}–${new Date(to + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC`
       : '';
   if (points.length === 0)
-    return html`<div class="card chart">
-      <h2>${title}</h2>
-      <p class="muted">No activity recorded in the last two hours.</p>
-    </div>`;
+    return html`<div class="card chart"><h2>${title}</h2><p class="muted">No activity recorded in the last two hours.</p></div>`;
   return html`<div class="card chart" data-chart>
-    <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
-    <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
-  </div>`;
+  <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
+  <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
+</div>`;
 }
 
 /**

@@ -18,58 +18,33 @@ export function errorGroupsSection(run: RunRecord, grouped: ProblemGroups, csrf:
   const id = encodeURIComponent(run.id);
   const n = (v: number) => v.toLocaleString('en-US');
   const retry = canRetry(run);
-  const line = (g: ProblemGroups['groups'][number]) =>
-    html`<tr data-group="${g.key}">
-      <td class="num"><b>${n(g.count)}</b></td>
-      <td><span class="badge ${g.status === 'invalid' ? 'warn' : 'bad'}">${RESULT_WORDS[g.status]}</span></td>
-      <td class="err">${g.message}${g.code !== '' ? html` <span class="muted mono">${g.code}</span>` : ''}</td>
-      <td class="nowrap">
-        <div class="actions">
-          <a href="/runs/${id}${query({ group: g.key })}#problems">Show rows</a>
-          <a href="/runs/${id}/results.csv${query({ group: g.key })}" download>CSV</a>
-          ${
-            g.status === 'invalid'
-              ? html`<span class="muted small">Correct the file first</span>`
-              : retry
-                ? html`<form method="post" action="/runs/${id}/retry">
-                    <input type="hidden" name="_csrf" value="${csrf}" /><input
-                      type="hidden"
-                      name="group"
-                      value="${g.key}"
-                    /><button type="submit">Retry ${n(g.count)}</button>
-                  </form>`
-                : ''
-          }
-        </div>
-      </td>
-    </tr>`;
+  const line = (g: ProblemGroups['groups'][number]) => html`<tr data-group="${g.key}">
+  <td class="num"><b>${n(g.count)}</b></td>
+  <td><span class="badge ${g.status === 'invalid' ? 'warn' : 'bad'}">${RESULT_WORDS[g.status]}</span></td>
+  <td class="err">${g.message}${g.code !== '' ? html` <span class="muted mono">${g.code}</span>` : ''}</td>
+  <td class="nowrap"><div class="actions">
+    <a href="/runs/${id}${query({ group: g.key })}#problems">Show rows</a>
+    <a href="/runs/${id}/results.csv${query({ group: g.key })}" download>CSV</a>
+    ${
+      g.status === 'invalid'
+        ? html`<span class="muted small">Correct the file first</span>`
+        : retry
+          ? html`<form method="post" action="/runs/${id}/retry"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="group" value="${g.key}"><button type="submit">Retry ${n(g.count)}</button></form>`
+          : ''
+    }
+  </div></td>
+</tr>`;
   const partial = grouped.complete
     ? ''
-    : html`<p class="muted small">
-        Grouped the first ${n(grouped.scanned)} problem rows; download the failed rows for the rest.
-      </p>`;
+    : html`<p class="muted small">Grouped the first ${n(grouped.scanned)} problem rows; download the failed rows for the rest.</p>`;
   const other =
     grouped.otherRows > 0
-      ? html`<p class="muted small">
-          ${n(grouped.otherRows)} more rows have other causes (only the first ${n(grouped.groups.length)} causes are
-          listed).
-        </p>`
+      ? html`<p class="muted small">${n(grouped.otherRows)} more rows have other causes (only the first ${n(grouped.groups.length)} causes are listed).</p>`
       : '';
   return html`<h2 id="groups">Errors by cause</h2>
-    <div class="scroll">
-      <table class="groups">
-        <thead>
-          <tr>
-            <th class="num">Rows</th>
-            <th>Result</th>
-            <th>Cause (values masked)</th>
-            <th></th>
-          </tr>
-        </thead>
-        <tbody>
-          ${grouped.groups.map(line)}
-        </tbody>
-      </table>
-    </div>
-    ${partial}${other}`;
+<div class="scroll"><table class="groups">
+<thead><tr><th class="num">Rows</th><th>Result</th><th>Cause (values masked)</th><th></th></tr></thead>
+<tbody>${grouped.groups.map(line)}</tbody>
+</table></div>
+${partial}${other}`;
 }

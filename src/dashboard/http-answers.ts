@@ -83,9 +83,7 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
       reply,
       page({
         title: 'Error',
-        body: html`<h1>That did not work</h1>
-          <div class="notice bad">${message}</div>
-          <p><a href="/">Back to the runs</a></p>`,
+        body: html`<h1>That did not work</h1><div class="notice bad">${message}</div><p><a href="/">Back to the runs</a></p>`,
       }),
       status,
     );

@@ -18,28 +18,26 @@ export function page(options: PageOptions): string {
     html`<a href="${href}" class="${options.nav === key ? 'active' : ''}">${label}</a>`;
   const signOut =
     options.canSignOut && options.csrf !== undefined
-      ? html`<form method="post" action="/logout">
-          <input type="hidden" name="_csrf" value="${options.csrf}" /><button type="submit">Sign out</button>
-        </form>`
+      ? html`<form method="post" action="/logout"><input type="hidden" name="_csrf" value="${options.csrf}"><button type="submit">Sign out</button></form>`
       : '';
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${options.title} · crm-sync</title>
-        <link rel="stylesheet" href="/static/dashboard.css" />
-        <script src="/static/dashboard.js" defer></script>
-      </head>
-      <body data-refresh="${options.refreshSeconds ?? 0}">
-        <header class="top">
-          <span class="brand">crm-sync</span>
-          <nav>
-            ${navLink('runs', '/', 'Runs')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}
-          </nav>
-          ${signOut}
-        </header>
-        <main>${options.body}</main>
-      </body>
-    </html>`.value;
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${options.title} · crm-sync</title>
+<link rel="stylesheet" href="/static/dashboard.css">
+<script src="/static/dashboard.js" defer></script>
+</head>
+<body data-refresh="${options.refreshSeconds ?? 0}">
+<header class="top">
+  <span class="brand">crm-sync</span>
+  <nav>${navLink('runs', '/', 'Runs')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
+  ${signOut}
+</header>
+<main>
+${options.body}
+</main>
+</body>
+</html>`.value;
 }

@@ -42,16 +42,16 @@ function loginPage(next: string, error?: string): string {
   return page({
     title: 'Sign in',
     body: html`<div class="login card">
-      <h1>Sign in</h1>
-      <p class="sub">Enter the dashboard token (the value of <code>CRM_SYNC_DASHBOARD_TOKEN</code>).</p>
-      ${error !== undefined ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
-      <form method="post" action="/login">
-        <input type="hidden" name="next" value="${next}" />
-        <label for="token">Token</label>
-        <input id="token" name="token" type="password" autocomplete="current-password" required autofocus />
-        <button class="primary" type="submit">Sign in</button>
-      </form>
-    </div>`,
+  <h1>Sign in</h1>
+  <p class="sub">Enter the dashboard token (the value of <code>CRM_SYNC_DASHBOARD_TOKEN</code>).</p>
+  ${error !== undefined ? html`<div class="notice bad" role="alert">${error}</div>` : ''}
+  <form method="post" action="/login">
+    <input type="hidden" name="next" value="${next}">
+    <label for="token">Token</label>
+    <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+    <button class="primary" type="submit">Sign in</button>
+  </form>
+</div>`,
   });
 }
 

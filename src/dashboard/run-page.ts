@@ -42,7 +42,7 @@ export interface RunPageData {
 }
 
 function hidden(csrf: string): SafeHtml {
-  return html`<input type="hidden" name="_csrf" value="${csrf}" />`;
+  return html`<input type="hidden" name="_csrf" value="${csrf}">`;
 }
 
 function countCard(label: string, value: number, tone = ''): SafeHtml {
@@ -58,30 +58,24 @@ function problemColumns(run: RunRecord, rows: RowResult[]): string[] {
 
 function problemRow(r: RowResult, columns: string[]): SafeHtml {
   return html`<tr>
-    <td><input type="checkbox" name="row" value="${r.row}" aria-label="Select row ${r.row}" /></td>
-    <td class="num">${r.row}</td>
-    <td class="num">${r.line ?? ''}</td>
-    <td>
-      ${r.status === 'invalid' ? html`<span class="badge warn">Invalid</span>` : html`<span class="badge bad">Failed</span>`}
-    </td>
-    <td class="num">${r.httpStatus ?? ''}</td>
-    <td class="err">
-      ${describeError(r)}${r.code !== undefined ? html` <span class="muted mono">${r.code}</span>` : ''}
-    </td>
-    ${columns.map((c) => html`<td>${r.original?.[c] ?? ''}</td>`)}
-  </tr>`;
+  <td><input type="checkbox" name="row" value="${r.row}" aria-label="Select row ${r.row}"></td>
+  <td class="num">${r.row}</td>
+  <td class="num">${r.line ?? ''}</td>
+  <td>${r.status === 'invalid' ? html`<span class="badge warn">Invalid</span>` : html`<span class="badge bad">Failed</span>`}</td>
+  <td class="num">${r.httpStatus ?? ''}</td>
+  <td class="err">${describeError(r)}${r.code !== undefined ? html` <span class="muted mono">${r.code}</span>` : ''}</td>
+  ${columns.map((c) => html`<td>${r.original?.[c] ?? ''}</td>`)}
+</tr>`;
 }
 
 function blockedNotice(run: RunRecord, csrf: string): SafeHtml | '' {
   if (run.status !== 'blocked') return '';
   return html`<div class="notice warn" role="alert">
-    <p><b>This run is waiting: the CRM refused the API key of workspace “${run.workspace}”.</b></p>
-    ${run.reason !== undefined ? html`<p>${run.reason}</p>` : ''}
-    <p>No rows were lost: they wait in the queue. First fix the key, then resume.</p>
-    <form method="post" action="/runs/${encodeURIComponent(run.id)}/resume">
-      ${hidden(csrf)}<button class="primary" type="submit">Resume workspace ${run.workspace}</button>
-    </form>
-  </div>`;
+  <p><b>This run is waiting: the CRM refused the API key of workspace “${run.workspace}”.</b></p>
+  ${run.reason !== undefined ? html`<p>${run.reason}</p>` : ''}
+  <p>No rows were lost: they wait in the queue. First fix the key, then resume.</p>
+  <form method="post" action="/runs/${encodeURIComponent(run.id)}/resume">${hidden(csrf)}<button class="primary" type="submit">Resume workspace ${run.workspace}</button></form>
+</div>`;
 }
 
 function pagerFor(data: RunPageData): SafeHtml {
@@ -97,19 +91,19 @@ function pagerFor(data: RunPageData): SafeHtml {
         ? `Looked through failed rows ${n(scanned.from + 1)}–${n(scanned.to)} of ${n(search.problems)}`
         : '';
     return html`<div class="pager">
-      ${scanned.from > 0 ? html`<a href="/runs/${id}${query(keep)}">← From the start</a>` : ''}
-      <span>${looked}</span>
-      ${search.next !== null ? html`<a href="/runs/${id}${query({ ...keep, from: search.next })}">Search further →</a>` : ''}
-    </div>`;
+  ${scanned.from > 0 ? html`<a href="/runs/${id}${query(keep)}">← From the start</a>` : ''}
+  <span>${looked}</span>
+  ${search.next !== null ? html`<a href="/runs/${id}${query({ ...keep, from: search.next })}">Search further →</a>` : ''}
+</div>`;
   }
   const pages = Math.max(1, Math.ceil(problems.total / pageSize));
   const first = problems.total === 0 ? 0 : (page - 1) * pageSize + 1;
   const last = Math.min(problems.total, page * pageSize);
   return html`<div class="pager">
-    ${page > 1 ? html`<a href="/runs/${id}${query({ ...keep, page: page - 1 })}">← Previous</a>` : ''}
-    <span>${problems.total === 0 ? '' : `Rows ${n(first)}–${n(last)} of ${n(problems.total)}`}</span>
-    ${page < pages ? html`<a href="/runs/${id}${query({ ...keep, page: page + 1 })}">Next →</a>` : ''}
-  </div>`;
+  ${page > 1 ? html`<a href="/runs/${id}${query({ ...keep, page: page - 1 })}">← Previous</a>` : ''}
+  <span>${problems.total === 0 ? '' : `Rows ${n(first)}–${n(last)} of ${n(problems.total)}`}</span>
+  ${page < pages ? html`<a href="/runs/${id}${query({ ...keep, page: page + 1 })}">Next →</a>` : ''}
+</div>`;
 }
 
 const RESULT_CHOICES: Array<[string, string]> = [
@@ -123,19 +117,15 @@ const RESULT_CHOICES: Array<[string, string]> = [
 function filtersForm(run: RunRecord, filter: ProblemFilter): SafeHtml {
   const id = encodeURIComponent(run.id);
   return html`<form class="filters" method="get" action="/runs/${id}#problems">
-    <label
-      >Result<select name="result">
-        ${RESULT_CHOICES.map(
-          ([value, label]) =>
-            html`<option value="${value}" ${(filter.result ?? '') === value ? html` selected` : ''}>${label}</option>`,
-        )}
-      </select></label
-    >
-    <label>Error contains<input name="q" value="${filter.q ?? ''}" placeholder="e.g. stage" /></label>
-    ${filter.group !== undefined ? html`<input type="hidden" name="group" value="${filter.group}" /><span class="muted">One error group</span>` : ''}
-    <button type="submit">Filter</button>
-    ${isFiltered(filter) ? html`<a href="/runs/${id}#problems">Clear</a>` : ''}
-  </form>`;
+  <label>Result<select name="result">${RESULT_CHOICES.map(
+    ([value, label]) =>
+      html`<option value="${value}"${(filter.result ?? '') === value ? html` selected` : ''}>${label}</option>`,
+  )}</select></label>
+  <label>Error contains<input name="q" value="${filter.q ?? ''}" placeholder="e.g. stage"></label>
+  ${filter.group !== undefined ? html`<input type="hidden" name="group" value="${filter.group}"><span class="muted">One error group</span>` : ''}
+  <button type="submit">Filter</button>
+  ${isFiltered(filter) ? html`<a href="/runs/${id}#problems">Clear</a>` : ''}
+</form>`;
 }
 
 function problemsSection(data: RunPageData): SafeHtml {
@@ -147,40 +137,20 @@ function problemsSection(data: RunPageData): SafeHtml {
   const filtered = isFiltered(filter);
   const empty = filtered ? `No failed or invalid row matches these filters${further}.` : 'No failed or invalid rows.';
   if (problems.total === 0 && !filtered && page === 1) {
-    return html`<h2 id="problems">Failed and invalid rows</h2>
-      <p class="muted">${empty}</p>`;
+    return html`<h2 id="problems">Failed and invalid rows</h2><p class="muted">${empty}</p>`;
   }
   return html`<h2 id="problems">Failed and invalid rows</h2>
-    ${filtersForm(run, filter)}
-    <form method="post" action="/runs/${id}/retry">
-      ${hidden(csrf)}
-      <div class="scroll">
-        <table>
-          <thead>
-            <tr>
-              <th><input type="checkbox" id="select-all" aria-label="Select all rows on this page" /></th>
-              <th class="num">Row</th>
-              <th class="num">Line</th>
-              <th>Result</th>
-              <th class="num">HTTP</th>
-              <th>Error</th>
-              ${columns.map((c) => html`<th>${c}</th>`)}
-            </tr>
-          </thead>
-          <tbody>
-            ${
-              problems.rows.length === 0
-                ? html`<tr>
-                    <td colspan="${6 + columns.length}" class="muted">${empty}</td>
-                  </tr>`
-                : problems.rows.map((r) => problemRow(r, columns))
-            }
-          </tbody>
-        </table>
-      </div>
-      ${pager}
-      ${problems.rows.length > 0 && canRetry(run) ? html`<div class="actions"><button type="submit">Retry selected rows</button><span class="muted">Selected rows are sent again as they are; invalid ones stay invalid until corrected.</span></div>` : ''}
-    </form>`;
+${filtersForm(run, filter)}
+<form method="post" action="/runs/${id}/retry">
+${hidden(csrf)}
+<div class="scroll"><table>
+<thead><tr><th><input type="checkbox" id="select-all" aria-label="Select all rows on this page"></th><th class="num">Row</th><th class="num">Line</th><th>Result</th><th class="num">HTTP</th><th>Error</th>
+${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
+<tbody>${problems.rows.length === 0 ? html`<tr><td colspan="${6 + columns.length}" class="muted">${empty}</td></tr>` : problems.rows.map((r) => problemRow(r, columns))}</tbody>
+</table></div>
+${pager}
+${problems.rows.length > 0 && canRetry(run) ? html`<div class="actions"><button type="submit">Retry selected rows</button><span class="muted">Selected rows are sent again as they are; invalid ones stay invalid until corrected.</span></div>` : ''}
+</form>`;
 }
 
 function durationLine(run: RunRecord): string {
@@ -199,23 +169,18 @@ function liveLine(run: RunRecord): SafeHtml | '' {
   if (run.status !== 'running') return '';
   const s = liveStats(run);
   const n = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1 });
-  return html`<span class="live" data-live
-    >${s.percent !== null ? html`<b>${n(s.percent)}%</b>` : 'starting'}${s.rowsPerSecond !== null ? ` · ${n(s.rowsPerSecond)} rows/s` : ''}${
-      s.etaMs !== null
-        ? ` · about ${formatDuration(s.etaMs)} left`
-        : s.rowsPerSecond !== null && !run.producerDone
-          ? ' · still reading the file'
-          : ''
-    }</span
-  >`;
+  return html`<span class="live" data-live>${s.percent !== null ? html`<b>${n(s.percent)}%</b>` : 'starting'}${s.rowsPerSecond !== null ? ` · ${n(s.rowsPerSecond)} rows/s` : ''}${
+    s.etaMs !== null
+      ? ` · about ${formatDuration(s.etaMs)} left`
+      : s.rowsPerSecond !== null && !run.producerDone
+        ? ' · still reading the file'
+        : ''
+  }</span>`;
 }
 
 function dryRunNotice(run: RunRecord): SafeHtml | '' {
   if (run.options.dryRun !== true) return '';
-  return html`<div class="notice warn">
-    <b>Dry run.</b> Rows were read and validated; nothing was sent to the CRM. “Unchanged” counts the valid rows. There
-    is nothing to retry: fix invalid rows in the file and import it for real.
-  </div>`;
+  return html`<div class="notice warn"><b>Dry run.</b> Rows were read and validated; nothing was sent to the CRM. “Unchanged” counts the valid rows. There is nothing to retry: fix invalid rows in the file and import it for real.</div>`;
 }
 
 function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
@@ -230,13 +195,9 @@ function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   }
   const invalidNote =
     c.invalid > 0
-      ? html`<p class="muted">
-          ${n(c.invalid)} invalid row${c.invalid === 1 ? ' is' : 's are'} not retried:
-          ${c.invalid === 1 ? 'it needs' : 'they need'} a correction first. Download the failed rows, fix them, upload
-          the file below.
-        </p>`
+      ? html`<p class="muted">${n(c.invalid)} invalid row${c.invalid === 1 ? ' is' : 's are'} not retried: ${c.invalid === 1 ? 'it needs' : 'they need'} a correction first. Download the failed rows, fix them, upload the file below.</p>`
       : '';
-  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed" /><button class="primary" type="submit">Retry all ${n(sendable)} failed row${sendable === 1 ? '' : 's'}</button></form>` : ''}
+  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit">Retry all ${n(sendable)} failed row${sendable === 1 ? '' : 's'}</button></form>` : ''}
   ${invalidNote}`;
 }
 
@@ -249,46 +210,39 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const retryable = problems > 0 && canRetry(run);
   const cancellable = run.status === 'running' || run.status === 'blocked';
   return html`<p><a href="/">← All runs</a></p>
-    <h1>
-      ${operationWords(run.operation)} ·
-      ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}
-    </h1>
-    <p class="sub">
-      Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)}
-      · ${durationLine(run)}
-    </p>
-    <div class="actions">
-      ${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
-      ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}
-    </div>
-    ${data.notice ?? ''} ${dryRunNotice(run)} ${blockedNotice(run, csrf)}
-    ${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
-    <div class="counts">
-      ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard(run.options.dryRun === true ? 'Valid (not sent)' : 'Unchanged', c.skipped)}
-      ${countCard('Failed', c.failed, c.failed > 0 ? 'bad' : '')}${countCard('Invalid', c.invalid, c.invalid > 0 ? 'bad' : '')}${countCard('Waiting', c.queued)}
-      ${c.superseded > 0 ? countCard('Superseded', c.superseded) : ''}${c.uncertain > 0 ? countCard('Uncertain', c.uncertain, 'bad') : ''}
-    </div>
-    ${data.chart ?? ''}
-    <div class="card">
-      <div class="actions">
-        <a href="/runs/${id}/results.csv" download>Download all results (CSV)</a>
-        <a href="/runs/${id}/results.csv?failed=1" download>Download failed rows (CSV)</a>
-        ${retryAllCard(run, csrf)}
-      </div>
-      ${
-        retryable
-          ? html`<form method="post" action="/runs/${id}/upload" enctype="multipart/form-data" class="actions upload">
-              ${hidden(csrf)}
-              <label>Corrected CSV <input type="file" name="file" accept=".csv,text/csv" required /></label>
-              <button type="submit">Upload and retry</button>
-              <span class="muted"
-                >Download the failed rows, fix them in a spreadsheet, keep the crm_sync_ columns, upload.</span
-              >
-            </form>`
-          : ''
-      }
-    </div>
-    ${data.groups !== undefined ? errorGroupsSection(run, data.groups, csrf) : ''} ${problemsSection(data)}`;
+<h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
+<p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · ${durationLine(run)}</p>
+<div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
+${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
+${data.notice ?? ''}
+${dryRunNotice(run)}
+${blockedNotice(run, csrf)}
+${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
+<div class="counts">
+  ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard(run.options.dryRun === true ? 'Valid (not sent)' : 'Unchanged', c.skipped)}
+  ${countCard('Failed', c.failed, c.failed > 0 ? 'bad' : '')}${countCard('Invalid', c.invalid, c.invalid > 0 ? 'bad' : '')}${countCard('Waiting', c.queued)}
+  ${c.superseded > 0 ? countCard('Superseded', c.superseded) : ''}${c.uncertain > 0 ? countCard('Uncertain', c.uncertain, 'bad') : ''}
+</div>
+${data.chart ?? ''}
+<div class="card">
+  <div class="actions">
+    <a href="/runs/${id}/results.csv" download>Download all results (CSV)</a>
+    <a href="/runs/${id}/results.csv?failed=1" download>Download failed rows (CSV)</a>
+    ${retryAllCard(run, csrf)}
+  </div>
+  ${
+    retryable
+      ? html`<form method="post" action="/runs/${id}/upload" enctype="multipart/form-data" class="actions upload">
+    ${hidden(csrf)}
+    <label>Corrected CSV <input type="file" name="file" accept=".csv,text/csv" required></label>
+    <button type="submit">Upload and retry</button>
+    <span class="muted">Download the failed rows, fix them in a spreadsheet, keep the crm_sync_ columns, upload.</span>
+  </form>`
+      : ''
+  }
+</div>
+${data.groups !== undefined ? errorGroupsSection(run, data.groups, csrf) : ''}
+${problemsSection(data)}`;
 }
 
 /**
@@ -303,36 +257,16 @@ export function uploadResultBody(
 ): SafeHtml {
   const n = (v: number) => v.toLocaleString('en-US');
   return html`<p><a href="/runs/${encodeURIComponent(run.id)}">← Back to the run</a></p>
-    <h1>Corrected file received</h1>
-    <div class="notice ${ignoredCount === 0 ? 'ok' : 'warn'}">
-      ${n(retried)} row${retried === 1 ? '' : 's'} sent again.
-      ${ignoredCount === 0 ? 'Every line of the file was used.' : `${n(ignoredCount)} line${ignoredCount === 1 ? ' was' : 's were'} ignored:`}
-    </div>
-    ${
-      ignoredCount > 0
-        ? html`<div class="scroll">
-              <table>
-                <thead>
-                  <tr>
-                    <th class="num">Line</th>
-                    <th class="num">Row</th>
-                    <th>Why it was ignored</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${shown.map(
-                    (i) =>
-                      html`<tr>
-                        <td class="num">${i.line}</td>
-                        <td class="num">${i.row ?? ''}</td>
-                        <td>${i.reason}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>
-            ${ignoredCount > shown.length ? html`<p class="muted">… and ${n(ignoredCount - shown.length)} more (only the first ${n(shown.length)} are listed).</p>` : ''}`
-        : ''
-    }
-    <p><a href="/runs/${encodeURIComponent(run.id)}">Open the run to follow the retry</a></p>`;
+<h1>Corrected file received</h1>
+<div class="notice ${ignoredCount === 0 ? 'ok' : 'warn'}">
+  ${n(retried)} row${retried === 1 ? '' : 's'} sent again. ${ignoredCount === 0 ? 'Every line of the file was used.' : `${n(ignoredCount)} line${ignoredCount === 1 ? ' was' : 's were'} ignored:`}
+</div>
+${
+  ignoredCount > 0
+    ? html`<div class="scroll"><table><thead><tr><th class="num">Line</th><th class="num">Row</th><th>Why it was ignored</th></tr></thead>
+<tbody>${shown.map((i) => html`<tr><td class="num">${i.line}</td><td class="num">${i.row ?? ''}</td><td>${i.reason}</td></tr>`)}</tbody></table></div>
+${ignoredCount > shown.length ? html`<p class="muted">… and ${n(ignoredCount - shown.length)} more (only the first ${n(shown.length)} are listed).</p>` : ''}`
+    : ''
+}
+<p><a href="/runs/${encodeURIComponent(run.id)}">Open the run to follow the retry</a></p>`;
 }

@@ -35,48 +35,32 @@ const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
 /** A one-line badge; the detail (problem counts, why it failed) goes under it, the whole sentence in its tooltip. */
 export function statusBadge(run: RunRecord): SafeHtml {
   const { text, tone, detail, sentence } = statusWords(run);
-  return html`<span class="badge ${tone}" title="${sentence}">${text}</span
-    >${detail !== '' ? html`<div class="detail small">${detail}</div>` : ''}`;
+  return html`<span class="badge ${tone}" title="${sentence}">${text}</span>${detail !== '' ? html`<div class="detail small">${detail}</div>` : ''}`;
 }
 
 export function progressBar(run: RunRecord): SafeHtml | '' {
   if (run.status !== 'running') return '';
   const p = progress(run);
   const pct = p === null ? 0 : Math.round(p * 100);
-  return html`<div class="progress">
-    <div
-      class="bar"
-      role="progressbar"
-      aria-valuenow="${pct}"
-      aria-valuemin="0"
-      aria-valuemax="100"
-      title="${pct}% done"
-    >
-      <span style="width:${pct}%"></span>
-    </div>
-    <span class="small">${pct}%</span>
-  </div>`;
+  return html`<div class="progress"><div class="bar" role="progressbar" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" title="${pct}% done"><span style="width:${pct}%"></span></div><span class="small">${pct}%</span></div>`;
 }
 
 function runRow(run: RunRecord): SafeHtml {
   const c = run.counts;
   const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
   return html`<tr>
-    <td class="run">
-      <a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a>
-      <div class="muted mono small">${run.id}</div>
-    </td>
-    <td class="wide">${run.workspace}</td>
-    <td class="nowrap wide">${operationWords(run.operation)}</td>
-    <td class="status">${statusBadge(run)}${progressBar(run)}</td>
-    <td class="num">${c.total.toLocaleString('en-US')}</td>
-    <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
-    <td class="num wide">${c.skipped.toLocaleString('en-US')}</td>
-    <td class="num">${c.failed.toLocaleString('en-US')}</td>
-    <td class="num">${c.invalid.toLocaleString('en-US')}</td>
-    <td class="nowrap wide">${formatTime(run.createdAt)}</td>
-    <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
-  </tr>`;
+  <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
+  <td class="wide">${run.workspace}</td>
+  <td class="nowrap wide">${operationWords(run.operation)}</td>
+  <td class="status">${statusBadge(run)}${progressBar(run)}</td>
+  <td class="num">${c.total.toLocaleString('en-US')}</td>
+  <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
+  <td class="num wide">${c.skipped.toLocaleString('en-US')}</td>
+  <td class="num">${c.failed.toLocaleString('en-US')}</td>
+  <td class="num">${c.invalid.toLocaleString('en-US')}</td>
+  <td class="nowrap wide">${formatTime(run.createdAt)}</td>
+  <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
+</tr>`;
 }
 
 export function runsPageBody(data: RunsPageData): SafeHtml {
@@ -86,68 +70,31 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
   const first = total === 0 ? 0 : (filter.page - 1) * pageSize + 1;
   const last = Math.min(total, filter.page * pageSize);
   const pager = html`<div class="pager">
-    ${filter.page > 1 ? html`<a href="/${query({ ...keep, page: filter.page - 1 })}">← Newer</a>` : ''}
-    <span
-      >${total === 0 ? 'No runs' : `Runs ${first.toLocaleString('en-US')}–${last.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}`}</span
-    >
-    ${filter.page < pages ? html`<a href="/${query({ ...keep, page: filter.page + 1 })}">Older →</a>` : ''}
-  </div>`;
+  ${filter.page > 1 ? html`<a href="/${query({ ...keep, page: filter.page - 1 })}">← Newer</a>` : ''}
+  <span>${total === 0 ? 'No runs' : `Runs ${first.toLocaleString('en-US')}–${last.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}`}</span>
+  ${filter.page < pages ? html`<a href="/${query({ ...keep, page: filter.page + 1 })}">Older →</a>` : ''}
+</div>`;
   return html`<h1>Runs</h1>
-    <p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
-    <form class="filters" method="get" action="/">
-      <label
-        >Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, file or sync name"
-      /></label>
-      <label
-        >Status<select name="status">
-          ${STATUS_CHOICES.map(
-            ([value, label]) =>
-              html`<option value="${value}" ${(filter.status ?? '') === value ? html` selected` : ''}>
-                ${label}
-              </option>`,
-          )}
-        </select></label
-      >
-      <label
-        >Workspace<select name="workspace">
-          <option value="">All workspaces</option>
-          ${data.workspaces.map(
-            (w) => html`<option value="${w}" ${filter.workspace === w ? html` selected` : ''}>${w}</option>`,
-          )}
-        </select></label
-      >
-      <label>Nightly sync<input name="sync" value="${filter.sync ?? ''}" placeholder="sync name" /></label>
-      <button type="submit">Filter</button>
-      ${filter.q || filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
-    </form>
-    ${data.searched !== undefined && !data.searched.complete ? html`<p class="muted small">Searched the newest ${data.searched.scanned.toLocaleString('en-US')} runs; narrow by status or workspace to look further back.</p>` : ''}
-    <div class="scroll">
-      <table>
-        <thead>
-          <tr>
-            <th>Run</th>
-            <th class="wide">Workspace</th>
-            <th class="wide">Operation</th>
-            <th>Status</th>
-            <th class="num">Rows</th>
-            <th class="num">Succeeded</th>
-            <th class="num wide">Unchanged</th>
-            <th class="num">Failed</th>
-            <th class="num">Invalid</th>
-            <th class="wide">Started</th>
-            <th>Duration</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${
-            data.runs.length === 0
-              ? html`<tr>
-                  <td colspan="11" class="muted">No runs match.</td>
-                </tr>`
-              : data.runs.map(runRow)
-          }
-        </tbody>
-      </table>
-    </div>
-    ${pager}`;
+<p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
+<form class="filters" method="get" action="/">
+  <label>Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, file or sync name"></label>
+  <label>Status<select name="status">${STATUS_CHOICES.map(
+    ([value, label]) =>
+      html`<option value="${value}"${(filter.status ?? '') === value ? html` selected` : ''}>${label}</option>`,
+  )}</select></label>
+  <label>Workspace<select name="workspace"><option value="">All workspaces</option>${data.workspaces.map(
+    (w) => html`<option value="${w}"${filter.workspace === w ? html` selected` : ''}>${w}</option>`,
+  )}</select></label>
+  <label>Nightly sync<input name="sync" value="${filter.sync ?? ''}" placeholder="sync name"></label>
+  <button type="submit">Filter</button>
+  ${filter.q || filter.status || filter.workspace || filter.sync ? html`<a href="/">Clear filters</a>` : ''}
+</form>
+${data.searched !== undefined && !data.searched.complete ? html`<p class="muted small">Searched the newest ${data.searched.scanned.toLocaleString('en-US')} runs; narrow by status or workspace to look further back.</p>` : ''}
+<div class="scroll"><table>
+<thead><tr><th>Run</th><th class="wide">Workspace</th><th class="wide">Operation</th><th>Status</th>
+<th class="num">Rows</th><th class="num">Succeeded</th><th class="num wide">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
+<th class="wide">Started</th><th>Duration</th></tr></thead>
+<tbody>${data.runs.length === 0 ? html`<tr><td colspan="11" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
+</table></div>
+${pager}`;
 }

@@ -32,25 +32,19 @@ function stateWords(s: WorkspaceState): SafeHtml {
 function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
   const name = encodeURIComponent(s.name);
   const action = s.depth.paused
-    ? html`<form method="post" action="/workspaces/${name}/resume">
-        <input type="hidden" name="_csrf" value="${csrf}" /><button class="primary" type="submit">Resume</button>
-      </form>`
-    : html`<form method="post" action="/workspaces/${name}/pause">
-        <input type="hidden" name="_csrf" value="${csrf}" /><button type="submit">Pause</button>
-      </form>`;
+    ? html`<form method="post" action="/workspaces/${name}/resume"><input type="hidden" name="_csrf" value="${csrf}"><button class="primary" type="submit">Resume</button></form>`
+    : html`<form method="post" action="/workspaces/${name}/pause"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">Pause</button></form>`;
   return html`<tr>
-    <td><b>${s.name}</b></td>
-    <td>
-      ${stateWords(s)}${s.blockedRuns > 0 ? html`<div class="muted">Fix the API key first, then resume.</div>` : ''}
-    </td>
-    <td class="num">${s.depth.waiting.toLocaleString('en-US')}</td>
-    <td class="num">${s.depth.active.toLocaleString('en-US')}</td>
-    <td class="num">${s.depth.delayed.toLocaleString('en-US')}</td>
-    <td class="num">${s.depth.failed.toLocaleString('en-US')}</td>
-    <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
-    <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
-    <td><div class="actions">${action}</div></td>
-  </tr>`;
+  <td><b>${s.name}</b></td>
+  <td>${stateWords(s)}${s.blockedRuns > 0 ? html`<div class="muted">Fix the API key first, then resume.</div>` : ''}</td>
+  <td class="num">${s.depth.waiting.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.active.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.delayed.toLocaleString('en-US')}</td>
+  <td class="num">${s.depth.failed.toLocaleString('en-US')}</td>
+  <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
+  <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
+  <td><div class="actions">${action}</div></td>
+</tr>`;
 }
 
 export function registerWorkspaceRoutes(app: FastifyInstance, options: WorkspaceRoutesOptions): void {
@@ -77,37 +71,12 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
     const charts = await Promise.all(workspaces.map((name) => workspaceChart(runtime, name)));
     const anyRunning = states.some((s) => s.runningRuns > 0);
     const body = html`<h1>Workspaces</h1>
-      <p class="sub">
-        One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows
-        wait until you resume.
-      </p>
-      <div class="scroll">
-        <table>
-          <thead>
-            <tr>
-              <th>Workspace</th>
-              <th>State</th>
-              <th class="num">Waiting</th>
-              <th class="num">In progress</th>
-              <th class="num">Delayed</th>
-              <th class="num">Given up</th>
-              <th class="num">Running runs</th>
-              <th class="num">Blocked runs</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${
-              states.length === 0
-                ? html`<tr>
-                    <td colspan="9" class="muted">No workspaces configured.</td>
-                  </tr>`
-                : states.map((s) => workspaceRow(s, csrf))
-            }
-          </tbody>
-        </table>
-      </div>
-      ${charts}`;
+<p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
+<div class="scroll"><table>
+<thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th></th></tr></thead>
+<tbody>${states.length === 0 ? html`<tr><td colspan="9" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
+</table></div>
+${charts}`;
     return sendPage(
       reply,
       page({
