@@ -9,7 +9,7 @@ import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
-import { positiveInt } from './options.js';
+import { positiveInt, sourceFileOptions } from './options.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 import { firstProblems, sourceNotes } from './source-notes.js';
@@ -48,21 +48,9 @@ export function registerImportCommand(program: Command): void {
       '-m, --mapping <file>',
       'JSON file mapping source columns to API fields (default: columns named like the fields)',
     )
-    .addOption(
-      new Option('--format <format>', 'input format (default: from the file extension)').choices([
-        'csv',
-        'ndjson',
-        'json',
-      ]),
-    )
-    .option(
-      '--delimiter <char>',
-      'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)',
-    )
-    .option(
-      '--ignore-unknown-columns',
-      'skip columns that map to no field of the operation (listed) instead of refusing the file',
-    )
+    .addOption(sourceFileOptions.format())
+    .addOption(sourceFileOptions.delimiter())
+    .addOption(sourceFileOptions.ignoreUnknownColumns())
     .option('--dry-run', 'validate and report only (the first invalid rows with their reasons); send nothing')
     .option('--wait', 'follow the run to the end (progress on stderr) and exit with its outcome')
     .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 /** commander argument parser for positive integers, with a message that names the option. */
 export function positiveInt(value: string): number {
@@ -31,3 +31,26 @@ export function rowList(value: string): number[] {
   }
   return rows;
 }
+
+/**
+ * How a source file is read: the same options, words and defaults on every command that reads
+ * one (a factory each: commander options belong to one command).
+ */
+export const sourceFileOptions = {
+  format: () =>
+    new Option('--format <format>', 'input format (default: from the file extension)').choices([
+      'csv',
+      'ndjson',
+      'json',
+    ]),
+  delimiter: () =>
+    new Option(
+      '--delimiter <char>',
+      'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)',
+    ),
+  ignoreUnknownColumns: () =>
+    new Option(
+      '--ignore-unknown-columns',
+      'skip columns that map to no field of the operation (listed) instead of refusing the file',
+    ),
+};

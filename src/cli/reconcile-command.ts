@@ -6,7 +6,7 @@ import { readMappingFile, type SourceFormat } from '../ingest/index.js';
 import { formatPlanCounts, planReconcile, RECONCILE_OPERATIONS, type ReconcileOperation } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { cliContext } from './context.js';
-import { positiveInt } from './options.js';
+import { positiveInt, sourceFileOptions } from './options.js';
 import { sourceNotes } from './source-notes.js';
 
 interface ReconcileOptions {
@@ -43,21 +43,9 @@ export function registerReconcileCommand(program: Command): void {
       'source column holding the key (default: the column mapped to it, or named like it)',
     )
     .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
-    .addOption(
-      new Option('--format <format>', 'input format (default: from the file extension)').choices([
-        'csv',
-        'ndjson',
-        'json',
-      ]),
-    )
-    .option(
-      '--delimiter <char>',
-      'CSV field delimiter (default: guessed from the header line among , ; tab |, and printed)',
-    )
-    .option(
-      '--ignore-unknown-columns',
-      'skip columns that map to no field of the operation (listed) instead of refusing the file',
-    )
+    .addOption(sourceFileOptions.format())
+    .addOption(sourceFileOptions.delimiter())
+    .addOption(sourceFileOptions.ignoreUnknownColumns())
     .option('-o, --out <file>', 'write the plan (one line per row) as CSV to this file; "-" for stdout')
     .option('--page-size <n>', 'records per list request', positiveInt, 100)
     .option('--json', 'print the counts as JSON')
