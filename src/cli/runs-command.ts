@@ -256,10 +256,9 @@ export function registerRunsCommand(program: Command): void {
     .option('--reason <text>', 'said in the run and in each cancelled row', 'cancelled by an operator')
     .action(async (id: string, opts: { reason: string }, command: Command) => {
       await withRuntime(command, async ({ runtime: rt }) => {
-        const run = await rt.store.requireRun(id);
         const { run: after, removed } = await cancelRun({
           store: rt.store,
-          queue: rt.queue(run.workspace),
+          queueFor: (workspace) => rt.queue(workspace),
           runId: id,
           reason: opts.reason,
         });

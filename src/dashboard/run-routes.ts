@@ -237,15 +237,10 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     { preHandler: formTokenGuard(auth) },
     async (request, reply) => {
       const run = await scope.run(store, request.params.id);
-      if (run.status !== 'running' && run.status !== 'blocked')
-        throw new CrmSyncError(
-          'RUN_STATE',
-          `run ${run.id} is ${run.status}: only a running or blocked run can be cancelled`,
-        );
       // What `runs cancel` does: waiting rows recorded cancelled, rows in flight finish.
       const { removed } = await cancelRun({
         store,
-        queue: runtime.queue(run.workspace),
+        queueFor: (workspace) => runtime.queue(workspace),
         runId: run.id,
         reason: 'cancelled from the dashboard',
       });

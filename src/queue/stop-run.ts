@@ -72,8 +72,11 @@ export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: str
 
 export interface CancelRunOptions {
   store: RunStore;
-  /** The queue of the run's workspace. */
-  queue: WorkspaceQueue;
+  /**
+   * The queue of a workspace, asked for only once the run is known to be cancellable (a run
+   * that ended is refused for that, not for a workspace the caller has no queue for).
+   */
+  queueFor: (workspace: string) => WorkspaceQueue;
   runId: string;
   /** Said in the run's reason and each cancelled row's message. Default: "cancelled by an operator". */
   reason?: string;
@@ -93,7 +96,7 @@ export interface CancelSummary {
  * has already ended is refused with RUN_STATE.
  */
 export async function cancelRun(options: CancelRunOptions): Promise<CancelSummary> {
-  const { store, queue, runId } = options;
+  const { store, runId } = options;
   const run = await store.requireRun(runId);
   if (run.status !== 'running' && run.status !== 'blocked') {
     throw new CrmSyncError(
@@ -101,7 +104,7 @@ export async function cancelRun(options: CancelRunOptions): Promise<CancelSummar
       `run ${runId} is ${run.status}: only a running or blocked run can be cancelled`,
     );
   }
-  const removed = await stopRun(store, queue, runId, {
+  const removed = await stopRun(store, options.queueFor(run.workspace), runId, {
     kind: 'cancelled',
     reason: options.reason ?? 'cancelled by an operator',
   });

@@ -224,7 +224,7 @@ describe('cancelling a retry', () => {
       'the retry to queue rows',
     );
     await sleep(300);
-    await cancelRun({ store, queue, runId: run.id });
+    await cancelRun({ store, queueFor: () => queue, runId: run.id });
     await retrying;
     const after = await store.requireRun(run.id);
     expect(after.status).toBe('cancelled');
