@@ -10,6 +10,7 @@ import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext } from './context.js';
 import { positiveInt, sourceFileOptions } from './options.js';
+import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 import { firstProblems, sourceNotes } from './source-notes.js';
@@ -180,12 +181,16 @@ them and "crm-sync runs show <id>" to see the outcome.`,
                 onRun: (r) => started(r, ''),
               });
         producing = null;
-        if (!pool && !opts.dryRun && run.counts.queued > 0)
+        const following = Boolean(opts.wait || opts.work || opts.dryRun);
+        if (!following && !opts.dryRun && run.counts.queued > 0)
           await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
-        const final =
-          opts.wait || opts.work || opts.dryRun
-            ? await followRun(runtime.store, run.id, { quiet: Boolean(opts.json) })
-            : run;
+        const presence = new QueuePresenceWatch(runtime.store, runtime.queue(opts.workspace), opts.workspace);
+        const final = following
+          ? await followRun(runtime.store, run.id, {
+              quiet: Boolean(opts.json),
+              ...(opts.dryRun ? {} : { presence }),
+            })
+          : run;
         if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
         else process.stdout.write(`${formatRunSummary(final)}\n`);
         if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {

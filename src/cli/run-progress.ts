@@ -4,6 +4,7 @@ import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import { workerCount, type WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import type { QueuePresenceWatch } from './queue-presence.js';
 import { ignoredColumnsOf } from './source-notes.js';
 
 export interface FollowRunOptions {
@@ -15,6 +16,8 @@ export interface FollowRunOptions {
   quiet?: boolean;
   /** Ride out Redis not answering this long, then give up with REDIS_LOST. Default 60000 ms. */
   redisOutageMs?: number;
+  /** Say what keeps rows waiting (no worker, a pause, the circuit breaker), looked at every 5 s. */
+  presence?: QueuePresenceWatch;
 }
 
 const done = (r: RunRecord) => r.counts.total - r.counts.queued;
@@ -43,9 +46,15 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
       : null;
   bar?.start(Math.max(run.counts.total, 1), done(run), payload(run, 0));
   let lastLine = Date.now();
+  let lastLook = 0;
   while (run.status === 'running') {
     await sleep(250);
     run = (await read(run)) ?? run;
+    if (options.presence && !options.quiet && Date.now() - lastLook >= PRESENCE_EVERY_MS) {
+      lastLook = Date.now();
+      const line = await options.presence.look().catch(() => undefined);
+      if (line !== undefined) process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
+    }
     const rate = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
     if (bar) {
       bar.setTotal(Math.max(run.counts.total, 1));
@@ -63,6 +72,8 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   bar?.stop();
   return run;
 }
+
+const PRESENCE_EVERY_MS = 5000;
 
 /** How long followRun rides out a Redis that does not answer. */
 export const DEFAULT_REDIS_OUTAGE_MS = 60_000;

@@ -18,6 +18,7 @@ import {
 } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { positiveInt, rowList } from './options.js';
+import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 
 function runLine(r: RunRecord): string {
@@ -186,11 +187,12 @@ export function registerRunsCommand(program: Command): void {
             process.stdout.write(
               `${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`,
             );
-            if (!opts.work && summary.progress.queued > 0)
+            if (!opts.work && !opts.wait && summary.progress.queued > 0)
               await warnIfNoWorkers(runtime.queue(run.workspace), run.workspace);
             for (const i of summary.ignored.slice(0, 20))
               process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
-            const final = opts.wait || opts.work ? await followRun(runtime.store, id) : summary.run;
+            const presence = new QueuePresenceWatch(runtime.store, runtime.queue(run.workspace), run.workspace);
+            const final = opts.wait || opts.work ? await followRun(runtime.store, id, { presence }) : summary.run;
             process.stdout.write(`${formatRunSummary(final)}\n`);
             process.exitCode = exitCodeFor(final);
           });

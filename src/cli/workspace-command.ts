@@ -8,15 +8,18 @@ function statusLines(s: WorkspaceStatus): string {
     ? 'BLOCKED (API key refused)'
     : s.paused
       ? 'PAUSED by an operator'
-      : s.queuePaused
-        ? 'PAUSED (no reason recorded)'
-        : 'active';
+      : s.unreachable
+        ? 'HELD (the CRM does not answer: circuit breaker)'
+        : s.queuePaused
+          ? 'PAUSED (no reason recorded)'
+          : 'active';
   const lines = [`workspace ${s.workspace}: ${state}`];
   if (s.paused)
     lines.push(
       `  paused since ${s.paused.since}: ${s.paused.reason} (lift with: crm-sync workspace resume -w ${s.workspace})`,
     );
   if (s.blocked) lines.push(`  blocked since ${s.blocked.since}: ${s.blocked.reason}`);
+  if (s.unreachable) lines.push(`  held since ${s.unreachable.since}: ${s.unreachable.reason}`);
   lines.push(
     `  queue: ${s.waiting} jobs waiting, ${s.active} in progress; runs: ${s.runningRuns} running, ${s.blockedRuns} blocked`,
   );
@@ -34,7 +37,9 @@ export function registerWorkspaceCommand(program: Command): void {
     .command('workspace')
     .description(
       "Pause, resume or show a workspace's queue. An operator's pause and a block by a refused API key are\n" +
-        'kept apart: "workspace resume" lifts only the pause, "runs resume <id>" only the block.',
+        'kept apart: "workspace resume" lifts only the pause, "runs resume <id>" only the block.\n' +
+        'A workspace whose CRM does not answer (connection refused, DNS, a wrong baseUrl) is held by the\n' +
+        'circuit breaker: it goes on by itself once a probe gets an answer, or after "workspace resume".',
     );
 
   ws.command('pause')
@@ -55,7 +60,9 @@ export function registerWorkspaceCommand(program: Command): void {
     });
 
   ws.command('resume')
-    .description('Lift an operator\'s pause (a block by a refused API key stays until "runs resume")')
+    .description(
+      'Lift an operator\'s pause and an open circuit breaker (a block by a refused API key stays until "runs resume")',
+    )
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
     .action(async (opts: { workspace: string }, command: Command) => {
       await withRuntime(command, async ({ runtime, config }) => {

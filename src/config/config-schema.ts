@@ -50,6 +50,20 @@ export const WorkspaceFileSchema = z
     createSettleMs: z.number().int().min(0).max(3_600_000).default(30_000),
     /** Whole-request timeout of a CRM call; a write on the wire counts as applied 15 s after it. Default 15000 ms. */
     requestTimeoutMs: z.number().int().min(100).max(600_000).default(15_000),
+    /**
+     * Circuit breaker: when requests keep failing because of where they go (connection refused,
+     * DNS, a baseUrl that does not answer like the CRM), the workspace is held instead of
+     * spending rows, and probed until the CRM answers.
+     */
+    breaker: z
+      .object({
+        /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */
+        threshold: z.number().int().min(1).max(1000).default(5),
+        /** How often a held workspace is probed with a one-record list. Default 15000 ms. */
+        probeEveryMs: z.number().int().min(100).max(3_600_000).default(15_000),
+      })
+      .strict()
+      .default({ threshold: 5, probeEveryMs: 15_000 }),
   })
   .strict()
   .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {

@@ -24,6 +24,8 @@ export interface WorkspaceConfig {
   createSettleMs: number;
   /** Whole-request timeout of a CRM call (ms). */
   requestTimeoutMs: number;
+  /** Circuit breaker: unreachable failures in a row that hold the workspace, and its probe period (ms). */
+  breaker: { threshold: number; probeEveryMs: number };
 }
 
 export interface Config {
@@ -97,6 +99,7 @@ export function configFromObject(
       rowsPerJob: w.rowsPerJob ?? DEFAULT_ROWS_PER_JOB,
       createSettleMs: w.createSettleMs,
       requestTimeoutMs: w.requestTimeoutMs,
+      breaker: w.breaker,
     };
   }
   const dash = file.dashboard;

@@ -78,10 +78,17 @@ export class RateLimitedError extends CrmError {
  */
 export class TransientError extends CrmError {
   readonly maybeCommitted: boolean;
+  /**
+   * Set when the request provably never reached a service (connection refused, DNS, no
+   * route, a connect timeout, a certificate the client refused): the transport code, e.g.
+   * `ECONNREFUSED`. A streak of these means the CRM is unreachable, not that a row is bad.
+   */
+  readonly unreachable: string | undefined;
 
-  constructor(message: string, init: CrmErrorInit & { maybeCommitted: boolean }) {
+  constructor(message: string, init: CrmErrorInit & { maybeCommitted: boolean; unreachable?: string | undefined }) {
     super('CRM_TRANSIENT', message, init);
     this.maybeCommitted = init.maybeCommitted;
+    this.unreachable = init.unreachable;
   }
 }
 
@@ -148,6 +155,9 @@ export type CrmFailure =
 /** Codes for which the request provably never reached the service (nothing can have been applied). */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN']);
 const NOT_SENT_TIMEOUT_EVENTS = new Set(['lookup', 'connect', 'secureConnect']);
+/** TLS refusals by the client: the request was never sent (a wrong host, or a proxy in the way). */
+const TLS_REFUSED =
+  /^(CERT_|ERR_TLS_CERT|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_)/;
 const MAX_SERVICE_MESSAGE = 500;
 
 /**
@@ -162,16 +172,19 @@ export function toCrmError(failure: CrmFailure, ctx: CrmRequestContext, now: num
   if (failure.kind === 'transport') {
     const { code, message, event } = describeTransport(failure.error);
     const cleanMessage = scrub(message);
-    const notSent =
-      (code !== undefined && NOT_SENT_CODES.has(code)) || (event !== undefined && NOT_SENT_TIMEOUT_EVENTS.has(event));
+    const tlsRefused = code !== undefined && TLS_REFUSED.test(code);
+    const timedOutBeforeSending = event !== undefined && NOT_SENT_TIMEOUT_EVENTS.has(event);
+    const notSent = (code !== undefined && NOT_SENT_CODES.has(code)) || timedOutBeforeSending || tlsRefused;
     const maybeCommitted = isWrite(ctx.method) && !notSent;
     const cause = Object.assign(new Error(cleanMessage), { code });
+    const unreachable = notSent ? (timedOutBeforeSending ? `${event} timeout` : (code ?? 'network error')) : undefined;
     return new TransientError(
       `${where} failed: ${code ?? 'network error'}: ${cleanMessage}${maybeCommitted ? ' (the service may have applied it)' : ''}`,
       {
         ...base,
         cause,
         maybeCommitted,
+        unreachable,
       },
     );
   }

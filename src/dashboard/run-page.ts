@@ -39,6 +39,8 @@ export interface RunPageData {
   notice?: SafeHtml;
   /** The activity chart, already rendered. */
   chart?: SafeHtml;
+  /** What keeps the run's rows waiting (no worker, a paused or held workspace), already rendered. */
+  presence?: SafeHtml | '';
 }
 
 function hidden(csrf: string): SafeHtml {
@@ -215,6 +217,7 @@ export function runPageBody(data: RunPageData): SafeHtml {
 <div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
 ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}
+${data.presence ?? ''}
 ${dryRunNotice(run)}
 ${blockedNotice(run, csrf)}
 ${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}

@@ -19,6 +19,7 @@ import { isFiltered, problemFilter, searchProblems, type ProblemFilter } from '.
 import { runChart } from './activity-chart.js';
 import { GroupCache } from './group-cache.js';
 import { problemCount } from './status-words.js';
+import { queuePresenceNotice } from './queue-presence.js';
 import { runPageBody, type SearchStep } from './run-page.js';
 import type { SessionAuth } from './session-auth.js';
 import { clientGone, type WorkLimiter } from './work-limiter.js';
@@ -162,7 +163,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);
-    const chart = await runChart(runtime, run);
+    const [chart, presence] = await Promise.all([runChart(runtime, run), queuePresenceNotice(runtime, run)]);
     const body = runPageBody({
       run,
       problems,
@@ -171,6 +172,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       filter,
       csrf,
       chart,
+      presence,
       ...(groups ? { groups } : {}),
       ...(search ? { search } : {}),
       ...(notice ? { notice } : {}),

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
-import { pauseWorkspace, unpauseWorkspace } from '../queue/index.js';
+import { pauseWorkspace, unpauseWorkspace, workerCount } from '../queue/index.js';
+import type { HoldKind, WorkspaceHold } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { formTokenFor, formTokenGuard } from './auth-hooks.js';
 import { workspaceChart } from './activity-chart.js';
@@ -21,12 +22,25 @@ interface WorkspaceState {
   depth: QueueDepth;
   blockedRuns: number;
   runningRuns: number;
+  holds: Partial<Record<HoldKind, WorkspaceHold>>;
+  /** Worker connections serving the queue (-1: Redis refused CLIENT LIST). */
+  workers: number;
 }
 
 function stateWords(s: WorkspaceState): SafeHtml {
-  if (s.blockedRuns > 0) return html`<span class="badge blocked">Paused — API key refused</span>`;
+  if (s.blockedRuns > 0 || s.holds.blocked) return html`<span class="badge blocked">Paused — API key refused</span>`;
+  if (s.holds.paused)
+    return html`<span class="badge warn">Paused</span><div class="muted">${s.holds.paused.reason}</div>`;
+  if (s.holds.unreachable)
+    return html`<span class="badge bad">Held — CRM unreachable</span><div class="muted">${s.holds.unreachable.reason}</div>`;
   if (s.depth.paused) return html`<span class="badge warn">Paused</span>`;
   return html`<span class="badge ok">Active</span>`;
+}
+
+function workersWords(s: WorkspaceState): SafeHtml {
+  if (s.workers < 0) return html`<span class="muted">unknown</span>`;
+  if (s.workers > 0) return html`${s.workers}`;
+  return html`<b>none</b><div class="muted">Rows wait until one starts: <code>crm-sync worker -w ${s.name}</code></div>`;
 }
 
 function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
@@ -43,6 +57,7 @@ function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
   <td class="num">${s.depth.failed.toLocaleString('en-US')}</td>
   <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
   <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
+  <td class="num">${workersWords(s)}</td>
   <td><div class="actions">${action}</div></td>
 </tr>`;
 }
@@ -58,12 +73,14 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
   app.get('/workspaces', async (request, reply) => {
     const states: WorkspaceState[] = await Promise.all(
       workspaces.map(async (name) => {
-        const [depth, blocked, running] = await Promise.all([
+        const [depth, blocked, running, holds, workers] = await Promise.all([
           queueDepth(runtime.queue(name)),
           runtime.store.listRuns({ workspace: name, status: 'blocked', limit: 0 }),
           runtime.store.listRuns({ workspace: name, status: 'running', limit: 0 }),
+          runtime.store.holds(name),
+          workerCount(runtime.queue(name)),
         ]);
-        return { name, depth, blockedRuns: blocked.total, runningRuns: running.total };
+        return { name, depth, blockedRuns: blocked.total, runningRuns: running.total, holds, workers };
       }),
     );
     if (wantsJson(request)) return { workspaces: states };
@@ -73,8 +90,8 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
     const body = html`<h1>Workspaces</h1>
 <p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
 <div class="scroll"><table>
-<thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th></th></tr></thead>
-<tbody>${states.length === 0 ? html`<tr><td colspan="9" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
+<thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th class="num">Workers</th><th></th></tr></thead>
+<tbody>${states.length === 0 ? html`<tr><td colspan="10" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
 </table></div>
 ${charts}`;
     return sendPage(

@@ -46,6 +46,8 @@ export {
   resumeWorkspace,
   pauseWorkspace,
   unpauseWorkspace,
+  holdUnreachable,
+  liftUnreachable,
   workspaceStatus,
   workerCount,
   type WorkspaceStatus,

@@ -3,9 +3,11 @@ import type { RunStore, WorkspaceHold } from '../runs/index.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
 /*
- * A workspace's queue is paused for two reasons that mean different things (docs/architecture.md,
+ * A workspace's queue is paused for reasons that mean different things (docs/architecture.md,
  * "Pauses"): `blocked` — the CRM refused the key (401); lifted by `runs resume` once the key is
- * fixed — and `paused` — an operator's decision; lifted only by `workspace resume`. Each is
+ * fixed — `paused` — an operator's decision; lifted only by `workspace resume` — and
+ * `unreachable` — the circuit breaker: the CRM does not answer; lifted by a probe that gets an
+ * answer, or by `workspace resume`. Each is
  * recorded as a hold in the run store; the queue runs again only when no hold is left.
  * The hold is written before the queue is paused and checked before it is resumed, so lifting
  * one never lets the queue run while the other holds it (a lift racing a new block can resume
@@ -56,10 +58,29 @@ export async function pauseWorkspace(args: WorkspaceArgs & { reason?: string }):
 }
 
 /**
- * Lifts an operator's pause only: a workspace blocked by a refused key stays paused (`runs
- * resume` lifts that). Answers whether the queue runs again.
+ * The circuit breaker opened (docs/architecture.md, "Circuit breaker"): the CRM does not answer
+ * like the CRM, so the queue stops for every worker instead of spending rows. Runs stay running.
+ */
+export async function holdUnreachable(args: WorkspaceArgs & { reason: string }): Promise<void> {
+  await args.store.setHold(args.workspace, 'unreachable', args.reason);
+  await args.queue.pause();
+}
+
+/** A probe got an answer: lifts the breaker's hold. Answers whether the queue runs again. */
+export async function liftUnreachable(args: WorkspaceArgs): Promise<boolean> {
+  const { lifted, stillHeld } = await args.store.liftHold(args.workspace, 'unreachable');
+  if (!lifted || stillHeld) return false;
+  await args.queue.resume();
+  return true;
+}
+
+/**
+ * Lifts an operator's pause and an open circuit breaker (the operator says "go on"): a
+ * workspace blocked by a refused key stays paused (`runs resume` lifts that). Answers whether
+ * the queue runs again.
  */
 export async function unpauseWorkspace(args: WorkspaceArgs): Promise<{ running: boolean; blocked?: WorkspaceHold }> {
+  await args.store.liftHold(args.workspace, 'unreachable');
   const { stillHeld } = await args.store.liftHold(args.workspace, 'paused');
   if (stillHeld) {
     const { blocked } = await args.store.holds(args.workspace);
@@ -75,6 +96,8 @@ export interface WorkspaceStatus {
   paused?: WorkspaceHold;
   /** A block by a refused key, if any. */
   blocked?: WorkspaceHold;
+  /** An open circuit breaker (the CRM does not answer), if any. */
+  unreachable?: WorkspaceHold;
   /** BullMQ's own flag: true while any hold is set (or a pause from an older version). */
   queuePaused: boolean;
   /** Jobs waiting (including delayed), and being worked on. */
@@ -102,6 +125,7 @@ export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceSta
     workspace,
     ...(holds.paused ? { paused: holds.paused } : {}),
     ...(holds.blocked ? { blocked: holds.blocked } : {}),
+    ...(holds.unreachable ? { unreachable: holds.unreachable } : {}),
     queuePaused,
     waiting,
     active: counts.active ?? 0,

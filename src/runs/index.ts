@@ -11,6 +11,7 @@ export {
   type OrderSettlement,
   type RefusalReason,
   type RecordOutcome,
+  HOLD_KINDS,
   type HoldKind,
   type WorkspaceHold,
 } from './run-store.js';

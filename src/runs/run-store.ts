@@ -28,9 +28,10 @@
  *                                          way and its lease, the last snapshot's start (LookupPassBoard)
  *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
  *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
- *                                          `workspace pause`) and `blocked` (the CRM refused the key),
+ *                                          `workspace pause`), `blocked` (the CRM refused the key) and
+ *                                          `unreachable` (the circuit breaker: the CRM does not answer),
  *                                          each JSON {reason, since}; the queue runs again only when
- *                                          neither is left (docs/architecture.md, "Pauses")
+ *                                          none is left (docs/architecture.md, "Pauses")
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
  *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
  *                                          completed, failed, cancelled)
@@ -113,8 +114,9 @@ export interface RecordOutcome {
   refused: Array<{ row: number; reason: RefusalReason }>;
 }
 
-/** Why a workspace's queue is held, by kind: an operator's pause, and a refused API key. */
-export type HoldKind = 'paused' | 'blocked';
+/** Why a workspace's queue is held, by kind: an operator's pause, a refused API key, a CRM that does not answer. */
+export const HOLD_KINDS = ['paused', 'blocked', 'unreachable'] as const;
+export type HoldKind = (typeof HOLD_KINDS)[number];
 
 export interface WorkspaceHold {
   reason: string;
@@ -423,7 +425,7 @@ export class RunStore {
   async holds(workspace: string): Promise<Partial<Record<HoldKind, WorkspaceHold>>> {
     const raw = await this.redis.hgetall(this.keys.workspaceHolds(workspace));
     const out: Partial<Record<HoldKind, WorkspaceHold>> = {};
-    for (const kind of ['paused', 'blocked'] as const) {
+    for (const kind of HOLD_KINDS) {
       const v = raw[kind];
       if (v === undefined) continue;
       try {

@@ -19,6 +19,8 @@ import {
   pendingJobCount,
   queueName,
   blockWorkspace,
+  holdUnreachable,
+  liftUnreachable,
   type InviteBatchJobData,
   type QueuedRow,
   type RowBatchJobData,
@@ -39,6 +41,8 @@ import {
   type RunStore,
 } from '../runs/index.js';
 import { annotateBatchSpan, bullmqTelemetry } from '../telemetry/index.js';
+import { checkKey } from '../runtime/index.js';
+import { CircuitBreaker } from './circuit-breaker.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { RedisFullGuard } from './redis-full-guard.js';
@@ -88,6 +92,11 @@ export interface SyncWorkerOptions {
    * plus a margin for a network that delivers late). Default 30000 ms.
    */
   writeLeaseMs?: number;
+  /**
+   * Circuit breaker (docs/architecture.md, "Circuit breaker"): unreachable failures in a row
+   * that hold the workspace (default 5), and how often a held workspace is probed (default 15000 ms).
+   */
+  breaker?: { threshold?: number; probeEveryMs?: number };
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -99,9 +108,11 @@ type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
 type Verdict =
   | { kind: 'rate-limited'; err: RateLimitedError }
   | { kind: 'blocked'; err: AuthError }
+  /** The circuit breaker holds the workspace: the job goes back without spending an attempt. */
+  | { kind: 'unreachable'; reason: string }
   | { kind: 'retry'; err: unknown }
   | { kind: 'fail'; err: unknown };
-type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' }>;
+type PauseVerdict = Extract<Verdict, { kind: 'rate-limited' | 'blocked' | 'unreachable' }>;
 
 /** A queued row's outcome: a result to store, or what else became of it. */
 type RowOutcome =
@@ -139,6 +150,7 @@ export class SyncWorker {
   readonly #sender: RowSender;
   readonly #locks: JobLockWatch;
   readonly #outage: CrmOutageWatch;
+  readonly #breaker: CircuitBreaker;
   readonly #lockPrefix: string;
   /** The workspace's shared request budget (a known limit, or a learned rate). */
   readonly #bucket: SharedTokenBucket;
@@ -238,6 +250,18 @@ export class SyncWorker {
       ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
     });
     this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
+    const held = { queue: this.queue, store: options.store, workspace: options.workspace };
+    this.#breaker = new CircuitBreaker({
+      baseUrl: options.client.baseUrl,
+      probe: () => checkKey(options.client),
+      open: (reason) => holdUnreachable({ ...held, reason }),
+      close: () => liftUnreachable(held),
+      isOpen: async () => (await options.store.holds(options.workspace)).unreachable !== undefined,
+      takeToken: () => this.#bucket.take(undefined),
+      logger: this.#logger,
+      ...(options.breaker?.threshold !== undefined ? { threshold: options.breaker.threshold } : {}),
+      ...(options.breaker?.probeEveryMs !== undefined ? { probeEveryMs: options.breaker.probeEveryMs } : {}),
+    });
   }
 
   /** Starts taking jobs. */
@@ -249,6 +273,7 @@ export class SyncWorker {
     void w.worker.run().catch((err: unknown) => w.#logger.error({ err: errorMessage(err) }, 'worker stopped'));
     await w.worker.waitUntilReady();
     w.#sweep.start();
+    w.#breaker.start();
     w.#logger.info({ concurrency: w.worker.concurrency, rateLimit: options.rateLimit ?? 'adaptive' }, 'worker started');
     return w;
   }
@@ -261,6 +286,7 @@ export class SyncWorker {
    */
   async close(): Promise<void> {
     this.#sweep.stop();
+    this.#breaker.stop();
     this.#locks.stop();
     const timeoutMs = this.#options.closeTimeoutMs ?? 30_000;
     if ((await within(this.worker.close(), timeoutMs)) === 'timeout') {
@@ -420,7 +446,7 @@ export class SyncWorker {
       case 'lost':
         throw new JobLostError(job.id, sent.reason);
       case 'error': {
-        const verdict = this.#judge(job, data.runId, sent.err, data.rows.length > 1);
+        const verdict = await this.#judge(job, data.runId, sent.err, data.rows.length > 1);
         if (verdict.kind !== 'fail') return verdict;
         this.#count(job.name, null, 'failed', 1);
         return { kind: 'done', result: failureResult({ row: r.row, line: r.line }, verdict.err, r.original) };
@@ -491,7 +517,7 @@ export class SyncWorker {
       );
     } catch (err) {
       if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
-      const verdict = this.#judge(job, data.runId, err, false);
+      const verdict = await this.#judge(job, data.runId, err, false);
       if (verdict.kind === 'retry') throw verdict.err;
       if (verdict.kind !== 'fail') {
         await this.#applyPause(job, data.runId, verdict);
@@ -519,22 +545,25 @@ export class SyncWorker {
    * One place decides what each error class means for the job (docs/architecture.md, "Errors").
    * `sharedStarts`: the job holds several rows, so its start cap is not one row's to fail on.
    */
-  #judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Verdict {
+  async #judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Promise<Verdict> {
     this.#count(
       job.name,
       err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network',
       null,
       0,
     );
+    // Failures that are about where requests go, not what a row carries, hold the workspace.
+    const breaker = await this.#breaker.judge(err);
     // On its last allowed start a job that is still being sent back gets its final result here,
     // so no row depends on BullMQ's own failure path (and an event that may be lost).
-    const sentBack = err instanceof RateLimitedError || err instanceof AuthError;
+    const sentBack = breaker.kind === 'open' || err instanceof RateLimitedError || err instanceof AuthError;
     if (sentBack && !sharedStarts && job.attemptsStarted >= this.#maxStarts) {
       return {
         kind: 'fail',
         err: new CrmSyncError('CRM_RATE_LIMITED', `gave up after ${job.attemptsStarted} starts: ${errorMessage(err)}`),
       };
     }
+    if (breaker.kind === 'open') return { kind: 'unreachable', reason: breaker.reason };
     if (err instanceof RateLimitedError) return { kind: 'rate-limited', err };
     if (err instanceof AuthError) return { kind: 'blocked', err };
     if (err instanceof TransientError) this.#outage.onFailure(errorMessage(err));
@@ -548,10 +577,15 @@ export class SyncWorker {
     return { kind: 'retry', err };
   }
 
-  /** A 429 pauses the workspace queue for Retry-After; a 401 pauses it and blocks its runs. */
+  /**
+   * A 429 pauses the workspace queue for Retry-After; a 401 pauses it and blocks its runs; an
+   * open circuit breaker has already held it (the job only goes back).
+   */
   async #applyPause(job: SyncJob, runId: string, verdict: PauseVerdict): Promise<void> {
     const log = this.#logger.child({ runId, jobId: job.id });
-    if (verdict.kind === 'rate-limited') {
+    if (verdict.kind === 'unreachable') {
+      log.debug({ reason: verdict.reason }, 'job sent back: the workspace is held by the circuit breaker');
+    } else if (verdict.kind === 'rate-limited') {
       this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
       const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
@@ -632,6 +666,7 @@ export class SyncWorker {
 
   #onSuccess(): void {
     this.#outage.onSuccess();
+    this.#breaker.onAnswer();
   }
 }
 

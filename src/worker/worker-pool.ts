@@ -93,6 +93,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
           retry: ws.retry,
           createSettleMs: ws.createSettleMs,
+          breaker: ws.breaker,
           writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),

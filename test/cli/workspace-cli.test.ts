@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueuePresenceWatch } from '../../src/cli/queue-presence.js';
 import type { WorkspaceStatus } from '../../src/queue/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 import { runCli } from '../helpers/run-cli.js';
@@ -52,6 +55,66 @@ describe('pauses that mean one thing each (child processes)', () => {
       await pool.close();
     }
   }, 90_000);
+
+  it('import --wait says while it waits that no worker serves the queue, and again once one takes the rows', async () => {
+    const d = [...h.ws.deals.values()][2]!;
+    const file = h.file('wait.csv', csv(['id', 'name'], [[d.id, 'Waited for']]));
+    const args = [
+      '--config',
+      h.configPath,
+      '--log-level',
+      'warn',
+      'import',
+      file,
+      '--op',
+      'deal.update',
+      '-w',
+      'acme',
+      '--wait',
+    ];
+    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], {
+      env: { ...h.env, CI: 'true' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      for (let i = 0; i < 400 && !stderr.includes("no worker serves workspace acme's queue"); i++) await sleep(50);
+      expect(stderr).toContain("no worker serves workspace acme's queue");
+      expect(stderr).toContain('crm-sync worker -w acme');
+      // What the CLI's loop asks every 5 s, asked here at chosen moments: changes only, then the all-clear.
+      const watch = new QueuePresenceWatch(h.runtime.store, h.runtime.queue('acme'), 'acme');
+      expect(await watch.look()).toContain("no worker serves workspace acme's queue");
+      expect(await watch.look()).toBeUndefined();
+      const pool = await h.startWorkers();
+      try {
+        expect(await watch.look()).toBe('workspace acme: rows are being taken again');
+        expect(await exited).toBe(0);
+      } finally {
+        await pool.close();
+      }
+      expect(h.ws.deals.get(d.id)?.name).toBe('Waited for');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 90_000);
+
+  it('workspace status shows a workspace the circuit breaker holds, and workspace resume lifts it', async () => {
+    await h.runtime.store.setHold(
+      'acme',
+      'unreachable',
+      'the CRM at http://x is unreachable (ECONNREFUSED, 5 requests in a row)',
+    );
+    await h.runtime.queue('acme').pause();
+    const shown = await cli(['workspace', 'status', '-w', 'acme']);
+    expect(shown.stdout).toMatch(/workspace acme: HELD \(the CRM does not answer: circuit breaker\)/);
+    expect(shown.stdout).toMatch(/held since .*: the CRM at http:\/\/x is unreachable \(ECONNREFUSED/);
+    const lifted = await cli(['workspace', 'resume', '-w', 'acme']);
+    expect(lifted.stdout).toContain('workspace acme resumed');
+    expect(await status()).toMatchObject({ queuePaused: false });
+    expect((await status()).unreachable).toBeUndefined();
+  }, 60_000);
 
   it("runs resume lifts a refused key's block but not an operator's pause; workspace resume lifts only the pause", async () => {
     const pool = await h.startWorkers();

@@ -1,17 +1,19 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
+import type { WorkerPool } from '../../src/worker/index.js';
 import { csv } from '../helpers/pipeline.js';
 import { HOST, ORIGIN, csrfOf, multipart, startDashboardHarness, type DashboardHarness } from './dashboard-fixture.js';
 
 let d: DashboardHarness;
+let pool: WorkerPool;
 /** A run whose rows 2 and 4 failed with 422 (unknown stage); row 2's name is a script tag. */
 let badStageRun: string;
 const XSS = '<script>alert("x")</script>';
 
 beforeAll(async () => {
   d = await startDashboardHarness({ records: 30, retry: { attempts: 2, backoffMs: 20 } });
-  await d.h.startWorkers();
+  pool = await d.h.startWorkers();
   const deals = [...d.h.ws.deals.values()].slice(0, 5);
   const stage = d.h.ws.stages[0]!.id;
   const rows = deals.map((deal, i) => [deal.id, `Deal ${i}`, stage]);
@@ -287,6 +289,31 @@ describe('workspaces and blocked runs', () => {
     expect(await d.h.runtime.queue('acme').isPaused()).toBe(false);
     expect((await d.get('/workspaces')).body).toContain('>Active<');
     expect((await d.post('/workspaces/nope/pause')).statusCode).toBe(404);
+  });
+
+  it('says what keeps a running run waiting: the circuit breaker holding its workspace, then no worker', async () => {
+    const reason = 'the CRM at http://x is unreachable (ECONNREFUSED, 5 requests in a row): workspace held';
+    await d.h.runtime.store.setHold('acme', 'unreachable', reason);
+    await d.h.runtime.queue('acme').pause();
+    const deal = [...d.h.ws.deals.values()][25]!;
+    const { id } = await d.h.importFile(d.h.file('held.csv', csv(['id', 'name'], [[deal.id, 'Held']])), 'deal.update');
+    const held = await d.get(`/runs/${id}`);
+    expect(held.body).toContain('is held: the CRM does not answer.');
+    expect(held.body).toContain('ECONNREFUSED, 5 requests in a row');
+    const workspaces = (await d.get('/workspaces')).body;
+    expect(workspaces).toContain('Held — CRM unreachable');
+    expect(workspaces).toMatch(/<td class="num">1<\/td>\s*<td><div class="actions">/);
+
+    await pool.close();
+    expect((await d.get(`/runs/${id}`)).body).toContain('No worker serves workspace “acme”');
+    expect((await d.get('/workspaces')).body).toContain('crm-sync worker -w acme');
+    expect((await d.post('/workspaces/acme/resume')).statusCode).toBe(303);
+    expect(await d.h.runtime.store.holds('acme')).toEqual({});
+    pool = await d.h.startWorkers();
+    expect(await d.h.waitForRun(id)).toMatchObject({ status: 'completed', counts: { succeeded: 1 } });
+    const after = (await d.get(`/runs/${id}`)).body;
+    expect(after).not.toContain('No worker serves');
+    expect(after).not.toContain('is held');
   });
 
   it('explains a blocked run and resumes it once the key is fixed', async () => {

@@ -38,6 +38,10 @@ export interface HarnessOptions {
   requestTimeoutMs?: number;
   /** Put a CRM fault proxy between the workers and the simulator (`h.proxy`). Default false. */
   crmProxy?: boolean;
+  /** The workspace's circuit breaker settings. Default: the config's (5 in a row, probe every 15 s). */
+  breaker?: { threshold?: number; probeEveryMs?: number };
+  /** The workspace's baseUrl, from the simulator's (a proxy in front, a wrong path). Default: the simulator's. */
+  baseUrl?: (simBaseUrl: string, sim: Simulator) => string | Promise<string>;
 }
 
 /**
@@ -91,12 +95,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     resultsDir: join(dir, 'results'),
     workspaces: {
       acme: {
-        baseUrl: proxy ? proxy.baseUrl('acme') : sim.baseUrl('acme'),
+        baseUrl: options.baseUrl
+          ? await options.baseUrl(sim.baseUrl('acme'), sim)
+          : proxy
+            ? proxy.baseUrl('acme')
+            : sim.baseUrl('acme'),
         apiKeyEnv: keyEnv,
         ...(options.knownRateLimit ? { rateLimit: options.knownRateLimit } : {}),
         ...(options.retry ? { retry: options.retry } : {}),
         createSettleMs: options.createSettleMs ?? 200,
         ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+        ...(options.breaker ? { breaker: options.breaker } : {}),
       },
     },
   };

@@ -1,0 +1,42 @@
+import { workerCount, type WorkspaceQueue } from '../queue/index.js';
+import type { RunStore } from '../runs/index.js';
+
+/**
+ * While a run is followed (`import --wait`, `runs retry --wait`), says on stderr what keeps its
+ * rows waiting — no worker serving the workspace's queue, an operator's pause, the circuit
+ * breaker holding it — when that changes, and once more when it clears. Without it a run with
+ * no worker shows "0 rows/s" forever without a hint.
+ */
+export class QueuePresenceWatch {
+  #said = '';
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly queue: WorkspaceQueue,
+    private readonly workspace: string,
+  ) {}
+
+  /** Looks once; answers the line to print, if what holds the rows changed. */
+  async look(): Promise<string | undefined> {
+    const ws = this.workspace;
+    const [holds, workers] = await Promise.all([this.store.holds(ws), workerCount(this.queue).catch(() => -1)]);
+    const why: string[] = [];
+    if (holds.blocked) why.push(`workspace ${ws} is blocked: ${holds.blocked.reason}`);
+    if (holds.paused)
+      why.push(
+        `workspace ${ws} is paused by an operator (${holds.paused.reason}); lift it with: crm-sync workspace resume -w ${ws}`,
+      );
+    if (holds.unreachable) why.push(`workspace ${ws} is held: ${holds.unreachable.reason}`);
+    if (workers === 0)
+      why.push(
+        `no worker serves workspace ${ws}'s queue: its rows wait until one starts. ` +
+          `Start one with "crm-sync worker -w ${ws}", or run this command with --work.`,
+      );
+    const now = why.join('\n');
+    if (now === this.#said) return undefined;
+    const before = this.#said;
+    this.#said = now;
+    if (now === '') return before === '' ? undefined : `workspace ${ws}: rows are being taken again`;
+    return now;
+  }
+}

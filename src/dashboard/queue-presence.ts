@@ -1,0 +1,32 @@
+import { workerCount } from '../queue/index.js';
+import type { RunRecord } from '../runs/index.js';
+import type { Runtime } from '../runtime/index.js';
+import { html, type SafeHtml } from './html.js';
+
+/**
+ * What keeps a running run's rows waiting that the run record itself does not say: no worker
+ * serving its workspace's queue (BullMQ's worker list), an operator's pause, or the circuit
+ * breaker holding the workspace because the CRM does not answer. Empty for a run that is not
+ * running, or when nothing holds it.
+ */
+export async function queuePresenceNotice(runtime: Runtime, run: RunRecord): Promise<SafeHtml | ''> {
+  if (run.status !== 'running' || run.counts.queued === 0) return '';
+  const [holds, workers] = await Promise.all([
+    runtime.store.holds(run.workspace),
+    workerCount(runtime.queue(run.workspace)),
+  ]);
+  const lines: SafeHtml[] = [];
+  if (holds.unreachable)
+    lines.push(
+      html`<p><b>Workspace “${run.workspace}” is held: the CRM does not answer.</b> ${holds.unreachable.reason}</p>`,
+    );
+  if (holds.paused)
+    lines.push(
+      html`<p><b>Workspace “${run.workspace}” is paused by an operator</b> (${holds.paused.reason}): rows wait until it is resumed on the <a href="/workspaces">Workspaces</a> page.</p>`,
+    );
+  if (workers === 0)
+    lines.push(
+      html`<p><b>No worker serves workspace “${run.workspace}”</b>: its rows wait until one starts. Start one with <code>crm-sync worker -w ${run.workspace}</code>.</p>`,
+    );
+  return lines.length === 0 ? '' : html`<div class="notice warn" role="status">${lines}</div>`;
+}
