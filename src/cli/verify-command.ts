@@ -13,7 +13,8 @@ export function registerVerifyCommand(program: Command): void {
     .description(
       'Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift),\n' +
         'rows that share one record id, and create rows that more than one deal matches (suspected duplicates).\n' +
-        "What was sent is re-read from the run's source file with the run's mapping, so the file must be unchanged.",
+        'What was sent is the digest kept with each row\'s result (a row corrected by "runs retry --file" is checked\n' +
+        "against the correction); the run's source file, when unchanged, only shows the sent values of drifted fields.",
     )
     .option('-o, --out <file>', 'write the drift (row,line,record_id,field,sent,current) as CSV; "-" for stdout')
     .option('--page-size <n>', 'records per list request', positiveInt, 100)
@@ -38,7 +39,10 @@ export function registerVerifyCommand(program: Command): void {
             ? JSON.stringify(report, null, 2)
             : `verify ${runId}: ${report.checked} rows checked, ${report.matching} match, ${report.drifted} drifted${fields ? ` (${fields})` : ''}, ${report.missing} missing` +
               `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} rows match more than one deal (suspected duplicates)` : ''}`;
-          (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
+          const note = report.sourceChanged
+            ? `\nnote: ${run.source} changed since the run (${report.sourceChanged}): rows were checked against what they sent, and sent values of drifted fields are not shown`
+            : '';
+          (opts.out === '-' ? process.stderr : process.stdout).write(`${text}${opts.json ? '' : note}\n`);
           process.exitCode =
             report.drifted + report.missing + report.sharedIds + report.suspectedDuplicates > 0 ? 1 : 0;
         } finally {

@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
 import { errorMessage, type ErrorCode } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import type { CreateMarker, RowFence, RowResult, RowWriter } from '../runs/index.js';
+import { succeeded, type CreateMarker, type RowFence, type RowResult, type RowWriter } from '../runs/index.js';
 import { canonicalFromRow } from './compare.js';
 import { type DealLookup, normaliseName } from './deal-lookup.js';
+import { sentDigest } from './sent-digest.js';
 
 export interface DuplicateSafeCreateOptions {
   client: CrmClient;
@@ -25,6 +26,8 @@ interface CreateContext {
   row: CreateRow;
   fp: string;
   match?: string;
+  /** What the row sends, as a digest for its result (verify). */
+  sent?: string | undefined;
 }
 
 /** The row as the result needs it. */
@@ -101,7 +104,13 @@ export class DuplicateSafeCreate {
     match?: string,
   ): Promise<CreateOutcome> {
     const fp = match === undefined ? createFingerprint(fields) : `m-${createHash('sha1').update(match).digest('hex')}`;
-    const c: CreateContext = { w, row, fp, ...(match !== undefined ? { match } : {}) };
+    const c: CreateContext = {
+      w,
+      row,
+      fp,
+      ...(match !== undefined ? { match } : {}),
+      sent: sentDigest('deals', fields),
+    };
     // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
     for (let turn = 0; turn < 2; turn++) {
       const begin = await this.#o.fence.beginCreate(w, fp, await this.#crmClock(), match);
@@ -204,17 +213,9 @@ export class DuplicateSafeCreate {
     marker: CreateMarker,
   ): Promise<CreateOutcome> {
     const { w, row, fp } = c;
-    const at = new Date().toISOString();
     const message =
       how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
-    const success: RowResult = {
-      row: row.row,
-      line: row.line,
-      status: 'succeeded',
-      recordId: dealId,
-      ...(message ? { message } : {}),
-      at,
-    };
+    const success = succeeded(row, dealId, message, c.sent);
     const conflict =
       how === 'answer'
         ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)

@@ -34,6 +34,7 @@ export {
   type PlanResult,
   type IndexStats,
 } from './reconcile-import.js';
+export { sentDigest, checkDigest, digestHolds, type DigestCheck } from './sent-digest.js';
 export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';
 export {
   DuplicateSafeCreate,

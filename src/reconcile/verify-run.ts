@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { stringify } from 'csv-stringify/sync';
 import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
@@ -6,6 +7,7 @@ import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/in
 import { sourceIdentity } from '../queue/index.js';
 import { escapeCsvCell, type RunStore } from '../runs/index.js';
 import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
+import { checkDigest, digestHolds } from './sent-digest.js';
 import { normaliseName } from './deal-lookup.js';
 import { RecordIndex } from './record-index.js';
 
@@ -36,6 +38,8 @@ export interface VerifyResult {
   /** Create rows (deal.create, upsert creates) that more than one deal matches: a duplicate was made. */
   suspectedDuplicates: number;
   listPages: number;
+  /** How the source changed since the run, when it did: its values were not read (digests only). */
+  sourceChanged?: string;
 }
 
 export const VERIFY_CSV_COLUMNS = ['row', 'line', 'record_id', 'field', 'sent', 'current'] as const;
@@ -50,11 +54,23 @@ const RESOURCE_OF: Partial<
   'contact.update': { resource: 'contacts', mapOp: 'contact.update' },
 };
 
+/** A succeeded row as verify needs it. */
+interface SentRow {
+  row: number;
+  line: number | undefined;
+  recordId: string;
+  /** Digest of what it sent (src/reconcile/sent-digest.ts); absent for runs of older versions. */
+  sent: string | undefined;
+}
+
 /**
- * After a run: pages the CRM again and compares every succeeded row's record with what the
- * row sent. What was sent is recomputed from the run's source file and stored mapping (results
- * of succeeded rows do not keep their values), so the source must still be there, unchanged.
- * `position` is left out: the API never reports it, so it cannot drift visibly.
+ * After a run: pages the CRM again and compares every succeeded row's record with what the row
+ * sent (docs/architecture.md, "Verify"). What was sent is the digest stored with the row's
+ * result, so a row corrected by `runs retry --file` is checked against the correction, and the
+ * source is not needed. The source file is read only to show the sent values of drifted fields,
+ * when it is unchanged and says what the digest says; runs recorded before digests existed are
+ * compared with the file, which must then be unchanged. `position` is never compared: the API
+ * does not report it.
  */
 export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult> {
   const { store, runId } = options;
@@ -62,14 +78,21 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   const kind = RESOURCE_OF[run.operation];
   if (!kind)
     throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
-  const was = { size: run.options.sourceSize, mtime: run.options.sourceMtimeMs };
-  const now = sourceIdentity(run.source);
-  if (was.size !== undefined && (now.sourceSize !== was.size || now.sourceMtimeMs !== was.mtime)) {
-    // What was sent is recomputed from the file: a changed file would report its changes as drift.
+
+  const rows = new Map<number, SentRow>();
+  let undigested = 0;
+  for await (const result of store.iterateResults(runId)) {
+    if (result.status !== 'succeeded' || result.recordId === undefined) continue;
+    rows.set(result.row, { row: result.row, line: result.line, recordId: result.recordId, sent: result.sent });
+    if (result.sent === undefined) undigested++;
+  }
+  const changed = sourceChange(run.source, run.options.sourceSize, run.options.sourceMtimeMs);
+  if (changed !== undefined && undigested > 0) {
+    // Those rows can only be compared with what the file said: a changed file would report its changes as drift.
     throw new CrmSyncError(
       'RUN_STATE',
-      `${run.source} changed since run ${runId} began (size ${was.size} → ${now.sourceSize ?? 'gone'} bytes, modified ${new Date(was.mtime ?? 0).toISOString()} → ` +
-        `${now.sourceMtimeMs !== undefined ? new Date(now.sourceMtimeMs).toISOString() : 'gone'}): verify compares the CRM with what that file said, so it cannot check this run`,
+      `${run.source} changed since run ${runId} began (${changed}): ${undigested} of its rows were recorded without a digest of what they sent, ` +
+        'so verify would compare the CRM with what the file says now; it cannot check this run',
     );
   }
   const mapping: Mapping | undefined =
@@ -77,10 +100,6 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   // Only the rows the run sent are compared, so other columns are no reason to stop here.
   const decoder = new RowDecoder({ op: kind.mapOp, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true });
 
-  const sent = new Map<number, string>();
-  for await (const result of store.iterateResults(runId)) {
-    if (result.status === 'succeeded' && result.recordId !== undefined) sent.set(result.row, result.recordId);
-  }
   const index = await RecordIndex.build(options.client, {
     resource: kind.resource,
     ...(options.pageSize ? { pageSize: options.pageSize } : {}),
@@ -95,79 +114,112 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     sharedIds: 0,
     suspectedDuplicates: 0,
     listPages: index.pages,
+    ...(changed !== undefined ? { sourceChanged: changed } : {}),
   };
   const rowsById = new Map<string, number>();
-  for (const id of sent.values()) rowsById.set(id, (rowsById.get(id) ?? 0) + 1);
+  for (const r of rows.values()) rowsById.set(r.recordId, (rowsById.get(r.recordId) ?? 0) + 1);
   // Deals by normalised name: a create's row that several deals match means one was made twice.
   const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const dealsByName = createsDeals ? groupByName(index) : new Map<string, IndexedRecord[]>();
-  const write = async (cells: string[]) => {
-    if (options.out && !options.out.write(stringify([cells.map(escapeCsvCell)]))) await once(options.out, 'drain');
+  const write = async (cells: Array<string | number | undefined>) => {
+    const line = stringify([cells.map((c) => escapeCsvCell(c === undefined ? '' : String(c)))]);
+    if (options.out && !options.out.write(line)) await once(options.out, 'drain');
   };
   await write([...VERIFY_CSV_COLUMNS]);
 
-  const reader = openSource(run.source, {
-    ...(run.options.format ? { format: run.options.format } : {}),
-    ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
-  });
-  for await (const item of reader) {
-    const recordId = sent.get(item.row);
-    if (item.kind !== 'record' || recordId === undefined) continue;
+  const check = async (r: SentRow, fields: Record<string, unknown> | undefined): Promise<void> => {
     outcome.checked++;
-    const record = index.byId(recordId);
+    const record = index.byId(r.recordId);
     if (!record) {
       outcome.missing++;
-      await write([String(item.row), String(item.line), recordId, '(record)', 'exists', 'missing']);
-      continue;
+      await write([r.row, r.line, r.recordId, '(record)', 'exists', 'missing']);
+      return;
     }
-    const { fields } = decoder.mapValues(item.values);
-    if ((rowsById.get(recordId) ?? 0) > 1) {
+    const sharing = rowsById.get(r.recordId) ?? 0;
+    if (sharing > 1) {
       outcome.sharedIds++;
-      await write([
-        String(item.row),
-        String(item.line),
-        recordId,
-        '(shared id)',
-        'one row per record',
-        `${rowsById.get(recordId)} rows`,
-      ]);
+      await write([r.row, r.line, r.recordId, '(shared id)', 'one row per record', `${sharing} rows`]);
     }
-    if (createsDeals && typeof fields.name === 'string') {
-      const value = fields.value === undefined ? undefined : canonicalFromRow('value', fields.value);
-      const twins = (dealsByName.get(normaliseName(fields.name)) ?? []).filter(
-        (d) => value === undefined || d.values.value === value,
-      );
+    if (createsDeals) {
+      const twins = twinsOf(dealsByName, fields, record);
       if (twins.length > 1) {
         outcome.suspectedDuplicates++;
-        await write([
-          String(item.row),
-          String(item.line),
-          recordId,
-          '(duplicate)',
-          'one deal',
-          twins.map((d) => d.id).join(';'),
-        ]);
+        await write([r.row, r.line, r.recordId, '(duplicate)', 'one deal', twins.map((d) => d.id).join(';')]);
       }
     }
-    const changes = diffFields(kind.resource, fields, record, ['id', 'position']);
-    if (changes.length === 0) {
+    const changes = r.sent !== undefined ? digestChanges(kind.resource, r.sent, record, fields) : undefined;
+    const drift = changes ?? (fields ? diffFields(kind.resource, fields, record, ['id', 'position']) : []);
+    if (drift.length === 0) {
       outcome.matching++;
-      continue;
+      return;
     }
     outcome.drifted++;
-    for (const c of changes) {
+    for (const c of drift) {
       outcome.byField[c.field] = (outcome.byField[c.field] ?? 0) + 1;
-      await write([
-        String(item.row),
-        String(item.line),
-        recordId,
-        c.field,
-        showCanonical(c.wanted),
-        showCanonical(c.current),
-      ]);
+      await write([r.row, r.line, r.recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)]);
+    }
+  };
+
+  if (changed === undefined && existsSync(run.source)) {
+    // The file in row order: it shows the sent values of drifted fields (and is all older runs have).
+    const reader = openSource(run.source, {
+      ...(run.options.format ? { format: run.options.format } : {}),
+      ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
+    });
+    for await (const item of reader) {
+      const r = rows.get(item.row);
+      if (item.kind !== 'record' || r === undefined) continue;
+      rows.delete(item.row);
+      await check(r, decoder.mapValues(item.values).fields);
     }
   }
+  // Rows the file did not give (it is gone or changed, or the rows came from elsewhere): their digests.
+  for (const r of rows.values()) await check(r, undefined);
   return outcome;
+}
+
+/** Drifted fields by the digest; sent values come from the source when it says what was sent. */
+function digestChanges(
+  resource: ListResource,
+  digest: string,
+  record: IndexedRecord,
+  fields: Record<string, unknown> | undefined,
+): Array<{ field: string; wanted: string; current: string | undefined }> | undefined {
+  const result = checkDigest(resource, digest, record);
+  if (!result) return undefined;
+  return result.drifted.map((field) => {
+    const fromSource = fields?.[field] === undefined ? undefined : canonicalFromRow(field, fields[field]);
+    const wanted =
+      fromSource !== undefined && digestHolds(resource, digest, field, fromSource)
+        ? fromSource
+        : '(sent value not kept)';
+    return { field, wanted, current: record.values[field] };
+  });
+}
+
+/** Deals that look like this row's (its sent name and value, or its deal's when the source is not read). */
+function twinsOf(
+  byName: Map<string, IndexedRecord[]>,
+  fields: Record<string, unknown> | undefined,
+  record: IndexedRecord,
+): IndexedRecord[] {
+  const name = typeof fields?.name === 'string' ? fields.name : record.name;
+  const value =
+    fields === undefined
+      ? record.values.value || undefined
+      : fields.value === undefined
+        ? undefined
+        : canonicalFromRow('value', fields.value);
+  return (byName.get(normaliseName(name)) ?? []).filter((d) => value === undefined || d.values.value === value);
+}
+
+/** How the source changed since the run began, or undefined when it did not (or nothing was recorded). */
+function sourceChange(source: string, size: number | undefined, mtime: number | undefined): string | undefined {
+  if (size === undefined) return undefined;
+  const now = sourceIdentity(source);
+  if (now.sourceSize === size && now.sourceMtimeMs === mtime) return undefined;
+  const when = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : 'gone');
+  return `size ${size} → ${now.sourceSize ?? 'gone'} bytes, modified ${when(mtime)} → ${when(now.sourceMtimeMs)}`;
 }
 
 function groupByName(index: RecordIndex): Map<string, IndexedRecord[]> {

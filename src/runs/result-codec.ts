@@ -42,6 +42,8 @@ const StoredResultSchema = z.object({
   e: z.array(z.tuple([z.string(), z.string()])).optional(),
   /** original values */
   o: z.record(z.string(), z.string()).optional(),
+  /** what a succeeded row sent, as a digest */
+  v: z.string().optional(),
   /** at, epoch ms */
   t: z.number(),
 });
@@ -65,6 +67,7 @@ export function encodeResult(result: RowResult): string {
   // Only rows someone may fix and re-import keep their source values: this is what lets a
   // million-row run fit in Redis.
   if (isProblem(result.status) && result.original !== undefined) stored.o = result.original;
+  if (result.status === 'succeeded' && result.sent !== undefined) stored.v = result.sent;
   return STATUS_CHAR[result.status] + JSON.stringify(stored);
 }
 
@@ -81,5 +84,6 @@ export function decodeResult(row: number, value: string): RowResult {
   if (stored.m !== undefined) result.message = stored.m;
   if (stored.e !== undefined) result.errors = stored.e.map(([field, message]) => ({ field, message }));
   if (stored.o !== undefined) result.original = stored.o;
+  if (stored.v !== undefined) result.sent = stored.v;
   return result;
 }

@@ -18,12 +18,14 @@ function base(place: RowPlace): Pick<RowResult, 'row' | 'line' | 'at'> {
   return { row: place.row, ...(place.line !== undefined ? { line: place.line } : {}), at: new Date().toISOString() };
 }
 
-export function succeeded(place: RowPlace, recordId: string | undefined, message?: string): RowResult {
+/** `sent`: the digest of the fields the row sent (src/reconcile/sent-digest.ts), kept for `verify`. */
+export function succeeded(place: RowPlace, recordId: string | undefined, message?: string, sent?: string): RowResult {
   return {
     ...base(place),
     status: 'succeeded',
     ...(recordId !== undefined ? { recordId } : {}),
     ...(message ? { message } : {}),
+    ...(sent !== undefined ? { sent } : {}),
   };
 }
 

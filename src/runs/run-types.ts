@@ -106,6 +106,8 @@ export interface RowResult {
   errors?: FieldError[];
   /** The row as read from the source, so failed rows can be exported, fixed and re-imported. */
   original?: Record<string, string>;
+  /** A succeeded row's sent fields as a compact digest, for `verify` (src/reconcile/sent-digest.ts). */
+  sent?: string;
   /** When the result was recorded (ISO). */
   at: string;
 }

@@ -1,7 +1,7 @@
-import { BadResponseError, CrmError, TransientError, type CrmClient } from '../crm/index.js';
+import { BadResponseError, CrmError, TransientError, type CrmClient, type ListResource } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
-import type { DuplicateSafeCreate } from '../reconcile/index.js';
+import { sentDigest, type DuplicateSafeCreate } from '../reconcile/index.js';
 import {
   succeeded,
   superseded,
@@ -39,7 +39,7 @@ type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
 
-const RESOURCE: Record<UpdatePayload['op'], string> = {
+const RESOURCE: Record<UpdatePayload['op'], ListResource> = {
   'deal.update': 'deals',
   'lead.update': 'leads',
   'contact.update': 'contacts',
@@ -107,17 +107,18 @@ export class RowSender {
   ): Promise<SendOutcome> {
     const base = { row: r.row, line: r.line };
     const opts = signal ? { signal } : {};
+    const sent = sentDigest(RESOURCE[payload.op], payload.fields);
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {
       const id = await updateRecord(this.o.client, payload, opts);
-      return { kind: 'result', result: succeeded(base, id), settles };
+      return { kind: 'result', result: succeeded(base, id, undefined, sent), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})`;
-        return { kind: 'result', result: succeeded(base, err.recordId, message), settles };
+        return { kind: 'result', result: succeeded(base, err.recordId, message, sent), settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
       await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));

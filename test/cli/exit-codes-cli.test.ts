@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 import { runCli } from '../helpers/run-cli.js';
@@ -100,15 +102,58 @@ describe('exit codes, durations and plain messages (child processes)', () => {
     expect(pass).toBeLessThanOrEqual(active);
   }, 60_000);
 
-  it('verify refuses a source file that changed since the run, saying so (exit 2)', async () => {
+  it('verify checks a row corrected by runs retry --file against the correction, not the original file', async () => {
+    const [a, b] = [...h.ws.deals.values()].slice(4, 6);
+    const file = h.file(
+      'fixme.csv',
+      csv(
+        ['id', 'name', 'stage_id'],
+        [
+          [a!.id, 'Good row', h.ws.stages[0]!.id],
+          [b!.id, 'Bad stage', 'stg_missing'],
+        ],
+      ),
+    );
+    const imported = await cli(['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
+    const id = (JSON.parse(imported.stdout) as { id: string }).id;
+    const exported = join(h.dir, 'fixme-failed.csv');
+    expect((await cli(['runs', 'export', id, '--failed', '--out', exported])).code).toBe(0);
+    writeFileSync(exported, readFileSync(exported, 'utf8').replace(/,stg_missing$/m, `,${h.ws.stages[0]!.id}`));
+    const retried = await cli(['runs', 'retry', id, '--file', exported, '--work']);
+    expect(retried.code, retried.stdout + retried.stderr).toBe(0);
+    const verified = await cli(['verify', id, '--out', '-']);
+    expect(verified.stderr).toMatch(/2 rows checked, 2 match, 0 drifted/);
+    expect(verified.code).toBe(0);
+  }, 60_000);
+
+  it('verify checks a run against what it sent, not against its file as it is now; a run without digests refuses a changed file (exit 2)', async () => {
     const d = [...h.ws.deals.values()][3]!;
     const file = h.file('v.csv', csv(['id', 'name'], [[d.id, 'Verified']]));
     const imported = await cli(['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--json']);
     const id = (JSON.parse(imported.stdout) as { id: string }).id;
     expect((await cli(['verify', id])).code).toBe(0);
     h.file('v.csv', csv(['id', 'name'], [[d.id, 'Edited afterwards']]));
+    const edited = await cli(['verify', id]);
+    expect(edited.code).toBe(0);
+    expect(edited.stdout).toMatch(/1 rows checked, 1 match, 0 drifted/);
+    expect(edited.stdout).toMatch(
+      /note: .*v\.csv changed since the run \(size .*\): rows were checked against what they sent/,
+    );
+    // The CRM changed meanwhile: drift is found from the digest alone.
+    h.ws.updateRecord('deals', d.id, { name: 'Changed in the CRM' });
+    const drift = await cli(['verify', id, '--out', '-']);
+    expect(drift.code).toBe(1);
+    expect(drift.stdout).toContain(`1,2,${d.id},name,(sent value not kept),Changed in the CRM`);
+
+    // A result recorded by an older version keeps no digest: only the file can say what was sent.
+    const redis = h.runtime.redis;
+    const bucket = (await redis.keys(`${h.config.prefix}:run:${id}:results:*`))[0]!;
+    const stored = (await redis.hget(bucket, '1'))!;
+    await redis.hset(bucket, '1', stored.replace(/,"v":"[^"]*"/, ''));
     const res = await cli(['verify', id]);
     expect(res.code).toBe(2);
-    expect(res.stderr).toMatch(/v\.csv changed since run \S+ began .*so it cannot check this run \[RUN_STATE\]/);
+    expect(res.stderr).toMatch(
+      /v\.csv changed since run \S+ began .*without a digest of what they sent.*it cannot check this run \[RUN_STATE\]/,
+    );
   }, 60_000);
 });
