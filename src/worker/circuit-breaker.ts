@@ -51,7 +51,7 @@ export class CircuitBreaker {
   #confirmedAt = 0;
   #probing: Promise<KeyCheck> | undefined;
   #open = false;
-  #reason = 'the workspace is held: the CRM did not answer like the CRM';
+  #reason = 'the workspace is held by the circuit breaker: the CRM does not answer';
   #halfOpen: NodeJS.Timeout | undefined;
   #watch: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -101,12 +101,15 @@ export class CircuitBreaker {
     return { kind: 'pass' };
   }
 
-  /** Open here and still held in Redis (an operator's `workspace resume` closes it for every process). */
+  /**
+   * Held in Redis: opened here or by another process (whose jobs then go back at once instead of
+   * spending attempts on their own streak); an operator's `workspace resume` closes it for all.
+   */
   async #stillOpen(): Promise<boolean> {
-    if (!this.#open) return false;
-    if (await this.#o.isOpen()) return true;
-    this.#becomeClosed();
-    return false;
+    const held = await this.#o.isOpen();
+    if (held && !this.#open) this.#becomeOpen();
+    else if (!held && this.#open) this.#becomeClosed();
+    return held;
   }
 
   async #unreachable(code: string): Promise<BreakerVerdict> {
@@ -119,8 +122,9 @@ export class CircuitBreaker {
   }
 
   async #wrongAddress(status: number | undefined): Promise<BreakerVerdict> {
+    // A record's 404 from a CRM that answered lately costs nothing more.
+    if (!this.#open && Date.now() - this.#confirmedAt < (this.#o.confirmMs ?? 60_000)) return { kind: 'pass' };
     if (await this.#stillOpen()) return { kind: 'open', reason: this.#reason };
-    if (Date.now() - this.#confirmedAt < (this.#o.confirmMs ?? 60_000)) return { kind: 'pass' };
     // One probe at a time, shared by every row that asks meanwhile.
     this.#probing ??= this.#probe().finally(() => {
       this.#probing = undefined;
