@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
-import type { ProblemGroups } from '../../src/runs/index.js';
+import { durationWords, type ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
 import {
   csrfOf,
@@ -18,7 +18,7 @@ import {
 /*
  * The operator features of issue 14, black-box through app.inject against real Redis, real
  * workers and the CRM simulator: error groups, result filters, run search, retry rules, the
- * dry-run label, first-pass durations, the activity series and the cancel route.
+ * dry-run label, durations (active, wall, passes), the activity series and the cancel route.
  */
 
 let d: DashboardHarness;
@@ -44,6 +44,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await d?.close();
 });
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 async function groupsOf(runId: string): Promise<ProblemGroups> {
   const res = await d.get(`/runs/${runId}`, { ...d.bearer, accept: 'application/json' });
@@ -124,7 +128,7 @@ describe('retry rules', () => {
     expect(refused.body).toContain('invalid rows need a correction first');
   });
 
-  it("keeps the first pass as the run's duration when a retry finishes later", async () => {
+  it('says active time, wall time and passes apart when a retry finishes later, on the run page and the list', async () => {
     const deals = [...d.h.ws.deals.values()].slice(60, 62);
     d.h.ws.setFaults({ errorRate: 1 });
     const file = d.h.file(
@@ -143,7 +147,21 @@ describe('retry rules', () => {
     expect(done.counts).toMatchObject({ succeeded: 2, failed: 0 });
     expect(done.firstFinishedAt).toBe(first.firstFinishedAt);
     expect(Date.parse(done.finishedAt!) - Date.parse(first.finishedAt!)).toBeGreaterThanOrEqual(1000);
-    expect((await d.get(`/runs/${first.id}`)).body).toContain('last retry finished');
+    const words = durationWords(done);
+    const m = /^active ([\d.]+) s · wall ([\d.]+) s · 2 passes \(last ([\d.]+) s\)$/.exec(words);
+    expect(m, words).not.toBeNull();
+    const [active, wall, last] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    expect(wall).toBeGreaterThanOrEqual(1.2);
+    expect(active).toBeLessThan(wall);
+    expect(last).toBeLessThanOrEqual(active);
+    // The run store's one wording, as the CLI's summary says it too.
+    const runPage = (await d.get(`/runs/${first.id}`)).body;
+    expect(runPage).toMatch(new RegExp(`<span data-duration title="[^"]+">${escapeRegExp(words)}</span>`));
+    const list = (await d.get(`/?q=${first.id}`)).body;
+    const cell = /<td class="nowrap" data-duration title="[^"]+">([\s\S]*?)<\/td>/.exec(list)?.[1];
+    expect(cell).toBe(
+      `active ${m![1]} s<div class="small">wall ${m![2]} s</div><div class="small">2 passes (last ${m![3]} s)</div>`,
+    );
   });
 });
 
