@@ -36,7 +36,7 @@ export interface RunPageData {
   csrf: string;
   /** A message about the last action, already rendered. */
   notice?: SafeHtml;
-  /** The activity chart, already rendered. */
+  /** The activity charts (the run's own, its workspace's), already rendered. */
   chart?: SafeHtml;
 }
 

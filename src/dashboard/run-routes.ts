@@ -16,7 +16,7 @@ import { html, type SafeHtml } from './html.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { isFiltered, problemFilter, searchProblems, type ProblemFilter } from './problem-search.js';
-import { runChart } from './activity-chart.js';
+import { runChart, runWorkspaceChart } from './activity-chart.js';
 import { GroupCache } from './group-cache.js';
 import { problemCount } from './status-words.js';
 import { runPageBody, type SearchStep } from './run-page.js';
@@ -162,7 +162,9 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);
-    const chart = await runChart(runtime, run);
+    // The run's own series, then its workspace's during the run (other runs included).
+    const charts = await Promise.all([runChart(runtime, run), runWorkspaceChart(runtime, run)]);
+    const chart = html`${charts}`;
     const body = runPageBody({
       run,
       problems,
