@@ -22,7 +22,7 @@ const HEIGHT = 70;
 
 interface Line {
   label: string;
-  /** Value of a bucket, in the unit the label says. */
+  /** Value of a bucket, in the unit the caption says (once, after the peak: captions stay on one line). */
   value: (p: SeriesPoint) => number;
   unit: string;
   tone: 'run' | 'ok' | 'warn' | 'bad';
@@ -52,7 +52,7 @@ function sparkline(points: SeriesPoint[], line: Line): SafeHtml {
   const last = values[values.length - 1] ?? 0;
   const nonzero = values.filter((v) => v > 0).length;
   return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}" data-nonzero="${nonzero}">
-  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span></figcaption>
+  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)} · peak ${fmt(max)}${line.unit}</span></figcaption>
   <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}">
     <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
     ${points.length > 0 ? html`<polyline points="${coords}"></polyline>` : ''}

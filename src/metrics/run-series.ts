@@ -83,10 +83,10 @@ export async function addToRunSeries(
 }
 
 /**
- * A run's buckets, oldest first, from the oldest one kept to the newest written, or to `toMs`
- * when given and later (a run under way: its quiet last seconds are zeros too). Buckets nobody
- * wrote to are zeros; at most RUN_SERIES_MAX_BUCKETS points. Empty when the run has no series
- * (nothing was sent, or it expired).
+ * A run's buckets, oldest first, from the one before the oldest kept to the newest written, or to
+ * `toMs` when given and later (a run under way: its quiet last seconds are zeros too). Buckets
+ * nobody wrote to are zeros; at most RUN_SERIES_MAX_BUCKETS points. Empty when the run has no
+ * series (nothing was sent, or it expired).
  */
 export async function readRunSeries(
   redis: Redis,
@@ -100,7 +100,9 @@ export async function readRunSeries(
   if (byBucket.size === 0) return [];
   const written = [...byBucket.keys()];
   const last = Math.max(...written, toMs !== undefined ? bucketOf(toMs) : -Infinity);
-  const first = Math.max(Math.min(...written), last - RUN_SERIES_MAX_BUCKETS + 1);
+  // From the bucket before the oldest written: a zero (the run had sent nothing yet), so even a
+  // run of a few seconds draws as a rise; unless that would pass the bound (older ones were cut).
+  const first = Math.max(Math.min(...written) - 1, last - RUN_SERIES_MAX_BUCKETS + 1);
   const points: SeriesPoint[] = [];
   for (let b = first; b <= last; b++) {
     const [requests = 0, rateLimited = 0, failed = 0, succeeded = 0] = (byBucket.get(b) ?? '').split(',').map(Number);

@@ -58,20 +58,22 @@ describe("a run's activity series", () => {
     expect(await redis.hgetall(key)).toEqual({ last: String(b0 + 5000), [String(b0 + 5000)]: '1,0,0,0' });
   });
 
-  it('adds increments of the same bucket, fills quiet buckets with zeros and runs up to now while the run goes', async () => {
+  it('adds increments of the same bucket, starts from a zero, fills quiet buckets with zeros and runs up to now while the run goes', async () => {
     const b = 170_100_000;
     await addToRunSeries(redis, prefix, one('run-gaps', [3, 1, 0, 0]), b);
     await addToRunSeries(redis, prefix, one('run-gaps', [4, 0, 1, 2]), b);
     await addToRunSeries(redis, prefix, one('run-gaps', [1, 0, 0, 1]), b + 3);
     const points = await readRunSeries(redis, prefix, 'run-gaps');
+    expect(points[0]!.t).toBe((b - 1) * SERIES_BUCKET_MS);
     expect(points.map((p) => [p.requests, p.rateLimited, p.failed, p.succeeded])).toEqual([
+      [0, 0, 0, 0],
       [7, 1, 1, 2],
       [0, 0, 0, 0],
       [0, 0, 0, 0],
       [1, 0, 0, 1],
     ]);
     const untilNow = await readRunSeries(redis, prefix, 'run-gaps', (b + 5) * SERIES_BUCKET_MS + 1);
-    expect(untilNow).toHaveLength(6);
+    expect(untilNow).toHaveLength(7);
     expect(await readRunSeries(redis, prefix, 'no-such-run', Date.now())).toEqual([]);
   });
 
