@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import { workerCount, type WorkspaceQueue } from '../queue/index.js';
-import type { RunRecord, RunStore } from '../runs/index.js';
+import { durationWords, type RunRecord, type RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { QueuePresenceWatch } from './queue-presence.js';
 import { ignoredColumnsOf } from './source-notes.js';
@@ -164,7 +164,7 @@ export function formatRunSummary(run: RunRecord): string {
       : `${c.skipped} would be sent`;
   const lines = [
     `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
-    `  status: ${run.status}${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
+    `  status: ${run.status} · ${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
     `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
       `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
       `${c.queued ? `, ${c.queued} still queued` : ''}`,
@@ -196,19 +196,4 @@ export async function warnIfNoWorkers(queue: WorkspaceQueue, workspace: string):
       `Start one with "crm-sync worker -w ${workspace}", or run this command with --work.\n`,
   );
   return false;
-}
-
-/**
- * How long the run took: its last pass alone, and with retries or resumes also the active time
- * of all passes and the wall time since it was created (a retry days later is not "a slow run").
- */
-export function durationWords(run: RunRecord): string {
-  if (!run.finishedAt) return '';
-  const end = Date.parse(run.finishedAt);
-  const pass = (end - Date.parse(run.passStartedAt ?? run.createdAt)) / 1000;
-  if (!run.passes) return ` in ${pass.toFixed(1)}s`;
-  const active = (run.activeMs ?? 0) / 1000 + pass;
-  const wall = (end - Date.parse(run.createdAt)) / 1000;
-  const n = run.passes;
-  return ` in ${pass.toFixed(1)}s (the last of ${n + 1} passes, after ${n} retry or resume${n === 1 ? '' : 's'}; active ${active.toFixed(1)}s, wall ${wall.toFixed(1)}s since created)`;
 }

@@ -1,12 +1,20 @@
-import { readSeries, SERIES_BUCKET_MS, type SeriesPoint } from '../metrics/index.js';
+import {
+  readRunSeries,
+  readSeries,
+  RUN_SERIES_MAX_BUCKETS,
+  RUN_SERIES_TTL_SECONDS,
+  SERIES_BUCKET_MS,
+  type SeriesPoint,
+} from '../metrics/index.js';
 import type { RunRecord } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { html, type SafeHtml } from './html.js';
 
 /*
  * Activity charts drawn on the server as SVG: no script and nothing loaded from elsewhere, so
- * they live under the pages' strict Content-Security-Policy. A page in progress reloads every few
- * seconds (dashboard.js), which is what makes the chart live.
+ * they live under the pages' strict Content-Security-Policy (docs/architecture.md, "Activity
+ * series"). A page in progress reloads every few seconds (dashboard.js), which is what makes the
+ * chart live. A run's page has two: the run's own series, and its workspace's while it went.
  */
 
 const WIDTH = 640;
@@ -14,14 +22,16 @@ const HEIGHT = 70;
 
 interface Line {
   label: string;
-  /** Value of a bucket, in the unit the label says. */
+  /** Value of a bucket, in the unit the caption says (once, after the peak: captions stay on one line). */
   value: (p: SeriesPoint) => number;
   unit: string;
-  tone: 'run' | 'warn' | 'bad';
+  tone: 'run' | 'ok' | 'warn' | 'bad';
 }
 
 const LINES: Line[] = [
   { label: 'Requests', value: (p) => p.requests / (SERIES_BUCKET_MS / 1000), unit: '/s', tone: 'run' },
+  // Rows the workers finished (succeeded or failed); invalid rows never reach them.
+  { label: 'Rows done', value: (p) => p.succeeded + p.failed, unit: ' per 10 s', tone: 'ok' },
   { label: '429 answers', value: (p) => p.rateLimited, unit: ' per 10 s', tone: 'warn' },
   { label: 'Failed rows', value: (p) => p.failed, unit: ' per 10 s', tone: 'bad' },
 ];
@@ -34,21 +44,33 @@ function sparkline(points: SeriesPoint[], line: Line): SafeHtml {
   const values = points.map(line.value);
   const max = Math.max(0, ...values);
   const total = values.reduce((a, b) => a + b, 0);
-  const step = points.length > 1 ? WIDTH / (points.length - 1) : 0;
   const y = (v: number) => (max === 0 ? HEIGHT - 1 : HEIGHT - 1 - (v / max) * (HEIGHT - 4));
-  const coords = values.map((v, i) => `${(i * step).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
+  // One bucket (a run of a few seconds) is drawn as a level line across, not left blank.
+  const drawn = values.length === 1 ? [values[0]!, values[0]!] : values;
+  const step = WIDTH / Math.max(1, drawn.length - 1);
+  const coords = drawn.map((v, i) => `${(i * step).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   const last = values[values.length - 1] ?? 0;
-  return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}">
-  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)}${line.unit} · peak ${fmt(max)}${line.unit}</span></figcaption>
+  const nonzero = values.filter((v) => v > 0).length;
+  return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}" data-nonzero="${nonzero}">
+  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)} · peak ${fmt(max)}${line.unit}</span></figcaption>
   <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}">
     <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
-    ${points.length > 1 ? html`<polyline points="${coords}"></polyline>` : ''}
+    ${points.length > 0 ? html`<polyline points="${coords}"></polyline>` : ''}
   </svg>
 </figure>`;
 }
 
-/** The charts of one workspace's activity between two moments, or a line saying there is none yet. */
-export function activityCharts(title: string, points: SeriesPoint[]): SafeHtml {
+export interface ChartText {
+  /** Whose activity: `run` (the run's own series) or `workspace`. */
+  kind: 'run' | 'workspace';
+  /** What to say when there are no points. */
+  empty: string;
+  /** A line under the title (what the chart counts, what is not kept). */
+  note?: string;
+}
+
+/** The charts of a series between two moments, or a line saying there is none. */
+export function activityCharts(title: string, points: SeriesPoint[], text: ChartText): SafeHtml {
   const from = points[0]?.t;
   const to = points[points.length - 1]?.t;
   const span =
@@ -56,24 +78,51 @@ export function activityCharts(title: string, points: SeriesPoint[]): SafeHtml {
       ? `${new Date(from).toISOString().slice(11, 19)}–${new Date(to + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC`
       : '';
   if (points.length === 0)
-    return html`<div class="card chart"><h2>${title}</h2><p class="muted">No activity recorded in the last two hours.</p></div>`;
-  return html`<div class="card chart" data-chart>
+    return html`<div class="card chart" data-chart="${text.kind}"><h2>${title}</h2><p class="muted">${text.empty}</p></div>`;
+  return html`<div class="card chart" data-chart="${text.kind}">
   <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
+  ${text.note !== undefined ? html`<p class="muted small">${text.note}</p>` : ''}
   <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
 </div>`;
 }
 
 /**
- * The run's chart: its workspace's requests, 429s and failures while the run went on (the fleet
- * counters are kept per workspace, not per run: other runs of the workspace at the same time are
- * in it too, which the title says). Only the last two hours are kept.
+ * The run's own chart: requests, rows done, 429s and failures of its rows, from the series the
+ * workers keep per run (metrics/run-series.ts). While a pass goes it runs up to now, so a pause
+ * shows as zeros; the series keeps the run's last two hours, for three days after its last request.
  */
 export async function runChart(runtime: Runtime, run: RunRecord, now = Date.now()): Promise<SafeHtml> {
+  const ongoing = run.finishedAt === undefined;
+  const points = await readRunSeries(runtime.redis, runtime.config.prefix, run.id, ongoing ? now : undefined);
+  const kept = Math.round(RUN_SERIES_TTL_SECONDS / 86_400);
+  const cut =
+    points.length >= RUN_SERIES_MAX_BUCKETS && points[0]!.t > Date.parse(run.createdAt)
+      ? ' Only its last two hours are kept.'
+      : '';
+  return activityCharts('This run', points, {
+    kind: 'run',
+    empty: ongoing
+      ? 'No request counted for this run yet.'
+      : `No request was counted for this run: nothing was sent${run.options.dryRun === true ? ' (a dry run)' : ''}, or its series expired (kept ${kept} days after its last request).`,
+    note: `Requests, results and 429 answers of this run's rows alone, as the workers counted them.${cut}`,
+  });
+}
+
+/**
+ * The run's workspace while the run went on: everything its workers did then, other runs of the
+ * workspace included (next to the run's own chart, it shows what the run shared the CRM's rate
+ * with). Only the last two hours are kept.
+ */
+export async function runWorkspaceChart(runtime: Runtime, run: RunRecord, now = Date.now()): Promise<SafeHtml> {
   const from = Date.parse(run.createdAt) - SERIES_BUCKET_MS;
   const end =
     run.status === 'running' || run.finishedAt === undefined ? now : Date.parse(run.finishedAt) + SERIES_BUCKET_MS;
   const points = await readSeries(runtime.redis, runtime.config.prefix, run.workspace, from, Math.min(end, now));
-  return activityCharts(`Workspace ${run.workspace} during this run`, points);
+  return activityCharts(`Workspace ${run.workspace} during this run`, points, {
+    kind: 'workspace',
+    empty: 'No activity of the workspace recorded during this run in the last two hours.',
+    note: 'All runs of the workspace together.',
+  });
 }
 
 /** A workspace's last `minutes` of activity. */
@@ -84,5 +133,8 @@ export async function workspaceChart(
   now = Date.now(),
 ): Promise<SafeHtml> {
   const points = await readSeries(runtime.redis, runtime.config.prefix, workspace, now - minutes * 60_000, now);
-  return activityCharts(`Workspace ${workspace}, last ${minutes} minutes`, points);
+  return activityCharts(`Workspace ${workspace}, last ${minutes} minutes`, points, {
+    kind: 'workspace',
+    empty: 'No activity recorded in the last two hours.',
+  });
 }

@@ -73,6 +73,7 @@ figure.spark svg { width:100%; height:70px; display:block; background:#fafbfc; b
 figure.spark polyline { fill:none; stroke-width:1.6; vector-effect:non-scaling-stroke; }
 figure.spark line.axis { stroke:var(--line); }
 figure.spark.run polyline { stroke:var(--run); }
+figure.spark.ok polyline { stroke:var(--ok); }
 figure.spark.warn polyline { stroke:#c88a00; }
 figure.spark.bad polyline { stroke:var(--bad); }
 table.groups td.err { max-width:640px; }

@@ -1,18 +1,17 @@
 import { basename } from 'node:path';
-import { describeError, type ProblemGroups, type RowResult, type RunRecord } from '../runs/index.js';
+import {
+  describeError,
+  durationWords,
+  formatDuration,
+  type ProblemGroups,
+  type RowResult,
+  type RunRecord,
+} from '../runs/index.js';
 import { canRetry, errorGroupsSection } from './error-groups.js';
 import { html, query, type SafeHtml } from './html.js';
 import { isFiltered, type ProblemFilter } from './problem-search.js';
-import { progressBar, statusBadge } from './runs-page.js';
-import {
-  formatDuration,
-  formatTime,
-  liveStats,
-  operationWords,
-  problemCount,
-  runDurationMs,
-  wallDurationMs,
-} from './status-words.js';
+import { DURATION_TIP, progressBar, statusBadge } from './runs-page.js';
+import { formatTime, liveStats, operationWords, problemCount } from './status-words.js';
 
 /** A bounded step of an error-text search (problem-search.ts) instead of a page of rows. */
 export interface SearchStep {
@@ -37,7 +36,7 @@ export interface RunPageData {
   csrf: string;
   /** A message about the last action, already rendered. */
   notice?: SafeHtml;
-  /** The activity chart, already rendered. */
+  /** The activity charts (the run's own, its workspace's), already rendered. */
   chart?: SafeHtml;
   /** What keeps the run's rows waiting (no worker, a paused or held workspace), already rendered. */
   presence?: SafeHtml | '';
@@ -155,18 +154,6 @@ ${problems.rows.length > 0 && canRetry(run) ? html`<div class="actions"><button 
 </form>`;
 }
 
-function durationLine(run: RunRecord): string {
-  if (run.finishedAt === undefined && run.firstFinishedAt === undefined)
-    return `running for ${formatDuration(wallDurationMs(run))}`;
-  const took = `took ${formatDuration(runDurationMs(run))}`;
-  const wall = wallDurationMs(run);
-  // A retry later on moves the last finish: say both, never fold the wait into the run's time.
-  if (run.finishedAt === undefined) return `${took}; a retry is running`;
-  return Math.abs(wall - runDurationMs(run)) < 1000
-    ? took
-    : `${took}; last retry finished ${formatDuration(wall)} after the start`;
-}
-
 function liveLine(run: RunRecord): SafeHtml | '' {
   if (run.status !== 'running') return '';
   const s = liveStats(run);
@@ -213,7 +200,7 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const cancellable = run.status === 'running' || run.status === 'blocked';
   return html`<p><a href="/">← All runs</a></p>
 <h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
-<p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · ${durationLine(run)}</p>
+<p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · <span data-duration title="${DURATION_TIP}">${durationWords(run)}</span></p>
 <div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
 ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}

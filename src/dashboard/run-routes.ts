@@ -16,7 +16,7 @@ import { html, type SafeHtml } from './html.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { isFiltered, problemFilter, searchProblems, type ProblemFilter } from './problem-search.js';
-import { runChart } from './activity-chart.js';
+import { runChart, runWorkspaceChart } from './activity-chart.js';
 import { GroupCache } from './group-cache.js';
 import { problemCount } from './status-words.js';
 import { queuePresenceNotice } from './queue-presence.js';
@@ -163,7 +163,13 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     if (wantsJson(request)) return { run, problems, ...(groups ? { groups } : {}) };
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);
-    const [chart, presence] = await Promise.all([runChart(runtime, run), queuePresenceNotice(runtime, run)]);
+    // The run's own series, then its workspace's during the run (other runs included).
+    const [ownChart, workspaceChart, presence] = await Promise.all([
+      runChart(runtime, run),
+      runWorkspaceChart(runtime, run),
+      queuePresenceNotice(runtime, run),
+    ]);
+    const chart = html`${[ownChart, workspaceChart]}`;
     const body = runPageBody({
       run,
       problems,

@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
-import type { RunRecord, RunStatus } from '../runs/index.js';
+import { durationParts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { html, query, type SafeHtml } from './html.js';
-import { formatDuration, formatTime, operationWords, progress, runDurationMs, statusWords } from './status-words.js';
+import { formatTime, operationWords, progress, statusWords } from './status-words.js';
 
 export interface RunsFilter {
   status?: RunStatus;
@@ -32,6 +32,10 @@ const STATUS_CHOICES: Array<[RunStatus | '', string]> = [
   ['cancelled', 'Cancelled'],
 ];
 
+/** What the duration words mean, for their tooltip. */
+export const DURATION_TIP =
+  'Active: the time the passes took. Wall: since the run was created. A retry or resume starts a new pass.';
+
 /** A one-line badge; the detail (problem counts, why it failed) goes under it, the whole sentence in its tooltip. */
 export function statusBadge(run: RunRecord): SafeHtml {
   const { text, tone, detail, sentence } = statusWords(run);
@@ -59,7 +63,7 @@ function runRow(run: RunRecord): SafeHtml {
   <td class="num">${c.failed.toLocaleString('en-US')}</td>
   <td class="num">${c.invalid.toLocaleString('en-US')}</td>
   <td class="nowrap wide">${formatTime(run.createdAt)}</td>
-  <td class="nowrap">${formatDuration(runDurationMs(run))}</td>
+  <td class="nowrap" data-duration title="${DURATION_TIP}">${durationParts(run).map((part, i) => (i === 0 ? part : html`<div class="small">${part}</div>`))}</td>
 </tr>`;
 }
 

@@ -82,33 +82,15 @@ export function progress(run: RunRecord): number | null {
   return Math.min(1, (total - queued) / total);
 }
 
-/** `0.4 s`, `45 s`, `12 min 3 s`, `2 h 5 min`. */
-export function formatDuration(ms: number): string {
-  if (ms < 9950) return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${s % 60} s`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h ${m % 60} min`;
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
-}
-
 /**
  * How long the run's first pass took (from its start to when it first completed or failed), or
- * has taken so far: what the run itself cost. Retries later move `finishedAt`, not this.
+ * has taken so far: what the run itself cost, for /metrics' duration histogram. Retries later
+ * move `finishedAt`, not this. Pages say durations through the run store's `durationParts`.
  */
 export function runDurationMs(run: RunRecord, now = Date.now()): number {
   const start = Date.parse(run.createdAt);
   const firstEnd = run.firstFinishedAt ?? run.finishedAt;
   const end = firstEnd !== undefined ? Date.parse(firstEnd) : now;
-  return Math.max(0, end - start);
-}
-
-/** From the start to the last finish (retries included), or to now while rows are still going. */
-export function wallDurationMs(run: RunRecord, now = Date.now()): number {
-  const start = Date.parse(run.createdAt);
-  const end = run.finishedAt !== undefined ? Date.parse(run.finishedAt) : now;
   return Math.max(0, end - start);
 }
 

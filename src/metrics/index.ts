@@ -8,3 +8,11 @@ export {
 
 export { METRIC } from './metric-names.js';
 export { readSeries, seriesKey, SERIES_BUCKET_MS, SERIES_TTL_SECONDS, type SeriesPoint } from './metrics-series.js';
+export {
+  readRunSeries,
+  runSeriesKey,
+  addToRunSeries,
+  RUN_SERIES_MAX_BUCKETS,
+  RUN_SERIES_TTL_SECONDS,
+  type RunIncrements,
+} from './run-series.js';

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, seriesKey, type SeriesField } from './metrics-series.js';
+import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
 
 export interface MetricsRecorderOptions {
   redis: Redis;
@@ -44,6 +45,8 @@ export class MetricsRecorder {
   readonly #key: string;
   readonly #prefix: string;
   #buffer = new Map<string, number>();
+  /** The charted increments by run, for the runs' own series (run-series.ts). */
+  #runs = new Map<string, RunIncrements>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(options: MetricsRecorderOptions) {
@@ -54,12 +57,27 @@ export class MetricsRecorder {
     this.#timer.unref();
   }
 
-  inc(metric: string, labels: Record<string, string>, n = 1): void {
+  /**
+   * `run`: the run the counted work belongs to, when there is one. It is no label (the fleet
+   * counters stay one field per label set, whatever runs): it only adds the increment to that
+   * run's own series as well, on the same flush.
+   */
+  inc(metric: string, labels: Record<string, string>, n = 1, run?: string): void {
     const f = field(metric, labels);
     this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
-    if (!seriesCache.has(f) && seriesCache.size < 10_000) {
-      const s = labels.workspace !== undefined ? seriesFieldOf(metric, labels) : null;
-      seriesCache.set(f, s === null ? null : { workspace: labels.workspace!, field: s });
+    let s = seriesCache.get(f);
+    if (s === undefined) {
+      const sf = labels.workspace !== undefined ? seriesFieldOf(metric, labels) : null;
+      s = sf === null ? null : { workspace: labels.workspace!, field: sf };
+      if (seriesCache.size < 10_000) seriesCache.set(f, s);
+    }
+    if (run !== undefined && s !== null) {
+      let r = this.#runs.get(run);
+      if (r === undefined) {
+        r = [0, 0, 0, 0];
+        this.#runs.set(run, r);
+      }
+      r[FIELD_INDEX[s.field]] += n;
     }
   }
 
@@ -67,6 +85,8 @@ export class MetricsRecorder {
     if (this.#buffer.size === 0) return;
     const batch = this.#buffer;
     this.#buffer = new Map();
+    const runs = this.#runs;
+    this.#runs = new Map();
     const multi = this.#redis.multi();
     for (const [f, n] of batch) multi.hincrby(this.#key, f, n);
     // The same increments into this moment's series bucket (the charts; a bounded, expiring copy).
@@ -80,10 +100,20 @@ export class MetricsRecorder {
       touched.add(key);
     }
     for (const key of touched) multi.expire(key, SERIES_TTL_SECONDS);
-    await multi.exec().catch(() => {
-      // Redis away: keep the counts for the next flush rather than lose them.
-      for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
-    });
+    await Promise.all([
+      multi.exec().catch(() => {
+        // Redis away: keep the counts for the next flush rather than lose them.
+        for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+      }),
+      // The runs' own series: one script call for every run of this flush.
+      addToRunSeries(this.#redis, this.#prefix, runs, bucket).catch(() => {
+        for (const [run, n] of runs) {
+          const r = this.#runs.get(run);
+          if (r === undefined) this.#runs.set(run, n);
+          else for (let i = 0; i < n.length; i++) r[i]! += n[i]!;
+        }
+      }),
+    ]);
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { METRIC } from './metric-names.js';
  * one Redis hash per workspace and 10-second bucket, `<p>:metrics:series:<workspace>:<bucket>`,
  * fields `requests`, `rateLimited`, `failed`, `succeeded`, each key expiring after two hours. So
  * a workspace never holds more than 720 small hashes, whatever runs (docs/architecture.md).
+ * Each run has a series of its own too, one bounded hash per run, kept in run-series.ts.
  */
 export const SERIES_BUCKET_MS = 10_000;
 export const SERIES_TTL_SECONDS = 2 * 3600;

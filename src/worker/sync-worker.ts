@@ -432,11 +432,11 @@ export class SyncWorker {
     const sent = await this.#sender.send(writer, r, signal);
     switch (sent.kind) {
       case 'result':
-        this.#countResult(job.name, sent.result.status);
+        this.#countResult(job.name, sent.result.status, data.runId);
         if (sent.result.status === 'succeeded') this.#onSuccess();
         return { kind: 'done', result: sent.result, ...(sent.settles ? { settles: sent.settles } : {}) };
       case 'recorded':
-        this.#countResult(job.name, sent.status);
+        this.#countResult(job.name, sent.status, data.runId);
         if (sent.status === 'succeeded') this.#onSuccess();
         return { kind: 'recorded' };
       case 'has-result':
@@ -448,7 +448,7 @@ export class SyncWorker {
       case 'error': {
         const verdict = await this.#judge(job, data.runId, sent.err, data.rows.length > 1);
         if (verdict.kind !== 'fail') return verdict;
-        this.#count(job.name, null, 'failed', 1);
+        this.#count(job.name, null, 'failed', 1, data.runId);
         return { kind: 'done', result: failureResult({ row: r.row, line: r.line }, verdict.err, r.original) };
       }
     }
@@ -528,7 +528,7 @@ export class SyncWorker {
         await splitInviteBatch(this.queue, job, data);
         return;
       }
-      this.#count(job.name, null, 'failed', data.rows.length);
+      this.#count(job.name, null, 'failed', data.rows.length, data.runId);
       await this.#store(
         job,
         data.runId,
@@ -536,7 +536,7 @@ export class SyncWorker {
       );
       return;
     }
-    this.#count(job.name, '2xx', 'succeeded', data.rows.length);
+    this.#count(job.name, '2xx', 'succeeded', data.rows.length, data.runId);
     await this.#store(job, data.runId, fenced(data.rows.map((r) => succeeded(r, r.email))));
     this.#onSuccess();
   }
@@ -551,6 +551,7 @@ export class SyncWorker {
       err instanceof CrmError && err.status !== undefined ? String(err.status) : 'network',
       null,
       0,
+      runId,
     );
     // Failures that are about where requests go, not what a row carries, hold the workspace.
     const breaker = await this.#breaker.judge(err);
@@ -586,7 +587,7 @@ export class SyncWorker {
     if (verdict.kind === 'unreachable') {
       log.debug({ reason: verdict.reason }, 'job sent back: the workspace is held by the circuit breaker');
     } else if (verdict.kind === 'rate-limited') {
-      this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace });
+      this.#options.metrics?.inc(METRIC.rateLimited, { workspace: this.#options.workspace }, 1, runId);
       // Retry-After 0 or a past date must not turn into a tight requeue loop.
       const ms = Math.max(MIN_RATE_LIMIT_PAUSE_MS, verdict.err.retryAfterMs ?? 1000);
       this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + ms);
@@ -632,13 +633,22 @@ export class SyncWorker {
     }
   }
 
-  /** `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final results. */
-  #count(operation: string, status: string | null, row: 'succeeded' | 'failed' | null, rows: number): void {
+  /**
+   * `status`: the answer's HTTP status class/code, null when no request is counted; `rows`: final
+   * results; `runId`: the run's own activity series gets them too (not a label of the counters).
+   */
+  #count(
+    operation: string,
+    status: string | null,
+    row: 'succeeded' | 'failed' | null,
+    rows: number,
+    runId: string,
+  ): void {
     const m = this.#options.metrics;
     if (!m) return;
     const workspace = this.#options.workspace;
-    if (status !== null) m.inc(METRIC.requests, { workspace, operation, status });
-    if (row !== null && rows > 0) m.inc(METRIC.rows, { workspace, operation, status: row }, rows);
+    if (status !== null) m.inc(METRIC.requests, { workspace, operation, status }, 1, runId);
+    if (row !== null && rows > 0) m.inc(METRIC.rows, { workspace, operation, status: row }, rows, runId);
   }
 
   /** BullMQ's errors: a lock lost as a job finished is said as such, not as a connection error. */
@@ -659,9 +669,9 @@ export class SyncWorker {
     this.#logger.warn({ err: message }, 'worker connection error (retrying)');
   }
 
-  #countResult(operation: string, status: RowResult['status']): void {
-    if (status === 'succeeded') this.#count(operation, '2xx', 'succeeded', 1);
-    else if (status === 'failed') this.#count(operation, null, 'failed', 1);
+  #countResult(operation: string, status: RowResult['status'], runId: string): void {
+    if (status === 'succeeded') this.#count(operation, '2xx', 'succeeded', 1, runId);
+    else if (status === 'failed') this.#count(operation, null, 'failed', 1, runId);
   }
 
   #onSuccess(): void {

@@ -5,11 +5,12 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
+import { readRunSeries, type SeriesPoint } from '../../src/metrics/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
 /*
- * Issue 14's operator features in Debian's chromium: error groups, the activity chart while a
- * run is going, cancel, filters and search, Bull Board's way back, the narrow layout, and no
+ * Issue 14's operator features in Debian's chromium: error groups, the run's own activity chart
+ * and its durations while it is going, cancel, filters and search, Bull Board's way back, the narrow layout, and no
  * request to anywhere but the dashboard. Screenshots go to test/artifacts; docs/ gets them when
  * missing or with CRM_SYNC_UPDATE_DOCS=1.
  */
@@ -67,6 +68,22 @@ function screenshot(name: string): Promise<unknown> {
   return page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }).then(() => toDocs(name));
 }
 
+/** The run page's chart of the run's own series. */
+const RUN_CHART = '[data-chart="run"]';
+
+function sum(points: SeriesPoint[], value: (p: SeriesPoint) => number): number {
+  return points.reduce((a, p) => a + value(p), 0);
+}
+
+/** The text of an element of the page, or null while a reload is under way. */
+async function text(selector: string): Promise<string | null> {
+  try {
+    return (await page.locator(selector).first().textContent({ timeout: 1000 }))?.trim() ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** An attribute of the page, or null while a reload is under way. */
 async function attr(selector: string, name: string): Promise<string | null> {
   try {
@@ -77,7 +94,7 @@ async function attr(selector: string, name: string): Promise<string | null> {
 }
 
 describe.skipIf(!hasChromium)('operator features in a real browser', () => {
-  it('draws the activity chart from live data while a run is going, with percent, rows/s and ETA', async () => {
+  it("draws the run's own chart from live data while it goes, with percent, rows/s, ETA and its durations", async () => {
     const stage = h.ws.stages[0]!.id;
     const deals = [...h.ws.deals.values()].slice(0, 150);
     const file = h.file(
@@ -90,27 +107,57 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     const run = await h.importFile(file, 'deal.update');
     await page.goto(`${base}/runs/${run.id}`);
     await page.locator('[data-live]', { hasText: 'rows/s' }).waitFor();
+    const own = `${RUN_CHART} figure[data-series="Requests"]`;
     let first: number | null = null;
     let later: number | null = null;
+    let liveSeries: SeriesPoint[] = [];
+    let liveDuration: string | null = null;
     // The page reloads itself every 3 s while the run is going; each load reads the series again.
     for (let i = 0; i < 40 && (first === null || later === null || later <= first); i++) {
-      const total = await attr('figure[data-series="Requests"]', 'data-total');
+      const total = await attr(own, 'data-total');
       const running = (await attr('body', 'data-refresh')) !== '0';
       if (total !== null && running) {
-        if (first === null && Number(total) > 0) first = Number(total);
-        else if (first !== null) later = Number(total);
+        if (first === null && Number(total) > 0) {
+          first = Number(total);
+          // The series the page drew from, read while the run goes: points with requests in them.
+          liveSeries = await readRunSeries(h.runtime.redis, h.config.prefix, run.id, Date.now());
+        } else if (first !== null) later = Number(total);
+        liveDuration ??= await text('[data-duration]');
       }
       await page.waitForTimeout(500);
     }
     expect(first).not.toBeNull();
     expect(later).toBeGreaterThan(first!);
-    expect(await page.locator('figure[data-series="Requests"] polyline').count()).toBe(1);
+    expect(liveSeries.filter((p) => p.requests > 0).length).toBeGreaterThan(0);
+    expect(liveDuration).toMatch(/^\d+(\.\d)? s so far$/);
+    expect(await page.locator(`${own} polyline`).count()).toBe(1);
     expect(await page.locator('[data-live]').first().textContent()).toMatch(/\d+(\.\d)?%/);
     await screenshot('live-run.png');
     const done = await h.waitForRun(run.id, 60_000);
     expect(done.counts.succeeded).toBe(150);
-    const limited = await attr('figure[data-series="429 answers"]', 'data-total');
-    console.log(`[live chart] requests in the series: ${first} then ${later}; 429s drawn: ${limited}`);
+
+    // Ended: the last flush lands within a second; then the page draws every nonzero bucket raised.
+    let series: SeriesPoint[] = [];
+    for (let i = 0; i < 30 && sum(series, (p) => p.succeeded) < 150; i++) {
+      await page.waitForTimeout(200);
+      series = await readRunSeries(h.runtime.redis, h.config.prefix, run.id);
+    }
+    expect(sum(series, (p) => p.succeeded)).toBe(150);
+    await page.goto(`${base}/runs/${run.id}`);
+    const nonzero = series.filter((p) => p.requests > 0).length;
+    expect(Number(await attr(own, 'data-nonzero'))).toBe(nonzero);
+    const coords = (await attr(`${own} polyline`, 'points'))!.split(' ').map((c) => Number(c.split(',')[1]));
+    // y = 69 is the baseline (a bucket with no request); a drawn point above it is a nonzero bucket.
+    expect(coords).toHaveLength(series.length);
+    expect(coords.filter((y) => y < 69).length).toBe(nonzero);
+    expect(Number(await attr(`${RUN_CHART} figure[data-series="Rows done"]`, 'data-total'))).toBe(150);
+    expect(await text('[data-duration]')).toMatch(/^took \d+(\.\d)? s$/);
+    await page.goto(`${base}/?q=${run.id}`);
+    expect(await text('td[data-duration]')).toMatch(/^took \d+(\.\d)? s$/);
+    const limited = sum(series, (p) => p.rateLimited);
+    console.log(
+      `[live chart] this run's requests drawn: ${first!.toFixed(1)} then ${later!.toFixed(1)} per s summed; ${series.length} buckets, ${nonzero} with requests; 429s: ${limited}`,
+    );
   }, 90_000);
 
   it('groups errors by cause; a group opens, downloads and retries on its own', async () => {
@@ -163,6 +210,8 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     await found.first().waitFor();
     expect(await found.count()).toBe(1);
     expect(await found.first().textContent()).toContain('groups.csv');
+    // That run was retried (its failed group): active time, wall time and passes, one to a line.
+    expect(await text('td[data-duration]')).toMatch(/^active [\d.]+ s\s*wall [\d.]+ s\s*2 passes \(last [\d.]+ s\)$/);
     await found.first().getByRole('link').click();
     await page.getByLabel('Result').selectOption('invalid');
     await page.getByRole('button', { name: 'Filter' }).click();

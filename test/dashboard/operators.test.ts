@@ -2,7 +2,8 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
-import type { ProblemGroups } from '../../src/runs/index.js';
+import { RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, runSeriesKey } from '../../src/metrics/index.js';
+import { durationWords, type ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
 import {
   csrfOf,
@@ -18,7 +19,7 @@ import {
 /*
  * The operator features of issue 14, black-box through app.inject against real Redis, real
  * workers and the CRM simulator: error groups, result filters, run search, retry rules, the
- * dry-run label, first-pass durations, the activity series and the cancel route.
+ * dry-run label, durations (active, wall, passes), the activity series and the cancel route.
  */
 
 let d: DashboardHarness;
@@ -44,6 +45,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await d?.close();
 });
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 async function groupsOf(runId: string): Promise<ProblemGroups> {
   const res = await d.get(`/runs/${runId}`, { ...d.bearer, accept: 'application/json' });
@@ -124,7 +129,7 @@ describe('retry rules', () => {
     expect(refused.body).toContain('invalid rows need a correction first');
   });
 
-  it("keeps the first pass as the run's duration when a retry finishes later", async () => {
+  it('says active time, wall time and passes apart when a retry finishes later, on the run page and the list', async () => {
     const deals = [...d.h.ws.deals.values()].slice(60, 62);
     d.h.ws.setFaults({ errorRate: 1 });
     const file = d.h.file(
@@ -143,7 +148,21 @@ describe('retry rules', () => {
     expect(done.counts).toMatchObject({ succeeded: 2, failed: 0 });
     expect(done.firstFinishedAt).toBe(first.firstFinishedAt);
     expect(Date.parse(done.finishedAt!) - Date.parse(first.finishedAt!)).toBeGreaterThanOrEqual(1000);
-    expect((await d.get(`/runs/${first.id}`)).body).toContain('last retry finished');
+    const words = durationWords(done);
+    const m = /^active ([\d.]+) s · wall ([\d.]+) s · 2 passes \(last ([\d.]+) s\)$/.exec(words);
+    expect(m, words).not.toBeNull();
+    const [active, wall, last] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    expect(wall).toBeGreaterThanOrEqual(1.2);
+    expect(active).toBeLessThan(wall);
+    expect(last).toBeLessThanOrEqual(active);
+    // The run store's one wording, as the CLI's summary says it too.
+    const runPage = (await d.get(`/runs/${first.id}`)).body;
+    expect(runPage).toMatch(new RegExp(`<span data-duration title="[^"]+">${escapeRegExp(words)}</span>`));
+    const list = (await d.get(`/?q=${first.id}`)).body;
+    const cell = /<td class="nowrap" data-duration title="[^"]+">([\s\S]*?)<\/td>/.exec(list)?.[1];
+    expect(cell).toBe(
+      `active ${m![1]} s<div class="small">wall ${m![2]} s</div><div class="small">2 passes (last ${m![3]} s)</div>`,
+    );
   });
 });
 
@@ -217,19 +236,66 @@ describe('Bull Board', () => {
   });
 });
 
+/** One chart of a page (the run's own, or its workspace's), as markup. */
+function chartOf(page: string, kind: 'run' | 'workspace'): string {
+  const start = page.indexOf(`data-chart="${kind}"`);
+  if (start < 0) return '';
+  const end = page.indexOf('data-chart=', start + 1);
+  return page.slice(start, end < 0 ? undefined : end);
+}
+
+/** Each line's total in a chart, by its label. */
+function totalsOf(chart: string): Record<string, number> {
+  const lines = chart.matchAll(/data-series="([^"]+)" data-max="[\d.]+" data-total="([\d.]+)"/g);
+  return Object.fromEntries([...lines].map((m) => [m[1]!, Number(m[2])]));
+}
+
 describe('activity chart', () => {
   it("draws the workspace's requests and failures from the series the workers keep", async () => {
     const page = (await d.get(`/runs/${mixedRun}`)).body;
-    expect(page).toContain('data-chart');
-    const requests = /data-series="Requests" data-max="([\d.]+)" data-total="([\d.]+)"/.exec(page);
-    const failures = /data-series="Failed rows" data-max="([\d.]+)" data-total="([\d.]+)"/.exec(page);
-    expect(Number(requests?.[2])).toBeGreaterThan(0);
+    const chart = chartOf(page, 'workspace');
+    const totals = totalsOf(chart);
+    expect(totals.Requests).toBeGreaterThan(0);
     // 12 refused rows, then the two retries of them: every failure is in the series.
-    expect(Number(failures?.[2])).toBeGreaterThanOrEqual(12);
-    expect(page).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
+    expect(totals['Failed rows']).toBeGreaterThanOrEqual(12);
+    expect(chart).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
   });
 
-  it('keeps the series bounded: 10-second buckets per workspace, each expiring within two hours', async () => {
+  it("draws the run's own series above its workspace's: this run's requests and rows alone", async () => {
+    const stage = d.h.ws.stages[0]!.id;
+    const deals = [...d.h.ws.deals.values()].slice(70, 75);
+    const rows = deals.map((deal, i) => [deal.id, deal.name, i < 2 ? `stg_gone_${i}` : stage]);
+    const file = d.h.file('own-series.csv', csv(['id', 'name', 'stage_id'], rows));
+    const run = await d.h.waitForRun((await d.h.importFile(file, 'deal.update')).id);
+    expect(run.counts).toMatchObject({ succeeded: 3, failed: 2 });
+    // The workers flush their counters once a second: the page has them within a flush or two.
+    let page = '';
+    for (let i = 0; i < 40 && totalsOf(chartOf(page, 'run'))['Rows done'] !== 5; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      page = (await d.get(`/runs/${run.id}`)).body;
+    }
+    const own = chartOf(page, 'run');
+    expect(page.indexOf('data-chart="run"')).toBeLessThan(page.indexOf('data-chart="workspace"'));
+    expect(own).toContain('This run');
+    const totals = totalsOf(own);
+    // Requests are drawn per second of each 10-second bucket: 5 requests in all are 0.5.
+    expect(totals.Requests).toBeCloseTo(0.5, 6);
+    expect(totals).toMatchObject({ 'Rows done': 5, 'Failed rows': 2, '429 answers': 0 });
+    expect(own).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
+    // The workspace's chart has every run of the workspace: the mixed run's rows too.
+    expect(totalsOf(chartOf(page, 'workspace'))['Rows done']).toBeGreaterThan(5);
+  });
+
+  it('says so when a run has no series of its own (nothing was sent)', async () => {
+    const quiet = await d.h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'q.csv' });
+    await d.h.runtime.store.finishProducing(quiet.id);
+    const chart = chartOf((await d.get(`/runs/${quiet.id}`)).body, 'run');
+    expect(chart).toContain('No request was counted for this run');
+    expect(chart).not.toContain('<svg');
+    await d.h.runtime.store.deleteRun(quiet.id);
+  });
+
+  it('keeps the series bounded: 10-second buckets per workspace expiring within two hours, one trimmed hash per run', async () => {
     const keys = await d.h.runtime.redis.keys(`${d.h.config.prefix}:metrics:series:*`);
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) {
@@ -242,6 +308,16 @@ describe('activity chart', () => {
           ['requests', 'rateLimited', 'failed', 'succeeded'].includes(f),
         ),
       ).toBe(true);
+    }
+    const runKeys = await d.h.runtime.redis.keys(`${d.h.config.prefix}:metrics:run:*`);
+    expect(runKeys).toContain(runSeriesKey(d.h.config.prefix, mixedRun));
+    for (const key of runKeys) {
+      const ttl = await d.h.runtime.redis.ttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(RUN_SERIES_TTL_SECONDS);
+      const fields = await d.h.runtime.redis.hkeys(key);
+      expect(fields).toContain('last');
+      expect(fields.length).toBeLessThanOrEqual(RUN_SERIES_MAX_BUCKETS + 1);
     }
   });
 });
