@@ -76,8 +76,9 @@ return 1
  *
  * Returns {'exists', dealId} (an upsert of the same key created it meanwhile: update it instead),
  * {'send', marker} (marker set, lock taken: POST now), {'doubt', marker, now} (an
- * earlier attempt of the row may have created the deal: resolve, do not POST), {'wait', ms}
- * (an identical create of another row is in flight), {'has-result'} or {'refused', why}.
+ * earlier attempt of the row may have created the deal: resolve, do not POST; the lock is taken
+ * unless the marker already names the deal), {'wait', ms} (an identical create of another row
+ * is in flight, or its settle and lookup), {'has-result'} or {'refused', why}.
  * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId` (dealId empty until known).
  */
 export const BEGIN_CREATE = new LuaScript(`${NOW_MS}
@@ -86,12 +87,20 @@ local bucket_key, rounds_key, lock_key = KEYS[1], KEYS[2], KEYS[3]
 ${SEND_FENCE}
 local now = now_ms()
 local marker = redis.call('HGET', KEYS[4], row)
-if marker then return {'doubt', marker, tostring(now)} end
+local holder = redis.call('GET', KEYS[5])
+if marker then
+  -- A deal id in the marker is this row's own: record it whatever else is in flight.
+  if string.sub(marker, -1) ~= '|' then return {'doubt', marker, tostring(now)} end
+  -- A lookup while an identical create of another row is on the wire could take that row's
+  -- deal for this one's: wait for it, then look with the lock held.
+  if holder and holder ~= ARGV[4] then return {'wait', tostring(redis.call('PTTL', KEYS[5]))} end
+  redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
+  return {'doubt', marker, tostring(now)}
+end
 if ARGV[9] == '1' then
   local made = redis.call('GET', KEYS[6])
   if made then return {'exists', made} end
 end
-local holder = redis.call('GET', KEYS[5])
 if holder and holder ~= ARGV[4] then return {'wait', tostring(redis.call('PTTL', KEYS[5]))} end
 redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
 marker = now .. '|' .. ARGV[7] .. '|' .. ARGV[8] .. '|'

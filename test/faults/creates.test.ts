@@ -171,6 +171,47 @@ describe('duplicate-safe creates under CRM faults', () => {
   }, 50_000);
 });
 
+describe('a row in doubt beside an identical create on the wire', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    // The default 15 s request timeout: row B's held answer arrives, it is not lost.
+    h = await startHarness({ records: 2, seed: 11, crmProxy: true, createSettleMs: 300 });
+    await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("a row in doubt waits while an identical create of another row is on the wire: it never records that row's deal", async () => {
+    // Row B's POST is applied, its answer held 4 s. Meanwhile row A (same content) comes back in
+    // doubt: a worker sent it 2 s ago and died, its POST never reached the CRM, its lock expired.
+    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 4000, times: 1 }]);
+    const runB = await h.importFile(h.file('race-b.csv', csv(['name', 'value'], [['Race Q', 5]])), 'deal.create');
+    for (let i = 0; i < 200 && dealsNamed(h, 'Race Q').length === 0; i++) await sleep(25);
+    expect(dealsNamed(h, 'Race Q')).toHaveLength(1);
+    const queue = h.runtime.queue('acme');
+    await queue.pause();
+    const runA = await h.importFile(h.file('race-a.csv', csv(['name', 'value'], [['Race Q', 5]])), 'deal.create');
+    const [s, us] = (await h.runtime.redis.time()) as [string, string];
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    await h.runtime.redis.hset(
+      `${h.config.prefix}:run:${runA.id}:creating`,
+      '1',
+      `${now - 2000}|${Date.now() - 2000}|1|`,
+    );
+    await queue.resume();
+    const a = await h.waitForRun(runA.id, 20_000);
+    const b = await h.waitForRun(runB.id, 20_000);
+    const ra = await report(h, 'doubt beside an identical create in flight (A)', a, 'Race Q');
+    const rb = await report(h, 'doubt beside an identical create in flight (B)', b, 'Race Q');
+    // B keeps its own deal; A found nothing of its own and created one: two rows, two deals.
+    expect(rb.results[0]).toMatchObject({ status: 'succeeded' });
+    expect(ra.results[0]).toMatchObject({ status: 'succeeded' });
+    expect(ra.results[0]!.recordId).not.toBe(rb.results[0]!.recordId);
+    expect(dealsNamed(h, 'Race Q')).toHaveLength(2);
+  }, 40_000);
+});
+
 describe('two upserts of the same deals at once', () => {
   let h: Harness;
   beforeAll(async () => {
