@@ -28,6 +28,12 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
     '/\t/evil.example',
     '/%E2%80%A8x',
     'javascript:alert(1)',
+    // Dot segments the URL parser removes, leaving a path that starts with `//` (protocol-relative).
+    '/..//evil.example',
+    '/%2e%2e//evil.example',
+    '/.//evil.example',
+    '/%2e//evil.example',
+    '/a/..//evil.example',
   ];
 
   it('signed in, GET /login?next=… never leaves the origin and never answers 500', async () => {
@@ -55,7 +61,15 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
   });
 
   it('the sign-in form keeps the same rule', async () => {
-    for (const next of ['/\t/evil.example', '/\r/x', '//evil.example', '/ok?a=1']) {
+    for (const next of [
+      '/\t/evil.example',
+      '/\r/x',
+      '//evil.example',
+      '/..//evil.example',
+      '/%2e%2e//evil.example',
+      '/.//evil.example',
+      '/ok?a=1',
+    ]) {
       const res = await d.ask({
         method: 'POST',
         path: '/login',
