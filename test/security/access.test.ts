@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
 import { queueName } from '../../src/queue/index.js';
 import { TOKEN, form, multipartBody, seedFailedRun, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
 import { fill, listRoutes, type Route } from './routes.js';
@@ -235,6 +236,29 @@ describe('findings', () => {
       (await d.ask({ path: `/queues/api/queues/${encodeURIComponent(queueName('globex'))}/workers`, headers: bearer }))
         .status,
     ).toBe(404);
+  });
+
+  it("-w acme: /metrics counts only acme's runs and rows, and exports only acme's worker counters", async () => {
+    const recorder = new MetricsRecorder({ redis: d.h.runtime.redis, prefix: d.h.config.prefix });
+    recorder.inc(METRIC.rateLimited, { workspace: 'acme' }, 3);
+    recorder.inc(METRIC.rateLimited, { workspace: 'globex' }, 5);
+    recorder.inc(METRIC.rows, { workspace: 'globex', operation: 'deal.update', status: 'failed' }, 7);
+    await recorder.close();
+    // A scrape reuses a snapshot for up to a second: poll until the new counters show.
+    let text = '';
+    for (let i = 0; i < 30 && !text.includes('crm_sync_rate_limited_total{workspace="acme"}'); i++) {
+      text = (await d.ask({ path: '/metrics', headers: bearer })).text;
+      if (!text.includes('crm_sync_rate_limited_total{workspace="acme"}')) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(text).toContain('crm_sync_rate_limited_total{workspace="acme"} 3');
+    expect(text).not.toContain('globex');
+    // Rows and runs are acme's alone (globex's run has 2 failed rows, acme's 3).
+    const acme = (await d.h.runtime.store.listRuns({ workspace: 'acme', limit: 1000 })).runs;
+    const failed = acme.filter((r) => r.operation === 'deal.update').reduce((sum, r) => sum + r.counts.failed, 0);
+    expect(text).toContain(`crm_sync_rows{operation="deal.update",status="failed"} ${failed}`);
+    const runs = [...text.matchAll(/^crm_sync_runs\{status="[a-z]+"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(runs).toBe(acme.length);
+    expect(runs).toBeLessThan((await d.h.runtime.store.listRuns({ limit: 0 })).total);
   });
 
   it('Resume acts only on a blocked run: a paused workspace stays paused (409)', async () => {
