@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
 import { queueName } from '../../src/queue/index.js';
-import { TOKEN, form, multipartBody, seedFailedRun, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import {
+  TOKEN,
+  form,
+  multipartBody,
+  seedFailedRun,
+  startLiveDashboard,
+  secretLeaks,
+  type LiveDashboard,
+} from './live-dashboard.js';
 import { fill, listRoutes, type Route } from './routes.js';
 
 /**
@@ -332,5 +340,11 @@ describe('findings', () => {
       status: 'completed',
       counts: { failed: 3, queued: 0 },
     });
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });

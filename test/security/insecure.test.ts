@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
 import { runCli } from '../helpers/run-cli.js';
-import { csrfOf, form, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { csrfOf, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 /** Findings: --insecure-no-auth checked no Host, let any bearer header skip CSRF, bound anywhere. */
 let h: Harness;
@@ -79,4 +79,10 @@ describe('--insecure-no-auth is for this machine only', () => {
       /CRM_SYNC_DASHBOARD_TOKEN\) has 1 characters; it needs at least 32 \(make one with: openssl rand -hex 16\)/,
     );
   }, 60_000);
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
+  });
 });

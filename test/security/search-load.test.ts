@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { TOKEN, seedFailedRun, startLiveDashboard, type LiveDashboard, type LogLine } from './live-dashboard.js';
+import {
+  TOKEN,
+  seedFailedRun,
+  startLiveDashboard,
+  secretLeaks,
+  type LiveDashboard,
+  type LogLine,
+} from './live-dashboard.js';
 
 /**
  * Finding: the error-text filter scanned every problem row per request, without a cap, and kept
@@ -129,5 +136,11 @@ describe("searching a run's problems is bounded", () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });

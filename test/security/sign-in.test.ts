@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { TOKEN, form, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { TOKEN, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 let h: Harness;
 let d: LiveDashboard;
@@ -157,5 +157,11 @@ describe('guessing the token (findings: any token accepted, no limit)', () => {
       await live.close();
       await h.runtime.redis.del(`${h.config.prefix}:dashboard:auth-failures:127.0.0.1`);
     }
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });
