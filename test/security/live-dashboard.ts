@@ -27,6 +27,8 @@ export interface Ask {
   body?: string | Buffer;
   /** Destroy the request after this many ms (a client that goes away); resolves with status 0. */
   abortAfterMs?: number;
+  /** The address to connect to. Default 127.0.0.1 (the Host header stays `127.0.0.1:<port>`). */
+  via?: string;
 }
 
 export interface LogLine {
@@ -84,7 +86,7 @@ export function ask(port: number, req: Ask): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers = { host: `127.0.0.1:${port}`, ...req.headers };
     const r = httpRequest(
-      { host: '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false },
+      { host: req.via ?? '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
