@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
 import { queueName } from '../../src/queue/index.js';
+import { saveUploadAnswer } from '../../src/dashboard/upload-answers.js';
 import {
   TOKEN,
   form,
@@ -219,6 +220,46 @@ describe('findings', () => {
       ).status,
     ).toBe(404);
     expect((await d.h.runtime.store.requireRun(otherRun)).counts.failed).toBe(2);
+    // Cancel is 404 like the rest (not 409 "already finished", which would tell the run exists).
+    const cancel = await d.ask({
+      method: 'POST',
+      path: `/runs/${otherRun}/cancel`,
+      headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ _csrf }),
+    });
+    expect(cancel.status).toBe(404);
+    expect(cancel.json<{ error: string }>().error).toBe('RUN_NOT_FOUND');
+    expect((await d.h.runtime.store.requireRun(otherRun)).status).toBe('completed');
+    // An upload answer of the other workspace's run (as a dashboard serving it would keep one):
+    // neither under its own run nor under an acme run.
+    const token = await saveUploadAnswer(d.h.runtime.redis, d.h.config.prefix, {
+      runId: otherRun,
+      retried: 1,
+      ignored: [{ row: 9, line: 10, reason: 'globex-only-detail' }],
+      ignoredCount: 1,
+    });
+    for (const run of [otherRun, acmeRun]) {
+      for (const headers of [json, { cookie }]) {
+        const res = await d.ask({ path: `/runs/${run}/uploads/${token}`, headers });
+        expect(res.status, run).toBe(404);
+        expect(res.text).not.toContain('globex-only-detail');
+      }
+    }
+    // The runs search: a whole id is one lookup, a word a scan; neither finds the other's run.
+    for (const q of [otherRun, 'seeded']) {
+      const found = (await d.ask({ path: `/?q=${q}`, headers: json })).json<{ runs: Array<{ id: string }> }>();
+      expect(
+        found.runs.map((r) => r.id),
+        q,
+      ).not.toContain(otherRun);
+      expect((await d.ask({ path: `/?q=${q}`, headers: { cookie } })).text, q).not.toContain(`/runs/${otherRun}`);
+    }
+    expect((await d.ask({ path: `/?q=${otherRun}`, headers: json })).json()).toEqual({ total: 0, runs: [] });
+    expect(
+      (await d.ask({ path: '/?q=seeded', headers: json }))
+        .json<{ runs: Array<{ id: string }> }>()
+        .runs.map((r) => r.id),
+    ).toContain(acmeRun);
 
     const list = (await d.ask({ path: '/', headers: json })).json<{ runs: Array<{ id: string }>; total: number }>();
     expect(list.runs.map((r) => r.id)).toContain(acmeRun);
