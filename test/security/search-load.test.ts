@@ -139,6 +139,56 @@ describe("searching a run's problems is bounded", () => {
   });
 });
 
+describe('the runs search', () => {
+  it('stops paging through the runs when the client goes away', async () => {
+    // 6,000 runs, none matching: a search pages through all of them, 500 at a time.
+    const store = h.runtime.store;
+    for (let i = 0; i < 6000; i += 250) {
+      await Promise.all(
+        Array.from({ length: 250 }, (_, k) =>
+          store.createRun({
+            workspace: 'acme',
+            operation: 'deal.update',
+            source: `bulk-${i + k}.csv`,
+            status: 'completed',
+          }),
+        ),
+      );
+    }
+    const slow = await startLiveDashboard({
+      harness: h,
+      dashboard: { searchScanRuns: 1_000_000, concurrency: { search: { running: 1, waiting: 0 } } },
+    });
+    try {
+      const STOPPED = /run search stopped after (\d+) of (\d+) runs/;
+      let line: LogLine | undefined;
+      let m: RegExpExecArray | null = null;
+      // As above: give up a little later each time until the search was stopped part-way.
+      for (const abortAfterMs of [15, 60, 200, 600, 1500]) {
+        const seen = slow.logs.length;
+        const gone = await slow.ask({ path: '/?q=matches-nothing', headers: json, abortAfterMs });
+        if (gone.status !== 0) continue;
+        line = undefined;
+        for (let i = 0; i < 100 && line === undefined; i++) {
+          line = slow.logs.slice(seen).find((l) => l.msg === 'dashboard: work stopped, the client went away');
+          if (line === undefined) await sleep(20);
+        }
+        m = line === undefined ? null : STOPPED.exec(String(line.reason));
+        if (m !== null && Number(m[1]) > 0) break;
+      }
+      expect(line, 'no "work stopped" log line: the search ran on after its client had gone').toBeDefined();
+      console.log(`[runs search abandoned] ${String(line!.reason)}`);
+      expect(m, String(line!.reason)).not.toBeNull();
+      expect(Number(m![1])).toBeGreaterThan(0);
+      expect(Number(m![1])).toBeLessThan(Number(m![2]));
+      // Its slot is free again.
+      expect((await slow.ask({ path: '/?q=bulk-1.csv', headers: json })).status).toBe(200);
+    } finally {
+      await slow.close();
+    }
+  }, 60_000);
+});
+
 describe('secrets', () => {
   it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
     expect(secretLeaks()).toEqual([]);
