@@ -73,6 +73,14 @@ export function isLoopbackHost(host: string | undefined): boolean {
   return isIP(name) === 4 && name.startsWith('127.');
 }
 
+/** A socket peer in 127.0.0.0/8 or ::1, also written IPv4-mapped (`::ffff:127.0.0.1`, what a dual-stack socket reports). */
+export function isLoopbackPeer(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const v4 = address.toLowerCase().startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
+  if (isIP(v4) === 4) return v4.startsWith('127.');
+  return address === '::1';
+}
+
 export function refuse(
   reply: FastifyReply,
   status: 401 | 403 | 429,
@@ -106,6 +114,8 @@ export async function sessionOf(request: FastifyRequest, sessions: SessionStore 
 
 const INSECURE_HOST_MESSAGE =
   'This dashboard runs without authentication (--insecure-no-auth) and answers only to a loopback host name (localhost, 127.0.0.1, [::1]).';
+const INSECURE_PEER_MESSAGE =
+  'This dashboard runs without authentication (--insecure-no-auth) and answers only to this machine (a loopback address).';
 
 /**
  * Every request passes here first: find who is asking, refuse cross-site state changes, then
@@ -120,6 +130,9 @@ export function registerAuthHook(app: FastifyInstance, deps: AuthHookDeps): void
       // No token: only this machine may talk to it, and a page another site loads (DNS
       // rebinding) names another host. No bearer exemption either: there is no token to prove.
       if (!isLoopbackHost(request.headers.host)) return refuse(reply, 403, INSECURE_HOST_MESSAGE);
+      // The Host header is the client's word; the socket's peer is not. A dashboard bound to
+      // another interface in code (the CLI refuses that) still serves nobody else.
+      if (!isLoopbackPeer(request.socket.remoteAddress)) return refuse(reply, 403, INSECURE_PEER_MESSAGE);
       who = { kind: 'open', sid: 'local' };
     } else if (OPEN_PATHS.has(path) && path !== '/login') {
       return undefined; // probes and static files: no identity needed, no Redis call

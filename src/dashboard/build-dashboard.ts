@@ -137,7 +137,11 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
 
   registerOpsRoutes(app, {
     runtime,
-    registry: createMetricsRegistry({ runtime, workspaces }),
+    registry: createMetricsRegistry({
+      runtime,
+      workspaces,
+      ...(options.workspaces !== undefined ? { only: options.workspaces } : {}),
+    }),
     readyTimeoutMs: options.readyTimeoutMs ?? 2000,
   });
   registerLoginRoutes(app, deps);

@@ -16,10 +16,18 @@ import { page } from './layout.js';
 const UNSAFE_CHARS = /[\u0000-\u001f\u007f\\]/;
 
 /**
+ * A Location that starts with one slash and no second slash or backslash: a path on this host.
+ * `//host` or `/\\host` would be read by a browser as another host (protocol-relative).
+ */
+const SAME_HOST_PATH = /^\/(?![/\\])/;
+
+/**
  * Where to go after signing in: `next` resolved against the dashboard's own origin by the URL
  * parser, kept only when it stays on that origin and holds no control characters, else `/`.
  * What comes back is the parser's own serialisation (path, query, fragment), so nothing a
- * browser could read differently from us reaches the Location header.
+ * browser could read differently from us reaches the Location header. That serialisation is
+ * checked once more: removing dot segments can leave a path that starts with `//`
+ * (`/..//evil.example` → `//evil.example`), which as a Location goes to another host.
  */
 export function safeNext(next: unknown, origin: string | null): string {
   if (
@@ -32,7 +40,9 @@ export function safeNext(next: unknown, origin: string | null): string {
     return '/';
   try {
     const url = new URL(next, origin);
-    return url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : '/';
+    if (url.origin !== origin) return '/';
+    const location = `${url.pathname}${url.search}${url.hash}`;
+    return SAME_HOST_PATH.test(location) ? location : '/';
   } catch {
     return '/';
   }

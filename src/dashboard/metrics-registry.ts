@@ -9,6 +9,11 @@ export interface DashboardMetricsOptions {
   runtime: Runtime;
   /** Workspaces whose queue depth is reported. */
   workspaces: string[];
+  /**
+   * Serve only these workspaces (`dashboard -w`): runs, rows and worker counters of any other
+   * workspace are left out, as on every other route. Default: all of them.
+   */
+  only?: readonly string[];
   /** Finished runs (newest first) the duration histogram is built from. Default 500. */
   durationRuns?: number;
   /** Most runs whose rows are summed per scrape, newest first. Default 20,000. */
@@ -29,12 +34,14 @@ const ROW_STATUSES = ['succeeded', 'failed', 'skipped', 'invalid', 'superseded',
 const PAGE = 500;
 
 async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot> {
-  const { runtime, workspaces } = options;
+  const { runtime, workspaces, only } = options;
+  // One listRuns filter per served workspace (each its own index), or one over every run.
+  const scopes: ReadonlyArray<{ workspace?: string }> = only === undefined ? [{}] : only.map((w) => ({ workspace: w }));
   const durationRuns = options.durationRuns ?? 500;
   const maxRuns = options.maxRunsSummed ?? 20_000;
   const rows: Snapshot['rows'] = new Map();
-  const durations: Snapshot['durations'] = [];
-  const add = (run: RunRecord) => {
+  const finished: Array<{ createdAt: string; operation: string; seconds: number }> = [];
+  const add = (run: RunRecord, durations: typeof finished) => {
     for (const status of ROW_STATUSES) {
       const key = `${run.operation}|${status}`;
       const entry = rows.get(key) ?? { operation: run.operation, status, value: 0 };
@@ -42,17 +49,32 @@ async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot>
       rows.set(key, entry);
     }
     if (run.finishedAt !== undefined && durations.length < durationRuns) {
-      durations.push({ operation: run.operation, seconds: runDurationMs(run) / 1000 });
+      durations.push({ createdAt: run.createdAt, operation: run.operation, seconds: runDurationMs(run) / 1000 });
     }
   };
-  for (let offset = 0; offset < maxRuns; offset += PAGE) {
-    const { runs } = await runtime.store.listRuns({ offset, limit: Math.min(PAGE, maxRuns - offset) });
-    runs.forEach(add);
-    if (runs.length < PAGE) break;
+  let summed = 0;
+  for (const scope of scopes) {
+    const durations: typeof finished = [];
+    for (let offset = 0; summed < maxRuns; offset += PAGE) {
+      const { runs } = await runtime.store.listRuns({ ...scope, offset, limit: Math.min(PAGE, maxRuns - summed) });
+      for (const run of runs) add(run, durations);
+      summed += runs.length;
+      if (runs.length < PAGE) break;
+    }
+    finished.push(...durations);
   }
-  const [counters, statusTotals, queues] = await Promise.all([
+  // Each scope's list is newest first; merged, the newest `durationRuns` of them all are kept.
+  if (scopes.length > 1) finished.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  const durations = finished.slice(0, durationRuns).map(({ operation, seconds }) => ({ operation, seconds }));
+  const served = only === undefined ? null : new Set(only);
+  const [allCounters, statusTotals, queues] = await Promise.all([
     readCounters(runtime.redis, runtime.config.prefix),
-    Promise.all(RUN_STATUSES.map(async (status) => (await runtime.store.listRuns({ status, limit: 0 })).total)),
+    Promise.all(
+      RUN_STATUSES.map(async (status) => {
+        const totals = await Promise.all(scopes.map((scope) => runtime.store.listRuns({ ...scope, status, limit: 0 })));
+        return totals.reduce((sum, t) => sum + t.total, 0);
+      }),
+    ),
     Promise.all(
       workspaces.map(async (workspace) => ({ workspace, depth: await queueDepth(runtime.queue(workspace)) })),
     ),
@@ -61,6 +83,11 @@ async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot>
     RunStatus,
     number
   >;
+  // A counter without a workspace label cannot be shown to be the served workspaces' own.
+  const counters =
+    served === null
+      ? allCounters
+      : allCounters.filter((c) => c.labels.workspace !== undefined && served.has(c.labels.workspace));
   return { counters, rows, runsByStatus, durations, queues };
 }
 

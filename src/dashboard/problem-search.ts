@@ -78,7 +78,13 @@ export async function searchProblems(
   const end = q.from + q.scanLimit;
   while (at < end && rows.length < q.limit) {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (q.signal.aborted) throw clientGone(`search stopped after ${at - q.from} of ${problems} problem rows`);
+    if (q.signal.aborted)
+      // Before the first batch the run's size is not known yet (-1): say so instead of "of -1".
+      throw clientGone(
+        problems === -1
+          ? 'search stopped before reading a row'
+          : `search stopped after ${at - q.from} of ${problems} problem rows`,
+      );
     const size = Math.min(BATCH, end - at);
     const batch = await store.problems(runId, { offset: at, limit: size });
     problems = batch.total;

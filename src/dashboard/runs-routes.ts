@@ -70,6 +70,7 @@ export function registerRunsRoutes(app: FastifyInstance, options: RunsRoutesOpti
           offset,
           limit: pageSize,
           scanLimit: options.searchScanRuns,
+          signal: request.signal,
         }),
       );
       listed = found;

@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { CrmSyncError } from '../errors/index.js';
 import type { ListRunsQuery, RunRecord } from './run-types.js';
 
 /** A page of the runs list, newest first (RunStore.listRuns, or a scoped view of it). */
@@ -16,6 +17,8 @@ export interface SearchRunsQuery {
   limit: number;
   /** Newest runs looked through, at most. Default 5,000. */
   scanLimit?: number;
+  /** Aborted when nobody waits for the answer any more (the dashboard's client went): the search stops before its next page. */
+  signal?: AbortSignal;
 }
 
 export interface SearchRunsResult {
@@ -46,6 +49,12 @@ export async function searchRuns(list: ListRuns, q: SearchRunsQuery): Promise<Se
   let scanned = 0;
   let listed = 0;
   while (scanned < scanLimit) {
+    if (q.signal?.aborted) {
+      throw new CrmSyncError(
+        'CLIENT_GONE',
+        `the client closed the connection; run search stopped ${scanned === 0 ? 'before reading a run' : `after ${scanned} of ${listed} runs`}`,
+      );
+    }
     const page = await list({ ...q.filters, offset: scanned, limit: Math.min(PAGE, scanLimit - scanned) });
     listed = page.total;
     for (const run of page.runs) {

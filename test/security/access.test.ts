@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRIC, MetricsRecorder } from '../../src/metrics/index.js';
 import { queueName } from '../../src/queue/index.js';
-import { TOKEN, form, multipartBody, seedFailedRun, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { saveUploadAnswer } from '../../src/dashboard/upload-answers.js';
+import {
+  TOKEN,
+  form,
+  multipartBody,
+  seedFailedRun,
+  startLiveDashboard,
+  secretLeaks,
+  type LiveDashboard,
+} from './live-dashboard.js';
 import { fill, listRoutes, type Route } from './routes.js';
 
 /**
@@ -210,6 +220,46 @@ describe('findings', () => {
       ).status,
     ).toBe(404);
     expect((await d.h.runtime.store.requireRun(otherRun)).counts.failed).toBe(2);
+    // Cancel is 404 like the rest (not 409 "already finished", which would tell the run exists).
+    const cancel = await d.ask({
+      method: 'POST',
+      path: `/runs/${otherRun}/cancel`,
+      headers: { ...json, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ _csrf }),
+    });
+    expect(cancel.status).toBe(404);
+    expect(cancel.json<{ error: string }>().error).toBe('RUN_NOT_FOUND');
+    expect((await d.h.runtime.store.requireRun(otherRun)).status).toBe('completed');
+    // An upload answer of the other workspace's run (as a dashboard serving it would keep one):
+    // neither under its own run nor under an acme run.
+    const token = await saveUploadAnswer(d.h.runtime.redis, d.h.config.prefix, {
+      runId: otherRun,
+      retried: 1,
+      ignored: [{ row: 9, line: 10, reason: 'globex-only-detail' }],
+      ignoredCount: 1,
+    });
+    for (const run of [otherRun, acmeRun]) {
+      for (const headers of [json, { cookie }]) {
+        const res = await d.ask({ path: `/runs/${run}/uploads/${token}`, headers });
+        expect(res.status, run).toBe(404);
+        expect(res.text).not.toContain('globex-only-detail');
+      }
+    }
+    // The runs search: a whole id is one lookup, a word a scan; neither finds the other's run.
+    for (const q of [otherRun, 'seeded']) {
+      const found = (await d.ask({ path: `/?q=${q}`, headers: json })).json<{ runs: Array<{ id: string }> }>();
+      expect(
+        found.runs.map((r) => r.id),
+        q,
+      ).not.toContain(otherRun);
+      expect((await d.ask({ path: `/?q=${q}`, headers: { cookie } })).text, q).not.toContain(`/runs/${otherRun}`);
+    }
+    expect((await d.ask({ path: `/?q=${otherRun}`, headers: json })).json()).toEqual({ total: 0, runs: [] });
+    expect(
+      (await d.ask({ path: '/?q=seeded', headers: json }))
+        .json<{ runs: Array<{ id: string }> }>()
+        .runs.map((r) => r.id),
+    ).toContain(acmeRun);
 
     const list = (await d.ask({ path: '/', headers: json })).json<{ runs: Array<{ id: string }>; total: number }>();
     expect(list.runs.map((r) => r.id)).toContain(acmeRun);
@@ -235,6 +285,29 @@ describe('findings', () => {
       (await d.ask({ path: `/queues/api/queues/${encodeURIComponent(queueName('globex'))}/workers`, headers: bearer }))
         .status,
     ).toBe(404);
+  });
+
+  it("-w acme: /metrics counts only acme's runs and rows, and exports only acme's worker counters", async () => {
+    const recorder = new MetricsRecorder({ redis: d.h.runtime.redis, prefix: d.h.config.prefix });
+    recorder.inc(METRIC.rateLimited, { workspace: 'acme' }, 3);
+    recorder.inc(METRIC.rateLimited, { workspace: 'globex' }, 5);
+    recorder.inc(METRIC.rows, { workspace: 'globex', operation: 'deal.update', status: 'failed' }, 7);
+    await recorder.close();
+    // A scrape reuses a snapshot for up to a second: poll until the new counters show.
+    let text = '';
+    for (let i = 0; i < 30 && !text.includes('crm_sync_rate_limited_total{workspace="acme"}'); i++) {
+      text = (await d.ask({ path: '/metrics', headers: bearer })).text;
+      if (!text.includes('crm_sync_rate_limited_total{workspace="acme"}')) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(text).toContain('crm_sync_rate_limited_total{workspace="acme"} 3');
+    expect(text).not.toContain('globex');
+    // Rows and runs are acme's alone (globex's run has 2 failed rows, acme's 3).
+    const acme = (await d.h.runtime.store.listRuns({ workspace: 'acme', limit: 1000 })).runs;
+    const failed = acme.filter((r) => r.operation === 'deal.update').reduce((sum, r) => sum + r.counts.failed, 0);
+    expect(text).toContain(`crm_sync_rows{operation="deal.update",status="failed"} ${failed}`);
+    const runs = [...text.matchAll(/^crm_sync_runs\{status="[a-z]+"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(runs).toBe(acme.length);
+    expect(runs).toBeLessThan((await d.h.runtime.store.listRuns({ limit: 0 })).total);
   });
 
   it('Resume acts only on a blocked run: a paused workspace stays paused (409)', async () => {
@@ -308,5 +381,11 @@ describe('findings', () => {
       status: 'completed',
       counts: { failed: 3, queued: 0 },
     });
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });

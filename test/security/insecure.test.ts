@@ -1,7 +1,9 @@
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDashboard } from '../../src/dashboard/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
 import { runCli } from '../helpers/run-cli.js';
-import { csrfOf, form, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { ask, csrfOf, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 /** Findings: --insecure-no-auth checked no Host, let any bearer header skip CSRF, bound anywhere. */
 let h: Harness;
@@ -37,6 +39,37 @@ describe('--insecure-no-auth is for this machine only', () => {
       const res = await d.ask({ path: '/healthz', headers: { host } });
       expect(res.status, host).toBe(403);
       expect(res.text).toContain('answers only to a loopback host name');
+    }
+  });
+
+  it('answers only connections from a loopback address, whatever Host they name', async () => {
+    // Started in code on every interface (the CLI refuses that): the socket's own address must
+    // still keep other machines out, even when they send a loopback Host.
+    const app = await buildDashboard({ runtime: h.runtime, token: null });
+    try {
+      const port = Number(new URL(await app.listen({ port: 0, host: '0.0.0.0' })).port);
+      const host = `127.0.0.1:${port}`;
+      expect((await ask(port, { path: '/healthz', headers: { host } })).status).toBe(200);
+      // This machine's own non-loopback address stands in for another machine on the network.
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
+      if (external !== undefined) {
+        const res = await ask(port, { path: '/', headers: { host }, via: external });
+        expect(res.status, external).toBe(403);
+        expect(res.text).toContain('only to this machine');
+      }
+      // Without such an interface (and as well), fastify's inject sets the peer address.
+      for (const remoteAddress of ['192.168.1.10', '::ffff:10.0.0.7', 'fd00::2']) {
+        const res = await app.inject({ url: '/healthz', headers: { host }, remoteAddress });
+        expect(res.statusCode, remoteAddress).toBe(403);
+      }
+      for (const remoteAddress of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) {
+        const res = await app.inject({ url: '/healthz', headers: { host }, remoteAddress });
+        expect(res.statusCode, remoteAddress).toBe(200);
+      }
+    } finally {
+      await app.close();
     }
   });
 
@@ -79,4 +112,10 @@ describe('--insecure-no-auth is for this machine only', () => {
       /CRM_SYNC_DASHBOARD_TOKEN\) has 1 characters; it needs at least 32 \(make one with: openssl rand -hex 16\)/,
     );
   }, 60_000);
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
+  });
 });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard, SESSION_COOKIE, type DashboardOptions } from '../../src/dashboard/index.js';
+import { SessionAuth } from '../../src/dashboard/session-auth.js';
 import { startHarness, type Harness, type HarnessOptions } from '../helpers/pipeline.js';
 
 /**
@@ -26,6 +27,8 @@ export interface Ask {
   body?: string | Buffer;
   /** Destroy the request after this many ms (a client that goes away); resolves with status 0. */
   abortAfterMs?: number;
+  /** The address to connect to. Default 127.0.0.1 (the Host header stays `127.0.0.1:<port>`). */
+  via?: string;
 }
 
 export interface LogLine {
@@ -57,11 +60,33 @@ export interface LiveDashboard {
   close(): Promise<void>;
 }
 
+/**
+ * Every answer (any method: GET, POST, PUT, …, headers and body) and every log line of every
+ * dashboard this test file starts is looked through for the secrets it holds as it arrives;
+ * what is found is listed here (where, and which secret, never the secret itself).
+ * Each file ends by asking that the list be empty.
+ */
+const leaks: string[] = [];
+
+/** Where an answer or log line of this file carried a secret; [] when none did. */
+export function secretLeaks(): string[] {
+  return [...leaks];
+}
+
+function scanForSecrets(where: string, text: string, secrets: ReadonlyArray<[name: string, value: string]>): void {
+  for (const [name, value] of secrets) {
+    if (!text.includes(value)) continue;
+    // The report names the secret; it must not print it (a failed run's output is shared).
+    const place = secrets.reduce((w, [n, v]) => w.split(v).join(`<${n}>`), where);
+    leaks.push(`${place}: ${name}`);
+  }
+}
+
 export function ask(port: number, req: Ask): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers = { host: `127.0.0.1:${port}`, ...req.headers };
     const r = httpRequest(
-      { host: '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false },
+      { host: req.via ?? '127.0.0.1', port, method: req.method ?? 'GET', path: req.path, headers, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -138,9 +163,28 @@ export interface LiveOptions {
 
 export async function startLiveDashboard(options: LiveOptions = {}): Promise<LiveDashboard> {
   const h = options.harness ?? (await startHarness(options.harnessOptions ?? { records: 10 }));
-  const logs: LogLine[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
   const token = options.token === undefined ? TOKEN : options.token;
+  const secrets: Array<[string, string]> = [
+    ['the API key', h.apiKey],
+    ['the suite token', TOKEN],
+    ...(token === null
+      ? []
+      : ([
+          ['the dashboard token', token],
+          ['the cookie secret', new SessionAuth(new Secret(token)).cookieSecret],
+        ] as Array<[string, string]>)),
+  ];
+  const logs: LogLine[] = [];
+  const logger = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        const parsed = JSON.parse(line) as LogLine;
+        scanForSecrets(`log line "${String(parsed.msg).slice(0, 120)}"`, line, secrets);
+        logs.push(parsed);
+      },
+    },
+  );
   const app = await buildDashboard({
     runtime: h.runtime,
     token: token === null ? null : new Secret(token),
@@ -158,9 +202,17 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
     host,
     origin,
     logs,
-    ask: (req) => ask(port, req),
+    async ask(req) {
+      const answer = await ask(port, req);
+      scanForSecrets(
+        `${req.method ?? 'GET'} ${req.path.slice(0, 120)} → ${answer.status}`,
+        `${JSON.stringify(answer.headers)}\n${answer.text}`,
+        secrets,
+      );
+      return answer;
+    },
     async signIn(with_ = token ?? '') {
-      const res = await ask(port, {
+      const res = await live.ask({
         method: 'POST',
         path: '/login',
         headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
@@ -172,11 +224,11 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
       return cookie;
     },
     async formToken(cookie) {
-      return csrfOf((await ask(port, { path: '/workspaces', headers: { cookie } })).text);
+      return csrfOf((await live.ask({ path: '/workspaces', headers: { cookie } })).text);
     },
     async postForm(path, cookie, fields = {}, headers = {}) {
       const _csrf = await live.formToken(cookie);
-      return ask(port, {
+      return live.ask({
         method: 'POST',
         path,
         headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded', ...headers },

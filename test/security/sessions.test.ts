@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../../src/dashboard/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { TOKEN, cookieOf, form, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { TOKEN, cookieOf, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 let h: Harness;
 let d: LiveDashboard;
@@ -207,5 +207,11 @@ describe('HTTPS behind a proxy (findings: no trustProxy, Origin compared without
     } finally {
       await proxied.close();
     }
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });

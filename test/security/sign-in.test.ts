@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { TOKEN, form, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { TOKEN, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 let h: Harness;
 let d: LiveDashboard;
@@ -28,6 +28,12 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
     '/\t/evil.example',
     '/%E2%80%A8x',
     'javascript:alert(1)',
+    // Dot segments the URL parser removes, leaving a path that starts with `//` (protocol-relative).
+    '/..//evil.example',
+    '/%2e%2e//evil.example',
+    '/.//evil.example',
+    '/%2e//evil.example',
+    '/a/..//evil.example',
   ];
 
   it('signed in, GET /login?next=… never leaves the origin and never answers 500', async () => {
@@ -55,7 +61,15 @@ describe('open redirect after sign-in (finding: safeNext checked two characters)
   });
 
   it('the sign-in form keeps the same rule', async () => {
-    for (const next of ['/\t/evil.example', '/\r/x', '//evil.example', '/ok?a=1']) {
+    for (const next of [
+      '/\t/evil.example',
+      '/\r/x',
+      '//evil.example',
+      '/..//evil.example',
+      '/%2e%2e//evil.example',
+      '/.//evil.example',
+      '/ok?a=1',
+    ]) {
       const res = await d.ask({
         method: 'POST',
         path: '/login',
@@ -143,5 +157,11 @@ describe('guessing the token (findings: any token accepted, no limit)', () => {
       await live.close();
       await h.runtime.redis.del(`${h.config.prefix}:dashboard:auth-failures:127.0.0.1`);
     }
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });

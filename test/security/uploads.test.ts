@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPORT_META_COLUMNS } from '../../src/runs/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { multipartBody, seedFailedRun, startLiveDashboard, type LiveDashboard } from './live-dashboard.js';
+import { multipartBody, seedFailedRun, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
 
 /**
  * Finding: every ignored line of a corrected upload was kept and answered whole (a 20 MB file of
@@ -159,5 +159,11 @@ describe('download → upload → download (finding: formula-like headers were l
       );
     expect(values(second.text)).toEqual(values(first.text));
     expect((await store.problems(run.id)).rows.map((r) => r.original)).toEqual([original(1), original(2)]);
+  });
+});
+
+describe('secrets', () => {
+  it('no answer this file got (any method) and no dashboard log line carries the API key, the token or the cookie secret', () => {
+    expect(secretLeaks()).toEqual([]);
   });
 });
