@@ -192,7 +192,7 @@ describe('a row in doubt beside an identical create on the wire', () => {
     const queue = h.runtime.queue('acme');
     await queue.pause();
     const runA = await h.importFile(h.file('race-a.csv', csv(['name', 'value'], [['Race Q', 5]])), 'deal.create');
-    const [s, us] = (await h.runtime.redis.time()) as [string, string];
+    const [s, us] = (await h.runtime.redis.time()) as unknown as [string, string];
     const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
     await h.runtime.redis.hset(
       `${h.config.prefix}:run:${runA.id}:creating`,
