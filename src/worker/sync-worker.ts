@@ -448,6 +448,16 @@ export class SyncWorker {
       case 'error': {
         const verdict = await this.#judge(job, data.runId, sent.err, data.rows.length > 1);
         if (verdict.kind !== 'fail') return verdict;
+        if (r.payload.op === 'deal.create' && sent.err instanceof TransientError && sent.err.maybeCommitted) {
+          // Out of attempts, but the deal may exist: failing the row would hide it (and a retry
+          // would look for it only then). The row's marker stays: after the settle time its next
+          // start looks for the deal, and only a lookup that finds none sends it again.
+          this.#logger.info(
+            { runId: data.runId, row: r.row },
+            'last attempt of a create lost its answer: the row looks for its deal after the settle time instead of failing',
+          );
+          return { kind: 'wait', ms: this.#options.createSettleMs ?? 30_000 };
+        }
         this.#count(job.name, null, 'failed', 1, data.runId);
         return { kind: 'done', result: failureResult({ row: r.row, line: r.line }, verdict.err, r.original) };
       }

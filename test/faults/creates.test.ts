@@ -212,6 +212,41 @@ describe('a row in doubt beside an identical create on the wire', () => {
   }, 40_000);
 });
 
+describe('a create whose last attempt loses the answer of an applied POST', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      records: 3,
+      seed: 7,
+      crmProxy: true,
+      createSettleMs: 300,
+      requestTimeoutMs: 1500,
+      retry: { attempts: 2, backoffMs: 20 },
+    });
+    await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('does not end failed: after the settle time the row looks for its deal and records it', async () => {
+    h.proxy!.setRules([
+      { ...POST_DEALS, fail502: true, times: 1 },
+      { ...POST_DEALS, applyAndDrop: true, times: 1 },
+    ]);
+    const run = await h.waitForRun(
+      (await h.importFile(h.file('last.csv', csv(['name', 'value'], [['LastAtt', 5]])), 'deal.create')).id,
+      30_000,
+    );
+    const { results, deals } = await report(h, 'last attempt applied, answer dropped', run, 'LastAtt');
+    expect(h.proxy!.requests.filter((r) => r.outcome === 'fail502')).toHaveLength(1);
+    expect(h.proxy!.requests.filter((r) => r.outcome === 'dropped')).toHaveLength(1);
+    expect(deals).toBe(1);
+    expect(results[0]).toMatchObject({ status: 'succeeded', recordId: dealsNamed(h, 'LastAtt')[0]!.id });
+    expect(results[0]!.message).toMatch(/found by a lookup/);
+  }, 40_000);
+});
+
 describe('two upserts of the same deals at once', () => {
   let h: Harness;
   beforeAll(async () => {
