@@ -332,15 +332,7 @@ export class SyncWorker {
     const { store } = this.#options;
     const reason = (await store.getRun(data.runId))?.reason ?? 'the run was cancelled';
     // Rows an earlier start of the job sent keep their result (and need no refusal logged).
-    const done = new Set(
-      (
-        await store.getResults(
-          data.runId,
-          data.rows.map((r) => r.row),
-        )
-      ).map((r) => r.row),
-    );
-    const rows = data.rows.filter((r) => !done.has(r.row));
+    const rows = await this.#withoutResult<SyncJobData['rows'][number]>(data.runId, data.rows);
     if (rows.length > 0)
       await this.#store(
         job,
@@ -348,6 +340,16 @@ export class SyncWorker {
         rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })),
       );
     return true;
+  }
+
+  /** The rows of `rows` that have no stored result yet (one HMGET). */
+  async #withoutResult<R extends { row: number }>(runId: string, rows: R[]): Promise<R[]> {
+    const stored = await this.#options.store.getResults(
+      runId,
+      rows.map((r) => r.row),
+    );
+    const done = new Set(stored.map((r) => r.row));
+    return rows.filter((r) => !done.has(r.row));
   }
 
   /** The write fence's view of this job attempt sending row `r`. */
@@ -510,10 +512,15 @@ export class SyncWorker {
 
   async #processInvites(
     job: SyncJob,
-    data: InviteBatchJobData,
+    whole: InviteBatchJobData,
     token: string,
     signal: AbortSignal | undefined,
   ): Promise<void> {
+    // An invite is an email to a person: a batch redelivered after some of its addresses were
+    // sent and recorded (a lost lock, a stalled job) sends only the rest.
+    const rows = await this.#withoutResult(whole.runId, whole.rows);
+    if (rows.length === 0) return;
+    const data = rows.length === whole.rows.length ? whole : { ...whole, rows };
     const fences = data.rows.map((r) => this.#writer(job, data.runId, token, r));
     const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
     // Invites carry no record id to order on: the fence here is the job's own lock.

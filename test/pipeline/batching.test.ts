@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isInviteBatch, retryRun, toJobData } from '../../src/queue/index.js';
 import { abortRun } from '../../src/schedule/abort-run.js';
+import { succeeded } from '../../src/runs/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness | undefined;
@@ -256,5 +257,23 @@ describe('rows per job (updates share a job; creates go alone)', () => {
     await h.startWorkers();
     expect((await h.waitForRun(second.id)).counts).toMatchObject({ total: 1, succeeded: 1 });
     expect(h.ws.deals.get(a!.id)?.name).toBe('Legacy');
+  });
+
+  it('a redelivered invite batch sends only the addresses without a result (an invite is an email to a person)', async () => {
+    h = await startHarness({ records: 5 });
+    const emails = Array.from({ length: 10 }, (_, i) => [`redelivered${i}@invites.example`]);
+    const run = await h.importFile(h.file('inv.csv', csv(['email'], emails)), 'team.invite', { inviteBatchSize: 10 });
+    // A worker sent rows 1-4 and stored their results, then lost the job: it comes back whole.
+    await h.runtime.store.recordResults(
+      run.id,
+      [1, 2, 3, 4].map((row) => succeeded({ row, line: row + 1 }, `redelivered${row - 1}@invites.example`)),
+    );
+    const before = h.ws.stats.writes.teamMembers;
+    await h.startWorkers();
+    const done = await h.waitForRun(run.id);
+    expect(done.counts).toMatchObject({ total: 10, succeeded: 10 });
+    expect(h.ws.stats.writes.teamMembers - before).toBe(1);
+    for (let i = 0; i < 4; i++) expect(h.ws.teamMembers.has(`redelivered${i}@invites.example`)).toBe(false);
+    for (let i = 4; i < 10; i++) expect(h.ws.teamMembers.has(`redelivered${i}@invites.example`)).toBe(true);
   });
 });
