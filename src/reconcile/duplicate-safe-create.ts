@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
 import { errorMessage, type ErrorCode } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { succeeded, type CreateMarker, type RowFence, type RowResult, type RowWriter } from '../runs/index.js';
+import {
+  failed,
+  succeeded,
+  uncertain,
+  type CreateMarker,
+  type RowFence,
+  type RowResult,
+  type RowWriter,
+} from '../runs/index.js';
 import { canonicalFromRow } from './compare.js';
 import { type DealLookup, normaliseName } from './deal-lookup.js';
 import { sentDigest } from './sent-digest.js';
@@ -62,6 +70,9 @@ export function createFingerprint(fields: DealCreateFields): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha1').update(JSON.stringify(canonical)).digest('hex');
 }
+
+const UNCERTAIN: ErrorCode = 'CREATE_UNCERTAIN';
+const CONFLICT: ErrorCode = 'CREATE_CONFLICT';
 
 /** Longest wait before a create held up by an identical one looks again. */
 const CREATE_RECHECK_MS = 5000;
@@ -199,7 +210,7 @@ export class DuplicateSafeCreate {
       { runId: w.runId, row: w.row, candidates: found.length },
       'create uncertain: several deals match',
     );
-    return { kind: 'result', result: uncertain(row, message) };
+    return { kind: 'result', result: uncertain(row, UNCERTAIN, message, row.original) };
   }
 
   /**
@@ -218,8 +229,17 @@ export class DuplicateSafeCreate {
     const success = succeeded(row, dealId, message, c.sent);
     const conflict =
       how === 'answer'
-        ? failedConflict(row, `the CRM answered with deal ${dealId}, which another row had already recorded`)
-        : uncertain(row, `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`);
+        ? failed(
+            row,
+            { code: CONFLICT, message: `the CRM answered with deal ${dealId}, which another row had already recorded` },
+            row.original,
+          )
+        : uncertain(
+            row,
+            UNCERTAIN,
+            `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`,
+            row.original,
+          );
     const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match);
     if (done.kind === 'refused' && done.reason === 'exists') {
       // Another job of this row recorded it first (a resolving job beside a redelivered one).
@@ -258,30 +278,4 @@ export class DuplicateSafeCreate {
     await this.#o.lookup.measureClock().catch(() => undefined);
     return this.#o.client.crmClock();
   }
-}
-
-function uncertain(row: CreateRow, message: string): RowResult {
-  const code: ErrorCode = 'CREATE_UNCERTAIN';
-  return {
-    row: row.row,
-    line: row.line,
-    status: 'uncertain',
-    code,
-    message,
-    original: row.original,
-    at: new Date().toISOString(),
-  };
-}
-
-function failedConflict(row: CreateRow, message: string): RowResult {
-  const code: ErrorCode = 'CREATE_CONFLICT';
-  return {
-    row: row.row,
-    line: row.line,
-    status: 'failed',
-    code,
-    message,
-    original: row.original,
-    at: new Date().toISOString(),
-  };
 }

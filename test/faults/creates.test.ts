@@ -73,6 +73,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'identical pair, 502', run, 'Pair A');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 2, succeeded: 2 });
     expect(r.deals).toBe(2);
     expect(r.shared).toBe(0);
@@ -95,6 +96,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'identical pair, applied and dropped', run, 'Pair B');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 2, succeeded: 2 });
     expect(r.deals).toBe(2);
     expect(r.shared).toBe(0);
@@ -117,6 +119,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     );
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 30_000);
     const r = await report(h, "a person's identical deals", run, 'Renewal C');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 4, succeeded: 4 });
     expect(r.deals).toBe(2 + 4);
     expect(r.shared).toBe(0);
@@ -132,6 +135,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     await sleep(Math.max(0, started + 3000 - Date.now()));
     const r = await report(h, 'request held 2.2 s, settle 0.3 s', run, 'Held D');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 1, succeeded: 1 });
     expect(r.deals).toBe(2);
     const client = createCrmClient(h.config, 'acme', silentLogger);
@@ -160,6 +164,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const stored = name.replace('  ', ' ');
     const r = await report(h, label, run, stored);
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 1, succeeded: 1 });
     expect(r.deals).toBe(1);
     expect(r.results[0]?.recordId).toBe(dealsNamed(h, stored)[0]?.id);
@@ -173,6 +178,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     const runs = await Promise.all([h.waitForRun(a.id, 40_000), h.waitForRun(b.id, 40_000)]);
     const ra = await report(h, 'same file twice at once (run 1)', runs[0], 'Twice H');
     const rb = await report(h, 'same file twice at once (run 2)', runs[1], 'Twice H');
+    expect(h.proxy!.unspent()).toBe(0);
     for (const run of runs) expect(run.counts).toMatchObject({ total: 20, succeeded: 20 });
     const ids = [...ra.results, ...rb.results].map((x) => x.recordId);
     expect(new Set(ids).size).toBe(40);
@@ -213,6 +219,7 @@ describe('a row in doubt beside an identical create on the wire', () => {
     const b = await h.waitForRun(runB.id, 20_000);
     const ra = await report(h, 'doubt beside an identical create in flight (A)', a, 'Race Q');
     const rb = await report(h, 'doubt beside an identical create in flight (B)', b, 'Race Q');
+    expect(h.proxy!.unspent()).toBe(0);
     // B keeps its own deal; A found nothing of its own and created one: two rows, two deals.
     expect(rb.results[0]).toMatchObject({ status: 'succeeded' });
     expect(ra.results[0]).toMatchObject({ status: 'succeeded' });
@@ -248,6 +255,7 @@ describe('a create whose last attempt loses the answer of an applied POST', () =
       30_000,
     );
     const { results, deals } = await report(h, 'last attempt applied, answer dropped', run, 'LastAtt');
+    expect(h.proxy!.unspent()).toBe(0);
     expect(h.proxy!.requests.filter((r) => r.outcome === 'fail502')).toHaveLength(1);
     expect(h.proxy!.requests.filter((r) => r.outcome === 'dropped')).toHaveLength(1);
     expect(deals).toBe(1);
@@ -273,6 +281,7 @@ describe('a create held in the network past the client timeout, shorter than the
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 30_000);
     await sleep(Math.max(0, started + 4000 - Date.now()));
     const r = await report(h, 'request held 2.2 s, settle 3 s', run, 'HeldS');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(h.proxy!.requests.filter((q) => q.method === 'POST' && q.forwardedAt !== null)).toHaveLength(1);
     expect(r.deals).toBe(1);
     expect(r.results[0]).toMatchObject({ status: 'succeeded', recordId: dealsNamed(h, 'HeldS')[0]!.id });
@@ -317,6 +326,7 @@ describe('two upserts of the same deals at once', () => {
     const runs = await Promise.all([h.waitForRun(a.run.id, 30_000), h.waitForRun(b.run.id, 30_000)]);
     await report(h, 'two upserts at once (run 1)', runs[0], 'Upsert K');
     await report(h, 'two upserts at once (run 2)', runs[1], 'Upsert K');
+    expect(h.proxy!.unspent()).toBe(0);
     for (const run of runs) expect(run.counts).toMatchObject({ total: 15, succeeded: 15 });
     const made = dealsNamed(h, 'Upsert K');
     expect(made.length).toBe(15);
@@ -370,6 +380,7 @@ describe('the sweep and runs retry', () => {
       await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
       const done = await h.waitForRun(run.id, 20_000, (r) => r.status === 'completed');
       const r = await report(h, 'sweep racing runs retry', done, 'Swept I');
+      expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
       expect(done.counts).toMatchObject({ total: 6, succeeded: 6, failed: 0 });
       expect(r.deals).toBe(6);
       const again = await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
@@ -398,6 +409,7 @@ describe('a CRM whose clock is 120 s behind ours', () => {
     const file = h.file('skew.csv', csv(['name', 'value'], [['Skew E', 14]]));
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'a CRM clock 120 s behind', run, 'Skew E');
+    expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 1, succeeded: 1 });
     expect(r.deals).toBe(1);
     expect(r.results[0]?.message).toMatch(/found by a lookup/);
@@ -413,36 +425,134 @@ describe('a worker killed after the CRM applied its create', () => {
     await h?.close();
   });
 
-  it('the next worker finds the deal instead of creating a second one', async () => {
-    // The CRM applies the POST; its answer is held while the worker process is killed -9.
-    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1 }]);
+  /** A `crm-sync worker` process with a short job lock, and a way to kill it -9. */
+  function workerProcess() {
     const child = spawn(
       process.execPath,
       ['bin/crm-sync.js', '--config', h.configPath, '--log-level', 'warn', 'worker', '--lock-ms', '1500'],
-      {
-        env: h.env,
-        stdio: 'ignore',
-      },
+      { env: h.env, stdio: 'ignore' },
     );
     const exited = new Promise((resolve) => child.once('exit', resolve));
+    return {
+      kill: async () => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        await exited;
+      },
+    };
+  }
+
+  async function untilDeal(name: string): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    while (dealsNamed(h, name).length === 0) {
+      if (Date.now() > deadline) throw new Error('the create never reached the CRM');
+      await sleep(10);
+    }
+  }
+
+  it('the next worker finds the deal instead of creating a second one', async () => {
+    // The CRM applies the POST; its answer is held while the worker process is killed -9.
+    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1 }]);
+    const worker = workerProcess();
     try {
       const file = h.file('killed.csv', csv(['name', 'value'], [['Killed J', 17]]));
       const run = await h.importFile(file, 'deal.create');
-      const deadline = Date.now() + 20_000;
-      while (dealsNamed(h, 'Killed J').length === 0) {
-        if (Date.now() > deadline) throw new Error('the create never reached the CRM');
-        await sleep(25);
+      await untilDeal('Killed J');
+      await worker.kill();
+      const pool = await h.startWorkers({ concurrency: 2, lockDurationMs: 1500 });
+      try {
+        const done = await h.waitForRun(run.id, 20_000);
+        const r = await report(h, 'worker killed after the CRM applied the create', done, 'Killed J');
+        expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
+        expect(done.counts).toMatchObject({ total: 1, succeeded: 1 });
+        expect(r.deals).toBe(1);
+        expect(r.results[0]?.recordId).toBe(dealsNamed(h, 'Killed J')[0]?.id);
+      } finally {
+        await pool.close();
       }
-      child.kill('SIGKILL');
-      await exited;
-      await h.startWorkers({ concurrency: 2, lockDurationMs: 1500 });
-      const done = await h.waitForRun(run.id, 20_000);
-      const r = await report(h, 'worker killed after the CRM applied the create', done, 'Killed J');
-      expect(done.counts).toMatchObject({ total: 1, succeeded: 1 });
-      expect(r.deals).toBe(1);
-      expect(r.results[0]?.recordId).toBe(dealsNamed(h, 'Killed J')[0]?.id);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await worker.kill();
+    }
+  }, 40_000);
+
+  // The answer reached the worker: killed while it stores the result, just after, or once the
+  // run said completed. The stalled job comes back to another worker, which must neither create
+  // a second deal nor change the id the row recorded.
+  it.each([0, 450, 1000, 1650])(
+    'killed %i ms after its create was answered: one deal, one id that never changes',
+    async (ms) => {
+      const name = `Answered L ${ms}`;
+      const worker = workerProcess();
+      try {
+        const run = await h.importFile(
+          h.file(`answered-${ms}.csv`, csv(['name', 'value'], [[name, 18]])),
+          'deal.create',
+        );
+        await untilDeal(name);
+        await sleep(ms);
+        await worker.kill();
+        const before = (await resultsByRow(h, run.id))[0];
+        const pool = await h.startWorkers({ concurrency: 2, lockDurationMs: 1500, sweepIntervalMs: 300 });
+        try {
+          const done = await h.waitForRun(run.id, 20_000);
+          // Two lock periods more: a stalled copy of the job would have run by now.
+          await sleep(3500);
+          const r = await report(h, `worker killed ${ms} ms after the answer`, done, name);
+          const deal = dealsNamed(h, name);
+          expect(deal).toHaveLength(1);
+          expect(r.results).toHaveLength(1);
+          expect(r.results[0]).toMatchObject({ status: 'succeeded', recordId: deal[0]!.id });
+          if (before) expect(before.recordId).toBe(deal[0]!.id);
+          expect((await h.waitForRun(run.id)).counts).toMatchObject({ total: 1, succeeded: 1 });
+        } finally {
+          await pool.close();
+        }
+      } finally {
+        await worker.kill();
+      }
+    },
+    40_000,
+  );
+
+  it('a job that stalled past the limit with its create applied ends with the deal recorded, not failed', async () => {
+    // The worker dies with the answer in the network; the stall check that finds its job is a
+    // worker allowing no stalls, so BullMQ fails the job ("stalled more than allowable limit").
+    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1 }]);
+    const worker = workerProcess();
+    const name = 'Stalled M';
+    try {
+      const run = await h.importFile(h.file('stalled.csv', csv(['name', 'value'], [[name, 19]])), 'deal.create');
+      await untilDeal(name);
+      await worker.kill();
+      const strict = new BullWorker(queueName('acme'), async () => undefined, {
+        connection: h.runtime.redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix: bullPrefix(h.config.prefix),
+        lockDuration: 500,
+        stalledInterval: 300,
+        maxStalledCount: 0,
+      });
+      try {
+        const deadline = Date.now() + 15_000;
+        while ((await h.runtime.queue('acme').getFailedCount()) === 0) {
+          if (Date.now() > deadline) throw new Error('the stalled job was never failed');
+          await sleep(100);
+        }
+      } finally {
+        await strict.close();
+      }
+      const [job] = await h.runtime.queue('acme').getFailed(0, 0);
+      expect(job?.failedReason).toMatch(/stalled more than allowable limit/);
+      const pool = await h.startWorkers({ concurrency: 2, lockDurationMs: 1500, sweepIntervalMs: 300 });
+      try {
+        const done = await h.waitForRun(run.id, 20_000);
+        const r = await report(h, 'stalled past the limit with its create applied', done, name);
+        expect(done.counts).toMatchObject({ total: 1, succeeded: 1, failed: 0 });
+        expect(r.deals).toBe(1);
+        expect(r.results[0]).toMatchObject({ status: 'succeeded', recordId: dealsNamed(h, name)[0]!.id });
+      } finally {
+        await pool.close();
+      }
+    } finally {
+      await worker.kill();
     }
   }, 40_000);
 });

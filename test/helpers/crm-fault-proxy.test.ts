@@ -104,9 +104,11 @@ describe('crm fault proxy', () => {
       { method: 'GET', path: /\/v2\/leads$/, fail502: true },
       { method: 'POST', path: DEALS, fail502: true, times: 1 },
     ]);
+    expect(proxy.unspent()).toBe(1); // the unlimited leads rule owes nothing
     const before = ws.stats.requests;
     const name = uniqueName();
     const err = await failure(client().createDeal({ name }));
+    expect(proxy.unspent()).toBe(0);
     expect(err).toBeInstanceOf(TransientError);
     expect(err).toMatchObject({ status: 502, serviceMessage: 'bad gateway' });
     expect(ws.stats.requests).toBe(before); // the simulator never saw it

@@ -73,6 +73,11 @@ export interface CrmFaultProxy {
   readonly requests: readonly ProxiedRequest[];
   /** Requests forwarded upstream that match `method` (default any) and `path` (default any). */
   count(method?: string, path?: RegExp): number;
+  /**
+   * Applications still owed by rules with a `times` (0 once every counted rule fired as often as
+   * it said): a test checks it so a fault that never happened cannot pass for one that was survived.
+   */
+  unspent(): number;
   /** Stops listening, cuts client sockets and cancels holds still waiting. */
   close(): Promise<void>;
 }
@@ -258,6 +263,7 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     port,
     baseUrl: (workspace) => `http://${workspace}.localhost:${port}/api/external`,
     setRules,
+    unspent: () => rules.reduce((sum, { rule, left }) => sum + (rule.times === undefined ? 0 : left), 0),
     skewClockMs: options.skewClockMs ?? 0,
     requests,
     count: (method, path) =>
