@@ -12,7 +12,7 @@ export function registerVerifyCommand(program: Command): void {
     .argument('<runId>', 'a finished run')
     .description(
       'Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift),\n' +
-        'rows that share one record id, and create rows that more than one deal matches (suspected duplicates).\n' +
+        'rows that share one record id, and deals just like a created one that no row recorded (suspected duplicates).\n' +
         'What was sent is the digest kept with each row\'s result (a row corrected by "runs retry --file" is checked\n' +
         "against the correction); the run's source file, when unchanged, only shows the sent values of drifted fields.",
     )
@@ -38,7 +38,7 @@ export function registerVerifyCommand(program: Command): void {
           const text = opts.json
             ? JSON.stringify(report, null, 2)
             : `verify ${runId}: ${report.checked} rows checked, ${report.matching} match, ${report.drifted} drifted${fields ? ` (${fields})` : ''}, ${report.missing} missing` +
-              `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} rows match more than one deal (suspected duplicates)` : ''}`;
+              `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} deals like a created one that no row recorded (suspected duplicates)` : ''}`;
           const note = report.sourceChanged
             ? `\nnote: ${run.source} changed since the run (${report.sourceChanged}): rows were checked against what they sent, and sent values of drifted fields are not shown`
             : '';

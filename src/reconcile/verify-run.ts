@@ -35,7 +35,11 @@ export interface VerifyResult {
   byField: Record<string, number>;
   /** Succeeded rows whose record id another row of the run also recorded. */
   sharedIds: number;
-  /** Create rows (deal.create, upsert creates) that more than one deal matches: a duplicate was made. */
+  /**
+   * In a deal.create or deal.upsert run: deals just like (normalised name and value) a deal a row
+   * recorded, that no row of the run recorded — a duplicate was made, or an identical deal came
+   * from elsewhere. Two identical rows with a deal each are not counted.
+   */
   suspectedDuplicates: number;
   listPages: number;
   /** How the source changed since the run, when it did: its values were not read (digests only). */
@@ -118,9 +122,16 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   };
   const rowsById = new Map<string, number>();
   for (const r of rows.values()) rowsById.set(r.recordId, (rowsById.get(r.recordId) ?? 0) + 1);
-  // Deals by normalised name: a create's row that several deals match means one was made twice.
+  // Deals like one a row recorded that no row recorded: one was made twice (or came from elsewhere).
   const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
-  const dealsByName = createsDeals ? groupByName(index) : new Map<string, IndexedRecord[]>();
+  const dealsByContent = createsDeals ? groupByContent(index.all()) : new Map<string, IndexedRecord[]>();
+  const recordedByContent = new Map<string, Set<string>>();
+  for (const r of createsDeals ? rows.values() : []) {
+    const record = index.byId(r.recordId);
+    if (!record) continue;
+    const ids = recordedByContent.get(contentKey(record)) ?? new Set<string>();
+    recordedByContent.set(contentKey(record), ids.add(record.id));
+  }
   const write = async (cells: Array<string | number | undefined>) => {
     const line = stringify([cells.map((c) => escapeCsvCell(c === undefined ? '' : String(c)))]);
     if (options.out && !options.out.write(line)) await once(options.out, 'drain');
@@ -140,12 +151,15 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       outcome.sharedIds++;
       await write([r.row, r.line, r.recordId, '(shared id)', 'one row per record', `${sharing} rows`]);
     }
-    if (createsDeals) {
-      const twins = twinsOf(dealsByName, fields, record);
-      if (twins.length > 1) {
-        outcome.suspectedDuplicates++;
-        await write([r.row, r.line, r.recordId, '(duplicate)', 'one deal', twins.map((d) => d.id).join(';')]);
-      }
+    const key = createsDeals ? contentKey(record) : undefined;
+    const recorded = key === undefined ? undefined : recordedByContent.get(key);
+    const strays = key && recorded ? (dealsByContent.get(key) ?? []).filter((d) => !recorded.has(d.id)) : [];
+    if (key && strays.length > 0) {
+      // Reported once per content, on the first of its rows.
+      recordedByContent.delete(key);
+      outcome.suspectedDuplicates += strays.length;
+      const ids = strays.map((d) => d.id).join(';');
+      await write([r.row, r.line, r.recordId, '(duplicate)', 'no other deal like it', ids]);
     }
     const changes = r.sent !== undefined ? digestChanges(kind.resource, r.sent, record, fields) : undefined;
     const drift = changes ?? (fields ? diffFields(kind.resource, fields, record, ['id', 'position']) : []);
@@ -197,22 +211,6 @@ function digestChanges(
   });
 }
 
-/** Deals that look like this row's (its sent name and value, or its deal's when the source is not read). */
-function twinsOf(
-  byName: Map<string, IndexedRecord[]>,
-  fields: Record<string, unknown> | undefined,
-  record: IndexedRecord,
-): IndexedRecord[] {
-  const name = typeof fields?.name === 'string' ? fields.name : record.name;
-  const value =
-    fields === undefined
-      ? record.values.value || undefined
-      : fields.value === undefined
-        ? undefined
-        : canonicalFromRow('value', fields.value);
-  return (byName.get(normaliseName(name)) ?? []).filter((d) => value === undefined || d.values.value === value);
-}
-
 /** How the source changed since the run began, or undefined when it did not (or nothing was recorded). */
 function sourceChange(source: string, size: number | undefined, mtime: number | undefined): string | undefined {
   if (size === undefined) return undefined;
@@ -222,13 +220,18 @@ function sourceChange(source: string, size: number | undefined, mtime: number | 
   return `size ${size} → ${now.sourceSize ?? 'gone'} bytes, modified ${when(mtime)} → ${when(now.sourceMtimeMs)}`;
 }
 
-function groupByName(index: RecordIndex): Map<string, IndexedRecord[]> {
-  const byName = new Map<string, IndexedRecord[]>();
-  for (const record of index.all()) {
-    const key = normaliseName(record.name);
-    const held = byName.get(key);
+/** What identical creates share in the CRM: the normalised name and the value. */
+function contentKey(record: IndexedRecord): string {
+  return `${normaliseName(record.name)}\u0000${record.values.value ?? ''}`;
+}
+
+function groupByContent(records: Iterable<IndexedRecord>): Map<string, IndexedRecord[]> {
+  const groups = new Map<string, IndexedRecord[]>();
+  for (const record of records) {
+    const key = contentKey(record);
+    const held = groups.get(key);
     if (held) held.push(record);
-    else byName.set(key, [record]);
+    else groups.set(key, [record]);
   }
-  return byName;
+  return groups;
 }

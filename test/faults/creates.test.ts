@@ -39,6 +39,16 @@ async function report(h: Harness, label: string, run: RunRecord, prefix: string)
   return { results, kinds, shared, deals };
 }
 
+/** `crm-sync verify` of a run, through the library. */
+async function verify(h: Harness, runId: string) {
+  const client = createCrmClient(h.config, 'acme', silentLogger);
+  try {
+    return await verifyRun({ runId, store: h.runtime.store, client });
+  } finally {
+    client.close();
+  }
+}
+
 describe('duplicate-safe creates under CRM faults', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -77,6 +87,8 @@ describe('duplicate-safe creates under CRM faults', () => {
     expect(run.counts).toMatchObject({ total: 2, succeeded: 2 });
     expect(r.deals).toBe(2);
     expect(r.shared).toBe(0);
+    // Two identical rows with a deal each are no duplicate: verify counts deals against rows.
+    expect(await verify(h, run.id)).toMatchObject({ checked: 2, matching: 2, suspectedDuplicates: 0, sharedIds: 0 });
   });
 
   it('two identical rows, the second applied and its answer dropped: the lookup records the unclaimed deal', async () => {
@@ -138,13 +150,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     expect(h.proxy!.unspent()).toBe(0); // every fault the test set up happened
     expect(run.counts).toMatchObject({ total: 1, succeeded: 1 });
     expect(r.deals).toBe(2);
-    const client = createCrmClient(h.config, 'acme', silentLogger);
-    try {
-      const verified = await verifyRun({ runId: run.id, store: h.runtime.store, client });
-      expect(verified.suspectedDuplicates).toBe(1);
-    } finally {
-      client.close();
-    }
+    expect((await verify(h, run.id)).suspectedDuplicates).toBe(1);
   });
 
   it.each([
