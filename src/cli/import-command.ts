@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { OPERATIONS, type Operation } from '../crm/index.js';
 import { readMappingFile, type SourceFormat } from '../ingest/index.js';
-import { importFile } from '../queue/index.js';
+import { importFile, workspaceRequestBudget } from '../queue/index.js';
 import type { RunRecord } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
 import { CrmSyncError } from '../errors/index.js';
@@ -147,6 +147,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
                 op,
                 workspace: opts.workspace,
                 client,
+                budget: workspaceRequestBudget(runtime.redis, config, opts.workspace),
                 queue: runtime.queue(opts.workspace),
                 store: runtime.store,
                 ...(opts.match ? { matchKey: opts.match } : {}),

@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
+import { workspaceRequestBudget } from '../queue/index.js';
 import { verifyRun } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { withRuntime } from './context.js';
@@ -29,6 +30,7 @@ export function registerVerifyCommand(program: Command): void {
             runId,
             store: runtime.store,
             client,
+            budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
             pageSize: opts.pageSize ?? 100,
             ...(out ? { out } : {}),
           });

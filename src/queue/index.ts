@@ -16,6 +16,13 @@ export {
 } from './redis-connection.js';
 export { bullPrefix, queueName, rowJobId } from './queue-names.js';
 export {
+  SharedTokenBucket,
+  requestBudgetKey,
+  workspaceRequestBudget,
+  type RequestBudget,
+  type SharedTokenBucketOptions,
+} from './token-bucket.js';
+export {
   isInviteBatch,
   toJobData,
   type LegacyRowJobData,

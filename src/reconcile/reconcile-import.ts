@@ -17,6 +17,7 @@ import {
   type ProducerProgress,
   type RunStop,
   type WorkspaceQueue,
+  type RequestBudget,
 } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
@@ -30,6 +31,8 @@ export interface ReconcileSourceOptions {
   workspace: string;
   /** Client of the workspace; its listVersion decides v1/v2 unless `listVersion` is given. */
   client: CrmClient;
+  /** The workspace's shared request budget: every list page takes a token. Default: pages are not budgeted. */
+  budget?: RequestBudget;
   /** Default: `email` for contacts and leads, `unique_number` for deal updates, `name` for deal upserts. */
   matchKey?: string;
   /** Source column holding the key. Default: the column mapped to the key's field, else one named like it. */
@@ -67,11 +70,13 @@ export async function buildIndexFor(
   options: ReconcileSourceOptions,
 ): Promise<{ index: RecordIndex; stats: IndexStats }> {
   const started = Date.now();
+  const { budget } = options;
   const index = await RecordIndex.build(options.client, {
     resource: RECONCILE_RESOURCE[options.op],
     matchKey: options.matchKey ?? defaultMatchKey(options.op),
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
     ...(options.listVersion ? { version: options.listVersion } : {}),
+    ...(budget ? { beforeFetch: () => budget.take() } : {}),
   });
   return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
 }

@@ -12,6 +12,11 @@ export interface BuildIndexOptions {
   version?: 'v1' | 'v2';
   /** Stops paging. Default none. */
   signal?: AbortSignal;
+  /**
+   * Awaited before each page request: the workspace's shared request budget takes its token, so
+   * paging a list beside running workers stays within the limit they keep. Default none.
+   */
+  beforeFetch?: () => Promise<void>;
   /** Called after each page with the pages and records read so far. Default none. */
   onPage?: (progress: { pages: number; records: number }) => void;
 }
@@ -41,6 +46,7 @@ export class RecordIndex {
       pageSize: options.pageSize ?? 100,
       ...(options.version ? { version: options.version } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.beforeFetch ? { beforeFetch: options.beforeFetch } : {}),
     });
     for await (const page of pages) {
       index.pages += 1;

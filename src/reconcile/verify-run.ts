@@ -4,7 +4,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/index.js';
-import { sourceIdentity } from '../queue/index.js';
+import { sourceIdentity, type RequestBudget } from '../queue/index.js';
 import { escapeCsvCell, type RunStore } from '../runs/index.js';
 import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
 import { checkDigest, digestHolds } from './sent-digest.js';
@@ -18,6 +18,8 @@ export interface VerifyRunOptions {
   client: CrmClient;
   /** Drift CSV (row,line,record_id,field,sent,current), one line per differing field. Default: none. */
   out?: NodeJS.WritableStream;
+  /** The workspace's shared request budget: every list page takes a token. Default: pages are not budgeted. */
+  budget?: RequestBudget;
   /** Records per list page. Default 100. */
   pageSize?: number;
 }
@@ -77,7 +79,7 @@ interface SentRow {
  * does not report it.
  */
 export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult> {
-  const { store, runId } = options;
+  const { store, runId, budget } = options;
   const run = await store.requireRun(runId);
   const kind = RESOURCE_OF[run.operation];
   if (!kind)
@@ -107,6 +109,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   const index = await RecordIndex.build(options.client, {
     resource: kind.resource,
     ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+    ...(budget ? { beforeFetch: () => budget.take() } : {}),
   });
   const outcome: VerifyResult = {
     runId,

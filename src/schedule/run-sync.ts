@@ -8,7 +8,7 @@ import type { CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import { reconcileImport, type PlanCounts } from '../reconcile/index.js';
-import type { RunStop } from '../queue/index.js';
+import { workspaceRequestBudget, type RunStop } from '../queue/index.js';
 import { writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
@@ -143,6 +143,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       op: def.operation,
       workspace: def.workspace,
       client,
+      budget: workspaceRequestBudget(runtime.redis, config, def.workspace),
       queue,
       store,
       syncName: def.name,

@@ -18,6 +18,8 @@ import {
   openWorkspaceQueue,
   pendingJobCount,
   queueName,
+  requestBudgetKey,
+  SharedTokenBucket,
   blockWorkspace,
   holdUnreachable,
   liftUnreachable,
@@ -50,7 +52,6 @@ import { JobLockWatch } from './job-locks.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import { RowSender } from './row-sender.js';
 import { splitInviteBatch } from './invite-split.js';
-import { SharedTokenBucket } from './token-bucket.js';
 import { failureResult, jitter } from './row-results.js';
 
 export interface SyncWorkerOptions {
@@ -174,7 +175,7 @@ export class SyncWorker {
     // Every request, a row's or a lookup's list page, spends the same shared budget.
     this.#bucket = new SharedTokenBucket({
       redis: options.connection,
-      key: `${options.prefix}:ws:${options.workspace}:bucket`,
+      key: requestBudgetKey(options.prefix, options.workspace),
       ...(options.rateLimit ? { limit: options.rateLimit } : {}),
     });
     const limiter = this.#bucket;

@@ -3,9 +3,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { importFile } from '../../src/queue/index.js';
+import { importFile, workspaceRequestBudget } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
-import { openRuntime } from '../../src/runtime/index.js';
+import { createCrmClient, openRuntime } from '../../src/runtime/index.js';
+import { verifyRun } from '../../src/reconcile/index.js';
+import { reconcile } from '../reconcile/fixtures.js';
 import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -247,6 +249,45 @@ describe('a worker cut from the CRM, with a known rate limit', () => {
     expect(pages).toBeGreaterThan(0);
     expect(h.ws.stats.rateLimited).toBe(0);
   }, 70_000);
+
+  it("(e) reconcile's and verify's list pages beside workers sending at the limit take the same budget: 0 × 429", async () => {
+    h.proxy!.setRules([]);
+    const limited = h.ws.stats.rateLimited;
+    const creates = h.file(
+      'busy.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 100 }, (_, i) => [`Busy deal ${i}`, i]),
+      ),
+    );
+    const busy = await h.importFile(creates, 'deal.create');
+    await h.waitForRun(busy.id, 30_000, (r) => r.counts.succeeded >= 10);
+    // Two records a page: the index pages tens of times while the workers send at 20/s.
+    const budget = workspaceRequestBudget(h.runtime.redis, h.config, 'acme');
+    const ids = [...h.ws.deals.values()].slice(0, 5).map((d) => [d.id, d.name]);
+    const planned = await reconcile(h, h.file('plan.csv', csv(['id', 'name'], ids)), {
+      op: 'deal.update',
+      matchKey: 'id',
+      pageSize: 2,
+      budget,
+    });
+    const client = createCrmClient(h.config, 'acme', silentLogger);
+    let verified;
+    try {
+      verified = await verifyRun({ runId: busy.id, store: h.runtime.store, client, pageSize: 2, budget });
+    } finally {
+      client.close();
+    }
+    const done = await h.waitForRun(busy.id, 30_000);
+    await summary(h, '(e) reconcile and verify paging beside a run at the limit', done, {
+      'reconcile pages': planned.index.pages,
+      'verify pages': verified.listPages,
+      '429s': h.ws.stats.rateLimited - limited,
+    });
+    expect(planned.index.pages).toBeGreaterThan(10);
+    expect(done.counts).toMatchObject({ total: 100, succeeded: 100 });
+    expect(h.ws.stats.rateLimited - limited).toBe(0);
+  }, 90_000);
 });
 
 describe('SIGTERM during a partition', () => {

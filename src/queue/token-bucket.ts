@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { getWorkspace, type Config } from '../config/index.js';
 import { LuaScript } from '../runs/index.js';
 
 const NOW = `
@@ -253,4 +254,27 @@ export class SharedTokenBucket {
     if (err === undefined) w.resolve();
     else w.reject(err);
   }
+}
+
+/** What spends a workspace's request budget: every CRM request takes a token first. */
+export interface RequestBudget {
+  take(signal?: AbortSignal): Promise<void>;
+}
+
+/** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */
+export function requestBudgetKey(prefix: string, workspace: string): string {
+  return `${prefix}:ws:${workspace}:bucket`;
+}
+
+/**
+ * The workspace's shared budget as its configuration says (a known `rateLimit`, or the rate
+ * learned from 429s): workers, reconcile's and verify's list pages all take from this one.
+ */
+export function workspaceRequestBudget(redis: Redis, config: Config, workspace: string): SharedTokenBucket {
+  const { rateLimit } = getWorkspace(config, workspace);
+  return new SharedTokenBucket({
+    redis,
+    key: requestBudgetKey(config.prefix, workspace),
+    ...(rateLimit ? { limit: rateLimit } : {}),
+  });
 }
