@@ -55,6 +55,11 @@ export const WorkspaceFileSchema = z
      * DNS, a baseUrl that does not answer like the CRM), the workspace is held instead of
      * spending rows, and probed until the CRM answers.
      */
+    /**
+     * Requests failing this long with no success between is logged as one warning, with counts
+     * (requests failed, rows waiting), and its end as one line. Default 30000 ms.
+     */
+    outageWarningMs: z.number().int().min(1000).max(86_400_000).default(30_000),
     breaker: z
       .object({
         /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */

@@ -26,6 +26,8 @@ export interface WorkspaceConfig {
   requestTimeoutMs: number;
   /** Circuit breaker: unreachable failures in a row that hold the workspace, and its probe period (ms). */
   breaker: { threshold: number; probeEveryMs: number };
+  /** The CRM failing this long (ms) with no success is one warning with counts. */
+  outageWarningMs: number;
 }
 
 export interface Config {
@@ -100,6 +102,7 @@ export function configFromObject(
       createSettleMs: w.createSettleMs,
       requestTimeoutMs: w.requestTimeoutMs,
       breaker: w.breaker,
+      outageWarningMs: w.outageWarningMs,
     };
   }
   const dash = file.dashboard;

@@ -4,7 +4,7 @@ export interface CrmOutageWatchOptions {
   logger: Logger;
   /** Failing this long with no success in between is an outage worth a warning. Default 30000 ms. */
   thresholdMs?: number;
-  /** Rows waiting in the workspace queue, for the warning. Default: not reported. */
+  /** Rows of the workspace still without a result, for the warning. Default: not reported. */
   rowsWaiting?: () => Promise<number>;
 }
 
@@ -38,10 +38,10 @@ export class CrmOutageWatch {
         {
           seconds,
           requestsFailed: failures,
-          ...(waiting !== undefined ? { jobsWaiting: waiting } : {}),
+          ...(waiting !== undefined ? { rowsWaiting: waiting } : {}),
           lastError: reason,
         },
-        `the CRM has not answered a request successfully for ${seconds} s: rows are retried with backoff and keep their results once it answers`,
+        `the CRM has not answered a request successfully for ${seconds} s (${failures} requests failed${waiting !== undefined ? `, ${waiting} rows waiting` : ''}): rows are retried with backoff and keep their attempts' results once it answers`,
       ),
     );
   }

@@ -16,7 +16,6 @@ import {
   bullPrefix,
   isInviteBatch,
   openWorkspaceQueue,
-  pendingJobCount,
   queueName,
   requestBudgetKey,
   SharedTokenBucket,
@@ -98,6 +97,8 @@ export interface SyncWorkerOptions {
    * that hold the workspace (default 5), and how often a held workspace is probed (default 15000 ms).
    */
   breaker?: { threshold?: number; probeEveryMs?: number };
+  /** The CRM failing this long with no success is one warning with counts. Default 30000 ms. */
+  outageWarningMs?: number;
   logger?: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
   metrics?: MetricsRecorder;
@@ -250,7 +251,11 @@ export class SyncWorker {
       ...(options.sweepIntervalMs !== undefined ? { intervalMs: options.sweepIntervalMs } : {}),
       ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
     });
-    this.#outage = new CrmOutageWatch({ logger: this.#logger, rowsWaiting: () => pendingJobCount(this.queue) });
+    this.#outage = new CrmOutageWatch({
+      logger: this.#logger,
+      rowsWaiting: () => this.#rowsWaiting(),
+      ...(options.outageWarningMs !== undefined ? { thresholdMs: options.outageWarningMs } : {}),
+    });
     const held = { queue: this.queue, store: options.store, workspace: options.workspace };
     this.#breaker = new CircuitBreaker({
       baseUrl: options.client.baseUrl,
@@ -341,6 +346,16 @@ export class SyncWorker {
         rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })),
       );
     return true;
+  }
+
+  /** Rows of the workspace's running runs that have no result yet (the newest 200 runs). */
+  async #rowsWaiting(): Promise<number> {
+    const { runs } = await this.#options.store.listRuns({
+      workspace: this.#options.workspace,
+      status: 'running',
+      limit: 200,
+    });
+    return runs.reduce((sum, run) => sum + run.counts.queued, 0);
   }
 
   /** The rows of `rows` that have no stored result yet (one HMGET). */

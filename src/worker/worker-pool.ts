@@ -94,6 +94,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           retry: ws.retry,
           createSettleMs: ws.createSettleMs,
           breaker: ws.breaker,
+          outageWarningMs: ws.outageWarningMs,
           writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,
           ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
           ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { startWorkerPool } from '../../src/worker/index.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 /*
@@ -27,11 +27,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full', () => {
   });
 
   it('is a stop, not a storm: workers pause saying why, send nothing meanwhile, and finish once Redis has room', async () => {
-    const lines: Array<{ level: number; msg: string }> = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) },
-    );
+    const { logger, lines } = captureLogger('info');
     const pool = await startWorkerPool({ config: h.config, logger, concurrency: 4, closeTimeoutMs: 2000 });
     try {
       const deals = [...h.ws.deals.values()];

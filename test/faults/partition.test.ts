@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log/index.js';
+import { silentLogger, type Logger } from '../../src/log/index.js';
 import { importFile, workspaceRequestBudget } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { createCrmClient, openRuntime } from '../../src/runtime/index.js';
 import { verifyRun } from '../../src/reconcile/index.js';
 import { reconcile } from '../reconcile/fixtures.js';
 import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
@@ -27,10 +28,10 @@ function viaProxy(config: Config, proxy: TcpProxy): Config {
 }
 
 /** Worker 1: a pool whose Redis link goes through the proxy (the one the tests cut). */
-function workerBehind(h: Harness, proxy: TcpProxy): Promise<WorkerPool> {
+function workerBehind(h: Harness, proxy: TcpProxy, logger: Logger = silentLogger): Promise<WorkerPool> {
   return startWorkerPool({
     config: viaProxy(h.config, proxy),
-    logger: silentLogger,
+    logger,
     concurrency: 4,
     lockDurationMs: LOCK_MS,
     closeTimeoutMs: 1000,
@@ -75,7 +76,8 @@ describe('a worker cut from Redis past its job lock', () => {
     const rows = [...deals.map((d, i) => [d.id, d.name, 1000 + i]), ...deals.map((d, i) => [d.id, d.name, 2000 + i])];
     const file = h.file('twice.csv', csv(['id', 'name', 'value'], rows));
     // Worker 1 alone, through the proxy; cut once it is well into the first half of the file.
-    pools.push(await workerBehind(h, proxy));
+    const worker1 = captureLogger('info');
+    pools.push(await workerBehind(h, proxy, worker1.logger));
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 8);
     proxy.blackhole();
@@ -98,6 +100,14 @@ describe('a worker cut from Redis past its job lock', () => {
     expect(stale).toBe(0);
     // Every second-half row (the last for its deal) was applied, never superseded.
     for (const r of results.filter((x) => x.row > 60)) expect(r.status).toBe('succeeded');
+    // Worker 1 said, job by job, that it lost their locks and what becomes of their rows.
+    const lost = worker1.lines.filter((l) => l.level === 40 && /lost the lock of a job/.test(l.msg));
+    expect(lost.length).toBeGreaterThan(0);
+    expect(lost[0]).toMatchObject({
+      jobId: expect.any(String),
+      why: expect.stringMatching(/no lock renewal confirmed/),
+    });
+    expect(lost[0]!.msg).toMatch(/unsent rows are left to the worker that takes the job over/);
   }, 60_000);
 
   it('(b) creates with a stale worker healed after the run completed: no duplicate deal, no result rewritten', async () => {

@@ -36,6 +36,8 @@ export interface HarnessOptions {
   createSettleMs?: number;
   /** The workspace's requestTimeoutMs. Default: the config's (15 s). */
   requestTimeoutMs?: number;
+  /** Any other keys of the workspace's config (e.g. `outageWarningMs`), written last. Default none. */
+  workspace?: Record<string, unknown>;
   /** Put a CRM fault proxy between the workers and the simulator (`h.proxy`). Default false. */
   crmProxy?: boolean;
   /** The workspace's circuit breaker settings. Default: the config's (5 in a row, probe every 15 s). */
@@ -106,6 +108,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         createSettleMs: options.createSettleMs ?? 200,
         ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
         ...(options.breaker ? { breaker: options.breaker } : {}),
+        ...options.workspace,
       },
     },
   };

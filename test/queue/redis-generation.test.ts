@@ -1,20 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { connectRedis, generationKey, watchRedisGeneration } from '../../src/queue/index.js';
 import { hasRedisServer, startPrivateRedis } from '../../src/runtime/index.js';
-
-interface Line {
-  level: number;
-  msg: string;
-}
+import { captureLogger } from '../helpers/log-capture.js';
 
 describe('Redis that lost its data', () => {
   it.skipIf(!hasRedisServer() && !process.env.CI)(
     'is said loudly after a restart without persistence, and not after one that kept its data',
     async () => {
-      const lines: Line[] = [];
-      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Line) });
+      const { logger, lines } = captureLogger('info');
       const persistent = await startPrivateRedis({ appendOnly: true });
       const redis = await connectRedis(persistent.url, { role: 'worker', liveness: false });
       try {

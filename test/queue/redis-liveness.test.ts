@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { RedisQueueBackend } from 'bullmq';
 import { Redis } from 'ioredis';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BULLMQ_MAX_BLOCK_MS,
@@ -14,6 +14,7 @@ import {
   watchRedisLiveness,
 } from '../../src/queue/index.js';
 import { deleteKeysWithPrefix, startPrivateRedis } from '../../src/runtime/index.js';
+import { captureLogger, type LogLine } from '../helpers/log-capture.js';
 import { TEST_REDIS_URL, testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 
 /**
@@ -97,20 +98,6 @@ async function startProxy(): Promise<Proxy> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-interface LogLine {
-  level: number;
-  msg: string;
-  redis?: string;
-  time: number;
-  [field: string]: unknown;
-}
-
-function captureLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
-  return { logger, lines };
 }
 
 async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 8000): Promise<T> {
