@@ -156,7 +156,7 @@ describe('a worker whose Redis link is left half-open', () => {
     await h?.close();
   });
 
-  it('(c) notices the dead connection, reconnects and finishes the run; a producer behind it fails with a clear message', async () => {
+  it('(c) a worker and a producer behind a half-open link notice the dead connection, reconnect and finish within a bound', async () => {
     const pool = await workerBehind(h, proxy);
     try {
       const deals = [...h.ws.deals.values()];
@@ -204,7 +204,10 @@ describe('a worker whose Redis link is left half-open', () => {
       await sleep(200);
       proxy.heal('hang');
       const started = Date.now();
-      const { run } = await produced;
+      // Bounded: a producer stuck on the dead socket would never get here.
+      const bounded = await Promise.race([produced, sleep(40_000).then(() => 'stuck' as const)]);
+      if (bounded === 'stuck') throw new Error('the producer behind the half-open link did not finish within 40 s');
+      const { run } = bounded;
       console.log(
         `[partition] (c) producer behind a half-open link: file read to the end ${Math.round((Date.now() - started) / 1000)} s after the cut, ${run.counts.total} rows`,
       );
@@ -312,58 +315,81 @@ describe('SIGTERM during a partition', () => {
     await h?.close();
   });
 
-  it('(d) a busy worker cut from Redis exits within its close timeout plus 5 s', async () => {
-    const env = { ...h.env, REDIS_URL: testRedisUrlVia(proxy.port) };
-    const child = spawn(
-      process.execPath,
-      [
-        'bin/crm-sync.js',
-        '--config',
-        h.configPath,
-        '--log-level',
-        'warn',
-        'worker',
-        '--close-timeout-ms',
-        '2000',
-        '--lock-ms',
-        String(LOCK_MS),
-      ],
-      {
-        env,
-        stdio: ['ignore', 'ignore', 'pipe'],
+  // Every state a Redis link can be in when the signal comes: nothing passes (blackholed),
+  // connections are refused and reset, or the old sockets hang open while new ones would pass.
+  const cuts: Array<[string, (p: TcpProxy) => Promise<void> | void]> = [
+    ['blackholed', (p) => p.blackhole()],
+    [
+      'refused',
+      async (p) => {
+        p.reset();
+        await p.refuse();
       },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    try {
-      const deals = [...h.ws.deals.values()];
-      const run = await h.importFile(
-        h.file(
-          'busy.csv',
-          csv(
-            ['id', 'name', 'value'],
-            deals.map((d, i) => [d.id, d.name, i]),
+    ],
+    [
+      'half-open',
+      (p) => {
+        p.blackhole();
+        p.heal('hang');
+      },
+    ],
+  ];
+  it.each(cuts)(
+    '(d) a busy worker whose Redis link is %s exits within its close timeout plus 5 s',
+    async (state, cut) => {
+      const env = { ...h.env, REDIS_URL: testRedisUrlVia(proxy.port) };
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/crm-sync.js',
+          '--config',
+          h.configPath,
+          '--log-level',
+          'warn',
+          'worker',
+          '--close-timeout-ms',
+          '2000',
+          '--lock-ms',
+          String(LOCK_MS),
+        ],
+        {
+          env,
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        const deals = [...h.ws.deals.values()];
+        const run = await h.importFile(
+          h.file(
+            'busy.csv',
+            csv(
+              ['id', 'name', 'value'],
+              deals.map((d, i) => [d.id, d.name, i]),
+            ),
           ),
-        ),
-        'deal.update',
-      );
-      await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 2);
-      proxy.blackhole();
-      await sleep(500);
-      const signalled = Date.now();
-      child.kill('SIGTERM');
-      const code = await Promise.race([exited, sleep(20_000).then(() => 'still running' as const)]);
-      const seconds = (Date.now() - signalled) / 1000;
-      console.log(
-        `[partition] (d) SIGTERM while blackholed: exit ${String(code)} after ${seconds.toFixed(1)} s (close timeout 2 s)`,
-      );
-      expect(code).not.toBe('still running');
-      expect(seconds).toBeLessThan(2 + 5);
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      proxy.heal('reset');
-      if (stderr.includes('Error')) console.log(stderr.slice(-2000));
-    }
-  }, 60_000);
+          'deal.update',
+        );
+        await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 2);
+        await cut(proxy);
+        await sleep(500);
+        const signalled = Date.now();
+        child.kill('SIGTERM');
+        const code = await Promise.race([exited, sleep(20_000).then(() => 'still running' as const)]);
+        const seconds = (Date.now() - signalled) / 1000;
+        console.log(
+          `[partition] (d) SIGTERM while ${state}: exit ${String(code)} after ${seconds.toFixed(1)} s (close timeout 2 s)`,
+        );
+        expect(code).not.toBe('still running');
+        expect(seconds).toBeLessThan(2 + 5);
+      } finally {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        proxy.heal('reset');
+        if (stderr.includes('Error')) console.log(stderr.slice(-2000));
+      }
+    },
+    60_000,
+  );
 });
