@@ -188,7 +188,10 @@ export class DuplicateSafeCreate {
       await this.#o.fence.holdCreate(w, fp, wait + this.#o.fence.leaseMs);
       return { kind: 'wait', ms: wait };
     }
-    const answer = await this.#o.lookup.find(fields, marker, marker.sentAt + this.#settleMs, signal);
+    // An uncertain row looks again only in a pass begun after it was left uncertain: the pass
+    // that found several candidates may be the newest, and someone may have told them apart since.
+    const settledAt = Math.max(marker.sentAt + this.#settleMs, (marker.uncertainAt ?? 0) + 1);
+    const answer = await this.#o.lookup.find(fields, marker, settledAt, signal);
     if (answer.kind === 'wait') {
       // The workspace's next pass answers it: identical rows keep waiting on the lock meanwhile.
       await this.#o.fence.holdCreate(w, fp, answer.ms + this.#o.fence.leaseMs);

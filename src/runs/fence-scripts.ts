@@ -79,7 +79,8 @@ return 1
  * earlier attempt of the row may have created the deal: resolve, do not POST; the lock is taken
  * unless the marker already names the deal), {'wait', ms} (an identical create of another row
  * is in flight, or its settle and lookup), {'has-result'} or {'refused', why}.
- * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId` (dealId empty until known).
+ * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId|uncertainAtMs` (dealId empty until
+ * known; uncertainAtMs set when a lookup left the row uncertain, so a later look needs a newer pass).
  */
 export const BEGIN_CREATE = new LuaScript(`${NOW_MS}
 local row, round, token = ARGV[1], ARGV[2], ARGV[3]
@@ -90,7 +91,7 @@ local marker = redis.call('HGET', KEYS[4], row)
 local holder = redis.call('GET', KEYS[5])
 if marker then
   -- A deal id in the marker is this row's own: record it whatever else is in flight.
-  if string.sub(marker, -1) ~= '|' then return {'doubt', marker, tostring(now)} end
+  if string.match(marker, '^[^|]*|[^|]*|[^|]*|([^|]*)') ~= '' then return {'doubt', marker, tostring(now)} end
   -- A lookup while an identical create of another row is on the wire could take that row's
   -- deal for this one's: wait for it, then look with the lock held.
   if holder and holder ~= ARGV[4] then return {'wait', tostring(redis.call('PTTL', KEYS[5]))} end
@@ -160,11 +161,20 @@ return answer
  * KEYS[1] create markers, KEYS[2] the create lock. ARGV[1] row, ARGV[2] owner, ARGV[3] the
  * marker's sentAt, ARGV[4] '1' to keep the marker. The attempt is over without a deal to
  * record: the lock is released, and the marker removed unless kept (an uncertain row keeps it
- * for the next look) or no longer this attempt's (a newer attempt's marker is left alone).
+ * for the next look, stamped with when it became uncertain) or no longer this attempt's (a newer
+ * attempt's marker is left alone).
  */
-export const RELEASE_CREATE = new LuaScript(`
+export const RELEASE_CREATE = new LuaScript(`${NOW_MS}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-if m and ARGV[4] ~= '1' and string.match(m, '^(%d+)|') == ARGV[3] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+if m and string.match(m, '^(%d+)|') == ARGV[3] then
+  if ARGV[4] ~= '1' then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+  else
+    -- Stamped so the next look waits for a pass begun after this one (its snapshot is stale).
+    local s, c, k = string.match(m, '^(%d+)|(%-?%d+)|(%d)|')
+    redis.call('HSET', KEYS[1], ARGV[1], s .. '|' .. c .. '|' .. k .. '||' .. now_ms())
+  end
+end
 if redis.call('GET', KEYS[2]) == ARGV[2] then redis.call('DEL', KEYS[2]) end
 return 1
 `);

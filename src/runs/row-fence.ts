@@ -68,6 +68,8 @@ export interface CreateMarker {
   measured: boolean;
   /** The deal the attempt created, when its answer arrived but could not be recorded. */
   dealId?: string;
+  /** Redis clock when a lookup left the create uncertain (ms): a later look needs a newer pass. */
+  uncertainAt?: number;
 }
 
 export type BeginCreate =
@@ -288,8 +290,9 @@ function ownerOf(w: RowWriter): string {
 }
 
 function parseMarker(text: string): CreateMarker {
-  const [sentAt = '', crmClockAt = '', measured = '', dealId = ''] = text.split('|');
+  const [sentAt = '', crmClockAt = '', measured = '', dealId = '', uncertainAt = ''] = text.split('|');
   const marker: CreateMarker = { sentAt: Number(sentAt), crmClockAt: Number(crmClockAt), measured: measured === '1' };
   if (dealId !== '') marker.dealId = dealId;
+  if (uncertainAt !== '') marker.uncertainAt = Number(uncertainAt);
   return marker;
 }

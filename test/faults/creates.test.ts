@@ -138,6 +138,39 @@ describe('duplicate-safe creates under CRM faults', () => {
     for (const x of r.results) expect(theirs).not.toContain(x.recordId);
   }, 40_000);
 
+  it("a create whose answer was lost beside a person's identical deal ends uncertain, never re-sent; runs retry resolves it once the deal is told apart", async () => {
+    const posts = () => h.proxy!.count('POST', /\/v2\/deals$/);
+    const dropsBefore = h.proxy!.requests.filter((q) => q.outcome === 'dropped').length;
+    const postsBefore = posts();
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1 }]);
+    const file = h.file('twin-u.csv', csv(['name', 'value'], [['Twin U', 21]]));
+    const started = await h.importFile(file, 'deal.create');
+    // A person makes the same deal while our answer is lost, before the row looks (settle 300 ms).
+    const deadline = Date.now() + 10_000;
+    while (h.proxy!.requests.filter((q) => q.outcome === 'dropped').length === dropsBefore) {
+      if (Date.now() > deadline) throw new Error('the create was never dropped');
+      await sleep(5);
+    }
+    const theirs = h.ws.createDeal({ name: 'Twin U', value: 21 }).id;
+    const run = await h.waitForRun(started.id, 20_000);
+    const first = await report(h, "answer lost beside a person's deal", run, 'Twin U');
+    expect(h.proxy!.unspent()).toBe(0);
+    expect(first.deals).toBe(2);
+    expect(first.results[0]).toMatchObject({ status: 'uncertain', code: 'CREATE_UNCERTAIN' });
+    expect(first.results[0]!.message).toMatch(/2 unclaimed deals match it/);
+    expect(posts() - postsBefore).toBe(1);
+
+    // The person removes theirs: a retry looks again in a pass newer than the one that was unsure.
+    h.ws.deals.delete(theirs);
+    const ours = dealsNamed(h, 'Twin U')[0]!.id;
+    await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    const done = await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded === 1);
+    const second = await report(h, 'uncertain row retried', done, 'Twin U');
+    expect(second.results[0]).toMatchObject({ status: 'succeeded', recordId: ours });
+    expect(second.results[0]!.message).toMatch(/found by a lookup/);
+    expect(posts() - postsBefore).toBe(1);
+  }, 40_000);
+
   it('a create held in the network longer than the settle time is the case no client can close: the duplicate is made, and verify reports it', async () => {
     // Settle 300 ms < the 2.2 s hold: the lookup runs before the held POST lands, finds nothing
     // and sends again (README, "What no client can close"); the held one then lands too.

@@ -190,6 +190,14 @@ describe('creates: one claim per row', () => {
     expect((await fence.createsInDoubt(runId, [1])).has(1)).toBe(true);
     await fence.releaseCreate(w, 'fp-3', sent.marker, true);
     expect((await fence.createsInDoubt(runId, [1])).has(1)).toBe(true);
+    // Kept as uncertain: the marker says when, so the next look waits for a newer pass, and a
+    // marker stamped so is still one without a deal (the next attempt looks, it does not record).
+    const again = await fence.beginCreate(w, 'fp-3', clock());
+    if (again.kind !== 'doubt') throw new Error(`expected doubt, got ${again.kind}`);
+    expect(again.marker.dealId).toBeUndefined();
+    expect(again.marker.sentAt).toBe(sent.marker.sentAt);
+    expect(again.marker.uncertainAt).toBeGreaterThanOrEqual(sent.marker.sentAt);
+    expect(again.marker.uncertainAt).toBeLessThanOrEqual(again.now);
     await fence.releaseCreate(w, 'fp-3', sent.marker);
     expect((await fence.createsInDoubt(runId, [1])).size).toBe(0);
   });
