@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor } from '../helpers/run-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -10,8 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 
 describe('exit codes, durations and plain messages (child processes)', () => {
   it('sim on a port in use says so in one line (exit 2), without a stack trace', async () => {

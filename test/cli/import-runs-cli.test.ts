@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registrationsFor } from '../../src/cli/commands.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor } from '../helpers/run-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -11,8 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 
 describe('crm-sync import / runs (child processes, as a user runs them)', () => {
   it('imports with --work, exits 1 when rows failed, and export/show/list/retry work on the run', async () => {

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failed, succeeded } from '../../src/runs/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor } from '../helpers/run-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -12,8 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 const DAY = 86_400_000;
 
 /** A run made `daysAgo` days ago with `rows` results (every tenth failed), ended unless `running`. */

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueuePresenceWatch } from '../../src/cli/queue-presence.js';
 import type { WorkspaceStatus } from '../../src/queue/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor, harnessArgs, startCli } from '../helpers/run-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -12,8 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 const status = async () =>
   (JSON.parse((await cli(['workspace', 'status', '-w', 'acme', '--json'])).stdout) as WorkspaceStatus[])[0]!;
 
@@ -59,30 +57,12 @@ describe('pauses that mean one thing each (child processes)', () => {
   it('import --wait says while it waits that no worker serves the queue, and again once one takes the rows', async () => {
     const d = [...h.ws.deals.values()][2]!;
     const file = h.file('wait.csv', csv(['id', 'name'], [[d.id, 'Waited for']]));
-    const args = [
-      '--config',
-      h.configPath,
-      '--log-level',
-      'warn',
-      'import',
-      file,
-      '--op',
-      'deal.update',
-      '-w',
-      'acme',
-      '--wait',
-    ];
-    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], {
-      env: { ...h.env, CI: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const run = harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--wait']);
+    const cli = startCli(run.args, run.env);
     try {
-      for (let i = 0; i < 400 && !stderr.includes("no worker serves workspace acme's queue"); i++) await sleep(50);
-      expect(stderr).toContain("no worker serves workspace acme's queue");
-      expect(stderr).toContain('crm-sync worker -w acme');
+      for (let i = 0; i < 400 && !cli.stderr.includes("no worker serves workspace acme's queue"); i++) await sleep(50);
+      expect(cli.stderr).toContain("no worker serves workspace acme's queue");
+      expect(cli.stderr).toContain('crm-sync worker -w acme');
       // What the CLI's loop asks every 5 s, asked here at chosen moments: changes only, then the all-clear.
       const watch = new QueuePresenceWatch(h.runtime.store, h.runtime.queue('acme'), 'acme');
       expect(await watch.look()).toContain("no worker serves workspace acme's queue");
@@ -90,13 +70,13 @@ describe('pauses that mean one thing each (child processes)', () => {
       const pool = await h.startWorkers();
       try {
         expect(await watch.look()).toBe('workspace acme: rows are being taken again');
-        expect(await exited).toBe(0);
+        expect(await cli.exited).toBe(0);
       } finally {
         await pool.close();
       }
       expect(h.ws.deals.get(d.id)?.name).toBe('Waited for');
     } finally {
-      child.kill('SIGKILL');
+      cli.child.kill('SIGKILL');
     }
   }, 90_000);
 

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 
 export interface CliResult {
   code: number | null;
@@ -6,21 +7,67 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `crm-sync` as a user would (a child process), with a time limit. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`crm-sync ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stderr}`));
+/** A `crm-sync` child process still running: what it printed so far, and its exit. */
+export interface RunningCli {
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  readonly stdout: string;
+  readonly stderr: string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `crm-sync` as a user would (a child process) and keeps what it prints. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    exited,
+  };
+}
+
+/** Runs `crm-sync` to its end, with a time limit. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
+  const cli = startCli(args, env);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      cli.child.kill('SIGKILL');
+      reject(new Error(`crm-sync ${args.join(' ')} did not finish in ${timeoutMs} ms\n${cli.stderr}`));
     }, timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
   });
+  try {
+    const code = await Promise.race([cli.exited, late]);
+    return { code, stdout: cli.stdout, stderr: cli.stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What a CLI test needs of its harness (read when called: the harness starts in `beforeAll`). */
+interface CliHarness {
+  configPath: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** `crm-sync --config <harness's> --log-level warn …` as CI runs it (no TTY, `CI=true`). */
+export function harnessArgs(h: CliHarness, args: string[]): { args: string[]; env: NodeJS.ProcessEnv } {
+  return { args: ['--config', h.configPath, '--log-level', 'warn', ...args], env: { ...h.env, CI: 'true' } };
+}
+
+/** A `cli(args)` for a test file whose harness `harness()` returns once started. */
+export function cliFor(harness: () => CliHarness): (args: string[], timeoutMs?: number) => Promise<CliResult> {
+  return (args, timeoutMs) => {
+    const run = harnessArgs(harness(), args);
+    return runCli(run.args, run.env, timeoutMs);
+  };
 }

@@ -4,7 +4,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeError, type RowResult } from '../../src/runs/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor } from '../helpers/run-cli.js';
 
 /**
  * Every example of issue 11 ("nothing dropped silently") through the real CLI, real Redis and
@@ -17,8 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 /** Requests the CRM received that were not list pages: writes, applied or refused. */
 const writes = () => h.ws.stats.requests - h.ws.stats.listPages;
 const contacts = () => [...h.ws.contacts.values()];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
-import { runCli } from '../helpers/run-cli.js';
+import { cliFor } from '../helpers/run-cli.js';
 import { writes } from './fixtures.js';
 
 let h: Harness;
@@ -10,8 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const cli = (args: string[]) =>
-  runCli(['--config', h.configPath, '--log-level', 'warn', ...args], { ...h.env, CI: 'true' });
+const cli = cliFor(() => h);
 const contactArgs = [
   '--op',
   'contact.update',

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { unpauseWorkspace, workspaceStatus } from '../../src/queue/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { harnessArgs, startCli } from '../helpers/run-cli.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 let h: Harness | undefined;
@@ -124,37 +124,19 @@ describe('circuit breaker (a workspace whose CRM does not answer is held, not bu
   it('through the CLI: import --work against a mistyped baseUrl says the workspace is held and why, and fails no row', async () => {
     h = await startHarness({ records: 30, baseUrl: (url) => `${url}/v9-typo` });
     const file = updates(h, 12);
-    const args = [
-      '--config',
-      h.configPath,
-      '--log-level',
-      'warn',
-      'import',
-      file,
-      '--op',
-      'deal.update',
-      '-w',
-      'acme',
-      '--work',
-    ];
-    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], {
-      env: { ...h.env, CI: 'true' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const run = harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--work']);
+    const cli = startCli(run.args, run.env);
     try {
-      for (let i = 0; i < 600 && !stderr.includes('workspace acme is held'); i++) await sleep(50);
-      expect(stderr).toMatch(
+      for (let i = 0; i < 600 && !cli.stderr.includes('workspace acme is held'); i++) await sleep(50);
+      expect(cli.stderr).toMatch(
         /workspace acme is held: HTTP 404 for the rows, and .*v9-typo answered 404 to the deal list/,
       );
-      expect(stderr).toContain('crm-sync workspace resume');
+      expect(cli.stderr).toContain('crm-sync workspace resume');
       const [run] = (await h.runtime.store.listRuns({ workspace: 'acme', limit: 1 })).runs;
       expect(run?.counts).toMatchObject({ total: 12, failed: 0, queued: 12 });
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      cli.child.kill('SIGTERM');
+      await cli.exited;
     }
   }, 60_000);
 });
