@@ -34,6 +34,7 @@ import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 import { RunStore } from '../src/runs/index.js';
 import { deleteKeysWithPrefix } from '../src/runtime/index.js';
+import { seedFailedRun } from '../test/helpers/seed-runs.js';
 import { CLI, ROOT, cpuSeconds, fmt } from './bench-lib.js';
 
 const TOKEN = 'bench-dashboard-token-0123456789abcdef';
@@ -230,31 +231,7 @@ function load(): string {
 
 const redis = new Redis(redisUrl);
 const store = new RunStore({ redis, prefix });
-const run = await store.createRun({
-  workspace: 'acme',
-  operation: 'deal.update',
-  source: 'bench.csv',
-  columns: ['id', 'name', 'stage_id'],
-});
-await store.addQueued(run.id, ROWS);
-const at = new Date().toISOString();
-for (let first = 1; first <= ROWS; first += 1000) {
-  const batch = [];
-  for (let row = first; row < first + 1000 && row <= ROWS; row++) {
-    batch.push({
-      row,
-      line: row + 1,
-      status: 'failed' as const,
-      code: 'CRM_REJECTED' as const,
-      httpStatus: 422,
-      message: row % 1000 === 0 ? `needle stage ${row}` : `unknown stage stg_${row}`,
-      original: { id: `d${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` },
-      at,
-    });
-  }
-  await store.recordResults(run.id, batch);
-}
-await store.finishProducing(run.id);
+const runId = await seedFailedRun(store, ROWS);
 
 const dash = await startDashboard();
 // The control: a node process with nothing to do but its timers.
@@ -270,7 +247,7 @@ try {
   );
   console.log(`load average (1/5/15 min) at start: ${load()}`);
   // One search first, so the rounds do not time the dashboard's first compile of the route.
-  await get(dash.port, `/runs/${run.id}?q=warm-up`, headers);
+  await get(dash.port, `/runs/${runId}?q=warm-up`, headers);
 
   await loopDelay(dash.child, DASH_LOOP);
   await loopDelay(control, CONTROL_LOOP);
@@ -297,7 +274,7 @@ try {
     const cpu0 = cpuSeconds(dash.pid);
     const t0 = performance.now();
     const answers = await Promise.all(
-      Array.from({ length: perRound }, (_, i) => get(dash.port, `/runs/${run.id}?q=needle-${round}-${i}`, headers)),
+      Array.from({ length: perRound }, (_, i) => get(dash.port, `/runs/${runId}?q=needle-${round}-${i}`, headers)),
     );
     const stormMs = performance.now() - t0;
     const cpu = cpuSeconds(dash.pid) - cpu0;

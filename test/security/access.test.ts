@@ -28,8 +28,8 @@ const OPEN = new Set(['/healthz', '/readyz', '/login', '/static/dashboard.css', 
 
 beforeAll(async () => {
   d = await startLiveDashboard({ harnessOptions: { records: 5 }, dashboard: { workspaces: ['acme'] } });
-  acmeRun = await seedFailedRun(d.h, 3);
-  otherRun = await seedFailedRun(d.h, 2, 'globex');
+  acmeRun = await seedFailedRun(d.h.runtime.store, 3);
+  otherRun = await seedFailedRun(d.h.runtime.store, 2, 'globex');
   cookie = await d.signIn();
   routes = listRoutes(d.app);
 });

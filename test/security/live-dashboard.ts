@@ -5,6 +5,7 @@ import { Secret } from '../../src/config/index.js';
 import { buildDashboard, SESSION_COOKIE, type DashboardOptions } from '../../src/dashboard/index.js';
 import { SessionAuth } from '../../src/dashboard/session-auth.js';
 import { startHarness, type Harness, type HarnessOptions } from '../helpers/pipeline.js';
+export { seedFailedRun } from '../helpers/seed-runs.js';
 
 /**
  * The security suite's dashboard: a real one, listening on 127.0.0.1 port 0, spoken to over
@@ -241,35 +242,4 @@ export async function startLiveDashboard(options: LiveOptions = {}): Promise<Liv
     },
   };
   return live;
-}
-
-/** A run with `count` failed rows (HTTP 422, "unknown stage <n>"), written straight to the store. */
-export async function seedFailedRun(h: Harness, count: number, workspace = 'acme'): Promise<string> {
-  const store = h.runtime.store;
-  const run = await store.createRun({
-    workspace,
-    operation: 'deal.update',
-    source: 'seeded.csv',
-    columns: ['id', 'name', 'stage_id'],
-  });
-  await store.addQueued(run.id, count);
-  const at = new Date().toISOString();
-  for (let first = 1; first <= count; first += 1000) {
-    const batch = [];
-    for (let row = first; row < first + 1000 && row <= count; row++) {
-      batch.push({
-        row,
-        line: row + 1,
-        status: 'failed' as const,
-        code: 'CRM_REJECTED' as const,
-        httpStatus: 422,
-        message: row % 1000 === 0 ? `needle stage ${row}` : `unknown stage stg_${row}`,
-        original: { id: `d${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` },
-        at,
-      });
-    }
-    await store.recordResults(run.id, batch);
-  }
-  await store.finishProducing(run.id);
-  return run.id;
 }

@@ -26,7 +26,7 @@ interface SearchAnswer {
 
 beforeAll(async () => {
   h = await startHarness({ records: 3 });
-  runId = await seedFailedRun(h, ROWS);
+  runId = await seedFailedRun(h.runtime.store, ROWS);
   d = await startLiveDashboard({ harness: h });
 }, 60_000);
 afterAll(async () => {

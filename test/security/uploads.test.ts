@@ -16,7 +16,7 @@ let runId: string;
 
 beforeAll(async () => {
   h = await startHarness({ records: 3 });
-  runId = await seedFailedRun(h, 3);
+  runId = await seedFailedRun(h.runtime.store, 3);
   d = await startLiveDashboard({ harness: h, dashboard: { concurrency: { upload: { running: 1, waiting: 0 } } } });
   cookie = await d.signIn();
 });
