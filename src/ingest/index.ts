@@ -2,14 +2,25 @@ export {
   DEFAULT_MAX_COLUMNS,
   DEFAULT_MAX_RECORD_BYTES,
   RAW_TEXT_KEY,
+  columnsUpFront,
   type ReadSourceOptions,
   type SourceFormat,
+  type SourceKind,
   type SourceItem,
   type SourceProblem,
   type SourceReader,
   type SourceRecord,
 } from './source-types.js';
 export { openSource } from './open-source.js';
+export {
+  PostgresSourceReader,
+  openPostgresSource,
+  describeDatabase,
+  scrubSecret,
+  type DatabaseUrlSource,
+  type PostgresSourceSettings,
+  type QuerySourceSpec,
+} from './postgres-reader.js';
 export {
   COLUMN_TYPES,
   ColumnTypeSchema,
