@@ -12,9 +12,11 @@ export {
   type SourceRecord,
 } from './source-types.js';
 export { openSource } from './open-source.js';
+export { spoolStdin, STDIN_SPOOL_DIR } from './stdin-spool.js';
 export {
   PostgresSourceReader,
   openPostgresSource,
+  openQuerySource,
   describeDatabase,
   scrubSecret,
   type DatabaseUrlSource,

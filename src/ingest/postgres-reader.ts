@@ -1,6 +1,6 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import type { Secret } from '../config/index.js';
+import { readSecret, type Secret } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { setField } from './records.js';
 import { DEFAULT_MAX_COLUMNS, type SourceItem, type SourceReader } from './source-types.js';
@@ -280,4 +280,22 @@ function readBatch(cursor: Cursor<unknown[]>, n: number): Promise<{ rows: unknow
 
 export function openPostgresSource(settings: PostgresSourceSettings): PostgresSourceReader {
   return new PostgresSourceReader(settings);
+}
+
+/**
+ * A query source from what a sync definition or the command line says: the connection string
+ * is read now from its env variable or file (SECRET_MISSING when it is not there), as a
+ * workspace's API key is; `what` names it in that error ("database URL of sync nightly").
+ */
+export function openQuerySource(
+  spec: QuerySourceSpec,
+  what: string,
+  env: NodeJS.ProcessEnv = process.env,
+): PostgresSourceReader {
+  const { urlEnv, urlFile, query, keyColumn } = spec;
+  if ((urlEnv === undefined) === (urlFile === undefined))
+    throw new CrmSyncError('USAGE', `${what}: give exactly one of an env variable or a file`);
+  const urlSource: DatabaseUrlSource = urlEnv !== undefined ? { env: urlEnv } : { file: urlFile ?? '' };
+  const url = readSecret(urlSource, what, env);
+  return openPostgresSource({ url, urlSource, query, ...(keyColumn !== undefined ? { keyColumn } : {}) });
 }
