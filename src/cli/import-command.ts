@@ -62,7 +62,10 @@ async function openImportSource(
     const stray = dbOptions.find((o) => opts[o] !== undefined);
     if (stray) throw new CrmSyncError('USAGE', `--${kebab(stray)} reads a database: add --from-postgres`);
     if (file === undefined)
-      throw new CrmSyncError('USAGE', 'name the file to import, "-" for stdin, or read a database with --from-postgres');
+      throw new CrmSyncError(
+        'USAGE',
+        'name the file to import, "-" for stdin, or read a database with --from-postgres',
+      );
     if (file !== '-') return file;
     const format = opts.format ?? 'ndjson';
     const path = await spoolStdin(process.stdin, resultsDir, format);

@@ -17,7 +17,11 @@ const EXTENSION: Record<SourceFormat, string> = { csv: 'csv', ndjson: 'ndjson', 
  * copy streams to disk (bounded memory), and retention removes it with the run's files. A
  * failed copy is removed and thrown as INPUT_UNREADABLE.
  */
-export async function spoolStdin(input: NodeJS.ReadableStream, resultsDir: string, format: SourceFormat): Promise<string> {
+export async function spoolStdin(
+  input: NodeJS.ReadableStream,
+  resultsDir: string,
+  format: SourceFormat,
+): Promise<string> {
   const dir = join(resultsDir, STDIN_SPOOL_DIR);
   mkdirSync(dir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');

@@ -176,7 +176,10 @@ export function sourceText(def: SyncDefinition): string {
  * What a run of the sync reads: the newest file matching its source, or its query opened on
  * the connection string read now from its env variable or file (SECRET_MISSING when it is not there).
  */
-export function openSyncSource(def: SyncDefinition, env: NodeJS.ProcessEnv = process.env): string | PostgresSourceReader {
+export function openSyncSource(
+  def: SyncDefinition,
+  env: NodeJS.ProcessEnv = process.env,
+): string | PostgresSourceReader {
   if (typeof def.source === 'string') return resolveSource(def);
   const { urlFile, ...rest } = def.source.postgres;
   return openQuerySource(

@@ -6,10 +6,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `crm-sync` as a user would (a child process), with a time limit. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
+/** Runs `crm-sync` as a user would (a child process), with a time limit; `input` is piped to its stdin. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], {
+      env,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    if (input !== undefined) child.stdin?.end(input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
