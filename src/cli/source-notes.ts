@@ -47,6 +47,7 @@ export function ignoredColumnsOf(run: RunRecord): string[] {
       op: run.operation,
       ...(mapping ? { mapping } : {}),
       ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+      ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
     });
     return decoder.ignoredColumns(run.columns);
   } catch {

@@ -63,6 +63,8 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
     ...(format ? { format } : {}),
     ...(delimiter ? { delimiter } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
+    // A database source's key column names the row; the source reads it, no field takes it.
+    ...(typeof file !== 'string' && file.spec.keyColumn !== undefined ? { extraColumns: [file.spec.keyColumn] } : {}),
   });
   onChecked?.(reader, decoder);
   return produceSource({

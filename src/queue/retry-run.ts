@@ -92,6 +92,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+    // A database run's key column is kept with each row's values, and is no field.
+    ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
   });
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;

@@ -61,12 +61,18 @@ export function keyColumnOf(matchKey: string, mapping?: Mapping, keyColumn?: str
  * The one row decoder of a reconcile (the operation it writes with, the mapping, the key
  * column read on top): reconcile adds only matching and diffing to what import does.
  */
-export function reconcileDecoder(options: Omit<PlanRowsOptions, 'index'> & { matchKey: string }): RowDecoder {
+export function reconcileDecoder(
+  options: Omit<PlanRowsOptions, 'index'> & { matchKey: string; refColumn?: string | undefined },
+): RowDecoder {
   return new RowDecoder({
     op: writeOperation(options.op),
     ...(options.mapping ? { mapping: options.mapping } : {}),
     ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-    extraColumns: [keyColumnOf(options.matchKey, options.mapping, options.keyColumn)],
+    extraColumns: [
+      keyColumnOf(options.matchKey, options.mapping, options.keyColumn),
+      // A database source's key column names the row; the source reads it, no field takes it.
+      ...(options.refColumn !== undefined ? [options.refColumn] : []),
+    ],
   });
 }
 

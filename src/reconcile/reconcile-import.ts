@@ -100,7 +100,8 @@ async function openChecked(
           ...(options.delimiter ? { delimiter: options.delimiter } : {}),
         })
       : options.file;
-  const planning = { op: options.op, matchKey, ...mappingOf(options) };
+  const refColumn = typeof options.file === 'string' ? undefined : options.file.spec.keyColumn;
+  const planning = { op: options.op, matchKey, refColumn, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
   const { items } = await checkSource(reader, decoder);
   if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);

@@ -16,8 +16,8 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_00
     if (input !== undefined) child.stdin?.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`crm-sync ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stderr}`));

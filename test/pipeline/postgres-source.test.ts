@@ -68,9 +68,7 @@ describe('a PostgreSQL query as the source of a run', () => {
          from ${db.name}.crm_contacts order by contact_ref`,
       'contact_ref',
     );
-    const run = await h.waitForRun(
-      (await h.importFile('', 'contact.update', { file: source, ignoreUnknownColumns: true })).id,
-    );
+    const run = await h.waitForRun((await h.importFile('', 'contact.update', { file: source })).id);
     expect(run.counts).toMatchObject({ total: 8, succeeded: 7, invalid: 1, failed: 0 });
     expect(run.source).toBe(
       `postgres ($${URL_ENV}): select contact_ref, crm_id as id, full_name as name, email, phone as phone_number from ${db.name}.crm_contacts order by contact_ref`,
@@ -137,10 +135,7 @@ describe('a PostgreSQL query as the source of a run', () => {
       await db.sql(`INSERT INTO ${db.name}.deal_feed VALUES ($1, $2, $3, $4)`, [`D-${i}`, d.id, `Feed ${i}`, 10.5 + i]);
     h.ws.setFaults({ errorRate: 1 });
     const source = query(`select deal_ref, id, name, value from ${db.name}.deal_feed order by deal_ref`, 'deal_ref');
-    const failed = await h.waitForRun(
-      (await h.importFile('', 'deal.update', { file: source, ignoreUnknownColumns: true })).id,
-      30_000,
-    );
+    const failed = await h.waitForRun((await h.importFile('', 'deal.update', { file: source })).id, 30_000);
     expect(failed.counts).toMatchObject({ total: 4, failed: 4 });
     h.ws.setFaults({});
     // The database moves on (and even loses the table): the retry must not care.
