@@ -101,7 +101,7 @@ export function registerImportCommand(program: Command): void {
       'CSV, NDJSON (.ndjson/.jsonl) or JSON array file; "-" reads stdin (NDJSON, or --format csv); none with --from-postgres',
     )
     .description(
-      'Validate every row of a file (or stdin, or a PostgreSQL query), queue the valid ones for the workers and record\n' +
+      'Validate every row of a file (or stdin, or a PostgreSQL query), queue the valid ones for the workers and record ' +
         'a result for each row. Invalid rows are reported with line (or key), field and reason and never sent.',
     )
     .addOption(new Option('--op <operation>', 'what each row does').choices(OPERATIONS).makeOptionMandatory())
