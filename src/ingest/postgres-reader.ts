@@ -25,7 +25,7 @@ export interface PostgresSourceSettings {
   /** A SELECT (or anything that returns rows); it runs in a READ ONLY transaction. */
   query: string;
   keyColumn?: string;
-  /** Rows fetched from the server-side cursor at a time: what bounds this process's memory. Default 1000. */
+  /** Rows fetched from the server-side cursor at a time: what bounds this process's memory. Default 500. */
   batchRows?: number;
   /** Most columns the query may return. Default 500, as for files. */
   maxColumns?: number;
@@ -33,7 +33,8 @@ export interface PostgresSourceSettings {
   connectTimeoutMs?: number;
 }
 
-const DEFAULT_BATCH_ROWS = 1000;
+/** Small enough that a read in flight is a few hundred KB; large enough that round trips do not dominate on a LAN. */
+const DEFAULT_BATCH_ROWS = 500;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const REDACTED = '[redacted]';
 
