@@ -1,6 +1,12 @@
 import { Option, type Command } from 'commander';
 import { OPERATIONS, type Operation } from '../crm/index.js';
-import { readMappingFile, type SourceFormat } from '../ingest/index.js';
+import {
+  openQuerySource,
+  readMappingFile,
+  spoolStdin,
+  type PostgresSourceReader,
+  type SourceFormat,
+} from '../ingest/index.js';
 import { importFile, workspaceRequestBudget } from '../queue/index.js';
 import type { RunRecord } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
@@ -33,15 +39,70 @@ interface ImportOptions {
   match?: string;
   keyColumn?: string;
   upsert?: boolean;
+  fromPostgres?: boolean;
+  query?: string;
+  dbUrlEnv?: string;
+  dbUrlFile?: string;
+  rowKey?: string;
+}
+
+const DEFAULT_DB_URL_ENV = 'DATABASE_URL';
+
+/**
+ * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
+ * not fit together are USAGE errors; the URL is read from its env variable or file here.
+ */
+async function openImportSource(
+  file: string | undefined,
+  opts: ImportOptions,
+  resultsDir: string,
+): Promise<string | PostgresSourceReader> {
+  const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;
+  if (!opts.fromPostgres) {
+    const stray = dbOptions.find((o) => opts[o] !== undefined);
+    if (stray) throw new CrmSyncError('USAGE', `--${kebab(stray)} reads a database: add --from-postgres`);
+    if (file === undefined)
+      throw new CrmSyncError(
+        'USAGE',
+        'name the file to import, "-" for stdin, or read a database with --from-postgres',
+      );
+    if (file !== '-') return file;
+    const format = opts.format ?? 'ndjson';
+    const path = await spoolStdin(process.stdin, resultsDir, format);
+    process.stderr.write(`stdin (${format}) kept as ${path}: the run reads it from there\n`);
+    return path;
+  }
+  if (file !== undefined)
+    throw new CrmSyncError('USAGE', `--from-postgres reads rows from --query, not from ${JSON.stringify(file)}`);
+  if (opts.query === undefined) throw new CrmSyncError('USAGE', '--from-postgres needs --query <sql>');
+  if (opts.format !== undefined || opts.delimiter !== undefined)
+    throw new CrmSyncError('USAGE', '--format and --delimiter are for files, not --from-postgres');
+  if (opts.dbUrlEnv !== undefined && opts.dbUrlFile !== undefined)
+    throw new CrmSyncError('USAGE', 'give --db-url-env or --db-url-file, not both');
+  return openQuerySource(
+    {
+      ...(opts.dbUrlFile !== undefined ? { urlFile: opts.dbUrlFile } : { urlEnv: opts.dbUrlEnv ?? DEFAULT_DB_URL_ENV }),
+      query: opts.query,
+      ...(opts.rowKey !== undefined ? { keyColumn: opts.rowKey } : {}),
+    },
+    'database URL',
+  );
+}
+
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
 export function registerImportCommand(program: Command): void {
   program
     .command('import')
-    .argument('<file>', 'CSV, NDJSON (.ndjson/.jsonl) or JSON array file')
+    .argument(
+      '[file]',
+      'CSV, NDJSON (.ndjson/.jsonl) or JSON array file; "-" reads stdin (NDJSON, or --format csv); none with --from-postgres',
+    )
     .description(
-      'Validate every row of a file, queue the valid ones for the workers and record a result for each row.\n' +
-        'Invalid rows are reported with line, field and reason and never sent.',
+      'Validate every row of a file (or stdin, or a PostgreSQL query), queue the valid ones for the workers and record ' +
+        'a result for each row. Invalid rows are reported with line (or key), field and reason and never sent.',
     )
     .addOption(new Option('--op <operation>', 'what each row does').choices(OPERATIONS).makeOptionMandatory())
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
@@ -71,6 +132,20 @@ export function registerImportCommand(program: Command): void {
     .option('--match <key>', 'with --reconcile: match rows without an id by this key (email, unique_number, name)')
     .option('--key-column <column>', 'with --reconcile: source column holding the key')
     .option('--upsert', 'with --reconcile and a deal op: update deals that match, create the missing ones')
+    .option(
+      '--from-postgres',
+      'read the rows from a PostgreSQL query (--query) instead of a file: its columns are mapped like a header',
+    )
+    .option('--query <sql>', 'with --from-postgres: the SELECT to read (runs read-only, through a cursor)')
+    .option(
+      '--db-url-env <name>',
+      `with --from-postgres: env variable holding the connection string (default ${DEFAULT_DB_URL_ENV})`,
+    )
+    .option('--db-url-file <path>', 'with --from-postgres: file holding the connection string (e.g. a Docker secret)')
+    .option(
+      '--row-key <column>',
+      "with --from-postgres: column naming each row in results, exports and retries (shown where a file's line is)",
+    )
     .addHelpText(
       'after',
       `
@@ -78,14 +153,24 @@ Examples:
   crm-sync import deals.csv --op deal.update --workspace acme --wait
   crm-sync import contacts.ndjson --op contact.update -w acme --mapping mapping.json --dry-run
   crm-sync import invites.csv --op team.invite -w acme --work
+  some-export | crm-sync import - --op contact.update -w acme --wait
+  crm-sync import - --format csv --op deal.update -w acme < deals.csv
+  WAREHOUSE_URL=postgres://… crm-sync import --from-postgres --db-url-env WAREHOUSE_URL \\
+    --query 'select contact_id as id, email, phone as phone_number from crm_contacts_v' \\
+    --row-key id --op contact.update -w acme --reconcile --wait
+
+stdin is kept as a file under resultsDir/stdin (removed with the run's files by retention), so
+runs resume, retry --file and verify read it again. The database URL is never printed, logged
+or stored: runs record the env variable (or file) it came from, the query and the key column.
 
 Without --wait the command returns once every row is queued; run "crm-sync worker" to process
 them and "crm-sync runs show <id>" to see the outcome.`,
     )
-    .action(async (file: string, opts: ImportOptions, command: Command) => {
+    .action(async (file: string | undefined, opts: ImportOptions, command: Command) => {
       const { config, logger } = cliContext(command);
       getWorkspace(config, opts.workspace);
       const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
+      const source = await openImportSource(file, opts, config.resultsDir);
       const runtime = await openRuntime(config, logger);
       let pool: WorkerPool | null = null;
       try {
@@ -112,7 +197,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
               .setStatus(
                 producing.runId,
                 'failed',
-                `interrupted (${signal}) while reading the file; rows not read were not sent: import the file again`,
+                `interrupted (${signal}) while reading the ${typeof source === 'string' ? 'file' : 'query'}; rows not read were not sent: import it again`,
               )
               .catch(() => undefined);
           }
@@ -143,7 +228,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
         const { run } =
           client && isReconcileOperation(op)
             ? await reconcileImport({
-                file,
+                file: source,
                 op,
                 workspace: opts.workspace,
                 client,
@@ -164,7 +249,7 @@ them and "crm-sync runs show <id>" to see the outcome.`,
                 onRun: (r) => started(r, ' (reconciled)'),
               }).finally(() => client.close())
             : await importFile({
-                file,
+                file: source,
                 op: opts.op,
                 workspace: opts.workspace,
                 queue: runtime.queue(opts.workspace),

@@ -9,6 +9,7 @@ import {
   archivePath,
   archiveRun,
   parseDuration,
+  placeWords,
   pruneRuns,
   writeResultsCsv,
   type RunRecord,
@@ -110,7 +111,7 @@ export function registerRunsCommand(program: Command): void {
           if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
           for (const p of problems.rows) {
             process.stdout.write(
-              `  row ${p.row}${p.line ? ` (line ${p.line})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
+              `  row ${p.row}${placeWords(p) ? ` (${placeWords(p)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
             );
           }
           if (problems.total > problems.rows.length)

@@ -1,5 +1,5 @@
 import { parseMapping, RowDecoder, type SourceReader } from '../ingest/index.js';
-import { describeError, type RunRecord, type RunStore } from '../runs/index.js';
+import { describeError, placeWords, type RunRecord, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
 
@@ -26,9 +26,7 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
   // A JSON array may sit on one line: its rows are told apart by element (= row number).
   const element = run.options.format === 'json';
   for await (const result of store.iterateResults(run.id, { problemsOnly: true, batchSize: limit })) {
-    const where = [element ? `element ${result.row}` : '', result.line !== undefined ? `line ${result.line}` : '']
-      .filter(Boolean)
-      .join(', ');
+    const where = [element ? `element ${result.row}` : '', placeWords(result)].filter(Boolean).join(', ');
     lines.push(`  row ${result.row}${where ? ` (${where})` : ''}: ${result.status}: ${describeError(result)}`);
     if (lines.length >= limit) break;
   }
@@ -49,6 +47,7 @@ export function ignoredColumnsOf(run: RunRecord): string[] {
       op: run.operation,
       ...(mapping ? { mapping } : {}),
       ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+      ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
     });
     return decoder.ignoredColumns(run.columns);
   } catch {

@@ -1,8 +1,8 @@
-import { basename } from 'node:path';
 import {
   describeError,
   durationWords,
   formatDuration,
+  sourceName,
   type ProblemGroups,
   type RowResult,
   type RunRecord,
@@ -57,11 +57,12 @@ function problemColumns(run: RunRecord, rows: RowResult[]): string[] {
   return [...seen];
 }
 
+/** A database run names its rows by key where a file run shows their line. */
 function problemRow(r: RowResult, columns: string[]): SafeHtml {
   return html`<tr>
   <td><input type="checkbox" name="row" value="${r.row}" aria-label="Select row ${r.row}"></td>
   <td class="num">${r.row}</td>
-  <td class="num">${r.line ?? ''}</td>
+  <td class="num">${r.ref ?? r.line ?? ''}</td>
   <td>${r.status === 'invalid' ? html`<span class="badge warn">Invalid</span>` : html`<span class="badge bad">Failed</span>`}</td>
   <td class="num">${r.httpStatus ?? ''}</td>
   <td class="err">${describeError(r)}${r.code !== undefined ? html` <span class="muted mono">${r.code}</span>` : ''}</td>
@@ -145,7 +146,7 @@ ${filtersForm(run, filter)}
 <form method="post" action="/runs/${id}/retry">
 ${hidden(csrf)}
 <div class="scroll"><table>
-<thead><tr><th><input type="checkbox" id="select-all" aria-label="Select all rows on this page"></th><th class="num">Row</th><th class="num">Line</th><th>Result</th><th class="num">HTTP</th><th>Error</th>
+<thead><tr><th><input type="checkbox" id="select-all" aria-label="Select all rows on this page"></th><th class="num">Row</th><th class="num">${run.options.query?.keyColumn !== undefined ? 'Key' : 'Line'}</th><th>Result</th><th class="num">HTTP</th><th>Error</th>
 ${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
 <tbody>${problems.rows.length === 0 ? html`<tr><td colspan="${6 + columns.length}" class="muted">${empty}</td></tr>` : problems.rows.map((r) => problemRow(r, columns))}</tbody>
 </table></div>
@@ -195,7 +196,7 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const id = encodeURIComponent(run.id);
   const c = run.counts;
   const problems = problemCount(run);
-  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
+  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : sourceName(run);
   const retryable = problems > 0 && canRetry(run);
   const cancellable = run.status === 'running' || run.status === 'blocked';
   return html`<p><a href="/">← All runs</a></p>

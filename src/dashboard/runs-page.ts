@@ -1,5 +1,4 @@
-import { basename } from 'node:path';
-import { durationParts, type RunRecord, type RunStatus } from '../runs/index.js';
+import { durationParts, sourceName, type RunRecord, type RunStatus } from '../runs/index.js';
 import { html, query, type SafeHtml } from './html.js';
 import { formatTime, operationWords, progress, statusWords } from './status-words.js';
 
@@ -51,7 +50,7 @@ export function progressBar(run: RunRecord): SafeHtml | '' {
 
 function runRow(run: RunRecord): SafeHtml {
   const c = run.counts;
-  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : basename(run.source);
+  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : sourceName(run);
   return html`<tr>
   <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
   <td class="wide">${run.workspace}</td>

@@ -44,6 +44,9 @@ export const ERROR_CODES = {
   JOB_LOST: "The worker lost its job (lock expired, e.g. cut off from Redis); the job's new owner sends the rows",
   DASHBOARD_BUSY:
     'The dashboard is already doing as many searches, downloads or uploads at once as it allows; try again in a moment',
+  DB_UNREACHABLE:
+    'The database a query source reads cannot be reached, refused the login, or dropped the connection; the message names where (never the password)',
+  DB_QUERY: "A query source's SQL failed in the database (a syntax error, an unknown table or column, no permission)",
   CLIENT_GONE: 'The client closed the connection before the dashboard had answered, so the work for it was stopped',
 } as const;
 
@@ -67,6 +70,7 @@ export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MAPPING_INVALID',
   'INPUT_COLUMNS',
   'INPUT_EMPTY',
+  'DB_QUERY',
   'RUN_NOT_FOUND',
   'RUN_STATE',
   'SYNC_DEFINITION_INVALID',

@@ -2,14 +2,27 @@ export {
   DEFAULT_MAX_COLUMNS,
   DEFAULT_MAX_RECORD_BYTES,
   RAW_TEXT_KEY,
+  columnsUpFront,
   type ReadSourceOptions,
   type SourceFormat,
+  type SourceKind,
   type SourceItem,
   type SourceProblem,
   type SourceReader,
   type SourceRecord,
 } from './source-types.js';
 export { openSource } from './open-source.js';
+export { spoolStdin, STDIN_SPOOL_DIR } from './stdin-spool.js';
+export {
+  PostgresSourceReader,
+  openPostgresSource,
+  openQuerySource,
+  describeDatabase,
+  scrubSecret,
+  type DatabaseUrlSource,
+  type PostgresSourceSettings,
+  type QuerySourceSpec,
+} from './postgres-reader.js';
 export {
   COLUMN_TYPES,
   ColumnTypeSchema,

@@ -1,7 +1,7 @@
 import { CrmSyncError } from '../errors/index.js';
 import { openSource } from './open-source.js';
 import { RowDecoder, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
-import type { ReadSourceOptions, SourceItem, SourceReader } from './source-types.js';
+import { columnsUpFront, type ReadSourceOptions, type SourceItem, type SourceReader } from './source-types.js';
 
 export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
 
@@ -21,12 +21,19 @@ export async function checkSource(reader: SourceReader, decoder: RowDecoder): Pr
   const first = iterator.next();
   // Observed later by `items`; until then a failed read must not count as unhandled.
   first.catch(() => undefined);
-  const header = reader.format === 'csv' && reader.headerRead ? reader.headerRead() : undefined;
+  const header = columnsUpFront(reader) && reader.headerRead ? reader.headerRead() : undefined;
   const step = await Promise.race(header ? [first, header.then(() => undefined)] : [first]);
-  if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
-    throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
+  try {
+    if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
+      throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
+    }
+    decoder.checkColumns(reader.columns, columnsUpFront(reader));
+  } catch (err) {
+    // Refused before its rows are read: the reader's file or database connection is let go
+    // (after the read in flight, which the generator finishes first).
+    iterator.return?.().catch(() => undefined);
+    throw err;
   }
-  decoder.checkColumns(reader.columns, reader.format === 'csv');
   let used = false;
   return {
     items: {
@@ -44,12 +51,13 @@ async function* decodeAll(items: AsyncIterable<SourceItem>, decoder: RowDecoder)
 }
 
 /**
- * A file → one IngestedRow per input row, streamed, with the one RowDecoder of (op, mapping).
- * Mapping mistakes, option mistakes, an empty file and columns that do not fit are thrown
- * here, before any run exists; problems later in the file are thrown by `rows`.
+ * A file (or an opened reader: a database query) → one IngestedRow per input row, streamed,
+ * with the one RowDecoder of (op, mapping). Mapping mistakes, option mistakes, an empty file
+ * and columns that do not fit are thrown here, before any run exists; problems later in the
+ * source are thrown by `rows`.
  */
 export async function ingest(
-  path: string,
+  source: string | SourceReader,
   options: IngestOptions,
 ): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow> }> {
   const { op, mapping, ignoreUnknownColumns, extraColumns, ...readOptions } = options;
@@ -59,7 +67,7 @@ export async function ingest(
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
     ...(extraColumns ? { extraColumns } : {}),
   });
-  const reader = openSource(path, readOptions);
+  const reader = typeof source === 'string' ? openSource(source, readOptions) : source;
   const { items } = await checkSource(reader, decoder);
   return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) } };
 }

@@ -24,6 +24,8 @@ export interface RowDecoderOptions {
 export interface IngestedRow {
   row: number;
   line: number;
+  /** The source row's key (SourceRecord.ref), when its source names rows by a key column. */
+  ref?: string;
   original: Record<string, string>;
   payload?: OperationPayload;
   code?: 'ROW_INVALID' | 'INPUT_PARSE' | 'INPUT_TOO_LARGE';
@@ -194,11 +196,12 @@ export class RowDecoder {
   /** A source item → a row for the producer (a reader's problem stays a problem). */
   decode(item: SourceItem): IngestedRow {
     const { row, line, original } = item;
+    const place = { row, line, ...(item.ref !== undefined ? { ref: item.ref } : {}) };
     if (item.kind === 'problem')
-      return { row, line, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+      return { ...place, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
     const { payload, errors } = this.decodeValues(item.values);
     return payload !== undefined
-      ? { row, line, original, payload }
-      : { row, line, original, code: 'ROW_INVALID', errors };
+      ? { ...place, original, payload }
+      : { ...place, original, code: 'ROW_INVALID', errors };
   }
 }

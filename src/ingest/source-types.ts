@@ -5,6 +5,9 @@
 
 export type SourceFormat = 'csv' | 'ndjson' | 'json';
 
+/** What a reader reads: a file format, or a database query (src/ingest/postgres-reader.ts). */
+export type SourceKind = SourceFormat | 'postgres';
+
 export interface ReadSourceOptions {
   /** Default: from the extension (.csv, .tsv → csv; .ndjson, .jsonl → ndjson; .json → json). */
   format?: SourceFormat;
@@ -27,10 +30,15 @@ export interface SourceRecord {
   kind: 'record';
   /** 1-based data row (header excluded); problems consume row numbers too, so rows are stable. */
   row: number;
-  /** 1-based physical line where the row starts. */
+  /** 1-based physical line where the row starts (a query's row number: a query has no lines). */
   line: number;
   values: Record<string, unknown>;
   original: Record<string, string>;
+  /**
+   * The row's source reference: its key column's value (a database source's `keyColumn`), so
+   * results, exports and retries name the source row where a file's show its line. Default none.
+   */
+  ref?: string;
 }
 
 /** A row that could not be read; the rest of the file still runs. */
@@ -42,12 +50,14 @@ export interface SourceProblem {
   message: string;
   /** What could be recovered of the row (possibly `{}`; raw JSON text under RAW_TEXT_KEY). */
   original: Record<string, string>;
+  /** See SourceRecord.ref. */
+  ref?: string;
 }
 
 export type SourceItem = SourceRecord | SourceProblem;
 
 export interface SourceReader extends AsyncIterable<SourceItem> {
-  readonly format: SourceFormat;
+  readonly format: SourceKind;
   /** CSV only: the field delimiter read with. */
   readonly delimiter?: string;
   /** CSV only: true when the delimiter was guessed from the header line (no --delimiter, no .tsv). */
@@ -57,10 +67,16 @@ export interface SourceReader extends AsyncIterable<SourceItem> {
   readonly bytesRead: number;
   readonly totalBytes: number;
   /**
-   * CSV: resolves once the iteration in progress has read the header (its columns are then
-   * complete), so they can be checked before any row arrives (a pipe may be slow to send one).
+   * CSV, a query: resolves once the iteration in progress has read the header or the query's
+   * row description (its columns are then complete), so they can be checked before any row
+   * arrives (a pipe may be slow to send one).
    */
   headerRead?(): Promise<void>;
+}
+
+/** True when a reader knows all its columns before the first row (a CSV header, a query's columns); JSON keys grow while reading. */
+export function columnsUpFront(reader: Pick<SourceReader, 'format'>): boolean {
+  return reader.format === 'csv' || reader.format === 'postgres';
 }
 
 /**

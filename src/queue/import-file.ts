@@ -1,8 +1,15 @@
 import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
-import { ingest, type Mapping, type RowDecoder, type SourceFormat, type SourceReader } from '../ingest/index.js';
+import {
+  ingest,
+  type Mapping,
+  type PostgresSourceReader,
+  type RowDecoder,
+  type SourceFormat,
+  type SourceReader,
+} from '../ingest/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { produceSource, sourceRunOptions } from './produce-source.js';
+import { produceSource, sourceLabel, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -10,7 +17,11 @@ export interface ImportFileOptions extends Pick<
   ProducerOptions,
   'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger'
 > {
-  file: string;
+  /**
+   * A file's path, or an opened database query (openPostgresSource): both are read by the same
+   * decoder; a query's run records the query (not the URL) and its rows' keys.
+   */
+  file: string | PostgresSourceReader;
   op: Operation;
   workspace: string;
   queue: WorkspaceQueue;
@@ -28,8 +39,9 @@ export interface ImportFileOptions extends Pick<
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
 }
 
-/** What a resume checks to be sure it reads the same file. */
-export function sourceIdentity(file: string): { sourceSize?: number; sourceMtimeMs?: number } {
+/** What a resume checks to be sure it reads the same file (nothing for a query: it is never resumed). */
+export function sourceIdentity(file: string | SourceReader): { sourceSize?: number; sourceMtimeMs?: number } {
+  if (typeof file !== 'string') return {};
   try {
     const st = statSync(file);
     return st.isFile() ? { sourceSize: st.size, sourceMtimeMs: Math.floor(st.mtimeMs) } : {};
@@ -39,7 +51,7 @@ export function sourceIdentity(file: string): { sourceSize?: number; sourceMtime
 }
 
 /**
- * One-off import: every row of the file is validated and, when valid, queued as it is (no
+ * One-off import: every row of the file (or query) is validated and, when valid, queued as it is (no
  * comparison with the CRM; see reconcile for that). A file that cannot be read fails the run.
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
@@ -51,6 +63,8 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
     ...(format ? { format } : {}),
     ...(delimiter ? { delimiter } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
+    // A database source's key column names the row; the source reads it, no field takes it.
+    ...(typeof file !== 'string' && file.spec.keyColumn !== undefined ? { extraColumns: [file.spec.keyColumn] } : {}),
   });
   onChecked?.(reader, decoder);
   return produceSource({
@@ -60,7 +74,7 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
     run: {
       workspace,
       operation: op,
-      source: file,
+      source: sourceLabel(file),
       ...(syncName ? { syncName } : {}),
       options: {
         ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns }),

@@ -7,6 +7,8 @@ export type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
 export interface QueuedRow {
   row: number;
   line: number;
+  /** The source row's key (a database source's key column), recorded with the result. */
+  ref?: string;
   payload: RowPayload;
   /** The row as read, carried only while in flight so a failure result can be exported and fixed. */
   original: Record<string, string>;
@@ -27,6 +29,8 @@ export interface RowBatchJobData {
 export interface InviteRow {
   row: number;
   line: number;
+  /** See QueuedRow.ref. */
+  ref?: string;
   email: string;
   original: Record<string, string>;
   /** See QueuedRow.round. Default 0. */

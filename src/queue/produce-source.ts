@@ -1,4 +1,4 @@
-import type { Mapping, SourceReader } from '../ingest/index.js';
+import { PostgresSourceReader, type Mapping, type SourceReader } from '../ingest/index.js';
 import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
@@ -17,7 +17,10 @@ export interface ProduceSourceOptions extends Omit<
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
 }
 
-/** Run options every file-based run records, so a retry reads and maps rows the same way. */
+/**
+ * Run options every source-based run records, so a retry maps rows the same way and a resume
+ * reads the file the same way (a database run records its query instead, without the URL).
+ */
 export function sourceRunOptions(
   reader: SourceReader,
   o: {
@@ -27,7 +30,8 @@ export function sourceRunOptions(
   },
 ): RunOptions {
   return {
-    format: reader.format,
+    ...(reader instanceof PostgresSourceReader ? { query: reader.spec } : {}),
+    ...(reader.format !== 'postgres' ? { format: reader.format } : {}),
     // The delimiter read with (given or sniffed), so a resume reads the file the same way.
     ...(reader.delimiter !== undefined ? { delimiter: reader.delimiter } : {}),
     ...(o.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
@@ -36,8 +40,14 @@ export function sourceRunOptions(
   };
 }
 
+/** What a run's `source` says: the file's path, or a database query's label (never its URL). */
+export function sourceLabel(source: string | SourceReader): string {
+  if (typeof source === 'string') return source;
+  return source instanceof PostgresSourceReader ? source.label : source.format;
+}
+
 /**
- * A file-based run: created, its rows streamed into the queue, its columns recorded and
+ * A source-based run (a file or a query): created, its rows streamed into the queue, its columns recorded and
  * producer-done set, through the run's one owner (run-life.ts): a failure fails the run with
  * the reason, a cancel stops the reading.
  */

@@ -3,7 +3,7 @@ import type { InviteOptions } from '../crm/index.js';
 import type { IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { failed, invalid, skipped, type RowResult, type RunStore } from '../runs/index.js';
+import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
 import { rowJobId } from './queue-names.js';
@@ -229,7 +229,7 @@ export async function produceRun(
     } else if (row.payload.op === 'team.invite') {
       const key = inviteKey(row.payload.options);
       const batch = invites.get(key) ?? { options: row.payload.options, rows: [] };
-      batch.rows.push({ row: row.row, line: row.line, email: row.payload.email, original: row.original, ...round });
+      batch.rows.push({ ...placeOf(row), email: row.payload.email, original: row.original, ...round });
       invites.set(key, batch);
       if (batch.rows.length >= batchSize) {
         pushInviteBatch(batch);
@@ -237,7 +237,7 @@ export async function produceRun(
       }
     } else {
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
-      open.push({ row: row.row, line: row.line, payload: row.payload, original: row.original, ...round });
+      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

@@ -85,6 +85,10 @@ function refuseUnresumable(run: RunRecord): Operation {
     throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
   if (op === 'team.invite') throw why('invite rows are batched out of file order; import the file again');
   if (run.options.dryRun) throw why('it was a dry run; run it again');
+  if (run.options.query)
+    throw why(
+      'its rows came from a database query, which would not give the same rows in the same order again; import (or sync) again: a reconciled run sends only what still differs',
+    );
   if (run.status === 'cancelled')
     throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
   const seen = Date.parse(run.producerSeenAt ?? run.createdAt);

@@ -1,7 +1,7 @@
 import type { Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, RowDecoder, type IngestedRow } from '../ingest/index.js';
-import { EXPORT_META_COLUMNS, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
+import { isExportMetaColumn, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
@@ -92,6 +92,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+    // A database run's key column is kept with each row's values, and is no field.
+    ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
   });
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;
@@ -152,7 +154,7 @@ async function* fromStoredRows(
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
       for (const r of await requeueChunk(only.slice(i, i + CHUNK)))
-        yield toIngested(decoder, r.row, r.line ?? 0, r.original);
+        yield toIngested(decoder, r, r.line ?? 0, r.original);
     }
     return;
   }
@@ -162,10 +164,10 @@ async function* fromStoredRows(
   for await (const problem of store.iterateResults(run.id, { problemsOnly: true, batchSize: CHUNK })) {
     chunk.push(problem.row);
     if (chunk.length < CHUNK) continue;
-    for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
+    for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r, r.line ?? 0, r.original);
     chunk = [];
   }
-  for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r.row, r.line ?? 0, r.original);
+  for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r, r.line ?? 0, r.original);
 }
 
 async function* fromCorrectedFile(
@@ -194,7 +196,7 @@ async function* fromCorrectedFile(
     }
     for (const r of requeued) {
       const corrected = byRow.get(r.row);
-      if (corrected) yield toIngested(decoder, r.row, r.line ?? corrected.line, corrected.original);
+      if (corrected) yield toIngested(decoder, r, r.line ?? corrected.line, corrected.original);
     }
     chunk = [];
   };
@@ -216,7 +218,7 @@ async function* fromCorrectedFile(
     // both come back through the same inverse.
     const original: Record<string, string> = {};
     for (const [k, v] of Object.entries(item.original)) {
-      if (!(EXPORT_META_COLUMNS as readonly string[]).includes(k)) original[unescapeCsvCell(k)] = unescapeCsvCell(v);
+      if (!isExportMetaColumn(k)) original[unescapeCsvCell(k)] = unescapeCsvCell(v);
     }
     chunk.push({ row, line: item.line, original });
     if (chunk.length >= CHUNK) yield* flush();
@@ -224,6 +226,16 @@ async function* fromCorrectedFile(
   if (chunk.length) yield* flush();
 }
 
-function toIngested(decoder: RowDecoder, row: number, line: number, original: Record<string, string>): IngestedRow {
-  return decoder.decode({ kind: 'record', row, line, values: original, original });
+/**
+ * A stored row decoded again from the values kept with its result (or a corrected file's): a
+ * database run's rows too, so a retry never runs the query again. Its key goes with it.
+ */
+function toIngested(
+  decoder: RowDecoder,
+  r: { row: number; ref?: string },
+  line: number,
+  original: Record<string, string>,
+): IngestedRow {
+  const ref = r.ref !== undefined ? { ref: r.ref } : {};
+  return decoder.decode({ kind: 'record', row: r.row, line, ...ref, values: original, original });
 }

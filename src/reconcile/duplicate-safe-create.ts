@@ -42,6 +42,8 @@ interface CreateContext {
 export interface CreateRow {
   row: number;
   line: number;
+  /** The source row's key (a database source's key column). */
+  ref?: string;
   original: Record<string, string>;
 }
 

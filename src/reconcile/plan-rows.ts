@@ -9,6 +9,7 @@ import {
   type SourceRecord,
 } from '../ingest/index.js';
 import type { ProducedRow } from '../queue/index.js';
+import { placeOf } from '../runs/index.js';
 import { diffFields, type FieldChange } from './compare.js';
 import type { RecordIndex } from './record-index.js';
 import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
@@ -41,6 +42,9 @@ export interface PlanRowsOptions {
   ignoreUnknownColumns?: boolean;
 }
 
+/** Where a planned row sits in the source (row, line, key) and its values as read. */
+type RowBase = { row: number; line: number; ref?: string; original: Record<string, string> };
+
 const SINGULAR = { deals: 'deal', leads: 'lead', contacts: 'contact' } as const;
 
 /** The source column a row's match key is read from. */
@@ -57,12 +61,18 @@ export function keyColumnOf(matchKey: string, mapping?: Mapping, keyColumn?: str
  * The one row decoder of a reconcile (the operation it writes with, the mapping, the key
  * column read on top): reconcile adds only matching and diffing to what import does.
  */
-export function reconcileDecoder(options: Omit<PlanRowsOptions, 'index'> & { matchKey: string }): RowDecoder {
+export function reconcileDecoder(
+  options: Omit<PlanRowsOptions, 'index'> & { matchKey: string; refColumn?: string | undefined },
+): RowDecoder {
   return new RowDecoder({
     op: writeOperation(options.op),
     ...(options.mapping ? { mapping: options.mapping } : {}),
     ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-    extraColumns: [keyColumnOf(options.matchKey, options.mapping, options.keyColumn)],
+    extraColumns: [
+      keyColumnOf(options.matchKey, options.mapping, options.keyColumn),
+      // A database source's key column names the row; the source reads it, no field takes it.
+      ...(options.refColumn !== undefined ? [options.refColumn] : []),
+    ],
   });
 }
 
@@ -123,13 +133,13 @@ export class RowPlanner {
   }
 
   plan(item: SourceItem): PlannedRow {
-    const base = { row: item.row, line: item.line, original: item.original };
+    const base = { ...placeOf(item), original: item.original };
     if (item.kind === 'problem')
       return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
     return this.#planRecord(item, base);
   }
 
-  #planRecord(item: SourceRecord, base: { row: number; line: number; original: Record<string, string> }): PlannedRow {
+  #planRecord(item: SourceRecord, base: RowBase): PlannedRow {
     const { op, index } = this.#options;
     const resource = RECONCILE_RESOURCE[op];
     const noun = SINGULAR[resource];
@@ -230,11 +240,7 @@ export class RowPlanner {
     return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
   }
 
-  #planCreate(
-    base: { row: number; line: number; original: Record<string, string> },
-    fields: Record<string, unknown>,
-    key: string,
-  ): PlannedRow {
+  #planCreate(base: RowBase, fields: Record<string, unknown>, key: string): PlannedRow {
     const earlier = this.#creates.get(key);
     if (earlier !== undefined) {
       return {
@@ -260,10 +266,6 @@ export class RowPlanner {
   }
 }
 
-function invalid(
-  base: { row: number; line: number; original: Record<string, string> },
-  errors: FieldError[],
-  key?: string,
-): PlannedRow {
+function invalid(base: RowBase, errors: FieldError[], key?: string): PlannedRow {
   return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: 'ROW_INVALID', errors };
 }

@@ -2,8 +2,10 @@ import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import {
   checkSource,
+  columnsUpFront,
   openSource,
   type Mapping,
+  type PostgresSourceReader,
   type RowDecoder,
   type SourceFormat,
   type SourceItem,
@@ -13,6 +15,7 @@ import { silentLogger, type Logger } from '../log/index.js';
 import {
   produceSource,
   sourceIdentity,
+  sourceLabel,
   sourceRunOptions,
   type ProducerProgress,
   type RunStop,
@@ -26,7 +29,8 @@ import { RecordIndex } from './record-index.js';
 import { DEFAULT_MATCH_KEY, RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
 
 export interface ReconcileSourceOptions {
-  file: string;
+  /** A file's path, or an opened database query (openPostgresSource): planned alike. */
+  file: string | PostgresSourceReader;
   op: ReconcileOperation;
   workspace: string;
   /** Client of the workspace; its listVersion decides v1/v2 unless `listVersion` is given. */
@@ -82,21 +86,25 @@ export async function buildIndexFor(
 }
 
 /**
- * Opens the file and checks it against the reconcile's one decoder (columns, key column, an
+ * Opens the file (or takes the opened query) and checks it against the reconcile's one decoder (columns, key column, an
  * empty file) before a run exists or a page of the CRM is read.
  */
 async function openChecked(
   options: ReconcileSourceOptions,
 ): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const reader = openSource(options.file, {
-    ...(options.format ? { format: options.format } : {}),
-    ...(options.delimiter ? { delimiter: options.delimiter } : {}),
-  });
-  const planning = { op: options.op, matchKey, ...mappingOf(options) };
+  const reader =
+    typeof options.file === 'string'
+      ? openSource(options.file, {
+          ...(options.format ? { format: options.format } : {}),
+          ...(options.delimiter ? { delimiter: options.delimiter } : {}),
+        })
+      : options.file;
+  const refColumn = typeof options.file === 'string' ? undefined : options.file.spec.keyColumn;
+  const planning = { op: options.op, matchKey, refColumn, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
   const { items } = await checkSource(reader, decoder);
-  if (reader.format === 'csv') checkKeyColumn(decoder, reader.columns, planning);
+  if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);
   options.onChecked?.(reader, decoder);
   return { reader, decoder, items };
 }
@@ -193,7 +201,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     run: {
       workspace: options.workspace,
       operation: options.op,
-      source: options.file,
+      source: sourceLabel(options.file),
       ...(options.syncName ? { syncName: options.syncName } : {}),
       options: { ...sourceRunOptions(reader, options), ...sourceIdentity(options.file), reconcile: true, matchKey },
     },

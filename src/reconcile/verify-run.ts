@@ -64,6 +64,8 @@ const RESOURCE_OF: Partial<
 interface SentRow {
   row: number;
   line: number | undefined;
+  /** The source row's key (a database run's key column). */
+  ref: string | undefined;
   recordId: string;
   /** Digest of what it sent (src/reconcile/sent-digest.ts); absent for runs of older versions. */
   sent: string | undefined;
@@ -89,10 +91,25 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   let undigested = 0;
   for await (const result of store.iterateResults(runId)) {
     if (result.status !== 'succeeded' || result.recordId === undefined) continue;
-    rows.set(result.row, { row: result.row, line: result.line, recordId: result.recordId, sent: result.sent });
+    rows.set(result.row, {
+      row: result.row,
+      line: result.line,
+      ref: result.ref,
+      recordId: result.recordId,
+      sent: result.sent,
+    });
     if (result.sent === undefined) undigested++;
   }
-  const changed = sourceChange(run.source, run.options.sourceSize, run.options.sourceMtimeMs);
+  const query = run.options.query;
+  if (query !== undefined && undigested > 0) {
+    // Never the case for runs of this version: every succeeded row keeps its digest.
+    throw new CrmSyncError(
+      'RUN_STATE',
+      `run ${runId} read a database query and ${undigested} of its rows were recorded without a digest of what they sent; ` +
+        'verify does not run the query again (the database has moved on since), so it cannot check this run',
+    );
+  }
+  const changed = query ? undefined : sourceChange(run.source, run.options.sourceSize, run.options.sourceMtimeMs);
   if (changed !== undefined && undigested > 0) {
     // Those rows can only be compared with what the file said: a changed file would report its changes as drift.
     throw new CrmSyncError(
@@ -135,24 +152,27 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     const ids = recordedByContent.get(contentKey(record)) ?? new Set<string>();
     recordedByContent.set(contentKey(record), ids.add(record.id));
   }
-  const write = async (cells: Array<string | number | undefined>) => {
-    const line = stringify([cells.map((c) => escapeCsvCell(c === undefined ? '' : String(c)))]);
+  // A database run's rows are named by their key, next to the line (its row number).
+  const keyed = query?.keyColumn !== undefined;
+  const write = async (cells: Array<string | number | undefined>, ref?: string) => {
+    const shown = keyed ? [...cells.slice(0, 2), ref, ...cells.slice(2)] : cells;
+    const line = stringify([shown.map((c) => escapeCsvCell(c === undefined ? '' : String(c)))]);
     if (options.out && !options.out.write(line)) await once(options.out, 'drain');
   };
-  await write([...VERIFY_CSV_COLUMNS]);
+  await write([...VERIFY_CSV_COLUMNS], 'key');
 
   const check = async (r: SentRow, fields: Record<string, unknown> | undefined): Promise<void> => {
     outcome.checked++;
     const record = index.byId(r.recordId);
     if (!record) {
       outcome.missing++;
-      await write([r.row, r.line, r.recordId, '(record)', 'exists', 'missing']);
+      await write([r.row, r.line, r.recordId, '(record)', 'exists', 'missing'], r.ref);
       return;
     }
     const sharing = rowsById.get(r.recordId) ?? 0;
     if (sharing > 1) {
       outcome.sharedIds++;
-      await write([r.row, r.line, r.recordId, '(shared id)', 'one row per record', `${sharing} rows`]);
+      await write([r.row, r.line, r.recordId, '(shared id)', 'one row per record', `${sharing} rows`], r.ref);
     }
     const key = createsDeals ? contentKey(record) : undefined;
     const recorded = key === undefined ? undefined : recordedByContent.get(key);
@@ -162,7 +182,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       recordedByContent.delete(key);
       outcome.suspectedDuplicates += strays.length;
       const ids = strays.map((d) => d.id).join(';');
-      await write([r.row, r.line, r.recordId, '(duplicate)', 'no other deal like it', ids]);
+      await write([r.row, r.line, r.recordId, '(duplicate)', 'no other deal like it', ids], r.ref);
     }
     const changes = r.sent !== undefined ? digestChanges(kind.resource, r.sent, record, fields) : undefined;
     const drift = changes ?? (fields ? diffFields(kind.resource, fields, record, ['id', 'position']) : []);
@@ -173,11 +193,12 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     outcome.drifted++;
     for (const c of drift) {
       outcome.byField[c.field] = (outcome.byField[c.field] ?? 0) + 1;
-      await write([r.row, r.line, r.recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)]);
+      await write([r.row, r.line, r.recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)], r.ref);
     }
   };
 
-  if (changed === undefined && existsSync(run.source)) {
+  // A database run's query is not run again: its rows are checked against their digests alone.
+  if (query === undefined && changed === undefined && existsSync(run.source)) {
     // The file in row order: it shows the sent values of drifted fields (and is all older runs have).
     const reader = openSource(run.source, {
       ...(run.options.format ? { format: run.options.format } : {}),

@@ -33,6 +33,9 @@ export {
   isFormulaLike,
   describeError,
   EXPORT_META_COLUMNS,
+  EXPORT_KEY_COLUMN,
+  exportMetaColumns,
+  isExportMetaColumn,
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
@@ -63,10 +66,12 @@ export {
   aborted,
   superseded,
   uncertain,
+  placeOf,
   type RowPlace,
   type FailureDetail,
 } from './row-results.js';
 export { isProblem } from './result-codec.js';
+export { placeWords, sourceName } from './source-words.js';
 export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
 export { runDurations, durationParts, durationWords, formatDuration, type RunDurations } from './run-durations.js';
 export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';

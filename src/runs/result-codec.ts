@@ -30,6 +30,8 @@ const CHAR_STATUS: Record<string, FinalRowStatus> = {
 const StoredResultSchema = z.object({
   /** line */
   l: z.number().int().optional(),
+  /** ref: the source row's key */
+  r: z.string().optional(),
   /** recordId */
   d: z.string().optional(),
   /** httpStatus */
@@ -58,6 +60,7 @@ export function encodeResult(result: RowResult): string {
   const at = Date.parse(result.at);
   const stored: StoredResult = { t: Number.isFinite(at) ? at : Date.now() };
   if (result.line !== undefined) stored.l = result.line;
+  if (result.ref !== undefined) stored.r = result.ref;
   if (result.recordId !== undefined) stored.d = result.recordId;
   if (result.httpStatus !== undefined) stored.h = result.httpStatus;
   if (result.code !== undefined) stored.c = result.code;
@@ -78,6 +81,7 @@ export function decodeResult(row: number, value: string): RowResult {
   const stored = StoredResultSchema.parse(JSON.parse(value.slice(1)));
   const result: RowResult = { row, status, at: new Date(stored.t).toISOString() };
   if (stored.l !== undefined) result.line = stored.l;
+  if (stored.r !== undefined) result.ref = stored.r;
   if (stored.d !== undefined) result.recordId = stored.d;
   if (stored.h !== undefined) result.httpStatus = stored.h;
   if (stored.c !== undefined) result.code = stored.c;

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { RunResults } from './run-archive.js';
-import type { RowResult } from './run-types.js';
+import type { RowResult, RunRecord } from './run-types.js';
 
 /**
  * Columns every export starts with. Prefixed so they never clash with a source column
@@ -17,6 +17,21 @@ export const EXPORT_META_COLUMNS = [
   'crm_sync_http_status',
   'crm_sync_error',
 ] as const;
+
+/** After crm_sync_line in the exports of runs whose rows have keys (a database run's key column). */
+export const EXPORT_KEY_COLUMN = 'crm_sync_key';
+
+/** True for a column an export adds (never a source column): a corrected file's values leave it out. */
+export function isExportMetaColumn(column: string): boolean {
+  return column === EXPORT_KEY_COLUMN || (EXPORT_META_COLUMNS as readonly string[]).includes(column);
+}
+
+/** The meta columns of a run's export: the key column only for runs that name rows by a key. */
+export function exportMetaColumns(run: Pick<RunRecord, 'options'>): string[] {
+  const meta: string[] = [...EXPORT_META_COLUMNS];
+  if (run.options.query?.keyColumn !== undefined) meta.splice(meta.indexOf('crm_sync_line') + 1, 0, EXPORT_KEY_COLUMN);
+  return meta;
+}
 
 export interface WriteResultsCsvOptions {
   /** Only failed, invalid and uncertain rows (the file to fix and re-import). Default false. */
@@ -76,9 +91,10 @@ export async function writeResultsCsv(
 ): Promise<{ rows: number }> {
   const run = await store.requireRun(runId);
   const columns = run.columns;
+  const keyed = run.options.query?.keyColumn !== undefined;
   let rows = 0;
   async function* records(): AsyncGenerator<string[]> {
-    yield [...EXPORT_META_COLUMNS, ...columns].map(escapeCsvCell);
+    yield [...exportMetaColumns(run), ...columns].map(escapeCsvCell);
     for await (const result of store.iterateResults(runId, { problemsOnly: options.problemsOnly ?? false })) {
       if (options.filter !== undefined && !options.filter(result)) continue;
       rows++;
@@ -86,6 +102,7 @@ export async function writeResultsCsv(
         run.id,
         String(result.row),
         result.line === undefined ? '' : String(result.line),
+        ...(keyed ? [result.ref ?? ''] : []),
         result.status,
         result.recordId ?? '',
         result.httpStatus === undefined ? '' : String(result.httpStatus),

@@ -1,6 +1,7 @@
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CrmSyncError } from '../errors/index.js';
+import { STDIN_SPOOL_DIR } from '../ingest/index.js';
 import { archiveRun } from './run-archive.js';
 import type { RunStore } from './run-store.js';
 
@@ -55,22 +56,29 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
     summary.archivedRows += rows;
     await store.deleteRun(id);
   }
-  summary.files = pruneFiles(resultsDir, cutoff, options.dryRun ?? false);
+  summary.files = [
+    ...pruneFiles(resultsDir, cutoff, options.dryRun ?? false, (name) => name.endsWith('.csv')),
+    // Spooled stdin of `import -` (src/ingest/stdin-spool.ts): the source of runs now archived.
+    ...pruneFiles(join(resultsDir, STDIN_SPOOL_DIR), cutoff, options.dryRun ?? false, () => true),
+  ];
   return summary;
 }
 
-/** CSV files (failed-rows files of nightly syncs, exports) directly in resultsDir older than the cutoff. */
-function pruneFiles(resultsDir: string, cutoffMs: number, dryRun: boolean): string[] {
+/**
+ * Files directly in `dir` older than the cutoff that `wanted` names: CSV files in resultsDir
+ * (failed-rows files of nightly syncs, exports), and spooled stdin.
+ */
+function pruneFiles(dir: string, cutoffMs: number, dryRun: boolean, wanted: (name: string) => boolean): string[] {
   let names: string[];
   try {
-    names = readdirSync(resultsDir);
+    names = readdirSync(dir);
   } catch {
     return [];
   }
   const removed: string[] = [];
   for (const name of names) {
-    if (!name.endsWith('.csv')) continue;
-    const path = join(resultsDir, name);
+    if (!wanted(name)) continue;
+    const path = join(dir, name);
     try {
       const st = statSync(path);
       if (!st.isFile() || st.mtimeMs >= cutoffMs) continue;

@@ -10,12 +10,28 @@ export interface RowPlace {
   row: number;
   /** 1-based line in the source (omitted when unknown). */
   line?: number | undefined;
+  /** The source row's key, when its source names rows by a key column (a database query). */
+  ref?: string | undefined;
 }
 
 type Original = Record<string, string>;
 
-function base(place: RowPlace): Pick<RowResult, 'row' | 'line' | 'at'> {
-  return { row: place.row, ...(place.line !== undefined ? { line: place.line } : {}), at: new Date().toISOString() };
+function base(place: RowPlace): Pick<RowResult, 'row' | 'line' | 'ref' | 'at'> {
+  return {
+    row: place.row,
+    ...(place.line !== undefined ? { line: place.line } : {}),
+    ...(place.ref !== undefined ? { ref: place.ref } : {}),
+    at: new Date().toISOString(),
+  };
+}
+
+/** Where a row sits in its source (row, line, key), as results and queued rows carry it. */
+export function placeOf<L extends number | undefined>(r: {
+  row: number;
+  line: L;
+  ref?: string | undefined;
+}): { row: number; line: L; ref?: string } {
+  return { row: r.row, line: r.line, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
 }
 
 /** `sent`: the digest of the fields the row sent (src/reconcile/sent-digest.ts), kept for `verify`. */

@@ -18,6 +18,14 @@ const RunOptionsSchema = z.object({
   matchKey: z.string().optional(),
   inviteBatchSize: z.number().optional(),
   rowsPerJob: z.number().optional(),
+  query: z
+    .object({
+      urlEnv: z.string().optional(),
+      urlFile: z.string().optional(),
+      query: z.string(),
+      keyColumn: z.string().optional(),
+    })
+    .optional(),
   sourceSize: z.number().optional(),
   sourceMtimeMs: z.number().optional(),
 }) satisfies z.ZodType<RunOptions>;

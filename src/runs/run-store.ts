@@ -144,6 +144,8 @@ export interface IterateResultsOptions {
 export interface RequeuedRow {
   row: number;
   line?: number;
+  /** The source row's key (RowResult.ref). */
+  ref?: string;
   original: Record<string, string>;
 }
 
@@ -521,6 +523,7 @@ export class RunStore {
         const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');
         const entry: RequeuedRow = { row: result.row, original: result.original ?? {} };
         if (result.line !== undefined) entry.line = result.line;
+        if (result.ref !== undefined) entry.ref = result.ref;
         requeued.push(entry);
       }
     };

@@ -45,6 +45,11 @@ export interface RunOptions {
   inviteBatchSize?: number;
   /** Update rows per queue job, so a retry batches rows the same way. */
   rowsPerJob?: number;
+  /**
+   * A database run: where its rows came from (the URL's env variable or file, never the URL;
+   * the query; the key column naming each row). Absent for file runs.
+   */
+  query?: { urlEnv?: string; urlFile?: string; query: string; keyColumn?: string };
   /** Size and modification time of the source file when the run began: a resume refuses a changed file. */
   sourceSize?: number;
   sourceMtimeMs?: number;
@@ -96,6 +101,8 @@ export interface RowResult {
   row: number;
   /** 1-based line in the source file where the row starts (differs from row with quoted newlines). */
   line?: number;
+  /** The source row's key (a database run's key column value): shown where a file run shows the line. */
+  ref?: string;
   status: FinalRowStatus;
   recordId?: string;
   httpStatus?: number;

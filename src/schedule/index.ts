@@ -6,6 +6,9 @@ export {
   findDefinition,
   resolveSource,
   resolvePath,
+  openSyncSource,
+  sourceText,
+  PostgresSourceSchema,
   type SyncDefinition,
   type SyncDefinitionInput,
 } from './sync-definition.js';

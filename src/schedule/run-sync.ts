@@ -12,7 +12,7 @@ import { workspaceRequestBudget, type RunStop } from '../queue/index.js';
 import { writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
-import { resolvePath, resolveSource, type SyncDefinition } from './sync-definition.js';
+import { openSyncSource, resolvePath, sourceText, type SyncDefinition } from './sync-definition.js';
 import { blockedSkipReason, findPreviousRun, previousRunState } from './previous-run.js';
 import { SyncLock } from './sync-lock.js';
 
@@ -98,7 +98,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       if (state === 'running') return await skip(`previous run ${previous.id} still running`);
     }
 
-    const source = resolveSource(def);
+    const source = openSyncSource(def);
     const mapping = def.mapping !== undefined ? readMappingFile(resolvePath(def, def.mapping)) : undefined;
     client = options.client ?? createCrmClient(config, def.workspace, logger);
     const max = def.options.maxFailures;
@@ -156,7 +156,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       signal: stopProducer.signal,
       ...(max !== undefined ? { abortAfterUnmatched: max } : {}),
       onRun: (run) => {
-        log.info({ runId: run.id, source }, 'sync run started');
+        log.info({ runId: run.id, source: run.source }, 'sync run started');
         // Handled at once: a rejection here must not wait (unhandled) for reconcileImport to end.
         watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
           watchError = err;
@@ -197,7 +197,7 @@ async function recordSkip(def: SyncDefinition, runtime: Runtime, why: string): P
   const run = await runtime.store.createRun({
     workspace: def.workspace,
     operation: def.operation,
-    source: def.source,
+    source: sourceText(def),
     syncName: def.name,
     status: 'completed',
     options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },

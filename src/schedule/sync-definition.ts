@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
+import { openQuerySource, type PostgresSourceReader } from '../ingest/index.js';
 import { RECONCILE_OPERATIONS } from '../reconcile/index.js';
 
 /** Sync names become BullMQ scheduler ids and Redis key parts. */
@@ -22,6 +23,25 @@ function timezoneExists(tz: string): boolean {
   }
 }
 
+/**
+ * A database view or query as a sync's source. The connection string comes from an env
+ * variable or a file, as a workspace's API key does: the definition never holds it.
+ */
+export const PostgresSourceSchema = z
+  .strictObject({
+    /** Env variable holding the connection string (postgres://user:password@host:port/db). This or urlFile. */
+    urlEnv: z.string('must be text').min(1, 'must not be empty').optional(),
+    /** File holding the connection string (e.g. a Docker secret), relative to this definition's directory. This or urlEnv. */
+    urlFile: z.string('must be text').min(1, 'must not be empty').optional(),
+    /** The SELECT whose rows are synced; it runs read-only, read through a cursor. */
+    query: z.string('must be text').trim().min(1, 'must not be empty'),
+    /** Column whose value names each row in results, exports and retries (instead of a row number). Default none. */
+    keyColumn: z.string('must be text').min(1, 'must not be empty').optional(),
+  })
+  .refine((p) => (p.urlEnv === undefined) !== (p.urlFile === undefined), {
+    message: 'set exactly one of urlEnv (name of an env variable) or urlFile (path of a file)',
+  });
+
 export const SyncDefinitionSchema = z.strictObject({
   /** Unique among the definitions; the scheduler id and the `runs list --sync` filter. */
   name: z
@@ -31,8 +51,17 @@ export const SyncDefinitionSchema = z.strictObject({
   workspace: z.string('must be text').min(1, 'must not be empty'),
   /** deal.update, lead.update, contact.update, or deal.upsert (update by key, create what is missing). */
   operation: z.enum(RECONCILE_OPERATIONS, `must be one of ${RECONCILE_OPERATIONS.join(', ')}`),
-  /** File path or glob (`*`, `?` in the file name; the newest match wins), relative to this definition's directory. */
-  source: z.string('must be a file path or glob').min(1, 'must not be empty'),
+  /**
+   * File path or glob (`*`, `?` in the file name; the newest match wins), relative to this
+   * definition's directory; or `{ "postgres": { "urlEnv", "query", "keyColumn" } }`.
+   */
+  source: z.union(
+    [
+      z.string().min(1, 'must not be empty'),
+      z.strictObject({ postgres: PostgresSourceSchema }, 'must be a file path or glob, or { "postgres": { … } }'),
+    ],
+    'must be a file path or glob, or { "postgres": { "urlEnv": …, "query": … } }',
+  ),
   /** Mapping file, relative to this definition's directory. Default: columns named like the API fields. */
   mapping: z.string('must be a file path').min(1, 'must not be empty').optional(),
   /** Default: email (contacts, leads), unique_number (deal.update), name (deal.upsert). */
@@ -136,8 +165,34 @@ function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${body}$`);
 }
 
+/** A short text for the source: the file path or glob, or the query's label (never the URL). */
+export function sourceText(def: SyncDefinition): string {
+  if (typeof def.source === 'string') return def.source;
+  const { urlEnv, urlFile, query } = def.source.postgres;
+  return `postgres (${urlEnv !== undefined ? `$${urlEnv}` : (urlFile ?? '')}): ${query.replace(/\s+/g, ' ').trim()}`;
+}
+
+/**
+ * What a run of the sync reads: the newest file matching its source, or its query opened on
+ * the connection string read now from its env variable or file (SECRET_MISSING when it is not there).
+ */
+export function openSyncSource(
+  def: SyncDefinition,
+  env: NodeJS.ProcessEnv = process.env,
+): string | PostgresSourceReader {
+  if (typeof def.source === 'string') return resolveSource(def);
+  const { urlFile, ...rest } = def.source.postgres;
+  return openQuerySource(
+    { ...rest, ...(urlFile !== undefined ? { urlFile: resolvePath(def, urlFile) } : {}) },
+    `database URL of sync "${def.name}"`,
+    env,
+  );
+}
+
 /** The file a run reads: the source itself, or the newest file matching its glob. */
 export function resolveSource(def: SyncDefinition): string {
+  if (typeof def.source !== 'string')
+    throw new CrmSyncError('USAGE', `sync ${def.name} reads a database query, not a file`);
   const path = resolvePath(def, def.source);
   const name = basename(path);
   if (!/[*?]/.test(name)) return path;

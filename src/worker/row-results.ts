@@ -8,7 +8,7 @@ export function now(): string {
 
 /** A row's final failure: the CRM's status and message when it answered, else the error's. */
 export function failureResult(
-  base: { row: number; line: number },
+  base: { row: number; line: number; ref?: string | undefined },
   err: unknown,
   original: Record<string, string>,
 ): RowResult {

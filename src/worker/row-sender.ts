@@ -3,6 +3,7 @@ import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest, type DuplicateSafeCreate } from '../reconcile/index.js';
 import {
+  placeOf,
   succeeded,
   superseded,
   type OrderSettlement,
@@ -105,7 +106,7 @@ export class RowSender {
     seq: string,
     signal: AbortSignal | undefined,
   ): Promise<SendOutcome> {
-    const base = { row: r.row, line: r.line };
+    const base = placeOf(r);
     const opts = signal ? { signal } : {};
     const sent = sentDigest(RESOURCE[payload.op], payload.fields);
     // An applied write's lease ends with its result, in the same script call.

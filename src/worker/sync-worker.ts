@@ -35,6 +35,7 @@ import {
   LookupPassBoard,
   RowFence,
   cancelled,
+  placeOf,
   succeeded,
   type OrderSettlement,
   type RowResult,
@@ -477,7 +478,7 @@ export class SyncWorker {
           return { kind: 'wait', ms: this.#options.createSettleMs ?? 30_000 };
         }
         this.#count(job.name, null, 'failed', 1, data.runId);
-        return { kind: 'done', result: failureResult({ row: r.row, line: r.line }, verdict.err, r.original) };
+        return { kind: 'done', result: failureResult(placeOf(r), verdict.err, r.original) };
       }
     }
   }
@@ -565,7 +566,7 @@ export class SyncWorker {
       await this.#store(
         job,
         data.runId,
-        fenced(data.rows.map((r) => failureResult({ row: r.row, line: r.line }, verdict.err, r.original))),
+        fenced(data.rows.map((r) => failureResult(placeOf(r), verdict.err, r.original))),
       );
       return;
     }

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface CliResult {
   code: number | null;
@@ -9,19 +8,23 @@ export interface CliResult {
 
 /** A `crm-sync` child process still running: what it printed so far, and its exit. */
 export interface RunningCli {
-  child: ChildProcessByStdio<null, Readable, Readable>;
+  child: ChildProcess;
   readonly stdout: string;
   readonly stderr: string;
   exited: Promise<number | null>;
 }
 
-/** Starts `crm-sync` as a user would (a child process) and keeps what it prints. */
-export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
-  const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `crm-sync` as a user would (a child process) and keeps what it prints; `input` is piped to its stdin. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv, input?: string): RunningCli {
+  const child = spawn(process.execPath, ['bin/crm-sync.js', ...args], {
+    env,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  if (input !== undefined) child.stdin?.end(input);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,
@@ -36,8 +39,13 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
 }
 
 /** Runs `crm-sync` to its end, with a time limit. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
-  const cli = startCli(args, env);
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 60_000,
+  input?: string,
+): Promise<CliResult> {
+  const cli = startCli(args, env, input);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -65,9 +73,11 @@ export function harnessArgs(h: CliHarness, args: string[]): { args: string[]; en
 }
 
 /** A `cli(args)` for a test file whose harness `harness()` returns once started. */
-export function cliFor(harness: () => CliHarness): (args: string[], timeoutMs?: number) => Promise<CliResult> {
-  return (args, timeoutMs) => {
+export function cliFor(
+  harness: () => CliHarness,
+): (args: string[], more?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }) => Promise<CliResult> {
+  return (args, more = {}) => {
     const run = harnessArgs(harness(), args);
-    return runCli(run.args, run.env, timeoutMs);
+    return runCli(run.args, { ...run.env, ...more.env }, more.timeoutMs, more.input);
   };
 }
