@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect } from 'vitest';
 import type { RowResult, RunRecord } from '../../src/runs/index.js';
 import { resultsByRow, startHarness, type Harness, type HarnessOptions } from '../helpers/pipeline.js';
+import { startCli } from '../helpers/run-cli.js';
 
 /**
  * The chaos suite's common ground (README, "Chaos suite"). CI runs every scenario in a bounded
@@ -35,10 +36,8 @@ export function chaosFixture(): { children: ChildProcess[]; start(options: Harne
 
 /** A `crm-sync worker` child process, as an operator starts one (short job lock: kills are found fast). */
 export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {
-  const child = spawn(
-    process.execPath,
+  const { child } = startCli(
     [
-      'bin/crm-sync.js',
       '--config',
       h.configPath,
       '--log-level',
@@ -49,10 +48,9 @@ export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000)
       '--lock-ms',
       String(lockMs),
     ],
-    { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
+    h.env,
   );
   if (process.env.CHAOS_LOG_FILE) child.stderr?.pipe(createWriteStream(process.env.CHAOS_LOG_FILE, { flags: 'a' }));
-  else child.stderr?.resume();
   children.push(child);
   return child;
 }

@@ -1,10 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resumeProducer } from '../../src/queue/index.js';
 import { produceRun } from '../../src/queue/producer.js';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { harnessArgs, startCli } from '../helpers/run-cli.js';
+import { spawnWorker } from './chaos-check.js';
 
 let h: Harness | undefined;
 let redis: PrivateRedis | undefined;
@@ -17,28 +19,6 @@ afterEach(async () => {
   h = undefined;
   redis = undefined;
 });
-
-function spawnWorker(harness: Harness): ChildProcess {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/crm-sync.js',
-      '--config',
-      harness.configPath,
-      '--log-level',
-      'warn',
-      'worker',
-      '--concurrency',
-      '8',
-      '--lock-ms',
-      '2000',
-    ],
-    { env: harness.env, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  child.stderr?.resume();
-  children.push(child);
-  return child;
-}
 
 async function expectEveryRowOnce(harness: Harness, runId: string, total: number) {
   const results = await resultsByRow(harness, runId);
@@ -58,14 +38,14 @@ describe('crash recovery', () => {
         deals.map((d, i) => [d.id, `K ${i}`, i]),
       ),
     );
-    const first = spawnWorker(h);
+    const first = spawnWorker(h, children);
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 60);
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     const mid = await h.runtime.store.requireRun(run.id);
     expect(mid.counts.succeeded).toBeLessThan(300);
-    spawnWorker(h);
+    spawnWorker(h, children);
     const done = await h.waitForRun(run.id, 60_000);
     expect(done.counts).toMatchObject({ total: 300, succeeded: 300, failed: 0, queued: 0 });
     await expectEveryRowOnce(h, run.id, 300);
@@ -82,7 +62,7 @@ describe('crash recovery', () => {
         deals.map((d, i) => [d.id, `T ${i}`]),
       ),
     );
-    const first = spawnWorker(h);
+    const first = spawnWorker(h, children);
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 30);
     first.kill('SIGTERM');
@@ -94,7 +74,7 @@ describe('crash recovery', () => {
     // Every request it had sent was answered and recorded before it exited: none left active.
     expect(h.ws.stats.writes.dealUpdate).toBe(mid.counts.succeeded);
     expect(await h.runtime.queue('acme').getActiveCount()).toBe(0);
-    spawnWorker(h);
+    spawnWorker(h, children);
     const done = await h.waitForRun(run.id, 60_000);
     expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0 });
     await expectEveryRowOnce(h, run.id, 200);
@@ -112,26 +92,10 @@ describe('crash recovery', () => {
     );
     // No workers yet and a high-water mark of 20: after its first 500-row chunk the import
     // stops reading and waits for room, alive but mid-file.
-    const importer = spawn(
-      process.execPath,
-      [
-        'bin/crm-sync.js',
-        '--config',
-        h.configPath,
-        '--log-level',
-        'warn',
-        'import',
-        file,
-        '--op',
-        'deal.update',
-        '-w',
-        'acme',
-        '--high-water',
-        '20',
-      ],
-      { env: h.env, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    importer.stderr?.resume();
+    const importer = startCli(
+      harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--high-water', '20']).args,
+      h.env,
+    ).child;
     children.push(importer);
     let runId: string | undefined;
     for (let i = 0; i < 200 && !runId; i++) {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/index.js';
@@ -13,6 +12,7 @@ import { captureLogger } from '../helpers/log-capture.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
+import { harnessArgs, startCli } from '../helpers/run-cli.js';
 
 /*
  * Network partitions between a worker and Redis (a TCP proxy per link that blackholes, resets
@@ -350,28 +350,9 @@ describe('SIGTERM during a partition', () => {
     '(d) a busy worker whose Redis link is %s exits within its close timeout plus 5 s',
     async (state, cut) => {
       const env = { ...h.env, REDIS_URL: testRedisUrlVia(proxy.port) };
-      const child = spawn(
-        process.execPath,
-        [
-          'bin/crm-sync.js',
-          '--config',
-          h.configPath,
-          '--log-level',
-          'warn',
-          'worker',
-          '--close-timeout-ms',
-          '2000',
-          '--lock-ms',
-          String(LOCK_MS),
-        ],
-        {
-          env,
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
-      );
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const { args } = harnessArgs(h, ['worker', '--close-timeout-ms', '2000', '--lock-ms', String(LOCK_MS)]);
+      const cli = startCli(args, env);
+      const { child, exited } = cli;
       try {
         const deals = [...h.ws.deals.values()];
         const run = await h.importFile(
@@ -399,7 +380,7 @@ describe('SIGTERM during a partition', () => {
       } finally {
         if (child.exitCode === null) child.kill('SIGKILL');
         proxy.heal('reset');
-        if (stderr.includes('Error')) console.log(stderr.slice(-2000));
+        if (cli.stderr.includes('Error')) console.log(cli.stderr.slice(-2000));
       }
     },
     60_000,
