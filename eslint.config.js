@@ -26,7 +26,7 @@ export default defineConfig(
     languageOptions: {
       globals: globals.node,
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.js', 'scripts/*.js'] },
+        projectService: { allowDefaultProject: ['*.js', 'bin/*.js', 'scripts/*.js', 'test/helpers/*.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
