@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { list } from './options.js';
 
-const actions = () => import('./check-actions.js');
+const actions = () => import('./check-action.js');
 
 export function registerCheckCommand(program: Command): void {
   program

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { port, TOKEN_ENV, trustProxy, type DashboardCommandOptions } from './dashboard-arguments.js';
 import { list } from './options.js';
 
-const actions = () => import('./dashboard-actions.js');
+const actions = () => import('./dashboard-action.js');
 
 export function registerDashboardCommand(program: Command): void {
   program

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 
-const actions = () => import('./demo-actions.js');
+const actions = () => import('./demo-action.js');
 
 export function registerDemoCommand(program: Command): void {
   program

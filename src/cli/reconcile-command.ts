@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
 import { RECONCILE_OPERATIONS } from '../reconcile/resource-fields.js';
-import type { ReconcileOptions } from './reconcile-actions.js';
+import type { ReconcileOptions } from './reconcile-action.js';
 import { positiveInt, sourceFileOptions } from './options.js';
 
-const actions = () => import('./reconcile-actions.js');
+const actions = () => import('./reconcile-action.js');
 
 export function registerReconcileCommand(program: Command): void {
   program

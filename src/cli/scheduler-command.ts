@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { positiveInt } from './options.js';
 
-const actions = () => import('./scheduler-actions.js');
+const actions = () => import('./scheduler-action.js');
 
 export function registerSchedulerCommand(program: Command): void {
   program

@@ -9,7 +9,7 @@ import {
   type WorkspaceSpec,
 } from './sim-arguments.js';
 
-const actions = () => import('./sim-actions.js');
+const actions = () => import('./sim-action.js');
 
 export function registerSimCommand(program: Command): void {
   program

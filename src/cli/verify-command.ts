@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { positiveInt } from './options.js';
 
-const actions = () => import('./verify-actions.js');
+const actions = () => import('./verify-action.js');
 
 export function registerVerifyCommand(program: Command): void {
   program
