@@ -1,3 +1,5 @@
+// What `crm-sync demo` does, loaded by demo-command.ts only when the command runs (its options and
+// help are declared there).
 import type { Command } from 'commander';
 import { runDemo } from '../demo/index.js';
 import { createLogger } from '../log/index.js';

@@ -1,3 +1,4 @@
+// What `crm-sync runs list` does: apart from the other runs actions because it needs only the run store.
 import type { Command } from 'commander';
 import type { RunRecord, RunStatus } from '../runs/run-types.js';
 import { withStore } from './context.js';

@@ -1,3 +1,5 @@
+// What `crm-sync sim` does, loaded by sim-command.ts only when the command runs (its options and
+// help are declared there).
 import type { Command } from 'commander';
 import { createLogger } from '../log/index.js';
 import { CrmSyncError } from '../errors/index.js';
