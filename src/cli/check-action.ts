@@ -1,5 +1,5 @@
-// What `crm-sync check` does, loaded by check-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync check` does, loaded by check-command.ts only when the command runs (its options
+// and help are declared there).
 import type { Command } from 'commander';
 import { preflight } from '../runtime/index.js';
 import { cliContext } from './context.js';

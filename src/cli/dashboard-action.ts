@@ -1,5 +1,5 @@
-// What `crm-sync dashboard` does, loaded by dashboard-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync dashboard` does, loaded by dashboard-command.ts only when the command runs (its
+// options and help are declared there).
 import { isIP } from 'node:net';
 import type { Command } from 'commander';
 import { readSecret, type Secret } from '../config/index.js';

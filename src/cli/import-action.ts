@@ -1,5 +1,5 @@
-// What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
+// and help are declared there).
 import type { Command } from 'commander';
 import type { Operation } from '../crm/operation-names.js';
 import {

@@ -1,5 +1,5 @@
-// What `crm-sync reconcile` does, loaded by reconcile-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync reconcile` does, loaded by reconcile-command.ts only when the command runs (its
+// options and help are declared there).
 import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';

@@ -1,5 +1,5 @@
-// What `crm-sync runs show|export|retry|prune|delete|cancel|resume` does, loaded by runs-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync runs show|export|retry|prune|delete|cancel|resume` does, loaded by runs-command.ts
+// only when the command runs (its options and help are declared there).
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';

@@ -1,5 +1,5 @@
-// What `crm-sync schedule list|sync|remove|run` does, loaded by schedule-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync schedule list|sync|remove|run` does, loaded by schedule-command.ts only when the
+// command runs (its options and help are declared there).
 import type { Command } from 'commander';
 import type { Runtime } from '../runtime/index.js';
 import {

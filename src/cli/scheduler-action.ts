@@ -1,5 +1,5 @@
-// What `crm-sync scheduler` does, loaded by scheduler-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync scheduler` does, loaded by scheduler-command.ts only when the command runs (its
+// options and help are declared there).
 import type { Command } from 'commander';
 import { startSyncScheduler } from '../schedule/index.js';
 import { cliContext } from './context.js';

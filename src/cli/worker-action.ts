@@ -1,5 +1,5 @@
-// What `crm-sync worker` does, loaded by worker-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync worker` does, loaded by worker-command.ts only when the command runs (its options
+// and help are declared there).
 import type { Command } from 'commander';
 import { startSyncScheduler } from '../schedule/index.js';
 import { startWorkerPool } from '../worker/index.js';

@@ -1,5 +1,5 @@
-// What `crm-sync workspace pause|resume|status` does, loaded by workspace-command.ts only when the command runs (its options and
-// help are declared there).
+// What `crm-sync workspace pause|resume|status` does, loaded by workspace-command.ts only when the
+// command runs (its options and help are declared there).
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
 import { pauseWorkspace, unpauseWorkspace, workspaceStatus, type WorkspaceStatus } from '../queue/index.js';
