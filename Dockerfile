@@ -5,8 +5,10 @@
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# --ignore-scripts: `prepare` builds, and the sources are not here yet (npm run build below).
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build
 
@@ -15,9 +17,10 @@ FROM node:24-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# --ignore-scripts: no `prepare` build here (no sources, no compiler); dist/ comes from the build stage.
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# bin/crm-sync.js runs dist/cli.js when src/ is absent, as it is here.
+# bin/crm-sync.js runs dist/cli.js when src/ is absent, as it is here (so scripts/ is not needed).
 COPY bin ./bin
 # Sync definitions (mount your own over /app/jobs) and the demo's sample files.
 COPY jobs ./jobs

@@ -16,6 +16,8 @@ export default defineConfig(
       'bench/out/',
       '.crm-sync/',
       'crm-sync-results/',
+      '.dist-build-*/',
+      '.dist-old-*/',
     ],
   },
   js.configs.recommended,
@@ -24,7 +26,7 @@ export default defineConfig(
     languageOptions: {
       globals: globals.node,
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.js'] },
+        projectService: { allowDefaultProject: ['*.js', 'bin/*.js', 'scripts/*.js', 'test/helpers/*.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

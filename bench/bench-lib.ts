@@ -21,7 +21,7 @@ export const ROOT = new URL('..', import.meta.url).pathname;
  * TypeScript through tsx, whose compiler would add ~50 MB to every process measured.
  */
 export const CLI: string = (() => {
-  const built = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  const built = spawnSync(process.execPath, ['scripts/build.js'], { cwd: ROOT, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('npm run build failed');
   return 'dist/cli.js';
 })();

@@ -3,7 +3,6 @@ import { buildProgram } from './cli/program.js';
 import { registrationsFor } from './cli/commands.js';
 import { EXIT } from './cli/exit-codes.js';
 import { USER_ERROR_CODES, errorMessage, isCrmSyncError } from './errors/index.js';
-import { startTelemetry } from './telemetry/index.js';
 
 /** ioredis's words for a command that got no answer (commandTimeout, or a connection that closed). */
 const REDIS_SILENT = /^(Command timed out|Connection is closed\.|Stream isn't writeable)/;
@@ -45,11 +44,16 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 });
 
 // Tracing starts before any queue, worker or client exists (they pick it up when built) and is
-// off unless OTEL_* variables ask for it; its shutdown sends the spans still buffered.
-const telemetry = await startTelemetry().catch((err: unknown) => {
-  process.stderr.write(`crm-sync: ${errorMessage(err)} [CONFIG_INVALID]\n`);
-  return process.exit(EXIT.USAGE);
-});
+// off unless OTEL_* variables ask for it (telemetrySettingsFromEnv decides which do); its shutdown
+// sends the spans still buffered. Without any OTEL_* variable the module is not even loaded.
+const telemetry = Object.keys(process.env).some((name) => name.startsWith('OTEL_'))
+  ? await import('./telemetry/index.js')
+      .then(({ startTelemetry }) => startTelemetry())
+      .catch((err: unknown) => {
+        process.stderr.write(`crm-sync: ${errorMessage(err)} [CONFIG_INVALID]\n`);
+        return process.exit(EXIT.USAGE);
+      })
+  : { shutdown: async () => undefined };
 process.exitCode = await main(process.argv);
 await telemetry.shutdown();
 // Every command has finished its work when main returns (long-running ones return at shutdown).

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { preflight } from '../runtime/index.js';
-import { cliContext } from './context.js';
-import { EXIT } from './exit-codes.js';
 import { list } from './options.js';
+
+const actions = () => import('./check-action.js');
 
 export function registerCheckCommand(program: Command): void {
   program
@@ -18,16 +17,7 @@ export function registerCheckCommand(program: Command): void {
       'after',
       '\nExit code 0 when nothing failed (warnings included), 2 when the config, a key or a baseUrl is wrong, 4 when Redis cannot be reached.',
     )
-    .action(async (opts: { workspace?: string[]; json?: boolean }, command: Command) => {
-      const { config, logger } = cliContext(command);
-      const lines = await preflight({ config, logger, ...(opts.workspace ? { workspaces: opts.workspace } : {}) });
-      if (opts.json) process.stdout.write(`${JSON.stringify(lines, null, 2)}\n`);
-      else process.stdout.write(`${lines.map((l) => `${l.level.padEnd(4)}  ${l.subject}: ${l.message}`).join('\n')}\n`);
-      const failed = lines.filter((l) => l.level === 'fail');
-      process.exitCode = failed.some((l) => l.subject === 'redis')
-        ? EXIT.INTERNAL
-        : failed.length > 0
-          ? EXIT.USAGE
-          : EXIT.OK;
-    });
+    .action(async (opts: { workspace?: string[]; json?: boolean }, command: Command) =>
+      (await actions()).runCheck(opts, command),
+    );
 }

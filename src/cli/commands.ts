@@ -8,7 +8,12 @@ export interface CommandEntry {
   load: () => Promise<Register>;
 }
 
-/** Every CLI command, in the order `--help` lists them. */
+/**
+ * Every CLI command, in the order `--help` lists them. A `<name>-command.ts` only declares (options,
+ * help text) and imports commander and light modules; its action loads `<name>-action(s).ts`,
+ * where BullMQ, the CRM client, fastify and the rest are, when the command runs. So help is fast,
+ * and root `--help`, which loads every declaration, too.
+ */
 export const COMMANDS: readonly CommandEntry[] = [
   { name: 'import', load: async () => (await import('./import-command.js')).registerImportCommand },
   { name: 'worker', load: async () => (await import('./worker-command.js')).registerWorkerCommand },

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../log/index.js';
-import { openRuntime, type Runtime } from '../runtime/index.js';
+import type { Runtime } from '../runtime/index.js';
+import { openStore, type OpenStore } from '../runtime/open-store.js';
 
 /** Options every command accepts (declared once on the root program). */
 export interface GlobalOptions {
@@ -26,14 +27,31 @@ export interface RuntimeScope extends CliContext {
   runtime: Runtime;
 }
 
-/** Runs `fn` with a connected runtime for the command, closed afterwards whatever happens. */
+/**
+ * Runs `fn` with a connected runtime for the command, closed afterwards whatever happens. The
+ * runtime (queues, so BullMQ) is loaded here, when a command runs: not for its help.
+ */
 export async function withRuntime<T>(command: Command, fn: (scope: RuntimeScope) => Promise<T>): Promise<T> {
   const { config, logger } = cliContext(command);
+  const { openRuntime } = await import('../runtime/index.js');
   const runtime = await openRuntime(config, logger);
   try {
     return await fn({ config, logger, runtime });
   } finally {
     await runtime.close();
+  }
+}
+
+export interface StoreScope extends CliContext, OpenStore {}
+
+/** Like withRuntime for commands that only read or write runs: the run store without queues. */
+export async function withStore<T>(command: Command, fn: (scope: StoreScope) => Promise<T>): Promise<T> {
+  const { config, logger } = cliContext(command);
+  const opened = await openStore(config);
+  try {
+    return await fn({ config, logger, ...opened });
+  } finally {
+    opened.redis.disconnect();
   }
 }
 

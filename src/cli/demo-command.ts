@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { runDemo } from '../demo/index.js';
-import { createLogger } from '../log/index.js';
-import type { GlobalOptions } from './context.js';
+
+const actions = () => import('./demo-action.js');
 
 export function registerDemoCommand(program: Command): void {
   program
@@ -12,9 +11,5 @@ export function registerDemoCommand(program: Command): void {
         'Some rows fail on purpose; their CSVs are written to ./crm-sync-results.',
     )
     .option('--results-dir <dir>', 'where failed-row CSVs go', 'crm-sync-results')
-    .action(async (opts: { resultsDir: string }, command: Command) => {
-      const globals = command.optsWithGlobals<GlobalOptions>();
-      const logger = createLogger({ level: globals.logLevel ?? 'warn' });
-      await runDemo({ logger, resultsDir: opts.resultsDir });
-    });
+    .action(async (opts: { resultsDir: string }, command: Command) => (await actions()).runDemoCommand(opts, command));
 }

@@ -32,6 +32,9 @@ export function rowList(value: string): number[] {
   return rows;
 }
 
+/** Where `import --from-postgres` reads the connection string when neither --db-url-env nor --db-url-file is given. */
+export const DEFAULT_DB_URL_ENV = 'DATABASE_URL';
+
 /**
  * How a source file is read: the same options, words and defaults on every command that reads
  * one (a factory each: commander options belong to one command).

@@ -1,34 +1,9 @@
 import type { Command } from 'commander';
-import type { Runtime } from '../runtime/index.js';
-import {
-  findDefinition,
-  listSchedules,
-  loadDefinitions,
-  openSyncQueue,
-  removeSchedule,
-  runSync,
-  syncSchedules,
-  type SyncQueue,
-} from '../schedule/index.js';
-import { withRuntime, withWorkers } from './context.js';
-import { EXIT } from './exit-codes.js';
 import { positiveInt } from './options.js';
-import { exitCodeFor } from './run-progress.js';
 
-interface JobsOption {
-  jobsDir: string;
-}
+import type { JobsOption } from './schedule-actions.js';
 
-async function withQueue<T>(command: Command, fn: (queue: SyncQueue, runtime: Runtime) => Promise<T>): Promise<T> {
-  return withRuntime(command, async ({ runtime, config }) => {
-    const queue = openSyncQueue(runtime.redis, config.prefix);
-    try {
-      return await fn(queue, runtime);
-    } finally {
-      await queue.close();
-    }
-  });
-}
+const actions = () => import('./schedule-actions.js');
 
 export function registerScheduleCommand(program: Command): void {
   const schedule = program
@@ -44,51 +19,22 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
   const jobsDir = (cmd: Command) => cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs');
 
   jobsDir(schedule.command('list').description('definitions and installed schedules with their next tick')).action(
-    async (opts: JobsOption, command: Command) => {
-      await withQueue(command, async (queue) => {
-        const defs = loadDefinitions(opts.jobsDir);
-        const installed = new Map((await listSchedules(queue)).map((s) => [s.name, s]));
-        for (const d of defs) {
-          const s = installed.get(d.name);
-          installed.delete(d.name);
-          const state = s ? `installed, next ${s.next ?? '?'}` : 'not installed (run "crm-sync schedule sync")';
-          process.stdout.write(
-            `${d.name}  ${d.operation} -> ${d.workspace}  "${d.schedule.cron}" ${d.schedule.timezone}  ${state}\n`,
-          );
-        }
-        for (const s of installed.values())
-          process.stdout.write(
-            `${s.name}  installed, but no definition in ${opts.jobsDir} (removed by "schedule sync")\n`,
-          );
-        if (defs.length === 0 && installed.size === 0) process.stdout.write(`no sync definitions in ${opts.jobsDir}\n`);
-      });
-    },
+    async (opts: JobsOption, command: Command) => (await actions()).listSyncSchedules(opts, command),
   );
 
   jobsDir(
     schedule
       .command('sync')
       .description('install or update every definition; remove schedules whose definition is gone'),
-  ).action(async (opts: JobsOption, command: Command) => {
-    await withQueue(command, async (queue) => {
-      // Load (and so validate) everything first: one bad file changes nothing.
-      const defs = loadDefinitions(opts.jobsDir);
-      const { installed, removed } = await syncSchedules(queue, defs);
-      process.stdout.write(`installed: ${installed.join(', ') || '-'}\nremoved: ${removed.join(', ') || '-'}\n`);
-    });
-  });
+  ).action(async (opts: JobsOption, command: Command) => (await actions()).syncInstalledSchedules(opts, command));
 
   schedule
     .command('remove')
     .argument('<name>', 'sync name')
     .description('remove an installed schedule (the definition file stays)')
-    .action(async (name: string, _opts: unknown, command: Command) => {
-      await withQueue(command, async (queue) => {
-        const removed = await removeSchedule(queue, name);
-        process.stdout.write(removed ? `removed ${name}\n` : `no schedule named ${name}\n`);
-        process.exitCode = removed ? EXIT.OK : EXIT.USAGE;
-      });
-    });
+    .action(async (name: string, _opts: unknown, command: Command) =>
+      (await actions()).removeSyncSchedule(name, _opts, command),
+    );
 
   jobsDir(
     schedule
@@ -103,28 +49,6 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
       name: string,
       opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean },
       command: Command,
-    ) => {
-      const def = findDefinition(opts.jobsDir, name);
-      await withRuntime(command, async (scope) => {
-        const { runtime } = scope;
-        await withWorkers(
-          scope,
-          { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency ?? 8 },
-          async () => {
-            // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
-            const summary = await runSync(def, { runtime, returnWhenBlocked: true });
-            const c = summary.counts;
-            process.stdout.write(
-              opts.json
-                ? `${JSON.stringify(summary, null, 2)}\n`
-                : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
-                    `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
-                    `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
-            );
-            process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
-          },
-        );
-      });
-    },
+    ) => (await actions()).runSyncNow(name, opts, command),
   );
 }

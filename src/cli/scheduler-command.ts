@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { startSyncScheduler } from '../schedule/index.js';
-import { cliContext } from './context.js';
 import { positiveInt } from './options.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+
+const actions = () => import('./scheduler-action.js');
 
 export function registerSchedulerCommand(program: Command): void {
   program
@@ -19,24 +18,7 @@ export function registerSchedulerCommand(program: Command): void {
       positiveInt,
       30_000,
     )
-    .action(async (opts: { jobsDir: string; concurrency?: number; closeTimeout?: number }, command: Command) => {
-      const { config, logger } = cliContext(command);
-      const scheduler = await startSyncScheduler({
-        config,
-        logger,
-        jobsDir: opts.jobsDir,
-        concurrency: opts.concurrency ?? 4,
-        closeTimeoutMs: opts.closeTimeout ?? 30_000,
-      });
-      await new Promise<void>((resolve) => {
-        onShutdown(
-          async () => {
-            await scheduler.close();
-            logger.info('scheduler stopped');
-            resolve();
-          },
-          { forceAfterMs: (opts.closeTimeout ?? 30_000) + SHUTDOWN_GRACE_MS },
-        );
-      });
-    });
+    .action(async (opts: { jobsDir: string; concurrency?: number; closeTimeout?: number }, command: Command) =>
+      (await actions()).runScheduler(opts, command),
+    );
 }

@@ -1,18 +1,6 @@
 import type { Command } from 'commander';
-import { startSyncScheduler } from '../schedule/index.js';
-import { startWorkerPool } from '../worker/index.js';
-import { cliContext } from './context.js';
 import { list, positiveInt } from './options.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
-
-interface WorkerOptions {
-  workspace?: string[];
-  concurrency?: number;
-  lockMs?: number;
-  closeTimeoutMs?: number;
-  withScheduler?: boolean;
-  jobsDir?: string;
-}
+import type { WorkerOptions } from './worker-action.js';
 
 export function registerWorkerCommand(program: Command): void {
   program
@@ -28,30 +16,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--with-scheduler', 'also turn ticks of the installed sync schedules into runs (see "crm-sync scheduler")')
     .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', 'jobs')
     .addHelpText('after', '\nScale out by starting more worker processes (or containers); they share the limit.')
-    .action(async (opts: WorkerOptions, command: Command) => {
-      const { config, logger } = cliContext(command);
-      const pool = await startWorkerPool({
-        config,
-        logger,
-        ...(opts.workspace ? { workspaces: opts.workspace } : {}),
-        concurrency: opts.concurrency ?? 8,
-        lockDurationMs: opts.lockMs ?? 30_000,
-        closeTimeoutMs: opts.closeTimeoutMs ?? 30_000,
-      });
-      const scheduler = opts.withScheduler
-        ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir ?? 'jobs' })
-        : null;
-      await new Promise<void>((resolve) => {
-        onShutdown(
-          async () => {
-            await scheduler?.close();
-            await pool.close();
-            logger.info('worker stopped');
-            resolve();
-          },
-          // Scheduler and pool close one after the other, each within its close timeout.
-          { forceAfterMs: (scheduler ? 2 : 1) * (opts.closeTimeoutMs ?? 30_000) + SHUTDOWN_GRACE_MS },
-        );
-      });
-    });
+    .action(async (opts: WorkerOptions, command: Command) =>
+      (await import('./worker-action.js')).runWorker(opts, command),
+    );
 }

@@ -8,14 +8,11 @@ import {
   RecordIdSchema,
 } from './request-bodies.js';
 import { EmailSchema } from './email-address.js';
+import { OPERATIONS, type Operation } from './operation-names.js';
 
-/**
- * The operations crm-sync performs. An operation name is also the BullMQ job name.
- * A payload is everything a worker needs to make the call: never the API key.
- */
-export const OPERATIONS = ['deal.update', 'deal.create', 'lead.update', 'contact.update', 'team.invite'] as const;
+export { OPERATIONS, type Operation };
+/** A payload is everything a worker needs to make the call: never the API key. */
 export const OperationSchema = z.enum(OPERATIONS);
-export type Operation = z.infer<typeof OperationSchema>;
 
 /** Resource each operation writes (the list endpoint that reconcile pages). */
 export const OPERATION_RESOURCE = {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 import type pinoPretty from 'pino-pretty';
-import { traceLogFields } from '../telemetry/index.js';
+import { traceLogFields } from '../telemetry/log-fields.js';
 
 export type { Logger };
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OperationSchema } from '../crm/index.js';
+import { OperationSchema } from '../crm/operations.js';
 import type { RunOptions, RunRecord } from './run-types.js';
 import { RUN_STATUSES } from './run-keys.js';
 

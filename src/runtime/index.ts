@@ -1,15 +1,9 @@
 import type { Redis } from 'ioredis';
 import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import {
-  connectRedis,
-  openWorkspaceQueue,
-  refuseEvictingRedis,
-  refuseRedisCluster,
-  type RedisRole,
-  type WorkspaceQueue,
-} from '../queue/index.js';
-import { RunStore } from '../runs/index.js';
+import { openWorkspaceQueue, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import type { RunStore } from '../runs/index.js';
+import { openStore } from './open-store.js';
 
 /** The connected parts a command or process needs, built once from the config. */
 export interface Runtime {
@@ -23,15 +17,7 @@ export interface Runtime {
 }
 
 export async function openRuntime(config: Config, logger: Logger, role: RedisRole = 'client'): Promise<Runtime> {
-  const redis = await connectRedis(config.redisUrl, { role, name: `crm-sync-${role}` });
-  try {
-    await refuseRedisCluster(redis);
-    await refuseEvictingRedis(redis);
-  } catch (err) {
-    redis.disconnect();
-    throw err;
-  }
-  const store = new RunStore({ redis, prefix: config.prefix });
+  const { redis, store } = await openStore(config, role);
   const queues = new Map<string, WorkspaceQueue>();
   return {
     config,
@@ -69,6 +55,7 @@ export {
   type PrivateRedis,
   type PrivateRedisOptions,
 } from './local-redis.js';
+export { openStore, type OpenStore } from './open-store.js';
 export { deleteKeysWithPrefix } from './delete-prefix.js';
 export { createCrmClient } from './crm-client-factory.js';
 export { preflight, checkKey, type CheckLine, type KeyCheck, type PreflightOptions } from './preflight.js';

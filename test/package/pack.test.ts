@@ -41,7 +41,7 @@ afterAll(async () => {
 
 describe('the npm package', () => {
   it(
-    'packs (prepack builds), installs into a new project, and its README example, types, schema and CLI work',
+    'packs (prepare builds), installs into a new project, and its README example, types, schema and CLI work',
     { timeout: 480_000 },
     async () => {
       const packed = await sh('npm', ['pack', '--json', '--pack-destination', dir], root);

@@ -1,0 +1,35 @@
+// `npm run build` (and `prepare`, so `npm ci` builds): compile src/ with tsconfig.build.json into
+// a fresh directory, stamp it with the hash of the sources it was compiled from, then swap it in
+// for dist/. A failed compile leaves the previous dist/ (and its stamp) as they were, and a
+// process starting meanwhile sees either the old dist/ or the new one, never half of one.
+// Plain node (no tsx): it runs before anything else is built.
+import { spawnSync } from 'node:child_process';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { STAMP_FILE, sourceStamp } from './source-stamp.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dist = join(root, 'dist');
+const fresh = join(root, `.dist-build-${process.pid}`);
+const old = join(root, `.dist-old-${process.pid}`);
+
+// Hashed before compiling: a source edited during the compile makes the stamp stale (the bin
+// then runs the sources), never a stamp that claims sources the build did not see.
+const stamp = sourceStamp(root);
+const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
+rmSync(fresh, { recursive: true, force: true });
+const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', fresh], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (compiled.status !== 0) {
+  rmSync(fresh, { recursive: true, force: true });
+  console.error(`build: tsc failed (exit ${compiled.status ?? compiled.signal}); dist/ left as it was`);
+  process.exit(1);
+}
+writeFileSync(join(fresh, STAMP_FILE.slice('dist/'.length)), `${stamp}\n`);
+if (existsSync(dist)) renameSync(dist, old);
+renameSync(fresh, dist);
+rmSync(old, { recursive: true, force: true });

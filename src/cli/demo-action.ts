@@ -1,0 +1,12 @@
+// What `crm-sync demo` does, loaded by demo-command.ts only when the command runs (its options and
+// help are declared there).
+import type { Command } from 'commander';
+import { runDemo } from '../demo/index.js';
+import { createLogger } from '../log/index.js';
+import type { GlobalOptions } from './context.js';
+
+export async function runDemoCommand(opts: { resultsDir: string }, command: Command): Promise<void> {
+  const globals = command.optsWithGlobals<GlobalOptions>();
+  const logger = createLogger({ level: globals.logLevel ?? 'warn' });
+  await runDemo({ logger, resultsDir: opts.resultsDir });
+}

@@ -1,0 +1,225 @@
+// What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
+// and help are declared there).
+import type { Command } from 'commander';
+import type { Operation } from '../crm/operation-names.js';
+import {
+  openQuerySource,
+  readMappingFile,
+  spoolStdin,
+  type PostgresSourceReader,
+  type SourceFormat,
+} from '../ingest/index.js';
+import { importFile, workspaceRequestBudget } from '../queue/index.js';
+import type { RunRecord } from '../runs/index.js';
+import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { createCrmClient, openRuntime } from '../runtime/index.js';
+import { startWorkerPool, type WorkerPool } from '../worker/index.js';
+import { getWorkspace } from '../config/index.js';
+import { cliContext } from './context.js';
+import { DEFAULT_DB_URL_ENV } from './options.js';
+import { QueuePresenceWatch } from './queue-presence.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { firstProblems, sourceNotes } from './source-notes.js';
+
+export interface ImportOptions {
+  op: Operation;
+  workspace: string;
+  mapping?: string;
+  format?: SourceFormat;
+  delimiter?: string;
+  ignoreUnknownColumns?: boolean;
+  dryRun?: boolean;
+  wait?: boolean;
+  work?: boolean;
+  concurrency?: number;
+  batchSize?: number;
+  highWater?: number;
+  json?: boolean;
+  reconcile?: boolean;
+  match?: string;
+  keyColumn?: string;
+  upsert?: boolean;
+  fromPostgres?: boolean;
+  query?: string;
+  dbUrlEnv?: string;
+  dbUrlFile?: string;
+  rowKey?: string;
+}
+
+/**
+ * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
+ * not fit together are USAGE errors; the URL is read from its env variable or file here.
+ */
+async function openImportSource(
+  file: string | undefined,
+  opts: ImportOptions,
+  resultsDir: string,
+): Promise<string | PostgresSourceReader> {
+  const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;
+  if (!opts.fromPostgres) {
+    const stray = dbOptions.find((o) => opts[o] !== undefined);
+    if (stray) throw new CrmSyncError('USAGE', `--${kebab(stray)} reads a database: add --from-postgres`);
+    if (file === undefined)
+      throw new CrmSyncError(
+        'USAGE',
+        'name the file to import, "-" for stdin, or read a database with --from-postgres',
+      );
+    if (file !== '-') return file;
+    const format = opts.format ?? 'ndjson';
+    const path = await spoolStdin(process.stdin, resultsDir, format);
+    process.stderr.write(`stdin (${format}) kept as ${path}: the run reads it from there\n`);
+    return path;
+  }
+  if (file !== undefined)
+    throw new CrmSyncError('USAGE', `--from-postgres reads rows from --query, not from ${JSON.stringify(file)}`);
+  if (opts.query === undefined) throw new CrmSyncError('USAGE', '--from-postgres needs --query <sql>');
+  if (opts.format !== undefined || opts.delimiter !== undefined)
+    throw new CrmSyncError('USAGE', '--format and --delimiter are for files, not --from-postgres');
+  if (opts.dbUrlEnv !== undefined && opts.dbUrlFile !== undefined)
+    throw new CrmSyncError('USAGE', 'give --db-url-env or --db-url-file, not both');
+  return openQuerySource(
+    {
+      ...(opts.dbUrlFile !== undefined ? { urlFile: opts.dbUrlFile } : { urlEnv: opts.dbUrlEnv ?? DEFAULT_DB_URL_ENV }),
+      query: opts.query,
+      ...(opts.rowKey !== undefined ? { keyColumn: opts.rowKey } : {}),
+    },
+    'database URL',
+  );
+}
+
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** `import`: what the command does, loaded when it runs (see import-command.ts for its options). */
+export async function runImport(file: string | undefined, opts: ImportOptions, command: Command): Promise<void> {
+  const { config, logger } = cliContext(command);
+  getWorkspace(config, opts.workspace);
+  const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
+  const source = await openImportSource(file, opts, config.resultsDir);
+  const runtime = await openRuntime(config, logger);
+  let pool: WorkerPool | null = null;
+  try {
+    if (opts.work && !opts.dryRun)
+      pool = await startWorkerPool({
+        config,
+        logger,
+        workspaces: [opts.workspace],
+        concurrency: opts.concurrency ?? 8,
+      });
+  } catch (err) {
+    // A worker that cannot start (SECRET_MISSING, a refused key) must not leave this
+    // command waiting on its open Redis connection.
+    await runtime.close();
+    throw err;
+  }
+  // While the file is still being read, an interrupted import would leave a run that stays
+  // "running" forever (its unread rows never get a result): mark it failed, with the reason.
+  let producing: { runId: string } | null = null;
+  const removeHandlers = onShutdown(
+    async (signal) => {
+      if (producing) {
+        await runtime.store
+          .setStatus(
+            producing.runId,
+            'failed',
+            `interrupted (${signal}) while reading the ${typeof source === 'string' ? 'file' : 'query'}; rows not read were not sent: import it again`,
+          )
+          .catch(() => undefined);
+      }
+      await pool?.close();
+      await runtime.close();
+      process.exit(130);
+      // The status write is best effort: Redis may not answer at all (a partition).
+    },
+    { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS },
+  );
+  const started = (r: RunRecord, how: string) => {
+    producing = { runId: r.id };
+    logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
+  };
+  const noteSource = (...checked: Parameters<typeof sourceNotes>) => {
+    for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
+  };
+  try {
+    const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
+    const op = opts.upsert ? 'deal.upsert' : opts.op;
+    if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
+      throw new CrmSyncError(
+        'USAGE',
+        `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`,
+      );
+    }
+    const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
+    const { run } =
+      client && isReconcileOperation(op)
+        ? await reconcileImport({
+            file: source,
+            op,
+            workspace: opts.workspace,
+            client,
+            budget: workspaceRequestBudget(runtime.redis, config, opts.workspace),
+            queue: runtime.queue(opts.workspace),
+            store: runtime.store,
+            ...(opts.match ? { matchKey: opts.match } : {}),
+            ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
+            ...(mapping ? { mapping } : {}),
+            ...(opts.format ? { format: opts.format } : {}),
+            ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+            ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+            onChecked: noteSource,
+            dryRun: Boolean(opts.dryRun),
+            highWaterMark: opts.highWater ?? 10_000,
+            rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
+            logger,
+            onRun: (r) => started(r, ' (reconciled)'),
+          }).finally(() => client.close())
+        : await importFile({
+            file: source,
+            op: opts.op,
+            workspace: opts.workspace,
+            queue: runtime.queue(opts.workspace),
+            store: runtime.store,
+            ...(mapping ? { mapping } : {}),
+            ...(opts.format ? { format: opts.format } : {}),
+            ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+            ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+            onChecked: noteSource,
+            dryRun: Boolean(opts.dryRun),
+            inviteBatchSize: opts.batchSize ?? 50,
+            highWaterMark: opts.highWater ?? 10_000,
+            rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
+            logger,
+            onRun: (r) => started(r, ''),
+          });
+    producing = null;
+    const following = Boolean(opts.wait || opts.work || opts.dryRun);
+    if (!following && !opts.dryRun && run.counts.queued > 0)
+      await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
+    const presence = new QueuePresenceWatch(runtime.store, runtime.queue(opts.workspace), opts.workspace);
+    const final = following
+      ? await followRun(runtime.store, run.id, {
+          quiet: Boolean(opts.json),
+          ...(opts.dryRun ? {} : { presence }),
+        })
+      : run;
+    if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
+    else process.stdout.write(`${formatRunSummary(final)}\n`);
+    if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
+      process.stdout.write(`first problem rows:\n${(await firstProblems(runtime.store, final)).join('\n')}\n`);
+    }
+    if (!(opts.wait || opts.work || opts.dryRun)) {
+      // --json output stays one JSON document for scripts.
+      if (!opts.json) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
+      process.exitCode = final.counts.invalid > 0 || final.status === 'cancelled' ? 1 : 0;
+    } else {
+      process.exitCode = exitCodeFor(final);
+    }
+  } finally {
+    removeHandlers();
+    await pool?.close();
+    await runtime.close();
+  }
+}

@@ -1,0 +1,63 @@
+// What `crm-sync reconcile` does, loaded by reconcile-command.ts only when the command runs (its
+// options and help are declared there).
+import { createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { getWorkspace } from '../config/index.js';
+import { readMappingFile, type SourceFormat } from '../ingest/index.js';
+import { formatPlanCounts, planReconcile, type ReconcileOperation } from '../reconcile/index.js';
+import { createCrmClient } from '../runtime/index.js';
+import { cliContext } from './context.js';
+import { sourceNotes } from './source-notes.js';
+
+export interface ReconcileOptions {
+  op: ReconcileOperation;
+  workspace: string;
+  match?: string;
+  keyColumn?: string;
+  mapping?: string;
+  format?: SourceFormat;
+  delimiter?: string;
+  ignoreUnknownColumns?: boolean;
+  out?: string;
+  pageSize?: number;
+  json?: boolean;
+}
+
+export async function reconcileCommand(file: string, opts: ReconcileOptions, command: Command): Promise<void> {
+  const { config, logger } = cliContext(command);
+  getWorkspace(config, opts.workspace);
+  const client = createCrmClient(config, opts.workspace, logger);
+  const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
+  try {
+    const plan = await planReconcile({
+      file,
+      op: opts.op,
+      workspace: opts.workspace,
+      client,
+      ...(opts.match ? { matchKey: opts.match } : {}),
+      ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
+      ...(opts.mapping ? { mapping: readMappingFile(opts.mapping) } : {}),
+      ...(opts.format ? { format: opts.format } : {}),
+      ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+      ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+      onChecked: (...checked) => {
+        for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
+      },
+      pageSize: opts.pageSize ?? 100,
+      ...(out ? { out } : {}),
+      logger,
+    });
+    const text = opts.json
+      ? JSON.stringify(plan, null, 2)
+      : `plan for ${plan.rows} rows: ${formatPlanCounts(plan.counts)}\n  (CRM index: ${plan.index.records} records, ${plan.index.pages} list requests, ${plan.index.ms} ms; nothing was sent)`;
+    (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
+    process.exitCode = plan.counts.invalid + plan.counts['not-found'] + plan.counts.ambiguous > 0 ? 1 : 0;
+  } finally {
+    client.close();
+    if (out && out !== process.stdout) {
+      out.end();
+      await finished(out);
+    }
+  }
+}

@@ -1,0 +1,207 @@
+// What `crm-sync runs show|export|retry|prune|delete|cancel|resume` does, loaded by runs-command.ts
+// only when the command runs (its options and help are declared there).
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { CrmSyncError } from '../errors/index.js';
+import { cancelRun, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
+import {
+  ArchivedRuns,
+  archivePath,
+  archiveRun,
+  parseDuration,
+  placeWords,
+  pruneRuns,
+  writeResultsCsv,
+  type RunResults,
+  type RunStore,
+} from '../runs/index.js';
+import { withRuntime, withWorkers } from './context.js';
+import { QueuePresenceWatch } from './queue-presence.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+
+/** Where a run's results are read from: Redis while it is there, else its archive (retention). */
+async function resultsOf(
+  store: RunStore,
+  resultsDir: string,
+  id: string,
+): Promise<{ source: RunResults; archived?: string }> {
+  if ((await store.getRun(id)) !== null) return { source: store };
+  const archived = new ArchivedRuns(resultsDir);
+  return archived.has(id) ? { source: archived, archived: archivePath(resultsDir, id) } : { source: store };
+}
+
+/** `runs show` */
+export async function showRun(id: string, opts: { problems: number; json?: boolean }, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: { store }, config }) => {
+    const { source, archived } = await resultsOf(store, config.resultsDir, id);
+    const run = await source.requireRun(id);
+    const problems = await source.problems(id, { limit: opts.problems });
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ run, problems, ...(archived ? { archived } : {}) }, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${formatRunSummary(run)}\n`);
+      if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
+      for (const p of problems.rows) {
+        process.stdout.write(
+          `  row ${p.row}${placeWords(p) ? ` (${placeWords(p)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
+        );
+      }
+      if (problems.total > problems.rows.length)
+        process.stdout.write(`  … ${problems.total - problems.rows.length} more\n`);
+    }
+    process.exitCode = exitCodeFor(run);
+  });
+}
+
+/** `runs export` */
+export async function exportRun(id: string, opts: { failed?: boolean; out?: string }, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: { store }, config }) => {
+    const { source } = await resultsOf(store, config.resultsDir, id);
+    await source.requireRun(id);
+    if (opts.out === '-') {
+      await writeResultsCsv(source, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
+      return;
+    }
+    let path = opts.out;
+    if (!path) {
+      mkdirSync(config.resultsDir, { recursive: true });
+      path = join(config.resultsDir, `${id}${opts.failed ? '-failed' : ''}.csv`);
+    }
+    const out = createWriteStream(path);
+    const { rows } = await writeResultsCsv(source, id, out, { problemsOnly: Boolean(opts.failed) });
+    out.end();
+    await finished(out);
+    process.stdout.write(`${rows} rows written to ${path}\n`);
+  });
+}
+
+/** `runs retry` */
+export async function retryRunRows(
+  id: string,
+  opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean },
+  command: Command,
+): Promise<void> {
+  await withRuntime(command, async (scope) => {
+    const { runtime, logger } = scope;
+    const run = await runtime.store.requireRun(id);
+    await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
+      const summary = await retryRun({
+        runId: id,
+        queue: runtime.queue(run.workspace),
+        store: runtime.store,
+        ...(opts.file ? { file: opts.file } : {}),
+        ...(opts.rows ? { rows: opts.rows } : {}),
+        logger,
+      });
+      if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {
+        // Nothing in the file was this run's: a wrong file, not failed rows.
+        const why = summary.ignored
+          .slice(0, 3)
+          .map((i) => `line ${i.line}: ${i.reason}`)
+          .join('; ');
+        throw new CrmSyncError(
+          'USAGE',
+          `no line of ${opts.file} is a failed, invalid, uncertain or cancelled row of run ${id} (${why}); nothing was queued`,
+        );
+      }
+      process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
+      if (!opts.work && !opts.wait && summary.progress.queued > 0)
+        await warnIfNoWorkers(runtime.queue(run.workspace), run.workspace);
+      for (const i of summary.ignored.slice(0, 20))
+        process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
+      const presence = new QueuePresenceWatch(runtime.store, runtime.queue(run.workspace), run.workspace);
+      const final = opts.wait || opts.work ? await followRun(runtime.store, id, { presence }) : summary.run;
+      process.stdout.write(`${formatRunSummary(final)}\n`);
+      process.exitCode = exitCodeFor(final);
+    });
+  });
+}
+
+/** `runs prune` */
+export async function pruneOldRuns(opts: { olderThan?: string; dryRun?: boolean }, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: { store }, config }) => {
+    const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : config.retention.days * 86_400_000;
+    const s = await pruneRuns({
+      store,
+      resultsDir: config.resultsDir,
+      olderThanMs,
+      ...(opts.dryRun ? { dryRun: true } : {}),
+    });
+    const verb = opts.dryRun ? 'would archive and remove' : 'archived and removed';
+    process.stdout.write(
+      `${verb} ${s.runs.length} runs${opts.dryRun ? '' : ` (${s.archivedRows} result rows)`}, ${s.files.length} old CSV files; ${s.kept.length} old runs still running or blocked were left alone\n`,
+    );
+    for (const id of s.runs.slice(0, 50)) process.stdout.write(`  ${id}\n`);
+  });
+}
+
+/** `runs delete` */
+export async function deleteRun(id: string, opts: { archive: boolean }, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: { store }, config }) => {
+    const run = await store.requireRun(id);
+    if (run.status === 'running' || run.status === 'blocked')
+      throw new CrmSyncError('RUN_STATE', `run ${id} is ${run.status}: cancel it first (crm-sync runs cancel ${id})`);
+    const archived = opts.archive ? await archiveRun(store, id, config.resultsDir) : undefined;
+    await store.deleteRun(id);
+    process.stdout.write(
+      `run ${id} removed from Redis${archived ? `; ${archived.rows} results archived to ${archived.path}` : ''}\n`,
+    );
+  });
+}
+
+/** `runs cancel` */
+export async function cancelRunNow(id: string, opts: { reason: string }, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: rt }) => {
+    const { run: after, removed } = await cancelRun({
+      store: rt.store,
+      queueFor: (workspace) => rt.queue(workspace),
+      runId: id,
+      reason: opts.reason,
+    });
+    process.stdout.write(
+      `run ${id} cancelled: ${removed} waiting rows removed and recorded cancelled; rows in flight finish\n`,
+    );
+    process.stdout.write(`${formatRunSummary(after)}\n`);
+  });
+}
+
+/** `runs resume` */
+export async function resumeRun(id: string, command: Command): Promise<void> {
+  await withRuntime(command, async ({ runtime: rt, logger }) => {
+    const run = await rt.store.requireRun(id);
+    if (run.status === 'completed' || (run.status === 'failed' && run.producerDone)) {
+      throw new CrmSyncError(
+        'RUN_STATE',
+        `run ${id} is ${run.status} and its file was read to the end: nothing to resume (failed rows: crm-sync runs retry ${id})`,
+      );
+    }
+    if (run.status !== 'blocked' && !run.producerDone) {
+      const { run: resumed, progress } = await resumeProducer({
+        runId: id,
+        queue: rt.queue(run.workspace),
+        store: rt.store,
+        logger,
+      });
+      process.stdout.write(
+        `run ${id}: ${progress.read} more rows read, ${progress.queued} queued, ${progress.invalid} invalid; the file is read to the end\n`,
+      );
+      process.stdout.write(`${formatRunSummary(resumed)}\n`);
+      return;
+    }
+    const resumed = await resumeWorkspace({
+      queue: rt.queue(run.workspace),
+      store: rt.store,
+      workspace: run.workspace,
+    });
+    const { paused } = await rt.store.holds(run.workspace);
+    process.stdout.write(
+      `block of workspace ${run.workspace} lifted; runs resumed: ${resumed.join(', ') || 'none were blocked'}\n`,
+    );
+    if (paused)
+      process.stdout.write(
+        `the workspace stays paused by an operator (${paused.reason}): crm-sync workspace resume -w ${run.workspace}\n`,
+      );
+  });
+}

@@ -1,0 +1,30 @@
+// What `crm-sync scheduler` does, loaded by scheduler-command.ts only when the command runs (its
+// options and help are declared there).
+import type { Command } from 'commander';
+import { startSyncScheduler } from '../schedule/index.js';
+import { cliContext } from './context.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+
+export async function runScheduler(
+  opts: { jobsDir: string; concurrency?: number; closeTimeout?: number },
+  command: Command,
+): Promise<void> {
+  const { config, logger } = cliContext(command);
+  const scheduler = await startSyncScheduler({
+    config,
+    logger,
+    jobsDir: opts.jobsDir,
+    concurrency: opts.concurrency ?? 4,
+    closeTimeoutMs: opts.closeTimeout ?? 30_000,
+  });
+  await new Promise<void>((resolve) => {
+    onShutdown(
+      async () => {
+        await scheduler.close();
+        logger.info('scheduler stopped');
+        resolve();
+      },
+      { forceAfterMs: (opts.closeTimeout ?? 30_000) + SHUTDOWN_GRACE_MS },
+    );
+  });
+}
