@@ -153,45 +153,37 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
       );
     }
     const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
+    // What a plain import and a reconciled one share: where rows go and how the source reads.
+    const common = {
+      file: source,
+      workspace: opts.workspace,
+      queue: runtime.queue(opts.workspace),
+      store: runtime.store,
+      ...(mapping ? { mapping } : {}),
+      ...(opts.format ? { format: opts.format } : {}),
+      ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+      ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+      onChecked: noteSource,
+      dryRun: Boolean(opts.dryRun),
+      highWaterMark: opts.highWater ?? 10_000,
+      rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
+      logger,
+    };
     const { run } =
       client && isReconcileOperation(op)
         ? await reconcileImport({
-            file: source,
+            ...common,
             op,
-            workspace: opts.workspace,
             client,
             budget: workspaceRequestBudget(runtime.redis, config, opts.workspace),
-            queue: runtime.queue(opts.workspace),
-            store: runtime.store,
             ...(opts.match ? { matchKey: opts.match } : {}),
             ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
-            ...(mapping ? { mapping } : {}),
-            ...(opts.format ? { format: opts.format } : {}),
-            ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-            ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-            onChecked: noteSource,
-            dryRun: Boolean(opts.dryRun),
-            highWaterMark: opts.highWater ?? 10_000,
-            rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
-            logger,
             onRun: (r) => started(r, ' (reconciled)'),
           }).finally(() => client.close())
         : await importFile({
-            file: source,
+            ...common,
             op: opts.op,
-            workspace: opts.workspace,
-            queue: runtime.queue(opts.workspace),
-            store: runtime.store,
-            ...(mapping ? { mapping } : {}),
-            ...(opts.format ? { format: opts.format } : {}),
-            ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-            ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-            onChecked: noteSource,
-            dryRun: Boolean(opts.dryRun),
             inviteBatchSize: opts.batchSize ?? 50,
-            highWaterMark: opts.highWater ?? 10_000,
-            rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
-            logger,
             onRun: (r) => started(r, ''),
           });
     producing = null;

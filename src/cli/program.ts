@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { EXIT } from './exit-codes.js';
 
@@ -13,10 +14,17 @@ Exit codes:
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
 Environment: REDIS_URL (default redis://127.0.0.1:6379), CRM_SYNC_LOG_LEVEL.`;
 
+/** package.json's version: src/cli/ and dist/cli/ both sit two levels below the package root. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
 /** Builds the commander program; each command lives in its own file and only parses arguments. */
 export function buildProgram(registrations: ReadonlyArray<(program: Command) => void>): Command {
   const program = new Command('crm-sync')
     .description('Bulk sync and import worker for the CRM external API')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .option('-c, --config <path>', 'config file (default ./crm-sync.config.json or $CRM_SYNC_CONFIG)')
     .addOption(
       new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']),

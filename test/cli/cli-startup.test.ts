@@ -118,6 +118,14 @@ describe('what a command loads', () => {
 
   const HEAVY = ['bullmq', 'ioredis', 'fastify', 'got', 'pg', 'pino', 'zod', '@opentelemetry/api'];
 
+  it('--version prints the package version and loads nothing heavy', async () => {
+    const { stdout } = await run(process.execPath, ['bin/crm-sync.js', '--version'], { cwd: root });
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(stdout.trim()).toBe(version);
+    const loaded = await packagesLoaded(['--version']);
+    expect(HEAVY.filter((p) => loaded.has(p))).toEqual([]);
+  }, 60_000);
+
   it.each([['--help'], ['runs', '--help'], ['import', '--help'], ['worker', '--help'], ['dashboard', '--help']])(
     '%s %s loads commander and none of the heavy modules',
     async (...args: string[]) => {
