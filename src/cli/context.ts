@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import type { Runtime } from '../runtime/index.js';
+// The module itself, not the runtime barrel, which loads the queues (BullMQ) that `runs list` never needs.
 import { openStore, type OpenStore } from '../runtime/open-store.js';
 
 /** Options every command accepts (declared once on the root program). */
