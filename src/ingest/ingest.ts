@@ -8,6 +8,12 @@ export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
 /** The rows of a source whose columns passed their check; it may be iterated once. */
 export interface CheckedSource {
   items: AsyncIterable<SourceItem>;
+  /**
+   * Lets the source go (its file handle, or its database connection and transaction) when it
+   * will not be read to the end: `items` does so itself when its loop stops early, but a caller
+   * that fails before it iterates at all must call this. Safe to call twice or after the end.
+   */
+  close(): Promise<void>;
 }
 
 /**
@@ -35,14 +41,29 @@ export async function checkSource(reader: SourceReader, decoder: RowDecoder): Pr
     throw err;
   }
   let used = false;
+  let ended = false;
+  const close = async (): Promise<void> => {
+    if (ended) return;
+    ended = true;
+    await iterator.return?.().catch(() => undefined);
+  };
   return {
     items: {
       [Symbol.asyncIterator]: async function* () {
         if (used) throw new Error('a checked source is read once');
         used = true;
-        for (let step = await first; step.done !== true; step = await iterator.next()) yield step.value;
+        try {
+          for (let step = await first; step.done !== true; step = await iterator.next()) yield step.value;
+          ended = true;
+        } finally {
+          // A consumer that breaks (a cancelled run) or throws leaves the reader paused at a
+          // yield: its own finally (closing the file, ending the database session) runs only
+          // when it is returned.
+          await close();
+        }
       },
     },
+    close,
   };
 }
 
@@ -59,7 +80,7 @@ async function* decodeAll(items: AsyncIterable<SourceItem>, decoder: RowDecoder)
 export async function ingest(
   source: string | SourceReader,
   options: IngestOptions,
-): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow> }> {
+): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow>; close(): Promise<void> }> {
   const { op, mapping, ignoreUnknownColumns, extraColumns, ...readOptions } = options;
   const decoder = new RowDecoder({
     op,
@@ -68,6 +89,6 @@ export async function ingest(
     ...(extraColumns ? { extraColumns } : {}),
   });
   const reader = typeof source === 'string' ? openSource(source, readOptions) : source;
-  const { items } = await checkSource(reader, decoder);
-  return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) } };
+  const { items, close } = await checkSource(reader, decoder);
+  return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) }, close };
 }

@@ -187,11 +187,21 @@ export class PostgresSourceReader implements SourceReader {
       const hint = e.hint ? `; hint: ${scrubSecret(e.hint, s.url)}` : '';
       return new CrmSyncError('DB_QUERY', `the query failed${at}${state}: ${message}${hint} (on ${where})`);
     };
-    const client = new pg.Client({
-      connectionString: s.url.reveal(),
-      connectionTimeoutMillis: s.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      application_name: 'crm-sync',
-    });
+    let client: pg.Client;
+    try {
+      client = new pg.Client({
+        connectionString: s.url.reveal(),
+        connectionTimeoutMillis: s.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        application_name: 'crm-sync',
+      });
+    } catch {
+      // The driver parses the URL here (e.g. a '#' in an unencoded password); its words are not
+      // repeated, they may quote the URL.
+      throw new CrmSyncError(
+        'USAGE',
+        `the database URL from ${urlSourceText(s.urlSource)} is not a valid URL: check its form (postgres://user:password@host:port/database, special characters in the password percent-encoded)`,
+      );
+    }
     // A connection lost between reads is an 'error' event; unheard it would crash the process.
     // The next read fails with it, and that failure is what is reported.
     let lost: unknown;

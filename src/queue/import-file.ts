@@ -57,7 +57,7 @@ export function sourceIdentity(file: string | SourceReader): { sourceSize?: numb
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } =
     options;
-  const { reader, decoder, rows } = await ingest(file, {
+  const { reader, decoder, rows, close } = await ingest(file, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),
     ...(format ? { format } : {}),
@@ -66,21 +66,26 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
     // A database source's key column names the row; the source reads it, no field takes it.
     ...(typeof file !== 'string' && file.spec.keyColumn !== undefined ? { extraColumns: [file.spec.keyColumn] } : {}),
   });
-  onChecked?.(reader, decoder);
-  return produceSource({
-    ...rest,
-    reader,
-    rows: () => rows,
-    run: {
-      workspace,
-      operation: op,
-      source: sourceLabel(file),
-      ...(syncName ? { syncName } : {}),
-      options: {
-        ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns }),
-        ...sourceIdentity(file),
-        ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
+  try {
+    onChecked?.(reader, decoder);
+    return await produceSource({
+      ...rest,
+      reader,
+      rows: () => rows,
+      run: {
+        workspace,
+        operation: op,
+        source: sourceLabel(file),
+        ...(syncName ? { syncName } : {}),
+        options: {
+          ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns }),
+          ...sourceIdentity(file),
+          ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
+        },
       },
-    },
-  });
+    });
+  } finally {
+    // The run could not start (or stopped early): the file or database session is let go.
+    await close();
+  }
 }

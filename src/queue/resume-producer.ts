@@ -41,36 +41,40 @@ export async function resumeProducer(
   const through = run.producedRow ?? 0;
   const mapping =
     run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
-  const { reader, rows } = await ingest(run.source, {
+  const { reader, rows, close } = await ingest(run.source, {
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
     ...(run.options.format ? { format: run.options.format } : {}),
     ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
   });
-  return runLife({
-    store,
-    logger,
-    columns: () => reader.columns,
-    start: async () => {
-      await store.beginProducing(runId);
-      logger.info({ runId, from: through + 1 }, 'resuming the run where its producer stopped');
-      return run;
-    },
-    produce: (_run, signal) =>
-      produceRun(notYetDone(rows, store, runId, through), {
-        queue: options.queue,
-        store,
-        runId,
-        rowsPerJob: run.options.rowsPerJob ?? 1,
-        countedThrough: through,
-        sourceColumns: () => reader.columns,
-        logger,
-        signal,
-        ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
-        ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),
-      }),
-  });
+  try {
+    return await runLife({
+      store,
+      logger,
+      columns: () => reader.columns,
+      start: async () => {
+        await store.beginProducing(runId);
+        logger.info({ runId, from: through + 1 }, 'resuming the run where its producer stopped');
+        return run;
+      },
+      produce: (_run, signal) =>
+        produceRun(notYetDone(rows, store, runId, through), {
+          queue: options.queue,
+          store,
+          runId,
+          rowsPerJob: run.options.rowsPerJob ?? 1,
+          countedThrough: through,
+          sourceColumns: () => reader.columns,
+          logger,
+          signal,
+          ...(options.highWaterMark !== undefined ? { highWaterMark: options.highWaterMark } : {}),
+          ...(options.redisOutageMs !== undefined ? { redisOutageMs: options.redisOutageMs } : {}),
+        }),
+    });
+  } finally {
+    await close();
+  }
 }
 
 /** The run's operation, once nothing stands in the way of a resume. */

@@ -2,13 +2,13 @@ import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import {
   checkSource,
+  type CheckedSource,
   columnsUpFront,
   openSource,
   type Mapping,
   type PostgresSourceReader,
   type RowDecoder,
   type SourceFormat,
-  type SourceItem,
   type SourceReader,
 } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
@@ -91,7 +91,7 @@ export async function buildIndexFor(
  */
 async function openChecked(
   options: ReconcileSourceOptions,
-): Promise<{ reader: SourceReader; decoder: RowDecoder; items: AsyncIterable<SourceItem> }> {
+): Promise<{ reader: SourceReader; decoder: RowDecoder } & CheckedSource> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const reader =
     typeof options.file === 'string'
@@ -103,10 +103,15 @@ async function openChecked(
   const refColumn = typeof options.file === 'string' ? undefined : options.file.spec.keyColumn;
   const planning = { op: options.op, matchKey, refColumn, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
-  const { items } = await checkSource(reader, decoder);
-  if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);
-  options.onChecked?.(reader, decoder);
-  return { reader, decoder, items };
+  const checked = await checkSource(reader, decoder);
+  try {
+    if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);
+    options.onChecked?.(reader, decoder);
+  } catch (err) {
+    await checked.close();
+    throw err;
+  }
+  return { reader, decoder, ...checked };
 }
 
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
@@ -122,20 +127,24 @@ export interface PlanResult {
 
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
 export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
-  const { decoder, items } = await openChecked(options);
-  const { index, stats } = await buildIndexFor(options);
-  const counts = emptyPlanCounts();
-  let rows = 0;
-  const write = async (text: string) => {
-    if (options.out && !options.out.write(text)) await once(options.out, 'drain');
-  };
-  await write(planCsvHeader());
-  for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
-    rows++;
-    counts[row.action]++;
-    await write(planCsvLine(row));
+  const { decoder, items, close } = await openChecked(options);
+  try {
+    const { index, stats } = await buildIndexFor(options);
+    const counts = emptyPlanCounts();
+    let rows = 0;
+    const write = async (text: string) => {
+      if (options.out && !options.out.write(text)) await once(options.out, 'drain');
+    };
+    await write(planCsvHeader());
+    for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
+      rows++;
+      counts[row.action]++;
+      await write(planCsvLine(row));
+    }
+    return { counts, rows, index: stats };
+  } finally {
+    await close();
   }
-  return { counts, rows, index: stats };
 }
 
 export interface ReconcileImportOptions extends ReconcileSourceOptions {
@@ -183,10 +192,12 @@ export interface ReconcileImportResult {
 export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
   const logger = options.logger ?? silentLogger;
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const { reader, decoder, items } = await openChecked({ ...options, matchKey });
+  const { reader, decoder, items, close } = await openChecked({ ...options, matchKey });
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
   const unmatched = new AbortController();
+  // The source is let go whatever happens: the CRM index failed or refused the key (no row is
+  // read), the run was stopped, or it could not start.
   const { run, progress } = await produceSource({
     store: options.store,
     queue: options.queue,
@@ -239,7 +250,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
         tooMany,
       );
     },
-  });
+  }).finally(close);
   return { run, progress, counts, index };
 }
 

@@ -174,4 +174,53 @@ describe('PostgreSQL source', () => {
     for (let i = 0; i < 50 && (await open()).n > 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect((await open()).n).toBe(0);
   });
+
+  /** Sessions still open whose last statement carries `marker` (other test files' sessions do not). */
+  async function sessionsOf(marker: string): Promise<number> {
+    const count = async () =>
+      (
+        (
+          await db.sql(
+            `select count(*)::int as n from pg_stat_activity where query like $1 and pid <> pg_backend_pid()`,
+            [`%${marker}%`],
+          )
+        ).rows[0] as { n: number }
+      ).n;
+    for (let i = 0; i < 50 && (await count()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    return count();
+  }
+
+  it('a run that stops reading the checked rows early (a cancel) ends the session: it is not left idle in its transaction', async () => {
+    const marker = 'crm_sync_leak_break';
+    const { rows } = await ingest(
+      source(`select /* ${marker} */ 'c' || g as id, 'x' as name from generate_series(1, 100000) g`, {
+        batchRows: 100,
+      }),
+      { op: 'contact.update' },
+    );
+    let n = 0;
+    for await (const _ of rows) if (++n === 250) break;
+    expect(n).toBe(250);
+    expect(await sessionsOf(marker)).toBe(0);
+  });
+
+  it('a source checked and then never read (the CRM index failed first) is let go by close()', async () => {
+    const marker = 'crm_sync_leak_close';
+    const checked = await ingest(source(`select /* ${marker} */ 'c1' as id, 'x' as name`), { op: 'contact.update' });
+    const before = (
+      (await db.sql(`select count(*)::int as n from pg_stat_activity where query like $1`, [`%${marker}%`]))
+        .rows[0] as { n: number }
+    ).n;
+    expect(before).toBe(1);
+    await checked.close();
+    await checked.close();
+    expect(await sessionsOf(marker)).toBe(0);
+  });
+
+  it('a database URL the driver cannot parse is a usage error naming where it came from, not a stack', async () => {
+    const err = await failure(() => all(source('select 1', { url: `postgres://u:pa#${PASSWORD}@h/db` })));
+    expect(isCrmSyncError(err, 'USAGE')).toBe(true);
+    expect(err.message).toContain('env variable WAREHOUSE_URL is not a valid URL');
+    expect(err.message).not.toContain(PASSWORD);
+  });
 });
