@@ -1,5 +1,6 @@
 // What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
 // and help are declared there).
+import { rmSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Operation } from '../crm/operation-names.js';
 import {
@@ -11,12 +12,12 @@ import {
 } from '../ingest/index.js';
 import { importFile, workspaceRequestBudget } from '../queue/index.js';
 import type { RunRecord } from '../runs/index.js';
-import { isReconcileOperation, reconcileImport } from '../reconcile/index.js';
+import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
-import { cliContext } from './context.js';
+import { cliContext, type CliContext } from './context.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
@@ -97,8 +98,42 @@ function kebab(name: string): string {
 export async function runImport(file: string | undefined, opts: ImportOptions, command: Command): Promise<void> {
   const { config, logger } = cliContext(command);
   getWorkspace(config, opts.workspace);
+  const op = importOperation(opts);
   const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
   const source = await openImportSource(file, opts, config.resultsDir);
+  const spooled = file === '-' && typeof source === 'string' ? source : undefined;
+  let runStarted = false;
+  try {
+    await importSource(source, op, mapping, opts, { config, logger }, () => (runStarted = true));
+  } catch (err) {
+    // A copy of stdin that no run reads (columns refused, Redis down) is not kept until
+    // retention: piped rows may be personal data.
+    if (spooled && !runStarted) rmSync(spooled, { force: true });
+    throw err;
+  }
+}
+
+/** The operation a run gets; reconcile options that do not fit the operation are refused first. */
+function importOperation(opts: ImportOptions): Operation | ReconcileOperation {
+  const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
+  const op = opts.upsert ? 'deal.upsert' : opts.op;
+  if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
+    throw new CrmSyncError(
+      'USAGE',
+      `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`,
+    );
+  }
+  return op;
+}
+
+async function importSource(
+  source: string | PostgresSourceReader,
+  op: Operation | ReconcileOperation,
+  mapping: ReturnType<typeof readMappingFile> | undefined,
+  opts: ImportOptions,
+  { config, logger }: CliContext,
+  onRunStarted: () => void,
+): Promise<void> {
   const runtime = await openRuntime(config, logger);
   let pool: WorkerPool | null = null;
   try {
@@ -138,6 +173,7 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
   );
   const started = (r: RunRecord, how: string) => {
     producing = { runId: r.id };
+    onRunStarted();
     logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
   };
   const noteSource = (...checked: Parameters<typeof sourceNotes>) => {
@@ -145,13 +181,6 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
   };
   try {
     const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
-    const op = opts.upsert ? 'deal.upsert' : opts.op;
-    if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
-      throw new CrmSyncError(
-        'USAGE',
-        `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`,
-      );
-    }
     const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
     // What a plain import and a reconciled one share: where rows go and how the source reads.
     const common = {

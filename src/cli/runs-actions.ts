@@ -131,7 +131,7 @@ export async function pruneOldRuns(opts: { olderThan?: string; dryRun?: boolean 
     });
     const verb = opts.dryRun ? 'would archive and remove' : 'archived and removed';
     process.stdout.write(
-      `${verb} ${s.runs.length} runs${opts.dryRun ? '' : ` (${s.archivedRows} result rows)`}, ${s.files.length} old CSV files; ${s.kept.length} old runs still running or blocked were left alone\n`,
+      `${verb} ${s.runs.length} runs${opts.dryRun ? '' : ` (${s.archivedRows} result rows)`}, ${s.files.length} old files (CSV files, copies of stdin); ${s.kept.length} old runs still running or blocked were left alone\n`,
     );
     for (const id of s.runs.slice(0, 50)) process.stdout.write(`  ${id}\n`);
   });

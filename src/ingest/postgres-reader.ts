@@ -184,7 +184,14 @@ export class PostgresSourceReader implements SourceReader {
         return new CrmSyncError('DB_UNREACHABLE', `${when.trimEnd()} ${where}: ${message}${state}`);
       }
       const at = e.position ? ` at character ${e.position}` : '';
-      const hint = e.hint ? `; hint: ${scrubSecret(e.hint, s.url)}` : '';
+      const hint =
+        e.code === '57014'
+          ? // The cursor's statement lasts as long as the run is produced (the producer waits while
+            // the queue is full), so a server-wide statement_timeout can end a long run part-way.
+            '; hint: the query stays open while its rows are queued; allow it with statement_timeout=0 for this role, or options=-c%20statement_timeout%3D0 in the URL'
+          : e.hint
+            ? `; hint: ${scrubSecret(e.hint, s.url)}`
+            : '';
       return new CrmSyncError('DB_QUERY', `the query failed${at}${state}: ${message}${hint} (on ${where})`);
     };
     let client: pg.Client;

@@ -1,5 +1,5 @@
 import { readdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CrmSyncError } from '../errors/index.js';
 import { STDIN_SPOOL_DIR } from '../ingest/index.js';
 import { archiveRun } from './run-archive.js';
@@ -43,11 +43,13 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
     throw new CrmSyncError('USAGE', `a retention is a positive duration, got ${options.olderThanMs} ms`);
   const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
   const summary: PruneSummary = { runs: [], archivedRows: 0, kept: [], files: [] };
+  const keptSources = new Set<string>();
   for (const id of await store.runIdsCreatedBefore(cutoff, options.limit ?? 1000)) {
     const run = await store.getRun(id);
     if (run === null) continue;
     if (run.status === 'running' || run.status === 'blocked') {
       summary.kept.push(id);
+      keptSources.add(resolve(run.source));
       continue;
     }
     summary.runs.push(id);
@@ -58,8 +60,14 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
   }
   summary.files = [
     ...pruneFiles(resultsDir, cutoff, options.dryRun ?? false, (name) => name.endsWith('.csv')),
-    // Spooled stdin of `import -` (src/ingest/stdin-spool.ts): the source of runs now archived.
-    ...pruneFiles(join(resultsDir, STDIN_SPOOL_DIR), cutoff, options.dryRun ?? false, () => true),
+    // Spooled stdin of `import -` (src/ingest/stdin-spool.ts): the source of runs now archived,
+    // not of one still running or blocked (its resume reads the copy).
+    ...pruneFiles(
+      join(resultsDir, STDIN_SPOOL_DIR),
+      cutoff,
+      options.dryRun ?? false,
+      (name) => !keptSources.has(resolve(resultsDir, STDIN_SPOOL_DIR, name)),
+    ),
   ];
   return summary;
 }

@@ -65,6 +65,24 @@ describe('crm-sync import - (stdin) and --from-postgres', () => {
     expect(readdirSync(join(h.config.resultsDir, 'stdin'))).toHaveLength(2);
   });
 
+  it('keeps no copy of stdin that no run reads: refused columns remove it, a refused option never reads it', async () => {
+    const copies = () => readdirSync(join(h.config.resultsDir, 'stdin')).length;
+    const before = copies();
+    const refused = await cli(['import', '-', '--format', 'csv', '--op', 'deal.update', '-w', 'acme'], {
+      input: csv(['id', 'nmae'], [['d1', 'Typo']]),
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('INPUT_COLUMNS');
+    expect(copies()).toBe(before);
+    const wrongOp = await cli(['import', '-', '--op', 'deal.create', '--reconcile', '-w', 'acme'], {
+      input: JSON.stringify({ name: 'x' }),
+    });
+    expect(wrongOp.code).toBe(2);
+    expect(wrongOp.stderr).toContain('--reconcile works with');
+    expect(wrongOp.stderr).not.toContain('kept as');
+    expect(copies()).toBe(before);
+  });
+
   it('imports from a query with the URL from an env variable, naming rows by key; errors never show the URL', async () => {
     await db.sql(`CREATE TABLE ${db.name}.leads (lead_no text, id text, status text)`);
     const leads = [...h.ws.leads.values()].slice(0, 3);

@@ -16,12 +16,12 @@ const cli = cliFor(() => h);
 const DAY = 86_400_000;
 
 /** A run made `daysAgo` days ago with `rows` results (every tenth failed), ended unless `running`. */
-async function oldRun(daysAgo: number, rows: number, running = false) {
+async function oldRun(daysAgo: number, rows: number, running = false, source = 'old.csv') {
   const { store } = h.runtime;
   const run = await store.createRun({
     workspace: 'acme',
     operation: 'deal.update',
-    source: 'old.csv',
+    source,
     columns: ['id', 'name'],
     createdAt: new Date(Date.now() - daysAgo * DAY),
   });
@@ -41,34 +41,40 @@ async function oldRun(daysAgo: number, rows: number, running = false) {
 
 describe('retention (child processes)', () => {
   it('runs prune archives expired runs, removes them from Redis and old CSV files; show and export read the archive', async () => {
-    const expired = await oldRun(40, 250);
-    const fresh = await oldRun(2, 10);
-    const stillRunning = await oldRun(40, 5, true);
     const dir = h.config.resultsDir;
-    mkdirSync(dir, { recursive: true });
+    // Copies of stdin (`import -`) as old as their runs: one read by an ended run, one by a run
+    // still running (its resume reads the copy, so it stays).
+    const spool = join(dir, 'stdin');
+    mkdirSync(spool, { recursive: true });
+    const endedCopy = join(spool, 'stdin-ended.ndjson');
+    const runningCopy = join(spool, 'stdin-running.ndjson');
+    const expired = await oldRun(40, 250, false, endedCopy);
+    const fresh = await oldRun(2, 10);
+    const stillRunning = await oldRun(40, 5, true, runningCopy);
     const oldCsv = join(dir, 'nightly-old-failed.csv');
     const newCsv = join(dir, 'nightly-new-failed.csv');
-    writeFileSync(oldCsv, 'x\n');
-    writeFileSync(newCsv, 'x\n');
     const then = new Date(Date.now() - 40 * DAY);
-    utimesSync(oldCsv, then, then);
+    for (const file of [oldCsv, newCsv, endedCopy, runningCopy]) writeFileSync(file, 'x\n');
+    for (const file of [oldCsv, endedCopy, runningCopy]) utimesSync(file, then, then);
 
     const dry = await cli(['runs', 'prune', '--dry-run']);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(
-      'would archive and remove 1 runs, 1 old CSV files; 1 old runs still running or blocked were left alone',
+      'would archive and remove 1 runs, 2 old files (CSV files, copies of stdin); 1 old runs still running or blocked were left alone',
     );
     expect(await h.runtime.store.getRun(expired)).not.toBeNull();
     expect(existsSync(oldCsv)).toBe(true);
 
     const pruned = await cli(['runs', 'prune']);
-    expect(pruned.stdout).toContain('archived and removed 1 runs (250 result rows), 1 old CSV files');
+    expect(pruned.stdout).toContain('archived and removed 1 runs (250 result rows), 2 old files');
     expect(await h.runtime.store.getRun(expired)).toBeNull();
     expect(await h.runtime.redis.keys(`${h.config.prefix}:run:${expired}*`)).toEqual([]);
     expect(await h.runtime.store.getRun(fresh)).not.toBeNull();
     expect(await h.runtime.store.getRun(stillRunning)).not.toBeNull();
     expect(existsSync(oldCsv)).toBe(false);
     expect(existsSync(newCsv)).toBe(true);
+    expect(existsSync(endedCopy)).toBe(false);
+    expect(existsSync(runningCopy)).toBe(true);
     expect(existsSync(join(dir, 'archive', `${expired}.ndjson.gz`))).toBe(true);
 
     const shown = await cli(['runs', 'show', expired]);

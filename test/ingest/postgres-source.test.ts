@@ -223,4 +223,26 @@ describe('PostgreSQL source', () => {
     expect(err.message).toContain('env variable WAREHOUSE_URL is not a valid URL');
     expect(err.message).not.toContain(PASSWORD);
   });
+
+  it('a server statement_timeout shorter than the run ends it part-way as DB_QUERY, saying how to allow it', async () => {
+    // The cursor's statement lasts while the run is produced (the producer waits on a full queue).
+    const u = new URL(TEST_DATABASE_URL);
+    u.searchParams.set('options', '-c statement_timeout=300');
+    const { rows } = await ingest(
+      source(`select 'c' || g as id, 'x' as name from generate_series(1, 2000) g`, {
+        url: u.toString(),
+        batchRows: 100,
+      }),
+      { op: 'contact.update' },
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    let read = 0;
+    const err = await failure(async () => {
+      for await (const _ of rows) read++;
+    });
+    expect(read).toBe(100);
+    expect(err.code).toBe('DB_QUERY');
+    expect(err.message).toContain('SQLSTATE 57014');
+    expect(err.message).toContain('statement_timeout=0');
+  });
 });
