@@ -77,7 +77,10 @@ figure.spark figcaption { font-size:12.5px; margin-bottom:2px; }
 figure.spark .plot { min-height:90px; overflow:hidden; background:#fafbfc; border:1px solid var(--line); border-radius:4px; }
 figure.spark .plot .uplot { width:auto; }
 figure.spark .u-legend { font-size:11.5px; text-align:left; margin:0 0 0 36px; }
-figure.spark .u-legend .u-series > * { padding:0 4px 0 0; }
+/* uPlot's hover readout is a table: not the dashboard's table look (capitals, borders, hover). */
+figure.spark .u-legend th, figure.spark .u-legend td { text-transform:none; letter-spacing:0; background:none;
+  border:0; padding:0 4px 0 0; font-size:11.5px; font-weight:400; color:var(--muted); white-space:nowrap; }
+figure.spark .u-legend tr:hover td { background:none; }
 /* The line's colour: dashboard.js gives it to uPlot, which draws on a canvas. */
 figure.spark.run .plot { color:var(--run); }
 figure.spark.ok .plot { color:var(--ok); }
