@@ -8,17 +8,17 @@ import {
 } from '../metrics/index.js';
 import type { RunRecord } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
-import { html, type SafeHtml } from './html.js';
+import { html, jsonBlock, type SafeHtml } from './html.js';
 
 /*
- * Activity charts drawn on the server as SVG: no script and nothing loaded from elsewhere, so
- * they live under the pages' strict Content-Security-Policy (docs/architecture.md, "Activity
- * series"). A page in progress reloads every few seconds (dashboard.js), which is what makes the
- * chart live. A run's page has two: the run's own series, and its workspace's while it went.
+ * Activity charts, drawn in the browser by uPlot: the page carries each chart's series as a JSON
+ * data block, and dashboard.js draws every line of it with uPlot, which the dashboard serves
+ * itself (/static/uplot.min.js), so the pages keep their strict Content-Security-Policy
+ * (docs/architecture.md, "Activity series"). The captions (now, peak) are text on the server, so
+ * the page says the numbers without script. A page in progress reloads every few seconds
+ * (dashboard.js), which is what makes the chart live. A run's page has two: the run's own series,
+ * and its workspace's while it went.
  */
-
-const WIDTH = 640;
-const HEIGHT = 70;
 
 interface Line {
   label: string;
@@ -36,27 +36,36 @@ const LINES: Line[] = [
   { label: 'Failed rows', value: (p) => p.failed, unit: ' per 10 s', tone: 'bad' },
 ];
 
+/**
+ * What dashboard.js draws: bucket starts in Unix seconds (uPlot's time axis), and each line's
+ * values by its label (a figure's data-series).
+ */
+export interface ChartData {
+  bucketSeconds: number;
+  t: number[];
+  lines: Record<string, number[]>;
+}
+
+export function chartData(points: SeriesPoint[]): ChartData {
+  return {
+    bucketSeconds: SERIES_BUCKET_MS / 1000,
+    t: points.map((p) => p.t / 1000),
+    lines: Object.fromEntries(LINES.map((line) => [line.label, points.map(line.value)])),
+  };
+}
+
 function fmt(v: number): string {
   return v.toLocaleString('en-US', { maximumFractionDigits: 1 });
 }
 
-function sparkline(points: SeriesPoint[], line: Line): SafeHtml {
+/** A line's caption, and the box dashboard.js draws it in. */
+function figure(points: SeriesPoint[], line: Line): SafeHtml {
   const values = points.map(line.value);
   const max = Math.max(0, ...values);
-  const total = values.reduce((a, b) => a + b, 0);
-  const y = (v: number) => (max === 0 ? HEIGHT - 1 : HEIGHT - 1 - (v / max) * (HEIGHT - 4));
-  // One bucket (a run of a few seconds) is drawn as a level line across, not left blank.
-  const drawn = values.length === 1 ? [values[0]!, values[0]!] : values;
-  const step = WIDTH / Math.max(1, drawn.length - 1);
-  const coords = drawn.map((v, i) => `${(i * step).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   const last = values[values.length - 1] ?? 0;
-  const nonzero = values.filter((v) => v > 0).length;
-  return html`<figure class="spark ${line.tone}" data-series="${line.label}" data-max="${max}" data-total="${total}" data-nonzero="${nonzero}">
+  return html`<figure class="spark ${line.tone}" data-series="${line.label}">
   <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)} · peak ${fmt(max)}${line.unit}</span></figcaption>
-  <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}">
-    <line x1="0" y1="${HEIGHT - 0.5}" x2="${WIDTH}" y2="${HEIGHT - 0.5}" class="axis"></line>
-    ${points.length > 0 ? html`<polyline points="${coords}"></polyline>` : ''}
-  </svg>
+  <div class="plot" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}"></div>
 </figure>`;
 }
 
@@ -82,7 +91,8 @@ export function activityCharts(title: string, points: SeriesPoint[], text: Chart
   return html`<div class="card chart" data-chart="${text.kind}">
   <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
   ${text.note !== undefined ? html`<p class="muted small">${text.note}</p>` : ''}
-  <div class="sparks">${LINES.map((line) => sparkline(points, line))}</div>
+  <div class="sparks">${LINES.map((line) => figure(points, line))}</div>
+  ${jsonBlock(html`data-chart-data`, chartData(points))}
 </div>`;
 }
 

@@ -1,7 +1,12 @@
 /*
- * The dashboard's only CSS and script, served from /static so the pages can run under a
- * Content-Security-Policy without inline code.
+ * The dashboard's own CSS and script, served from /static so the pages can run under a
+ * Content-Security-Policy without inline code. The one library they use, uPlot (the activity
+ * charts), is served from /static too, from node_modules (ops-routes.ts).
  */
+
+/** Where the pages load uPlot from (the activity charts): the dashboard serves it, no CDN. */
+export const UPLOT_JS_PATH = '/static/uplot.min.js';
+export const UPLOT_CSS_PATH = '/static/uplot.min.css';
 
 export const DASHBOARD_CSS = `
 :root { --fg:#1d2330; --muted:#5b6475; --line:#dde1e8; --bg:#f5f6f8; --card:#fff; --accent:#2457c5;
@@ -67,15 +72,20 @@ td.status { min-width:130px; max-width:260px; }
 form.upload { margin-top:12px; }
 .chart h2 { margin-top:0; }
 .sparks { display:grid; grid-template-columns:repeat(auto-fit, minmax(240px, 1fr)); gap:12px; }
-figure.spark { margin:0; }
+figure.spark { margin:0; min-width:0; }
 figure.spark figcaption { font-size:12.5px; margin-bottom:2px; }
-figure.spark svg { width:100%; height:70px; display:block; background:#fafbfc; border:1px solid var(--line); border-radius:4px; }
-figure.spark polyline { fill:none; stroke-width:1.6; vector-effect:non-scaling-stroke; }
-figure.spark line.axis { stroke:var(--line); }
-figure.spark.run polyline { stroke:var(--run); }
-figure.spark.ok polyline { stroke:var(--ok); }
-figure.spark.warn polyline { stroke:#c88a00; }
-figure.spark.bad polyline { stroke:var(--bad); }
+figure.spark .plot { min-height:90px; overflow:hidden; background:#fafbfc; border:1px solid var(--line); border-radius:4px; }
+figure.spark .plot .uplot { width:auto; }
+figure.spark .u-legend { font-size:11.5px; text-align:left; margin:0 0 0 36px; }
+/* uPlot's hover readout is a table: not the dashboard's table look (capitals, borders, hover). */
+figure.spark .u-legend th, figure.spark .u-legend td { text-transform:none; letter-spacing:0; background:none;
+  border:0; padding:0 4px 0 0; font-size:11.5px; font-weight:400; color:var(--muted); white-space:nowrap; }
+figure.spark .u-legend tr:hover td { background:none; }
+/* The line's colour: dashboard.js gives it to uPlot, which draws on a canvas. */
+figure.spark.run .plot { color:var(--run); }
+figure.spark.ok .plot { color:var(--ok); }
+figure.spark.warn .plot { color:#c88a00; }
+figure.spark.bad .plot { color:var(--bad); }
 table.groups td.err { max-width:640px; }
 @media (max-width: 720px) {
   header.top { flex-wrap:wrap; gap:8px 16px; padding:10px 12px; }
@@ -111,6 +121,84 @@ export const DASHBOARD_JS = `
     return !!a && (a.tagName === 'INPUT' || a.tagName === 'SELECT' || a.tagName === 'TEXTAREA');
   }
   setInterval(function () { if (!busy()) location.reload(); }, seconds * 1000);
+})();
+/*
+ * Activity charts: each chart (data-chart) carries its series as a JSON data block; every line
+ * of it (figure[data-series]) is drawn with uPlot (/static/uplot.min.js) in the figure's .plot
+ * box. Once drawn, the figure says what uPlot holds (data-drawn: buckets, data-drawn-max,
+ * data-drawn-total, data-drawn-nonzero), for tests and anyone inspecting the page.
+ */
+(function () {
+  if (typeof uPlot === 'undefined') return;
+  var root = getComputedStyle(document.documentElement);
+  var muted = root.getPropertyValue('--muted').trim() || '#5b6475';
+  var grid = root.getPropertyValue('--line').trim() || '#dde1e8';
+  var HEIGHT = 90;
+  var plots = [];
+  function num(v) {
+    return v == null ? '-' : v.toLocaleString('en-US', { maximumFractionDigits: 1 });
+  }
+  function draw(figure, data) {
+    var label = figure.getAttribute('data-series');
+    var values = data.lines[label];
+    var box = figure.querySelector('.plot');
+    if (!values || !box || !data.t.length) return;
+    var half = data.bucketSeconds / 2;
+    var axis = { stroke: muted, font: '10px system-ui, sans-serif', grid: { stroke: grid, width: 1 },
+      ticks: { stroke: grid, width: 1, size: 3 } };
+    var u = new uPlot({
+      width: Math.max(120, box.clientWidth),
+      height: HEIGHT,
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'); },
+      cursor: { y: false, drag: { x: false, y: false } },
+      legend: { show: true },
+      scales: {
+        // One bucket (a run of a few seconds) is drawn as a point in the middle of its 10 s.
+        x: { time: true, range: function (u, min, max) { return min === max ? [min - half, max + half] : [min, max]; } },
+        y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.05 : 1]; } }
+      },
+      axes: [
+        Object.assign({ size: 22, space: 60 }, axis),
+        Object.assign({ size: 36, space: 24 }, axis)
+      ],
+      series: [
+        { label: 'UTC' },
+        { label: label, stroke: getComputedStyle(box).color, width: 1.6, value: function (u, v) { return num(v); } }
+      ]
+    }, [data.t, values], box);
+    var drawn = u.data[1];
+    var max = 0, total = 0, nonzero = 0;
+    for (var i = 0; i < drawn.length; i++) {
+      var v = drawn[i] || 0;
+      if (v > max) max = v;
+      total += v;
+      if (v > 0) nonzero++;
+    }
+    figure.setAttribute('data-drawn', String(u.data[0].length));
+    figure.setAttribute('data-drawn-max', String(max));
+    figure.setAttribute('data-drawn-total', String(total));
+    figure.setAttribute('data-drawn-nonzero', String(nonzero));
+    plots.push({ u: u, box: box });
+  }
+  var charts = document.querySelectorAll('[data-chart]');
+  for (var c = 0; c < charts.length; c++) {
+    var block = charts[c].querySelector('script[data-chart-data]');
+    if (!block) continue;
+    var data;
+    try { data = JSON.parse(block.textContent); } catch (e) { continue; }
+    var figures = charts[c].querySelectorAll('figure[data-series]');
+    for (var f = 0; f < figures.length; f++) draw(figures[f], data);
+  }
+  var pending = 0;
+  window.addEventListener('resize', function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () {
+      for (var i = 0; i < plots.length; i++) {
+        var w = plots[i].box.clientWidth;
+        plots[i].u.setSize({ width: Math.max(120, w), height: HEIGHT });
+      }
+    }, 100);
+  });
 })();
 document.addEventListener('change', function (e) {
   var t = e.target;

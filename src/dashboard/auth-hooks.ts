@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { UPLOT_CSS_PATH, UPLOT_JS_PATH } from './assets.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { SessionAuth } from './session-auth.js';
 import type { SessionStore } from './session-store.js';
@@ -15,8 +16,19 @@ export interface RequestAuth {
 
 const auths = new WeakMap<FastifyRequest, RequestAuth>();
 
-/** Paths anyone may load: probes, the sign-in form and the stylesheet/script it uses. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz', '/login', '/static/dashboard.css', '/static/dashboard.js']);
+/**
+ * Paths anyone may load: probes, the sign-in form and the stylesheet/script it uses, and the
+ * chart library (public code, no data; static like the dashboard's own assets).
+ */
+const OPEN_PATHS = new Set([
+  '/healthz',
+  '/readyz',
+  '/login',
+  '/static/dashboard.css',
+  '/static/dashboard.js',
+  UPLOT_CSS_PATH,
+  UPLOT_JS_PATH,
+]);
 /** Machine endpoints: no redirect to a form, a 401 instead. */
 const API_PREFIXES = ['/metrics', '/queues/api/'];
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -33,6 +33,20 @@ export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Saf
   return new SafeHtml(out);
 }
 
+/**
+ * A value as a non-executable JSON data block (`<script type="application/json">`) for the page's
+ * script to read. The browser does not decode entities in a script element, so escapeHtml would
+ * corrupt it; instead `<`, `>`, `&` and the two JavaScript line separators are written as \u
+ * escapes, which JSON.parse reads back: no `</script>` or `<!--` in the data can end the block.
+ */
+export function jsonBlock(attributes: SafeHtml, value: unknown): SafeHtml {
+  const json = JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return new SafeHtml(`<script type="application/json" ${attributes.value}>${json}</script>`);
+}
+
 /** A query string from defined values (for links that keep the current filters). */
 export function query(params: Record<string, string | number | undefined>): string {
   const search = new URLSearchParams();

@@ -1,3 +1,4 @@
+import { UPLOT_CSS_PATH, UPLOT_JS_PATH } from './assets.js';
 import { html, type SafeHtml } from './html.js';
 
 export interface PageOptions {
@@ -11,6 +12,8 @@ export interface PageOptions {
   csrf?: string;
   /** Show the sign-out button. Default false. */
   canSignOut?: boolean;
+  /** The page has activity charts: load uPlot, which dashboard.js draws them with. Default false. */
+  charts?: boolean;
 }
 
 export function page(options: PageOptions): string {
@@ -26,8 +29,8 @@ export function page(options: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${options.title} · crm-sync</title>
-<link rel="stylesheet" href="/static/dashboard.css">
-<script src="/static/dashboard.js" defer></script>
+${options.charts === true ? html`<link rel="stylesheet" href="${UPLOT_CSS_PATH}">\n` : ''}<link rel="stylesheet" href="/static/dashboard.css">
+${options.charts === true ? html`<script src="${UPLOT_JS_PATH}" defer></script>\n` : ''}<script src="/static/dashboard.js" defer></script>
 </head>
 <body data-refresh="${options.refreshSeconds ?? 0}">
 <header class="top">

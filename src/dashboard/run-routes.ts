@@ -192,6 +192,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
         canSignOut: !auth.insecure,
         csrf,
         ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}),
+        charts: true,
       }),
     );
   });

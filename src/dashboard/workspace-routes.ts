@@ -103,6 +103,7 @@ ${charts}`;
         canSignOut: !auth.insecure,
         csrf,
         ...(anyRunning ? { refreshSeconds: 5 } : {}),
+        charts: true,
       }),
     );
   });

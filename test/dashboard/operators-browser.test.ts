@@ -112,9 +112,10 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     let later: number | null = null;
     let liveSeries: SeriesPoint[] = [];
     let liveDuration: string | null = null;
-    // The page reloads itself every 3 s while the run is going; each load reads the series again.
+    // The page reloads itself every 3 s while the run is going; each load reads the series again,
+    // and dashboard.js draws it with uPlot, then marks the figure with what uPlot holds.
     for (let i = 0; i < 40 && (first === null || later === null || later <= first); i++) {
-      const total = await attr(own, 'data-total');
+      const total = await attr(own, 'data-drawn-total');
       const running = (await attr('body', 'data-refresh')) !== '0';
       if (total !== null && running) {
         if (first === null && Number(total) > 0) {
@@ -130,7 +131,9 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     expect(later).toBeGreaterThan(first!);
     expect(liveSeries.filter((p) => p.requests > 0).length).toBeGreaterThan(0);
     expect(liveDuration).toMatch(/^\d+(\.\d)? s so far$/);
-    expect(await page.locator(`${own} polyline`).count()).toBe(1);
+    // Drawn by uPlot: its root and canvas in each of the four boxes, no SVG left.
+    expect(await page.locator(`${RUN_CHART} figure .plot .uplot canvas`).count()).toBe(4);
+    expect(await page.locator(`${RUN_CHART} svg`).count()).toBe(0);
     expect(await page.locator('[data-live]').first().textContent()).toMatch(/\d+(\.\d)?%/);
     await screenshot('live-run.png');
     const done = await h.waitForRun(run.id, 60_000);
@@ -144,19 +147,35 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     }
     expect(sum(series, (p) => p.succeeded)).toBe(150);
     await page.goto(`${base}/runs/${run.id}`);
+    await page.locator(`${own}[data-drawn]`).waitFor();
     const nonzero = series.filter((p) => p.requests > 0).length;
-    expect(Number(await attr(own, 'data-nonzero'))).toBe(nonzero);
-    const coords = (await attr(`${own} polyline`, 'points'))!.split(' ').map((c) => Number(c.split(',')[1]));
-    // y = 69 is the baseline (a bucket with no request); a drawn point above it is a nonzero bucket.
-    expect(coords).toHaveLength(series.length);
-    expect(coords.filter((y) => y < 69).length).toBe(nonzero);
-    expect(Number(await attr(`${RUN_CHART} figure[data-series="Rows done"]`, 'data-total'))).toBe(150);
+    // What uPlot holds is the run's series: a point per bucket, the same buckets with requests, the same peak.
+    expect(Number(await attr(own, 'data-drawn'))).toBe(series.length);
+    expect(Number(await attr(own, 'data-drawn-nonzero'))).toBe(nonzero);
+    expect(Number(await attr(own, 'data-drawn-max'))).toBeCloseTo(Math.max(...series.map((p) => p.requests)) / 10, 6);
+    expect(Number(await attr(`${RUN_CHART} figure[data-series="Rows done"]`, 'data-drawn-total'))).toBe(150);
+    expect(Number(await attr(`${RUN_CHART} figure[data-series="429 answers"]`, 'data-drawn-total'))).toBe(
+      sum(series, (p) => p.rateLimited),
+    );
+    // The run's workspace, drawn too: at least this run's rows.
+    const workspaceRows = Number(
+      await attr('[data-chart="workspace"] figure[data-series="Rows done"]', 'data-drawn-total'),
+    );
+    expect(workspaceRows).toBeGreaterThanOrEqual(150);
+    expect(await page.locator('[data-chart="workspace"] figure .uplot canvas').count()).toBe(4);
+    // The workspaces page's chart (its last 30 minutes) is drawn the same way.
+    await page.goto(`${base}/workspaces`);
+    await page.locator('[data-chart="workspace"] figure[data-series="Rows done"][data-drawn]').waitFor();
+    expect(
+      Number(await attr('[data-chart="workspace"] figure[data-series="Rows done"]', 'data-drawn-total')),
+    ).toBeGreaterThanOrEqual(150);
+    await page.goto(`${base}/runs/${run.id}`);
     expect(await text('[data-duration]')).toMatch(/^took \d+(\.\d)? s$/);
     await page.goto(`${base}/?q=${run.id}`);
     expect(await text('td[data-duration]')).toMatch(/^took \d+(\.\d)? s$/);
     const limited = sum(series, (p) => p.rateLimited);
     console.log(
-      `[live chart] this run's requests drawn: ${first!.toFixed(1)} then ${later!.toFixed(1)} per s summed; ${series.length} buckets, ${nonzero} with requests; 429s: ${limited}`,
+      `[live chart] this run's requests drawn by uPlot: ${first!.toFixed(1)} then ${later!.toFixed(1)} per s summed; ${series.length} buckets, ${nonzero} with requests; 429s: ${limited}`,
     );
   }, 90_000);
 

@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
+import { html, jsonBlock } from '../../src/dashboard/html.js';
 import { RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, runSeriesKey } from '../../src/metrics/index.js';
 import { durationWords, type ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
@@ -244,10 +247,24 @@ function chartOf(page: string, kind: 'run' | 'workspace'): string {
   return page.slice(start, end < 0 ? undefined : end);
 }
 
+/** What a chart's JSON data block holds: the series dashboard.js draws with uPlot. */
+interface ChartData {
+  bucketSeconds: number;
+  t: number[];
+  lines: Record<string, number[]>;
+}
+
+/** A chart's data block, parsed as the browser would (the block is `<script type="application/json">`). */
+function dataOf(chart: string): ChartData | undefined {
+  const m = /<script type="application\/json" data-chart-data>([^<]*)<\/script>/.exec(chart);
+  return m ? (JSON.parse(m[1]!) as ChartData) : undefined;
+}
+
 /** Each line's total in a chart, by its label. */
 function totalsOf(chart: string): Record<string, number> {
-  const lines = chart.matchAll(/data-series="([^"]+)" data-max="[\d.]+" data-total="([\d.]+)"/g);
-  return Object.fromEntries([...lines].map((m) => [m[1]!, Number(m[2])]));
+  const data = dataOf(chart);
+  if (data === undefined) return {};
+  return Object.fromEntries(Object.entries(data.lines).map(([label, v]) => [label, v.reduce((a, b) => a + b, 0)]));
 }
 
 describe('activity chart', () => {
@@ -258,7 +275,14 @@ describe('activity chart', () => {
     expect(totals.Requests).toBeGreaterThan(0);
     // 12 refused rows, then the two retries of them: every failure is in the series.
     expect(totals['Failed rows']).toBeGreaterThanOrEqual(12);
-    expect(chart).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
+    // Each line has its captioned box for uPlot; the data block has a value per bucket, times in seconds.
+    const data = dataOf(chart)!;
+    expect(Object.keys(data.lines)).toEqual(['Requests', 'Rows done', '429 answers', 'Failed rows']);
+    for (const values of Object.values(data.lines)) expect(values).toHaveLength(data.t.length);
+    expect(data.bucketSeconds).toBe(10);
+    expect(data.t.every((t, i) => i === 0 || t - data.t[i - 1]! === 10)).toBe(true);
+    expect(chart.match(/<figure class="spark [a-z]+" data-series="[^"]+">/g)).toHaveLength(4);
+    expect(chart).toMatch(/peak [\d.,]+\/s/);
   });
 
   it("draws the run's own series above its workspace's: this run's requests and rows alone", async () => {
@@ -281,9 +305,36 @@ describe('activity chart', () => {
     // Requests are drawn per second of each 10-second bucket: 5 requests in all are 0.5.
     expect(totals.Requests).toBeCloseTo(0.5, 6);
     expect(totals).toMatchObject({ 'Rows done': 5, 'Failed rows': 2, '429 answers': 0 });
-    expect(own).toMatch(/<polyline points="[\d., ]+"><\/polyline>/);
+    // The page loads uPlot (served by the dashboard) to draw them; the captions say the numbers as text.
+    expect(page).toContain('<script src="/static/uplot.min.js" defer></script>');
+    expect(own).toMatch(/Rows done<\/b> <span class="muted">now [\d.]+ · peak [\d.]+ per 10 s/);
     // The workspace's chart has every run of the workspace: the mixed run's rows too.
     expect(totalsOf(chartOf(page, 'workspace'))['Rows done']).toBeGreaterThan(5);
+  });
+
+  it('serves uPlot itself, from the installed package, to anyone like its own assets, cached a while', async () => {
+    const require = createRequire(import.meta.url);
+    for (const [path, file, type] of [
+      ['/static/uplot.min.js', 'uPlot.iife.min.js', 'text/javascript'],
+      ['/static/uplot.min.css', 'uPlot.min.css', 'text/css'],
+    ] as const) {
+      // Without a session, as the sign-in page's assets: it is public code and holds no data.
+      const res = await d.get(path, { host: HOST });
+      expect(res.statusCode, path).toBe(200);
+      expect(res.headers['content-type'], path).toContain(type);
+      expect(res.headers['cache-control'], path).toBe('public, max-age=300');
+      expect(res.body, path).toBe(readFileSync(require.resolve(`uplot/dist/${file}`), 'utf8'));
+    }
+    // Pages without charts do not load it.
+    expect((await d.get('/')).body).not.toContain('uplot');
+  });
+
+  it('writes a data block that no value can break out of (</script>, <!--)', () => {
+    const block = jsonBlock(html`data-x`, { label: '</script><script>alert(1)</script><!-- & \u2028' }).value;
+    expect(block).toMatch(/^<script type="application\/json" data-x>[^<]*<\/script>$/);
+    expect(block).not.toContain('<!--');
+    const json = /data-x>(.*)<\/script>$/s.exec(block)![1]!;
+    expect(JSON.parse(json)).toEqual({ label: '</script><script>alert(1)</script><!-- & \u2028' });
   });
 
   it('says so when a run has no series of its own (nothing was sent)', async () => {
@@ -291,7 +342,7 @@ describe('activity chart', () => {
     await d.h.runtime.store.finishProducing(quiet.id);
     const chart = chartOf((await d.get(`/runs/${quiet.id}`)).body, 'run');
     expect(chart).toContain('No request was counted for this run');
-    expect(chart).not.toContain('<svg');
+    expect(dataOf(chart)).toBeUndefined();
     await d.h.runtime.store.deleteRun(quiet.id);
   });
 

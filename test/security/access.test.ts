@@ -24,7 +24,16 @@ let acmeRun: string;
 let otherRun: string;
 let routes: Route[];
 const bearer = { authorization: `Bearer ${TOKEN}` };
-const OPEN = new Set(['/healthz', '/readyz', '/login', '/static/dashboard.css', '/static/dashboard.js']);
+const OPEN = new Set([
+  '/healthz',
+  '/readyz',
+  '/login',
+  '/static/dashboard.css',
+  '/static/dashboard.js',
+  // The chart library: public code, served like the dashboard's own assets.
+  '/static/uplot.min.css',
+  '/static/uplot.min.js',
+]);
 
 beforeAll(async () => {
   d = await startLiveDashboard({ harnessOptions: { records: 5 }, dashboard: { workspaces: ['acme'] } });
@@ -43,6 +52,20 @@ describe('holds', () => {
     expect(routes.length).toBeGreaterThan(40);
     expect(routes).toContainEqual({ method: 'POST', pattern: '/runs/:id/upload' });
     expect(routes).toContainEqual({ method: 'PUT', pattern: '/queues/api/queues/:queueName/clean/:queueStatus' });
+  });
+
+  it('serves the chart library itself; a page with charts runs no inline script and loads nothing from elsewhere', async () => {
+    expect(routes).toContainEqual({ method: 'GET', pattern: '/static/uplot.min.js' });
+    const res = await d.ask({ path: `/runs/${acmeRun}`, headers: { cookie } });
+    expect(res.status).toBe(200);
+    const csp = String(res.headers['content-security-policy']);
+    // No script-src: scripts fall back to default-src 'self', so no inline script and no eval.
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).not.toMatch(/script-src|unsafe-eval|https?:/);
+    const scripts = [...res.text.matchAll(/<script\b([^>]*)>/g)].map((m) => m[1]!.trim());
+    expect(scripts).toContain('src="/static/uplot.min.js" defer');
+    for (const attrs of scripts) expect(attrs).toMatch(/^src="\/static\/[\w.]+" defer$|^type="application\/json"/);
+    expect(res.text).not.toMatch(/(href|src)="(https?:)?\/\//);
   });
 
   it('every route but the probes, the sign-in form and its assets needs the token', async () => {
