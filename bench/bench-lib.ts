@@ -155,6 +155,58 @@ export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProce
   return child;
 }
 
+export interface DashboardProcess {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * `crm-sync dashboard --port 0` in a process of its own (compiled when current), under `prefix`
+ * with `token`; resolves once it says where it listens. `nodeArgs` go before the CLI (e.g. an
+ * `--import` of a loop monitor), `env` on top of this process's.
+ */
+export async function startDashboardProcess(o: {
+  configPath: string;
+  prefix: string;
+  token: string;
+  nodeArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+}): Promise<DashboardProcess> {
+  const child = spawn(
+    process.execPath,
+    [...(o.nodeArgs ?? []), CLI, '--config', o.configPath, '--log-level', 'error', 'dashboard', '--port', '0'],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        CRM_SYNC_PREFIX: o.prefix,
+        CRM_SYNC_DASHBOARD_TOKEN: o.token,
+        BENCH_UNUSED_KEY: 'unused',
+        ...o.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  for (let i = 0; i < 400 && !/on http:\/\//.test(out); i++) await sleep(25);
+  const port = Number(/:(\d+)/.exec(out.slice(out.indexOf('http://')))?.[1]);
+  if (!port) throw new Error(`dashboard did not start: ${out}${err}`);
+  return {
+    child,
+    pid: child.pid!,
+    port,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
 /** Removes a benchmark's temp dir (the generated files can be large). */
 export function removeBenchDir(b: BenchEnv): void {
   rmSync(b.dir, { recursive: true, force: true });

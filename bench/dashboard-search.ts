@@ -35,7 +35,7 @@ import { Redis } from 'ioredis';
 import { RunStore } from '../src/runs/index.js';
 import { deleteKeysWithPrefix } from '../src/runtime/index.js';
 import { seedFailedRun } from '../test/helpers/seed-runs.js';
-import { CLI, ROOT, cpuSeconds, fmt } from './bench-lib.js';
+import { CLI, cpuSeconds, fmt, startDashboardProcess } from './bench-lib.js';
 
 const TOKEN = 'bench-dashboard-token-0123456789abcdef';
 const ROWS = 20_000;
@@ -112,45 +112,6 @@ async function loopDelay(child: ChildProcess, file: string): Promise<LoopDelay> 
 
 const DASH_LOOP = join(dir, 'dashboard-loop.json');
 const CONTROL_LOOP = join(dir, 'control-loop.json');
-
-async function startDashboard(): Promise<{
-  child: ChildProcess;
-  pid: number;
-  port: number;
-  stop: () => Promise<void>;
-}> {
-  const child = spawn(
-    process.execPath,
-    ['--import', LOOP_MONITOR, CLI, '--config', configPath, '--log-level', 'error', 'dashboard', '--port', '0'],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        CRM_SYNC_PREFIX: prefix,
-        CRM_SYNC_DASHBOARD_TOKEN: TOKEN,
-        BENCH_UNUSED_KEY: 'unused',
-        BENCH_LOOP_FILE: DASH_LOOP,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  for (let i = 0; i < 400 && !/on http:\/\//.test(out); i++) await sleep(25);
-  const port = Number(/:(\d+)/.exec(out.slice(out.indexOf('http://')))?.[1]);
-  if (!port) throw new Error(`dashboard did not start: ${out}${err}`);
-  return {
-    child,
-    pid: child.pid!,
-    port,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
-}
 
 /** One GET on a fresh connection; resolves with its status (0 = connection error). */
 function get(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
@@ -233,7 +194,13 @@ const redis = new Redis(redisUrl);
 const store = new RunStore({ redis, prefix });
 const runId = await seedFailedRun(store, ROWS);
 
-const dash = await startDashboard();
+const dash = await startDashboardProcess({
+  configPath,
+  prefix,
+  token: TOKEN,
+  nodeArgs: ['--import', LOOP_MONITOR],
+  env: { BENCH_LOOP_FILE: DASH_LOOP },
+});
 // The control: a node process with nothing to do but its timers.
 const control = spawn(process.execPath, ['--import', LOOP_MONITOR, '-e', 'setInterval(() => {}, 1000)'], {
   env: { ...process.env, BENCH_LOOP_FILE: CONTROL_LOOP },

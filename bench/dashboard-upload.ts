@@ -11,7 +11,6 @@
  *            after their values were read: the retry's 500-row chunk at its fattest)
  * BENCH_PARALLEL=2 sends each file that many times at once (the dashboard takes two at a time).
  */
-import { spawn } from 'node:child_process';
 import {
   createReadStream,
   mkdtempSync,
@@ -25,11 +24,10 @@ import {
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { RunStore } from '../src/runs/index.js';
 import { deleteKeysWithPrefix } from '../src/runtime/index.js';
-import { CLI, ROOT, fmt, peakRssMb } from './bench-lib.js';
+import { CLI, fmt, peakRssMb, startDashboardProcess } from './bench-lib.js';
 
 const TOKEN = 'bench-dashboard-token-0123456789abcdef';
 const MB = 1024 * 1024;
@@ -66,33 +64,6 @@ function writeFile(name: string, bytes: number, header: string, line: (i: number
   writeSync(fd, buffer);
   closeSync(fd);
   return path;
-}
-
-async function startDashboard(): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    [CLI, '--config', configPath, '--log-level', 'error', 'dashboard', '--port', '0'],
-    {
-      cwd: ROOT,
-      env: { ...process.env, CRM_SYNC_PREFIX: prefix, CRM_SYNC_DASHBOARD_TOKEN: TOKEN, BENCH_UNUSED_KEY: 'unused' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  for (let i = 0; i < 400 && !/on http:\/\//.test(out); i++) await sleep(25);
-  const port = Number(/:(\d+)/.exec(out.slice(out.indexOf('http://')))?.[1]);
-  if (!port) throw new Error(`dashboard did not start: ${out}${err}`);
-  return {
-    pid: child.pid!,
-    port,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
 }
 
 /** Streams the file as multipart/form-data; resolves with status, answer size and time. */
@@ -194,7 +165,7 @@ try {
   for (const shape of shapes) {
     for (const mb of shape.name === 'wide' ? [45] : sizes) {
       const file = shape.make(mb);
-      const dash = await startDashboard();
+      const dash = await startDashboardProcess({ configPath, prefix, token: TOKEN });
       const before = peakRssMb(dash.pid);
       const all = await Promise.all(Array.from({ length: parallel }, () => upload(dash.port, run.id, file)));
       const res = all[0]!;
