@@ -18,7 +18,16 @@ const old = join(root, `.dist-old-${process.pid}`);
 // Hashed before compiling: a source edited during the compile makes the stamp stale (the bin
 // then runs the sources), never a stamp that claims sources the build did not see.
 const stamp = sourceStamp(root);
-const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
+let tsc;
+try {
+  tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
+} catch {
+  // `npm ci --omit=dev` in a checkout: nothing can compile (or run) the sources here.
+  console.error(
+    'build: typescript is not installed (dev dependencies omitted?): run `npm ci` to build, or install the published package, which ships dist/',
+  );
+  process.exit(1);
+}
 rmSync(fresh, { recursive: true, force: true });
 const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', fresh], {
   cwd: root,
