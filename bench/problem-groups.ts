@@ -8,40 +8,21 @@
  * (REDIS_URL or 127.0.0.1:6379), its own key prefix, removed at the end.
  */
 import { Redis } from 'ioredis';
-import { RunStore, groupProblems, type RowResult } from '../src/runs/index.js';
+import { RunStore, groupProblems } from '../src/runs/index.js';
 import { deleteKeysWithPrefix } from '../src/runtime/index.js';
+import { seedFailedRun } from '../test/helpers/seed-runs.js';
 
 const rows = Number(process.argv[2] ?? 20_000);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const prefix = `crm-sync-bench-groups-${Date.now().toString(36)}`;
 const store = new RunStore({ redis, prefix });
 
-async function runWith(causes: number): Promise<string> {
-  const run = await store.createRun({
-    workspace: 'acme',
-    operation: 'deal.update',
-    source: 'bench.csv',
-    columns: ['id', 'name', 'stage_id'],
+/** A run of `rows` failed rows whose messages fall into `causes` groups once ids are masked. */
+function runWith(causes: number): Promise<string> {
+  return seedFailedRun(store, rows, 'acme', (row) => {
+    const cause = row % causes;
+    return `stage_id: unknown stage stg_${row.toString(36)} (rule ${'abcdefghij'[cause % 10]}${'klmnopqrst'[Math.floor(cause / 10) % 10]}${'uvwxyzabcd'[Math.floor(cause / 100) % 10]})`;
   });
-  await store.addQueued(run.id, rows);
-  const at = new Date().toISOString();
-  for (let first = 1; first <= rows; first += 1000) {
-    const batch: RowResult[] = [];
-    for (let row = first; row < first + 1000 && row <= rows; row++) {
-      const cause = row % causes;
-      batch.push({
-        row,
-        status: 'failed',
-        httpStatus: 422,
-        code: 'CRM_REJECTED',
-        message: `stage_id: unknown stage stg_${row.toString(36)} (rule ${'abcdefghij'[cause % 10]}${'klmnopqrst'[Math.floor(cause / 10) % 10]}${'uvwxyzabcd'[Math.floor(cause / 100) % 10]})`,
-        at,
-        original: { id: `deal_${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` },
-      });
-    }
-    await store.recordResults(run.id, batch);
-  }
-  return run.id;
 }
 
 try {

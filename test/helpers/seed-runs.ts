@@ -1,8 +1,15 @@
 import type { RunStore } from '../../src/runs/index.js';
 
-/** A run with `count` failed rows (HTTP 422, "unknown stage <n>"), written straight to the store
- * ("needle stage <n>" every 1,000th row, for searches). */
-export async function seedFailedRun(store: RunStore, count: number, workspace = 'acme'): Promise<string> {
+/** The default failure text: "unknown stage <n>", and "needle stage <n>" every 1,000th row (for searches). */
+const STAGE_MESSAGE = (row: number): string => (row % 1000 === 0 ? `needle stage ${row}` : `unknown stage stg_${row}`);
+
+/** A run with `count` failed rows (HTTP 422, `message` of each row), written straight to the store. */
+export async function seedFailedRun(
+  store: RunStore,
+  count: number,
+  workspace = 'acme',
+  message: (row: number) => string = STAGE_MESSAGE,
+): Promise<string> {
   const run = await store.createRun({
     workspace,
     operation: 'deal.update',
@@ -20,7 +27,7 @@ export async function seedFailedRun(store: RunStore, count: number, workspace = 
         status: 'failed' as const,
         code: 'CRM_REJECTED' as const,
         httpStatus: 422,
-        message: row % 1000 === 0 ? `needle stage ${row}` : `unknown stage stg_${row}`,
+        message: message(row),
         original: { id: `d${row}`, name: `Deal ${row}`, stage_id: `stg_${row}` },
         at,
       });
