@@ -108,7 +108,10 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
   } catch (err) {
     // A copy of stdin that no run reads (columns refused, Redis down) is not kept until
     // retention: piped rows may be personal data.
-    if (spooled && !runStarted) rmSync(spooled, { force: true });
+    if (spooled && !runStarted) {
+      rmSync(spooled, { force: true });
+      process.stderr.write(`no run read ${spooled}: removed\n`);
+    }
     throw err;
   }
 }

@@ -73,6 +73,7 @@ describe('crm-sync import - (stdin) and --from-postgres', () => {
     });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('INPUT_COLUMNS');
+    expect(refused.stderr).toMatch(/no run read .*stdin-.*\.csv: removed/);
     expect(copies()).toBe(before);
     const wrongOp = await cli(['import', '-', '--op', 'deal.create', '--reconcile', '-w', 'acme'], {
       input: JSON.stringify({ name: 'x' }),
