@@ -50,10 +50,14 @@ export class PoolPresence {
     this.#timer.unref();
   }
 
-  /** Removes the entry (bounded by the connection's command timeout; a dead Redis forgets it after 3 periods). */
+  /**
+   * Removes the entry, waiting at most 1 s: a worker connection queues commands while Redis is
+   * away, and shutdown must stay bounded. An entry left behind stops counting after 3 periods.
+   */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#o.redis.hdel(poolsKey(this.#o.prefix), this.id).catch(() => undefined);
+    const removed = this.#o.redis.hdel(poolsKey(this.#o.prefix), this.id).catch(() => undefined);
+    await Promise.race([removed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   }
 
   async #announce(): Promise<void> {

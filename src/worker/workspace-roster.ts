@@ -244,7 +244,12 @@ export class WorkspaceRoster {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
-    await Promise.allSettled([...this.#starting.values()]);
+    // A worker still starting closes itself when its start returns (it sees #closed); waiting
+    // for it is bounded, since a start waits on Redis, which may be what is gone.
+    await Promise.race([
+      Promise.allSettled([...this.#starting.values()]),
+      new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+    ]);
     await Promise.all([...this.#active.values()].map((a) => a.worker.close()));
     this.#active.clear();
   }
