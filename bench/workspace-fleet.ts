@@ -18,9 +18,15 @@ import { configFromObject, type Config } from '../src/config/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { METRIC, readCounters } from '../src/metrics/index.js';
 import { importFile, poolsKey } from '../src/queue/index.js';
-import { openRuntime } from '../src/runtime/index.js';
+import type { RunRecord } from '../src/runs/index.js';
+import { openRuntime, type Runtime } from '../src/runtime/index.js';
+import type { ChildProcess } from 'node:child_process';
 import {
   benchConfig,
+  cpuMeter,
+  redisPid,
+  type BenchEnv,
+  type SimProcess,
   fmt,
   peakRssMb,
   redisCommandCounts,
@@ -64,7 +70,9 @@ console.log(
 );
 
 // --- idle -----------------------------------------------------------------------------------
-const clients = async () => Number(/connected_clients:(\d+)/.exec(await redis.info('clients'))?.[1] ?? 0) - 1;
+async function clients(): Promise<number> {
+  return Number(/connected_clients:(\d+)/.exec(await redis.info('clients'))?.[1] ?? 0) - 1;
+}
 await sleep(5000);
 const idleBefore = await redisCommandCounts(redisServer.url);
 const idleSeconds = 30;
@@ -85,9 +93,53 @@ console.log(
 
 // --- a workspace added to the config, no restart ----------------------------------------------
 const runtime = await openRuntime(config, silentLogger);
-async function queue(ws: string, rows: number) {
-  const ids = await dealIds(sim, ws);
-  const file = join(b.dir, `${ws}.csv`);
+const file = JSON.parse(readFileSync(b.configPath, 'utf8')) as ReturnType<typeof rawConfig>;
+writeFileSync(b.configPath, JSON.stringify(rawConfig([...Object.keys(file.workspaces), 'late'])));
+const addedAt = Date.now();
+const [late] = await waitAll(runtime, [(await queueRows(runtime, b, sim, 'late', 5)).id]);
+console.log(
+  `config reload: workspace "late" added to the file; its 5-row run ${late!.status} ${fmt((Date.now() - addedAt) / 1000, 2)} s later, no restart`,
+);
+
+// --- ACTIVE workspaces at 10 req/s each ---------------------------------------------------------
+await sleep(2000); // the simulator's buckets are full again
+await measureActive(`active, ${RATE} req/s each`, runtime, b, sim, workers, RATE * ACTIVE);
+await runtime.close();
+
+// --- the machine's ceiling: the same workspaces and rows, no limit -------------------------------
+// A second simulator without a limit, a config whose known limit is far above what the box can
+// send (the same code path), and fresh worker processes.
+const open = await startSimProcess({ records: ROWS, workspaces: names.slice(0, ACTIVE) });
+const b2 = benchConfig(open);
+const rawOpen = {
+  workspaces: Object.fromEntries(
+    names
+      .slice(0, ACTIVE)
+      .map((n) => [
+        n,
+        { baseUrl: open.baseUrlOf(n), apiKeyEnv: 'BENCH_KEY', rateLimit: { max: 1000, durationMs: 1000 } },
+      ]),
+  ),
+};
+writeFileSync(b2.configPath, JSON.stringify(rawOpen));
+const workers2 = [spawnWorkerProcess(b2, 8), spawnWorkerProcess(b2, 8)];
+while ((await redis.hlen(poolsKey(b2.prefix))) < 2) await sleep(20);
+const runtime2 = await openRuntime(configFromObject(rawOpen, { source: b2.configPath, env: b2.env }), silentLogger);
+await measureActive('ceiling, no limit', runtime2, b2, open, workers2);
+await runtime2.close();
+await stopProcesses(workers2);
+await open.stop();
+removeBenchDir(b2);
+
+redis.disconnect();
+await stopProcesses(workers);
+await sim.stop();
+await redisServer.stop();
+removeBenchDir(b);
+
+async function queueRows(rt: Runtime, env: BenchEnv, simp: SimProcess, ws: string, rows: number): Promise<RunRecord> {
+  const ids = await dealIds(simp, ws);
+  const file = join(env.dir, `${ws}.csv`);
   writeFileSync(
     file,
     `id,name\n${ids
@@ -95,63 +147,77 @@ async function queue(ws: string, rows: number) {
       .map((id, i) => `${id},Fleet ${i}`)
       .join('\n')}\n`,
   );
-  return (
-    await importFile({
-      file,
-      op: 'deal.update',
-      workspace: ws,
-      queue: runtime.queue(ws),
-      store: runtime.store,
-      rowsPerJob: 10,
-    })
-  ).run;
+  const { run } = await importFile({
+    file,
+    op: 'deal.update',
+    workspace: ws,
+    queue: rt.queue(ws),
+    store: rt.store,
+    rowsPerJob: 10,
+  });
+  return run;
 }
-async function waitAll(ids: string[]) {
+
+async function waitAll(rt: Runtime, ids: string[]): Promise<RunRecord[]> {
   for (;;) {
-    const runs = await Promise.all(ids.map((id) => runtime.store.requireRun(id)));
+    const runs = await Promise.all(ids.map((id) => rt.store.requireRun(id)));
     if (runs.every((r) => r.status !== 'running')) return runs;
     await sleep(200);
   }
 }
-const file = JSON.parse(readFileSync(b.configPath, 'utf8')) as ReturnType<typeof rawConfig>;
-writeFileSync(b.configPath, JSON.stringify(rawConfig([...Object.keys(file.workspaces), 'late'])));
-const addedAt = Date.now();
-const [late] = await waitAll([(await queue('late', 5)).id]);
-console.log(
-  `config reload: workspace "late" added to the file; its 5-row run ${late!.status} ${fmt((Date.now() - addedAt) / 1000, 2)} s later, no restart`,
-);
 
-// --- ACTIVE workspaces at 10 req/s each ---------------------------------------------------------
-await sleep(2000); // the simulator's buckets are full again
-const before = await redisCommandCounts(redisServer.url);
-const counters = async (metric: string) =>
-  (await readCounters(runtime.redis, b.prefix)).filter((c) => c.metric === metric).reduce((n, c) => n + c.value, 0);
-const [requests0, limited0] = [await counters(METRIC.requests), await counters(METRIC.rateLimited)];
-let peakClients = 0;
-const sampler = setInterval(() => void clients().then((n) => (peakClients = Math.max(peakClients, n))), 500);
-const started = Date.now();
-const runs = await Promise.all(names.slice(0, ACTIVE).map((ws) => queue(ws, ROWS)));
-const queuedIn = (Date.now() - started) / 1000;
-const done = await waitAll(runs.map((r) => r.id));
-const elapsed = (Date.now() - started) / 1000;
-clearInterval(sampler);
-const after = await redisCommandCounts(redisServer.url);
-const requests = (await counters(METRIC.requests)) - requests0;
-const limited = (await counters(METRIC.rateLimited)) - limited0;
-const durations = done.map((r) => (Date.parse(r.finishedAt ?? '') - Date.parse(r.createdAt)) / 1000);
-const succeeded = done.reduce((n, r) => n + r.counts.succeeded, 0);
-const ideal = RATE * ACTIVE;
-console.log(
-  `active: ${ACTIVE} workspaces × ${ROWS} rows (all queued in ${fmt(queuedIn)} s): ${succeeded}/${ACTIVE * ROWS} succeeded in ${fmt(elapsed)} s; ` +
-    `${fmt(requests / elapsed)} requests/s = ${fmt(requests / elapsed / ideal, 2)} of the ${ideal} req/s ideal; ` +
-    `run durations ${fmt(Math.min(...durations))}–${fmt(Math.max(...durations))} s (max/min ${fmt(Math.max(...durations) / Math.min(...durations), 2)}); ` +
-    `429s ${limited}; peak ${peakClients} Redis connections; ${fmt((after.all - before.all) / Math.max(1, requests), 1)} Redis commands per request; ` +
-    `worker RSS ${workers.map((w) => fmt(peakRssMb(w.pid!), 0)).join(' / ')} MB`,
-);
-
-await runtime.close();
-redis.disconnect();
-await stopProcesses(workers);
-await sim.stop();
-await redisServer.stop();
-removeBenchDir(b);
+/** ACTIVE workspaces × ROWS deal updates queued at once; prints the figures of the phase. */
+async function measureActive(
+  label: string,
+  rt: Runtime,
+  env: BenchEnv,
+  simp: SimProcess,
+  procs: ChildProcess[],
+  ideal?: number,
+): Promise<void> {
+  const before = await redisCommandCounts(redisServer.url);
+  const counters = async (metric: string) =>
+    (await readCounters(rt.redis, env.prefix)).filter((c) => c.metric === metric).reduce((n, c) => n + c.value, 0);
+  const [requests0, limited0] = [await counters(METRIC.requests), await counters(METRIC.rateLimited)];
+  let peakClients = 0;
+  const sampler = setInterval(() => void clients().then((n) => (peakClients = Math.max(peakClients, n))), 500);
+  const cpu = cpuMeter({
+    workers: procs[0]!.pid,
+    workers2: procs[1]!.pid,
+    sim: simp.child.pid,
+    redis: await redisPid(redisServer.url),
+    bench: process.pid,
+  });
+  const started = Date.now();
+  const runs = await Promise.all(names.slice(0, ACTIVE).map((ws) => queueRows(rt, env, simp, ws, ROWS)));
+  const queuedIn = (Date.now() - started) / 1000;
+  const done = await waitAll(
+    rt,
+    runs.map((r) => r.id),
+  );
+  const elapsed = (Date.now() - started) / 1000;
+  const used = cpu();
+  clearInterval(sampler);
+  const after = await redisCommandCounts(redisServer.url);
+  const requests = (await counters(METRIC.requests)) - requests0;
+  const limited = (await counters(METRIC.rateLimited)) - limited0;
+  const durations = done.map((r) => (Date.parse(r.finishedAt ?? '') - Date.parse(r.createdAt)) / 1000);
+  const succeeded = done.reduce((n, r) => n + r.counts.succeeded, 0);
+  const top = [...after.byCommand]
+    .map(([c, n]) => [c, n - (before.byCommand.get(c) ?? 0)] as const)
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 6)
+    .map(([c, n]) => `${c} ${fmt(n / Math.max(1, requests), 2)}`)
+    .join(', ');
+  const cores = Object.values(used).reduce((a, n) => a + n, 0) / elapsed;
+  console.log(
+    `${label}: ${ACTIVE} workspaces × ${ROWS} rows (queued in ${fmt(queuedIn)} s): ${succeeded}/${ACTIVE * ROWS} succeeded in ${fmt(elapsed)} s; ` +
+      `${fmt(requests / elapsed)} requests/s${ideal ? ` = ${fmt(requests / elapsed / ideal, 2)} of the ${ideal} req/s ideal` : ''}; ` +
+      `run durations ${fmt(Math.min(...durations))}–${fmt(Math.max(...durations))} s (max/min ${fmt(Math.max(...durations) / Math.min(...durations), 2)}); ` +
+      `429s ${limited}; peak ${peakClients} Redis connections; ${fmt((after.all - before.all) / Math.max(1, requests), 1)} Redis commands per request (${top}); ` +
+      `CPU ${fmt(cores, 2)} cores (${Object.entries(used)
+        .map(([k, v]) => `${k} ${fmt(v / elapsed, 2)}`)
+        .join(', ')}); ` +
+      `worker RSS ${procs.map((w) => fmt(peakRssMb(w.pid!), 0)).join(' / ')} MB`,
+  );
+}
