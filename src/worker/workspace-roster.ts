@@ -134,9 +134,15 @@ export class WorkspaceRoster {
     if (Date.now() - this.#sweptAt < every) return;
     this.#sweptAt = Date.now();
     // A pool named to a few workspaces looks at them itself; pools serving all share one sweep.
-    const found = this.#o.workspaces
-      ? await this.#board.sweep(this.#o.workspaces)
-      : await this.#board.sweep(Object.keys(this.#config.workspaces), every);
+    const served = this.#o.workspaces ?? Object.keys(this.#config.workspaces);
+    const found = await this.#board.sweep(served, this.#o.workspaces ? undefined : every);
+    if (found !== null) {
+      // A running run needs a worker even with nothing queued: its sweep fails a run whose
+      // producer died before it signalled (FailedJobSweep, producerSilenceMs).
+      const { runs } = await this.#o.store.listRuns({ status: 'running', limit: 1000 });
+      const orphans = [...new Set(runs.map((r) => r.workspace))].filter((w) => served.includes(w));
+      for (const w of orphans) await this.#board.signal(w);
+    }
     if (found?.length)
       this.#o.logger.info(
         { workspaces: found.length },

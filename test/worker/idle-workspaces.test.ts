@@ -111,4 +111,15 @@ describe('idle workspaces (docs/architecture.md, "Idle workspaces")', () => {
     await store.finishProducing(run.id);
     await until('acme worker closed', () => !pool.active.has('acme'));
   }, 30_000);
+
+  it('a running run whose producer died before it queued or signalled anything is still failed by a worker', async () => {
+    h = await startHarness({ records: 5 });
+    // Created and never produced: the producer was killed before its first signal.
+    const run = await h.runtime.store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'lost.csv' });
+    expect((await new WorkBoard({ redis: h.runtime.redis, prefix: h.config.prefix }).listed()).size).toBe(0);
+    const pool = await h.startWorkers({ producerSilenceMs: 500, sweepIntervalMs: 200 });
+    const failed = await h.waitForRun(run.id, 15_000);
+    expect(failed.status).toBe('failed');
+    expect(pool.active.has('acme')).toBe(true);
+  }, 30_000);
 });
