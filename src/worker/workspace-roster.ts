@@ -51,6 +51,8 @@ interface Active {
   worker: SyncWorker;
   /** Since when its queue was seen empty with nothing in flight here (epoch ms). */
   idleSince?: number;
+  /** When its queue was last looked at (epoch ms): a busy fleet does not count queues every poll. */
+  lookedAt?: number;
 }
 
 /**
@@ -232,13 +234,20 @@ export class WorkspaceRoster {
    * races an enqueue fails and the worker stays.
    */
   async #maybeRetire(name: string, a: Active, seen: string | undefined): Promise<void> {
-    if (a.worker.busy > 0 || !(await queueIsEmpty(a.worker))) {
+    const idleMs = this.#o.idleMs ?? 30_000;
+    const now = Date.now();
+    if (a.worker.busy > 0) {
       a.idleSince = undefined;
       return;
     }
-    const now = Date.now();
+    if (a.lookedAt !== undefined && now - a.lookedAt < Math.min(5000, idleMs / 2)) return;
+    a.lookedAt = now;
+    if (!(await queueIsEmpty(a.worker))) {
+      a.idleSince = undefined;
+      return;
+    }
     a.idleSince ??= now;
-    if (now - a.idleSince < (this.#o.idleMs ?? 30_000)) return;
+    if (now - a.idleSince < idleMs) return;
     const running = await this.#o.store.listRuns({ workspace: name, status: 'running', limit: 0 });
     if (running.total > 0) return;
     if (seen !== undefined && !(await this.#board.settle(name, seen))) return;
