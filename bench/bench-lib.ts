@@ -28,7 +28,9 @@ export const CLI: string = (() => {
 
 export interface SimProcess {
   port: number;
+  /** acme's base URL. */
   baseUrl: string;
+  baseUrlOf(workspace: string): string;
   apiKey: string;
   child: ChildProcess;
   stop(): Promise<void>;
@@ -45,6 +47,8 @@ export async function startSimProcess(args: {
   records: number;
   rate?: string;
   latencyMs?: number;
+  /** Workspaces served, each with the same key (the rate applies to each). Default ['acme']. */
+  workspaces?: string[];
 }): Promise<SimProcess> {
   const port = await freePort();
   const apiKey = 'bench-key';
@@ -57,8 +61,7 @@ export async function startSimProcess(args: {
       'sim',
       '--port',
       String(port),
-      '--workspace',
-      `acme:${apiKey}`,
+      ...(args.workspaces ?? ['acme']).flatMap((ws) => ['--workspace', `${ws}:${apiKey}`]),
       '--records',
       String(args.records),
       '--seed',
@@ -81,6 +84,7 @@ export async function startSimProcess(args: {
     apiKey,
     child,
     baseUrl: `http://acme.localhost:${port}/api/external`,
+    baseUrlOf: (ws) => `http://${ws}.localhost:${port}/api/external`,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

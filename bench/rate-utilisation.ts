@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { silentLogger } from '../src/log/index.js';
 import { readCounters, METRIC } from '../src/metrics/index.js';
+import { workerCount } from '../src/queue/index.js';
 import { openRuntime } from '../src/runtime/index.js';
 import {
   benchConfig,
@@ -59,7 +60,7 @@ for (const processes of PROCESSES) {
   const runtime = await openRuntime(b.config, silentLogger);
   const workers = Array.from({ length: processes }, () => spawnWorkerProcess(b, 8));
   // Every worker process connected (they start slowly on a busy machine), then a moment more.
-  for (let i = 0; i < 300 && (await runtime.queue('acme').getWorkersCount()) < processes; i++) await sleep(100);
+  for (let i = 0; i < 300 && (await workerCount(runtime.redis, b.prefix, 'acme')) < processes; i++) await sleep(100);
   await sleep(500);
   const before = await redisCommandCounts();
   // MONITOR costs Redis and this process a lot: only when asked, and then the rates are not the point.

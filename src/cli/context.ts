@@ -16,10 +16,16 @@ export interface CliContext {
   logger: Logger;
 }
 
+/** The config a command's global options name (read again by a worker for new workspaces). */
+export function cliConfig(command: Command): Config {
+  const globals = command.optsWithGlobals<GlobalOptions>();
+  return loadConfig(globals.config !== undefined ? { path: globals.config } : {});
+}
+
 /** Loads config and builds the logger for a command, from the root program's global options. */
 export function cliContext(command: Command): CliContext {
   const globals = command.optsWithGlobals<GlobalOptions>();
-  const config = loadConfig(globals.config !== undefined ? { path: globals.config } : {});
+  const config = cliConfig(command);
   const logger = createLogger({ level: globals.logLevel ?? config.logLevel });
   return { config, logger };
 }

@@ -220,9 +220,8 @@ async function importSource(
           });
     producing = null;
     const following = Boolean(opts.wait || opts.work || opts.dryRun);
-    if (!following && !opts.dryRun && run.counts.queued > 0)
-      await warnIfNoWorkers(runtime.queue(opts.workspace), opts.workspace);
-    const presence = new QueuePresenceWatch(runtime.store, runtime.queue(opts.workspace), opts.workspace);
+    if (!following && !opts.dryRun && run.counts.queued > 0) await warnIfNoWorkers(runtime.store, opts.workspace);
+    const presence = new QueuePresenceWatch(runtime.store, opts.workspace);
     const final = following
       ? await followRun(runtime.store, run.id, {
           quiet: Boolean(opts.json),

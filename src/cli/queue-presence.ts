@@ -1,4 +1,4 @@
-import { workerCount, type WorkspaceQueue } from '../queue/index.js';
+import { workerCount } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**
@@ -12,14 +12,16 @@ export class QueuePresenceWatch {
 
   constructor(
     private readonly store: RunStore,
-    private readonly queue: WorkspaceQueue,
     private readonly workspace: string,
   ) {}
 
   /** Looks once; answers the line to print, if what holds the rows changed. */
   async look(): Promise<string | undefined> {
     const ws = this.workspace;
-    const [holds, workers] = await Promise.all([this.store.holds(ws), workerCount(this.queue).catch(() => -1)]);
+    const [holds, workers] = await Promise.all([
+      this.store.holds(ws),
+      workerCount(this.store.redis, this.store.prefix, ws).catch(() => -1),
+    ]);
     const why: string[] = [];
     if (holds.blocked) why.push(`workspace ${ws} is blocked: ${holds.blocked.reason}`);
     if (holds.paused)

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
-import { workerCount, type WorkspaceQueue } from '../queue/index.js';
+import { workerCount } from '../queue/index.js';
 import { durationWords, type RunRecord, type RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { QueuePresenceWatch } from './queue-presence.js';
@@ -185,11 +185,11 @@ export function formatRunSummary(run: RunRecord): string {
 }
 
 /**
- * Says plainly, on stderr, when no worker serves the workspace's queue (BullMQ's worker list):
- * queued rows would wait forever without one. Answers whether any worker was seen.
+ * Says plainly, on stderr, when no worker process serves the workspace (PoolPresence): queued
+ * rows would wait forever without one. Answers whether any worker was seen.
  */
-export async function warnIfNoWorkers(queue: WorkspaceQueue, workspace: string): Promise<boolean> {
-  const workers = await workerCount(queue).catch(() => -1);
+export async function warnIfNoWorkers(store: RunStore, workspace: string): Promise<boolean> {
+  const workers = await workerCount(store.redis, store.prefix, workspace).catch(() => -1);
   if (workers !== 0) return true;
   process.stderr.write(
     `no worker serves workspace ${workspace}'s queue: its rows wait until one starts. ` +

@@ -107,11 +107,10 @@ export async function retryRunRows(
         );
       }
       process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
-      if (!opts.work && !opts.wait && summary.progress.queued > 0)
-        await warnIfNoWorkers(runtime.queue(run.workspace), run.workspace);
+      if (!opts.work && !opts.wait && summary.progress.queued > 0) await warnIfNoWorkers(runtime.store, run.workspace);
       for (const i of summary.ignored.slice(0, 20))
         process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
-      const presence = new QueuePresenceWatch(runtime.store, runtime.queue(run.workspace), run.workspace);
+      const presence = new QueuePresenceWatch(runtime.store, run.workspace);
       const final = opts.wait || opts.work ? await followRun(runtime.store, id, { presence }) : summary.run;
       process.stdout.write(`${formatRunSummary(final)}\n`);
       process.exitCode = exitCodeFor(final);

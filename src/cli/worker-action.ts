@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { startSyncScheduler } from '../schedule/index.js';
 import { startWorkerPool } from '../worker/index.js';
-import { cliContext } from './context.js';
+import { cliConfig, cliContext } from './context.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 export interface WorkerOptions {
@@ -21,6 +21,7 @@ export async function runWorker(opts: WorkerOptions, command: Command): Promise<
   const pool = await startWorkerPool({
     config,
     logger,
+    reloadConfig: () => cliConfig(command),
     ...(opts.workspace ? { workspaces: opts.workspace } : {}),
     concurrency: opts.concurrency ?? 8,
     lockDurationMs: opts.lockMs ?? 30_000,

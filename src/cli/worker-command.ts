@@ -15,7 +15,12 @@ export function registerWorkerCommand(program: Command): void {
     .option('--close-timeout-ms <ms>', 'how long shutdown waits for in-flight requests', positiveInt, 30_000)
     .option('--with-scheduler', 'also turn ticks of the installed sync schedules into runs (see "crm-sync scheduler")')
     .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', 'jobs')
-    .addHelpText('after', '\nScale out by starting more worker processes (or containers); they share the limit.')
+    .addHelpText(
+      'after',
+      '\nScale out by starting more worker processes (or containers); they share the limit.\n' +
+        'A worker holds a Redis connection only for workspaces with rows queued (an idle one costs nothing);\n' +
+        'without -w it also serves workspaces added to the config file later, without a restart.',
+    )
     .action(async (opts: WorkerOptions, command: Command) =>
       (await import('./worker-action.js')).runWorker(opts, command),
     );

@@ -5,7 +5,7 @@ import { html, type SafeHtml } from './html.js';
 
 /**
  * What keeps a running run's rows waiting that the run record itself does not say: no worker
- * serving its workspace's queue (BullMQ's worker list), an operator's pause, or the circuit
+ * process serving its workspace (PoolPresence), an operator's pause, or the circuit
  * breaker holding the workspace because the CRM does not answer. Empty for a run that is not
  * running, or when nothing holds it.
  */
@@ -13,7 +13,7 @@ export async function queuePresenceNotice(runtime: Runtime, run: RunRecord): Pro
   if (run.status !== 'running' || run.counts.queued === 0) return '';
   const [holds, workers] = await Promise.all([
     runtime.store.holds(run.workspace),
-    workerCount(runtime.queue(run.workspace)),
+    workerCount(runtime.redis, runtime.config.prefix, run.workspace),
   ]);
   const lines: SafeHtml[] = [];
   if (holds.unreachable)

@@ -78,7 +78,7 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
           runtime.store.listRuns({ workspace: name, status: 'blocked', limit: 0 }),
           runtime.store.listRuns({ workspace: name, status: 'running', limit: 0 }),
           runtime.store.holds(name),
-          workerCount(runtime.queue(name)),
+          workerCount(runtime.redis, runtime.config.prefix, name),
         ]);
         return { name, depth, blockedRuns: blocked.total, runningRuns: running.total, holds, workers };
       }),

@@ -56,9 +56,16 @@ export {
   holdUnreachable,
   liftUnreachable,
   workspaceStatus,
-  workerCount,
   type WorkspaceStatus,
 } from './workspace-control.js';
+export { WorkBoard, workBoardKey, type WorkBoardOptions } from './work-board.js';
+export {
+  PoolPresence,
+  workerCount,
+  poolsKey,
+  type PoolAnnouncement,
+  type PoolPresenceOptions,
+} from './pool-presence.js';
 export { importFile, sourceIdentity, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export {

@@ -9,6 +9,7 @@ import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName
 import { rowJobId } from './queue-names.js';
 import { rideOutRedis } from './ride-out-redis.js';
 import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
+import { WorkBoard } from './work-board.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
 export interface ProducerOptions {
@@ -103,6 +104,7 @@ export async function produceRun(
   const round = generation === 0 ? {} : { round: generation };
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
+  const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
   let jobs: PendingJob[] = [];
   let jobRows = 0;
   let results: RowResult[] = [];
@@ -171,6 +173,8 @@ export async function produceRun(
         batch.map(({ name, data, opts }) => ({ name, data, opts })),
         (jobs) => queue.addBulk(jobs),
       );
+      // After the jobs exist: an idle pool starts a worker for the workspace (WorkBoard).
+      await board.signal(queue.name);
       return true;
     });
     if (!added) {

@@ -5,6 +5,7 @@ import { PRODUCER_HEARTBEAT_MS } from './producer-heartbeat.js';
 import type { ProducerProgress } from './producer.js';
 import { rideOutRedis } from './ride-out-redis.js';
 import type { RunStop } from './stop-run.js';
+import { WorkBoard } from './work-board.js';
 
 /**
  * What a run's producer does when its work throws. `fail-run`: rows after the failure were
@@ -50,6 +51,9 @@ export async function runLife(options: RunLifeOptions): Promise<{ run: RunRecord
   const { store } = options;
   const logger = options.logger ?? silentLogger;
   const run = await options.start();
+  // A worker for the workspace from now on, not from the first queued job: a producer that dies
+  // before queueing anything leaves a running run only a worker's sweep fails (WorkBoard).
+  await new WorkBoard({ redis: store.redis, prefix: store.prefix }).signal(run.workspace);
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([stop.signal, options.signal]) : stop.signal;
   const watch = watchRun(store, run.id, stop, Math.min(options.watchMs ?? 500, PRODUCER_HEARTBEAT_MS));

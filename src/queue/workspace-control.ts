@@ -1,5 +1,6 @@
 import type { CrmError } from '../crm/index.js';
 import type { RunStore, WorkspaceHold } from '../runs/index.js';
+import { workerCount } from './pool-presence.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
 
 /*
@@ -103,7 +104,7 @@ export interface WorkspaceStatus {
   /** Jobs waiting (including delayed), and being worked on. */
   waiting: number;
   active: number;
-  /** Worker connections serving this queue now (BullMQ's worker list). */
+  /** Worker processes serving the workspace now (their announcements, PoolPresence). */
   workers: number;
   runningRuns: number;
   blockedRuns: number;
@@ -117,7 +118,7 @@ export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceSta
     queue.isPaused(),
     pendingJobCount(queue),
     queue.getJobCounts('active'),
-    workerCount(queue),
+    workerCount(store.redis, store.prefix, workspace),
     store.listRuns({ workspace, status: 'running', limit: 0 }),
     store.listRuns({ workspace, status: 'blocked', limit: 0 }),
   ]);
@@ -133,16 +134,4 @@ export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceSta
     runningRuns: running.total,
     blockedRuns: blocked.total,
   };
-}
-
-/**
- * Worker processes serving the queue, from BullMQ's worker list (Redis CLIENT LIST by the
- * connection name BullMQ gives its workers). -1 when Redis does not allow CLIENT LIST.
- */
-export async function workerCount(queue: WorkspaceQueue): Promise<number> {
-  try {
-    return (await queue.getWorkers()).length;
-  } catch {
-    return -1;
-  }
 }

@@ -160,12 +160,17 @@ function nonNegative(value: number | undefined, fallback: number): number {
 }
 
 export class RunStore {
-  private readonly redis: Redis;
+  /** The caller's connection (also what the producer signals new work on, WorkBoard). */
+  readonly redis: Redis;
   private readonly keys: RunKeys;
 
   constructor(options: RunStoreOptions) {
     this.redis = options.redis;
     this.keys = new RunKeys(options.prefix ?? DEFAULT_PREFIX);
+  }
+
+  get prefix(): string {
+    return this.keys.prefix;
   }
 
   async createRun(input: CreateRunInput): Promise<RunRecord> {

@@ -3,7 +3,7 @@ import { getWorkspace, type Config } from '../config/index.js';
 import { AuthError, BadResponseError, NotFoundError, RateLimitedError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis, redactRedisUrl, workerCount, openWorkspaceQueue } from '../queue/index.js';
+import { connectRedis, redactRedisUrl, workerCount } from '../queue/index.js';
 import { createCrmClient } from './crm-client-factory.js';
 
 /** One line of `crm-sync check`: ok, a warning (runs, but an operator should know) or a failure. */
@@ -100,23 +100,16 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
         client?.close();
       }
       if (redis) {
-        const queue = openWorkspaceQueue({ connection: redis, prefix: config.prefix, workspace: name });
-        try {
-          const workers = await workerCount(queue);
-          lines.push(
-            workers > 0
-              ? { level: 'ok', subject: `${name}: workers`, message: `${workers} worker connections serve the queue` }
-              : workers === 0
-                ? {
-                    level: 'warn',
-                    subject: `${name}: workers`,
-                    message: `no worker serves the queue: rows wait until one starts (crm-sync worker -w ${name})`,
-                  }
-                : { level: 'warn', subject: `${name}: workers`, message: 'unknown: Redis refused CLIENT LIST' },
-          );
-        } finally {
-          await queue.close();
-        }
+        const workers = await workerCount(redis, config.prefix, name);
+        lines.push(
+          workers > 0
+            ? { level: 'ok', subject: `${name}: workers`, message: `${workers} worker processes serve the workspace` }
+            : {
+                level: 'warn',
+                subject: `${name}: workers`,
+                message: `no worker serves the workspace: rows wait until one starts (crm-sync worker -w ${name})`,
+              },
+        );
       }
     }
   } finally {

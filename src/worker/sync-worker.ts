@@ -271,6 +271,11 @@ export class SyncWorker {
     });
   }
 
+  /** Jobs this process is working on for the workspace now. */
+  get busy(): number {
+    return this.#active.size;
+  }
+
   /** Starts taking jobs. */
   static async start(options: SyncWorkerOptions): Promise<SyncWorker> {
     const w = new SyncWorker(options);

@@ -2,17 +2,18 @@ import { getWorkspace, type Config } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
-import { redisLiveness, watchRedisGeneration } from '../queue/index.js';
+import { PoolPresence, redisLiveness, watchRedisGeneration } from '../queue/index.js';
 import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { startHousekeeping } from './housekeeping.js';
-import { SyncWorker } from './sync-worker.js';
+import type { SyncWorker } from './sync-worker.js';
+import { WorkspaceRoster } from './workspace-roster.js';
 
 export interface WorkerPoolOptions {
   config: Config;
   logger: Logger;
-  /** Workspaces to serve. Default: every configured workspace. */
+  /** Workspaces to serve. Default: every configured workspace (the config file is read again for new ones). */
   workspaces?: string[];
-  /** Jobs in flight per workspace in this process. Default 8. */
+  /** Jobs in flight per active workspace in this process. Default 8. */
   concurrency?: number;
   /** Job lock (crash recovery delay). Default 30000 ms. */
   lockDurationMs?: number;
@@ -25,94 +26,88 @@ export interface WorkerPoolOptions {
   /** A run whose producer was silent this long is failed. Default 120000 ms. */
   producerSilenceMs?: number;
   /**
-   * Ask the CRM for one record with each workspace's key before serving it, and refuse to start
-   * when the key is rejected: one process with a wrong key would otherwise pause the workspace
-   * for every worker (a 401 mid-run still blocks it). A CRM that does not answer is only
-   * warned about: it may come back. Default true.
+   * With `workspaces` named: ask the CRM for one record with each one's key before starting, and
+   * refuse to start when a key is rejected (one process with a wrong key would otherwise pause
+   * the workspace for every worker). A CRM that does not answer is only warned about: it may come
+   * back. A pool serving every configured workspace does not ask (a thousand requests before the
+   * first job); a refused key there blocks its workspace at the first 401. Default true.
    */
   checkKey?: boolean;
   /** How often retention housekeeping is tried (one process of the fleet per period). Default 600000 ms. */
   housekeepingMs?: number;
+  /** How often the work board is read for workspaces with jobs. Default 1000 ms. */
+  pollMs?: number;
+  /** A workspace with an empty queue and no running run for this long closes its worker. Default 30000 ms. */
+  idleMs?: number;
+  /**
+   * Reads the config file again: called when jobs are queued for a workspace this process does
+   * not know, so workspaces added to the file are served without a restart. Default: none.
+   */
+  reloadConfig?: () => Config;
 }
 
 export interface WorkerPool {
   runtime: Runtime;
-  workers: SyncWorker[];
+  /** Workspaces this process holds a BullMQ worker for now: only those with work (WorkspaceRoster). */
+  readonly active: ReadonlyMap<string, SyncWorker>;
+  /** Reads the work board now instead of at the next poll. */
+  refresh(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * A write on the wire counts as applied this long after the request timeout: a network (a
- * proxy, a load balancer) can deliver a request the client already gave up on.
+ * A worker process: one Redis connection made to ride out restarts, an announcement of what it
+ * serves (PoolPresence), and a BullMQ worker only for the workspaces with work queued
+ * (WorkspaceRoster; docs/architecture.md, "Idle workspaces"). Start-up does not grow with the
+ * number of configured workspaces.
  */
-const WRITE_LEASE_MARGIN_MS = 15_000;
-
-/** One SyncWorker per workspace, sharing one Redis connection made to ride out restarts. */
 export async function startWorkerPool(options: WorkerPoolOptions): Promise<WorkerPool> {
   const { config, logger } = options;
-  const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
-  if (names.length === 0) {
+  const named = options.workspaces?.length ? options.workspaces : undefined;
+  if (!named && Object.keys(config.workspaces).length === 0) {
     throw new CrmSyncError(
       'CONFIG_INVALID',
       `no workspace configured${config.source ? ` in ${config.source}` : ''}: add one under "workspaces" in crm-sync.config.json`,
     );
   }
+  for (const name of named ?? []) getWorkspace(config, name);
+  if (named && (options.checkKey ?? true))
+    await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger)));
   const runtime = await openRuntime(config, logger, 'worker');
   // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
   // disconnects it); its warnings about a hung connection belong in this process's log.
   redisLiveness(runtime.redis)?.setLogger(logger);
   const generation = await watchRedisGeneration(runtime.redis, config.prefix, logger);
-  const workers: SyncWorker[] = [];
   const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
+  const presence = new PoolPresence({ redis: runtime.redis, prefix: config.prefix, workspaces: named ?? null });
   try {
-    for (const name of names) {
-      const ws = getWorkspace(config, name);
-      const concurrency = options.concurrency ?? 8;
-      const client = createCrmClient(config, name, logger, { maxSockets: concurrency });
-      if (options.checkKey ?? true) {
-        const key = await checkKey(client);
-        if (key.verdict === 'rejected') {
-          client.close();
-          throw new CrmSyncError(
-            'CRM_AUTH',
-            `workspace ${name}: ${key.message}. This worker does not start: with a refused key it would pause the workspace for every worker. ` +
-              'Fix the key (its env variable or file), then start it again; "crm-sync check" tests it.',
-          );
-        }
-        if (key.verdict !== 'ok')
-          logger.warn({ workspace: name, check: key.verdict }, `starting all the same: ${key.message}`);
-      }
-      workers.push(
-        await SyncWorker.start({
-          workspace: name,
-          client,
-          store: runtime.store,
-          connection: runtime.redis,
-          prefix: config.prefix,
-          concurrency,
-          ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
-          retry: ws.retry,
-          createSettleMs: ws.createSettleMs,
-          breaker: ws.breaker,
-          outageWarningMs: ws.outageWarningMs,
-          writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,
-          ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
-          ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
-          ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
-          ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-          ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
-          logger,
-          metrics,
-        }),
-      );
-    }
+    await presence.start();
   } catch (err) {
     generation.stop();
-    await Promise.all(workers.map((w) => w.close()));
     await metrics.close();
     await runtime.close();
     throw err;
   }
+  const roster = new WorkspaceRoster({
+    config,
+    logger,
+    redis: runtime.redis,
+    store: runtime.store,
+    metrics,
+    ...(named ? { workspaces: named } : {}),
+    ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+    ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
+    shared: {
+      ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
+      ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
+      ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
+      ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
+    },
+  });
+  roster.start();
   const stopHousekeeping = startHousekeeping({
     redis: runtime.redis,
     store: runtime.store,
@@ -122,13 +117,18 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     logger,
     ...(options.housekeepingMs !== undefined ? { everyMs: options.housekeepingMs } : {}),
   });
+  logger.info({ workspaces: named ?? 'every configured workspace' }, 'worker pool started');
   return {
     runtime,
-    workers,
+    get active() {
+      return roster.active;
+    },
+    refresh: () => roster.tick(),
     async close() {
       stopHousekeeping();
       generation.stop();
-      await Promise.all(workers.map((w) => w.close()));
+      await roster.close();
+      await presence.stop();
       // Bounded: metrics flush to Redis, which may be the thing that is gone.
       await Promise.race([
         metrics.close().catch(() => undefined),
@@ -137,4 +137,21 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
       await runtime.close();
     },
   };
+}
+
+async function refuseRejectedKey(config: Config, name: string, logger: Logger): Promise<void> {
+  const client = createCrmClient(config, name, logger);
+  try {
+    const key = await checkKey(client);
+    if (key.verdict === 'rejected')
+      throw new CrmSyncError(
+        'CRM_AUTH',
+        `workspace ${name}: ${key.message}. This worker does not start: with a refused key it would pause the workspace for every worker. ` +
+          'Fix the key (its env variable or file), then start it again; "crm-sync check" tests it.',
+      );
+    if (key.verdict !== 'ok')
+      logger.warn({ workspace: name, check: key.verdict }, `starting all the same: ${key.message}`);
+  } finally {
+    client.close();
+  }
 }

@@ -24,13 +24,13 @@ function configWithBaseUrl(name: string, baseUrl: string): string {
 }
 
 describe('crm-sync check (preflight)', () => {
-  it('passes against the simulator and real Redis, warning that no worker serves the queue', async () => {
+  it('passes against the simulator and real Redis, warning that no worker serves the workspace', async () => {
     const res = await cli(['check', '-w', 'acme']);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^ok {4}config: .* is valid/m);
     expect(res.stdout).toMatch(/^ok {4}redis: redis:\/\/127\.0\.0\.1:6379 answers \(Redis /m);
     expect(res.stdout).toMatch(/^ok {4}acme: crm: .* answered like the CRM and accepted the key/m);
-    expect(res.stdout).toMatch(/^warn {2}acme: workers: no worker serves the queue/m);
+    expect(res.stdout).toMatch(/^warn {2}acme: workers: no worker serves the workspace/m);
     expect(res.stdout + res.stderr).not.toContain(h.apiKey);
   }, 60_000);
 

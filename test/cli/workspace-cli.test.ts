@@ -64,7 +64,7 @@ describe('pauses that mean one thing each (child processes)', () => {
       expect(cli.stderr).toContain("no worker serves workspace acme's queue");
       expect(cli.stderr).toContain('crm-sync worker -w acme');
       // What the CLI's loop asks every 5 s, asked here at chosen moments: changes only, then the all-clear.
-      const watch = new QueuePresenceWatch(h.runtime.store, h.runtime.queue('acme'), 'acme');
+      const watch = new QueuePresenceWatch(h.runtime.store, 'acme');
       expect(await watch.look()).toContain("no worker serves workspace acme's queue");
       expect(await watch.look()).toBeUndefined();
       const pool = await h.startWorkers();

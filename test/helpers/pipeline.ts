@@ -137,6 +137,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         concurrency: 8,
         closeTimeoutMs: 5000,
         checkKey: false,
+        // Tests queue work and expect it taken at once, not at the production poll of 1 s.
+        pollMs: 100,
         ...extra,
       });
       pools.push(pool);

@@ -1,0 +1,94 @@
+import { QueueKeys } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { LuaScript } from '../runs/index.js';
+import { bullPrefix, queueName } from './queue-names.js';
+
+/**
+ * `<prefix>:work`, zset: workspace → signal count. Whoever queues jobs for a workspace (the
+ * producer, `runs retry`, a resume, lifting a pause) bumps its count after the jobs are added;
+ * worker pools poll this one key and start a BullMQ worker only for the workspaces listed, so an
+ * idle workspace costs no connection and no command (docs/architecture.md, "Idle workspaces").
+ */
+export function workBoardKey(prefix: string): string {
+  return `${prefix}:work`;
+}
+
+/**
+ * Removes the workspace only if no one signalled since the caller read `ARGV[2]`: a producer
+ * bumps the count after adding its jobs, so a settle that raced an enqueue fails and the
+ * workspace stays listed. KEYS[1] the board, ARGV[1] workspace, ARGV[2] the count read before
+ * the caller found the queue empty.
+ */
+const SETTLE = new LuaScript(`
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 1
+end
+return 0`);
+
+export interface WorkBoardOptions {
+  /** A connected ioredis client, owned by the caller. */
+  redis: Redis;
+  /** Key prefix from the config. */
+  prefix: string;
+}
+
+/** Which workspaces have work queued: one small key read by every worker pool. */
+export class WorkBoard {
+  readonly #redis: Redis;
+  readonly #key: string;
+  readonly #prefix: string;
+
+  constructor(options: WorkBoardOptions) {
+    this.#redis = options.redis;
+    this.#prefix = options.prefix;
+    this.#key = workBoardKey(options.prefix);
+  }
+
+  /** Says the workspace has jobs; call it after they are added. */
+  async signal(workspace: string): Promise<void> {
+    await this.#redis.zincrby(this.#key, 1, workspace);
+  }
+
+  /** Workspaces with work, and the count to give `settle` (read before checking the queue). */
+  async listed(): Promise<Map<string, string>> {
+    const flat = await this.#redis.zrange(this.#key, 0, -1, 'WITHSCORES');
+    const out = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+    return out;
+  }
+
+  /**
+   * Puts back on the board every workspace whose queue holds jobs no one signalled: jobs queued
+   * by a version before the board, or moved back to wait by hand (Bull Board's retry). With
+   * `lockMs`, one process of the fleet at a time (the pools that serve every workspace); answers
+   * the workspaces found, or null when another process holds the lock. Costs 4 commands a
+   * workspace, pipelined.
+   */
+  async sweep(workspaces: readonly string[], lockMs?: number): Promise<string[] | null> {
+    const lock = `${this.#key}:sweep`;
+    if (lockMs !== undefined && (await this.#redis.set(lock, String(Date.now()), 'PX', lockMs, 'NX')) !== 'OK')
+      return null;
+    const keys = new QueueKeys(bullPrefix(this.#prefix));
+    const found: string[] = [];
+    for (let i = 0; i < workspaces.length; i += 250) {
+      const chunk = workspaces.slice(i, i + 250);
+      const pipe = this.#redis.pipeline();
+      for (const ws of chunk) {
+        const k = keys.getKeys(queueName(ws));
+        pipe.llen(k.wait!).zcard(k.delayed!).zcard(k.prioritized!).llen(k.active!);
+      }
+      const answers = (await pipe.exec()) ?? [];
+      chunk.forEach((ws, n) => {
+        if (answers.slice(n * 4, n * 4 + 4).some(([err, count]) => err === null && Number(count) > 0)) found.push(ws);
+      });
+    }
+    for (const ws of found) await this.signal(ws);
+    return found;
+  }
+
+  /** Takes the workspace off the board unless it was signalled after `seen` was read. */
+  async settle(workspace: string, seen: string): Promise<boolean> {
+    return (await SETTLE.run(this.#redis, [this.#key], [workspace, seen])) === 1;
+  }
+}
