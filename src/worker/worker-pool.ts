@@ -127,9 +127,9 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     async close() {
       stopHousekeeping();
       generation.stop();
-      await roster.close();
-      await presence.stop();
-      // Bounded: metrics flush to Redis, which may be the thing that is gone.
+      // Side by side, each bounded: each waits on Redis, which may be the thing that is gone,
+      // and a SIGTERM must end the process within the close timeout plus a few seconds.
+      await Promise.all([roster.close(), presence.stop()]);
       await Promise.race([
         metrics.close().catch(() => undefined),
         new Promise((resolve) => setTimeout(resolve, 2000).unref()),
