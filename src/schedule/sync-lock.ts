@@ -1,3 +1,4 @@
+import { syncLockKey } from '../keys/index.js';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
@@ -23,7 +24,7 @@ export class SyncLock {
 
   constructor(redis: Redis, prefix: string, sync: string, ttlMs = 60_000) {
     this.#redis = redis;
-    this.#key = `${prefix}:sync:${sync}:lock`;
+    this.#key = syncLockKey(prefix, sync);
     this.#ttlMs = ttlMs;
   }
 
