@@ -1,6 +1,6 @@
-import { authFailuresNamespace } from '../keys/index.js';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { connectRedis } from '../queue/index.js';
 

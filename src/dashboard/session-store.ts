@@ -1,6 +1,6 @@
-import { sessionKey, sessionKeyBase } from '../keys/index.js';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { sessionKey, sessionKeyBase } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 
 export interface SessionStoreOptions {

@@ -1,7 +1,7 @@
-import { uploadAnswerKey } from '../keys/index.js';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { uploadAnswerKey } from '../keys/index.js';
 
 /*
  * An upload's answer, kept for a short while so the POST can redirect to a page (POST-redirect-

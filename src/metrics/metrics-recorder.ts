@@ -1,5 +1,5 @@
-import { metricsKey, seriesKey } from '../keys/index.js';
 import type { Redis } from 'ioredis';
+import { metricsKey, seriesKey } from '../keys/index.js';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, type SeriesField } from './metrics-series.js';
 import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
 

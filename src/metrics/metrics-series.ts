@@ -1,5 +1,5 @@
-import { seriesKey } from '../keys/index.js';
 import type { Redis } from 'ioredis';
+import { seriesKey } from '../keys/index.js';
 import { METRIC } from './metric-names.js';
 
 /**

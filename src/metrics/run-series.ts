@@ -1,5 +1,5 @@
-import { runSeriesKey } from '../keys/index.js';
 import type { Redis } from 'ioredis';
+import { runSeriesKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
 

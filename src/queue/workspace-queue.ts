@@ -1,6 +1,6 @@
-import { bullPrefix } from '../keys/index.js';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bullPrefix } from '../keys/index.js';
 import { bullmqTelemetry } from '../telemetry/index.js';
 import type { SyncJobData, SyncJobName } from './job-data.js';
 import { queueName } from './queue-names.js';

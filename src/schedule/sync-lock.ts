@@ -1,6 +1,6 @@
-import { syncLockKey } from '../keys/index.js';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { syncLockKey } from '../keys/index.js';
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;

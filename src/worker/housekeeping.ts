@@ -1,6 +1,6 @@
-import { housekeepingLockKey } from '../keys/index.js';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { housekeepingLockKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { pruneRuns, type RunStore } from '../runs/index.js';

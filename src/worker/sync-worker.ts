@@ -1,4 +1,3 @@
-import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
 import { DelayedError, RateLimitError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -10,6 +9,7 @@ import {
   isPermanent,
   type CrmClient,
 } from '../crm/index.js';
+import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';

@@ -1,8 +1,8 @@
-import { bullPrefix } from '../../src/keys/index.js';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker as BullWorker, UnrecoverableError } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bullPrefix } from '../../src/keys/index.js';
 import { queueName, retryRun } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { silentLogger } from '../../src/log/index.js';
