@@ -10,6 +10,7 @@
  * ACTIVE workspaces × 10 req/s × SECONDS of deal updates queued at once: requests/s against the
  * 10 × ACTIVE ideal, the spread of the runs' durations, peak connections and 429s.
  */
+import { poolsKey } from '../src/keys/index.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,7 +18,7 @@ import { Redis } from 'ioredis';
 import { configFromObject, type Config } from '../src/config/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { METRIC, readCounters } from '../src/metrics/index.js';
-import { importFile, poolsKey } from '../src/queue/index.js';
+import { importFile } from '../src/queue/index.js';
 import type { RunRecord } from '../src/runs/index.js';
 import { openRuntime, type Runtime } from '../src/runtime/index.js';
 import type { ChildProcess } from 'node:child_process';

@@ -1,5 +1,6 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { connectRedis } from '../queue/index.js';
 
@@ -42,7 +43,7 @@ export async function registerAuthThrottle(
     max,
     timeWindow: windowMs,
     redis,
-    nameSpace: `${options.prefix}:dashboard:auth-failures:`,
+    nameSpace: authFailuresNamespace(options.prefix),
     skipOnError: false,
   });
   const limiter = app.createRateLimit();

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { sessionKey, sessionKeyBase } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 
 export interface SessionStoreOptions {
@@ -47,7 +48,7 @@ export class SessionStore {
   }
 
   #key(sid: string, fingerprint = this.#o.fingerprint): string {
-    return `${this.#o.prefix}:dashboard:session:${fingerprint}:${createHash('sha256').update(sid).digest('hex')}`;
+    return sessionKey(this.#o.prefix, fingerprint, createHash('sha256').update(sid).digest('hex'));
   }
 
   /** A new session id, stored; never reuses an id the browser brought (no fixation). */
@@ -71,7 +72,7 @@ export class SessionStore {
    * Redis, not only by failing the cookie signature). SCAN, never KEYS.
    */
   async revokeOtherTokens(): Promise<number> {
-    const base = `${this.#o.prefix}:dashboard:session:`;
+    const base = sessionKeyBase(this.#o.prefix);
     const mine = `${base}${this.#o.fingerprint}:`;
     let cursor = '0';
     let removed = 0;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { uploadAnswerKey } from '../keys/index.js';
 
 /*
  * An upload's answer, kept for a short while so the POST can redirect to a page (POST-redirect-
@@ -18,13 +19,9 @@ const UploadAnswerSchema = z.object({
 });
 export type StoredUploadAnswer = z.infer<typeof UploadAnswerSchema>;
 
-function key(prefix: string, token: string): string {
-  return `${prefix}:dashboard:upload:${token}`;
-}
-
 export async function saveUploadAnswer(redis: Redis, prefix: string, answer: StoredUploadAnswer): Promise<string> {
   const token = randomBytes(16).toString('base64url');
-  await redis.set(key(prefix, token), JSON.stringify(answer), 'EX', ANSWER_TTL_SECONDS);
+  await redis.set(uploadAnswerKey(prefix, token), JSON.stringify(answer), 'EX', ANSWER_TTL_SECONDS);
   return token;
 }
 
@@ -35,7 +32,7 @@ export async function loadUploadAnswer(
   token: string,
 ): Promise<StoredUploadAnswer | null> {
   if (!ANSWER_TOKEN.test(token)) return null;
-  const raw = await redis.get(key(prefix, token));
+  const raw = await redis.get(uploadAnswerKey(prefix, token));
   if (raw === null) return null;
   const parsed = UploadAnswerSchema.safeParse(JSON.parse(raw));
   return parsed.success ? parsed.data : null;

@@ -1,16 +1,9 @@
-export {
-  MetricsRecorder,
-  readCounters,
-  metricsKey,
-  type MetricsRecorderOptions,
-  type CounterSample,
-} from './metrics-recorder.js';
+export { MetricsRecorder, readCounters, type MetricsRecorderOptions, type CounterSample } from './metrics-recorder.js';
 
 export { METRIC } from './metric-names.js';
-export { readSeries, seriesKey, SERIES_BUCKET_MS, SERIES_TTL_SECONDS, type SeriesPoint } from './metrics-series.js';
+export { readSeries, SERIES_BUCKET_MS, SERIES_TTL_SECONDS, type SeriesPoint } from './metrics-series.js';
 export {
   readRunSeries,
-  runSeriesKey,
   addToRunSeries,
   RUN_SERIES_MAX_BUCKETS,
   RUN_SERIES_TTL_SECONDS,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, seriesKey, type SeriesField } from './metrics-series.js';
+import { metricsKey, seriesKey } from '../keys/index.js';
+import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, type SeriesField } from './metrics-series.js';
 import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
 
 export interface MetricsRecorderOptions {
@@ -14,10 +15,6 @@ export interface CounterSample {
   metric: string;
   labels: Record<string, string>;
   value: number;
-}
-
-export function metricsKey(prefix: string): string {
-  return `${prefix}:metrics`;
 }
 
 const fieldCache = new Map<string, string>();

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { seriesKey } from '../keys/index.js';
 import { METRIC } from './metric-names.js';
 
 /**
@@ -21,10 +22,6 @@ export interface SeriesPoint {
   rateLimited: number;
   failed: number;
   succeeded: number;
-}
-
-export function seriesKey(prefix: string, workspace: string, bucket: number): string {
-  return `${prefix}:metrics:series:${workspace}:${bucket}`;
 }
 
 export function bucketOf(ms: number): number {

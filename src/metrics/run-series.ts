@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { runSeriesKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
 
@@ -20,10 +21,6 @@ import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from '
 export const RUN_SERIES_MAX_BUCKETS = 720;
 /** A run's series outlives its last request by three days (a weekend's runs, read on Monday). */
 export const RUN_SERIES_TTL_SECONDS = 3 * 24 * 3600;
-
-export function runSeriesKey(prefix: string, runId: string): string {
-  return `${prefix}:metrics:run:${runId}`;
-}
 
 /** One run's increments of a flush, in SERIES_FIELDS order. */
 export type RunIncrements = [number, number, number, number];

@@ -1,4 +1,4 @@
-export { watchRedisGeneration, generationKey, type RedisGenerationWatch } from './redis-generation.js';
+export { watchRedisGeneration, type RedisGenerationWatch } from './redis-generation.js';
 export {
   connectRedis,
   refuseEvictingRedis,
@@ -14,10 +14,9 @@ export {
   type RedisLiveness,
   type RedisLivenessOptions,
 } from './redis-connection.js';
-export { bullPrefix, queueName, rowJobId } from './queue-names.js';
+export { queueName, rowJobId } from './queue-names.js';
 export {
   SharedTokenBucket,
-  requestBudgetKey,
   workspaceRequestBudget,
   type RequestBudget,
   type SharedTokenBucketOptions,
@@ -58,14 +57,8 @@ export {
   workspaceStatus,
   type WorkspaceStatus,
 } from './workspace-control.js';
-export { WorkBoard, workBoardKey, type WorkBoardOptions } from './work-board.js';
-export {
-  PoolPresence,
-  workerCount,
-  poolsKey,
-  type PoolAnnouncement,
-  type PoolPresenceOptions,
-} from './pool-presence.js';
+export { WorkBoard, type WorkBoardOptions } from './work-board.js';
+export { PoolPresence, workerCount, type PoolAnnouncement, type PoolPresenceOptions } from './pool-presence.js';
 export { importFile, sourceIdentity, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export {

@@ -1,16 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-
-/**
- * `<prefix>:pools`, hash: pool id → JSON {@link PoolAnnouncement}. Each worker process says every
- * `everyMs` which workspaces it serves, whether or not it holds a BullMQ worker for them now: an
- * idle workspace has none (docs/architecture.md, "Idle workspaces"), so BullMQ's own worker list
- * cannot tell "served" from "no worker at all".
- */
-export function poolsKey(prefix: string): string {
-  return `${prefix}:pools`;
-}
+import { poolsKey } from '../keys/index.js';
 
 export interface PoolAnnouncement {
   host: string;

@@ -1,11 +1,3 @@
-/**
- * Redis key layout: run data under `<prefix>:run…`, BullMQ under `<prefix>:q:<workspace>:…`,
- * so a workspace can never be named like a run-store key.
- */
-export function bullPrefix(prefix: string): string {
-  return `${prefix}:q`;
-}
-
 /** One queue per workspace: its API key is what the CRM limits, pauses and refuses. */
 export function queueName(workspace: string): string {
   return workspace;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { generationKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 
@@ -7,11 +8,6 @@ export interface RedisGenerationWatch {
   /** The generation this process knows (`<random>@<ISO time it began>`). */
   readonly current: string;
   stop(): void;
-}
-
-/** `<prefix>:generation`: written once by the first process that finds none. */
-export function generationKey(prefix: string): string {
-  return `${prefix}:generation`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { getWorkspace, type Config } from '../config/index.js';
+import { requestBudgetKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 
 const NOW = `
@@ -259,11 +260,6 @@ export class SharedTokenBucket {
 /** What spends a workspace's request budget: every CRM request takes a token first. */
 export interface RequestBudget {
   take(signal?: AbortSignal): Promise<void>;
-}
-
-/** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */
-export function requestBudgetKey(prefix: string, workspace: string): string {
-  return `${prefix}:ws:${workspace}:bucket`;
 }
 
 /**

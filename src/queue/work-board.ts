@@ -1,17 +1,8 @@
 import { QueueKeys } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { LuaScript } from '../runs/index.js';
-import { bullPrefix, queueName } from './queue-names.js';
-
-/**
- * `<prefix>:work`, zset: workspace → signal count. Whoever queues jobs for a workspace (the
- * producer, `runs retry`, a resume, lifting a pause) bumps its count after the jobs are added;
- * worker pools poll this one key and start a BullMQ worker only for the workspaces listed, so an
- * idle workspace costs no connection and no command (docs/architecture.md, "Idle workspaces").
- */
-export function workBoardKey(prefix: string): string {
-  return `${prefix}:work`;
-}
+import { bullPrefix, workBoardKey } from '../keys/index.js';
+import { queueName } from './queue-names.js';
 
 /**
  * Removes the workspace only if no one signalled since the caller read `ARGV[2]`: a producer

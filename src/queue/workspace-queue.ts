@@ -1,8 +1,9 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bullPrefix } from '../keys/index.js';
 import { bullmqTelemetry } from '../telemetry/index.js';
 import type { SyncJobData, SyncJobName } from './job-data.js';
-import { bullPrefix, queueName } from './queue-names.js';
+import { queueName } from './queue-names.js';
 
 export type WorkspaceQueue = Queue<SyncJobData, unknown, SyncJobName>;
 

@@ -39,7 +39,7 @@ export {
   type WriteResultsCsvOptions,
 } from './results-csv.js';
 export { LuaScript } from './lua-script.js';
-export { RUN_STATUSES } from './run-keys.js';
+export { RUN_STATUSES } from '../keys/index.js';
 export {
   LookupPassBoard,
   type LookupPassBoardOptions,

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LuaScript } from './lua-script.js';
-import { RunKeys } from './run-keys.js';
+import { RunKeys } from '../keys/index.js';
 
 /**
  * Where the worker processes of one workspace agree on deal-list passes (docs/architecture.md,

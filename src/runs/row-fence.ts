@@ -11,7 +11,7 @@ import {
 } from './fence-scripts.js';
 import type { LuaScript } from './lua-script.js';
 import { encodeResult } from './result-codec.js';
-import { RunKeys } from './run-keys.js';
+import { RunKeys } from '../keys/index.js';
 import type { OrderSettlement, RefusalReason } from './run-store.js';
 import type { RowResult } from './run-types.js';
 

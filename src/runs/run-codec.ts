@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { OperationSchema } from '../crm/operations.js';
 import type { RunOptions, RunRecord } from './run-types.js';
-import { RUN_STATUSES } from './run-keys.js';
+import { RUN_STATUSES } from '../keys/index.js';
 
 /*
  * A run is one Redis hash of flat string fields so the Lua scripts can HINCRBY counts and

@@ -1,5 +1,5 @@
 import { LuaScript } from './lua-script.js';
-import { RESULT_BUCKET_ROWS } from './run-keys.js';
+import { RESULT_BUCKET_ROWS } from '../keys/index.js';
 
 /*
  * Every script gets KEYS[1] = the run hash and KEYS[2..5] = the status indexes (running,

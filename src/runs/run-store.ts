@@ -1,42 +1,6 @@
 /*
- * Run store: run records and one final result per input row, in Redis.
- *
- * Key layout (<p> = prefix, default `crm-sync`):
- *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
- *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
- *                                          createdAt, createdMs, finishedAt, firstFinishedAt (set once: the
- *                                          end of the first pass), reason, maxRow, producedRow:
- *                                          the highest row handed to the queue) and JSON
- *                                          fields (columns, options)
- *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
- *                                          char + compact JSON, see result-codec.ts); small buckets
- *                                          keep Redis' compact listpack encoding
- *   <p>:run:<id>:problems          zset    failed, invalid and uncertain rows, score = member = row
- *   <p>:run:<id>:rounds            hash    row → retry round (job generation) of rows `runs retry`
- *                                          requeued; only that round's job may send or record the row
- *   <p>:run:<id>:creating          hash    row → create marker {"s": first send (epoch ms), "d": deal id
- *                                          once known}: a create that may have been applied
- *   <p>:ws:<w>:order:<res>:<id>    string  write order of one CRM record: `applied[|inflight|untilMs]`,
- *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
- *                                          sort by creation time); TTL = the ordering window
- *   <p>:ws:<w>:create:<fp>         string  owner `<runId>/<row>` of the one create in flight for a content
- *                                          fingerprint; TTL = the request lease (or the settle time)
- *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
- *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
- *                                          `key=value`); TTL = claim retention
- *   <p>:ws:<w>:lookup              hash    the workspace's deal-list passes: next start, the pass under
- *                                          way and its lease, the last snapshot's start (LookupPassBoard)
- *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
- *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
- *                                          `workspace pause`), `blocked` (the CRM refused the key) and
- *                                          `unreachable` (the circuit breaker: the CRM does not answer),
- *                                          each JSON {reason, since}; the queue runs again only when
- *                                          none is left (docs/architecture.md, "Pauses")
- *   <p>:runs                       zset    every run id, score = createdAt (ms)
- *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
- *                                          completed, failed, cancelled)
- *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
- *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
+ * Run store: run records and one final result per input row, in Redis. Its keys, and every
+ * other key crm-sync writes, are listed in src/keys/key-layout.ts.
  *
  * Counts, the problems index, the status index and completion change together inside Lua
  * scripts (run-scripts.ts), so at-least-once delivery (the same row recorded twice) never
@@ -47,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { type LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
-import { RUN_STATUSES, RunKeys } from './run-keys.js';
+import { RUN_STATUSES, RunKeys } from '../keys/index.js';
 import { newRunId } from './run-id.js';
 import {
   ADD_QUEUED,

@@ -1,4 +1,5 @@
 import type { Operation } from '../crm/index.js';
+import type { RUN_STATUSES } from '../keys/index.js';
 import type { FieldError } from '../ingest/index.js';
 
 /**
@@ -6,7 +7,7 @@ import type { FieldError } from '../ingest/index.js';
  * `cancelled`: an operator stopped it (`runs cancel`); rows still waiting were recorded
  * `cancelled`, rows in flight finished.
  */
-export type RunStatus = 'running' | 'blocked' | 'completed' | 'failed' | 'cancelled';
+export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
  * A row's final result. Every input row ends with exactly one of these.

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { syncLockKey } from '../keys/index.js';
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
@@ -23,7 +24,7 @@ export class SyncLock {
 
   constructor(redis: Redis, prefix: string, sync: string, ttlMs = 60_000) {
     this.#redis = redis;
-    this.#key = `${prefix}:sync:${sync}:lock`;
+    this.#key = syncLockKey(prefix, sync);
     this.#ttlMs = ttlMs;
   }
 

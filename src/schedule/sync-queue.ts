@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { bullPrefix } from '../queue/index.js';
+import { bullPrefix } from '../keys/index.js';
 import type { SyncDefinition } from './sync-definition.js';
 
 /** Workspace names start with a letter or digit, so this queue can never be a workspace's. */

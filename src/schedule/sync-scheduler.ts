@@ -3,7 +3,7 @@ import { Worker, type Job } from 'bullmq';
 import type { Config } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { bullPrefix } from '../queue/index.js';
+import { bullPrefix } from '../keys/index.js';
 import { openRuntime, type Runtime } from '../runtime/index.js';
 import { findDefinition, loadDefinitionFile, type SyncDefinition } from './sync-definition.js';
 import { SYNC_QUEUE, type SyncTickData } from './sync-queue.js';

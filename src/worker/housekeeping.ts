@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { housekeepingLockKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { pruneRuns, type RunStore } from '../runs/index.js';
@@ -22,7 +23,7 @@ export interface HousekeepingOptions {
  */
 export function startHousekeeping(options: HousekeepingOptions): () => void {
   const everyMs = options.everyMs ?? 600_000;
-  const lockKey = `${options.prefix}:housekeeping:lock`;
+  const lockKey = housekeepingLockKey(options.prefix);
   const token = randomBytes(8).toString('hex');
   let busy = false;
   const tick = async () => {

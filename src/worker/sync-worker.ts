@@ -9,15 +9,14 @@ import {
   isPermanent,
   type CrmClient,
 } from '../crm/index.js';
+import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
 import {
-  bullPrefix,
   isInviteBatch,
   openWorkspaceQueue,
   queueName,
-  requestBudgetKey,
   SharedTokenBucket,
   blockWorkspace,
   holdUnreachable,
@@ -239,7 +238,7 @@ export class SyncWorker {
     this.#full = new RedisFullGuard({
       worker: this.worker,
       redis: options.connection,
-      probeKey: `${options.prefix}:probe:${options.workspace}`,
+      probeKey: probeKey(options.prefix, options.workspace),
       logger: this.#logger,
     });
     this.#sweep = new FailedJobSweep({

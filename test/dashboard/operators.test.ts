@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { html, jsonBlock } from '../../src/dashboard/html.js';
-import { RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, runSeriesKey } from '../../src/metrics/index.js';
+import { runSeriesKey } from '../../src/keys/index.js';
+import { RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS } from '../../src/metrics/index.js';
 import { durationWords, type ProblemGroups } from '../../src/runs/index.js';
 import { csv } from '../helpers/pipeline.js';
 import {

@@ -7,10 +7,10 @@ import {
   readRunSeries,
   RUN_SERIES_MAX_BUCKETS,
   RUN_SERIES_TTL_SECONDS,
-  runSeriesKey,
   SERIES_BUCKET_MS,
   type RunIncrements,
 } from '../../src/metrics/index.js';
+import { runSeriesKey } from '../../src/keys/index.js';
 import { testRedis } from '../runs/redis-fixture.js';
 
 /* A run's own activity series (src/metrics/run-series.ts): fed by the counters' flush, bounded. */

@@ -1,5 +1,3 @@
-import type { RunStatus } from './run-types.js';
-
 /**
  * Results are split into hashes of this many consecutive rows. Small hashes stay in Redis'
  * compact listpack encoding (default limit 128 entries of up to 64 bytes), which roughly
@@ -7,13 +5,9 @@ import type { RunStatus } from './run-types.js';
  */
 export const RESULT_BUCKET_ROWS = 100;
 
-export const RUN_STATUSES = [
-  'running',
-  'blocked',
-  'completed',
-  'failed',
-  'cancelled',
-] as const satisfies readonly RunStatus[];
+/** A run's statuses (the run store's `RunStatus` is this list's type). */
+export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed', 'cancelled'] as const;
+type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
  * The statuses whose indexes every script gets as KEYS[2..5]. The `cancelled` index is derived
@@ -23,8 +17,8 @@ export const RUN_STATUSES = [
 const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
 
 /**
- * Redis key names of the run store (the layout is documented at the top of run-store.ts).
- * Kept in one place so the Lua scripts and the TypeScript side cannot disagree.
+ * Redis key names of the run store and the write fence (the layout: key-layout.ts). Kept in
+ * one place so the Lua scripts and the TypeScript side cannot disagree.
  */
 export class RunKeys {
   constructor(readonly prefix: string) {}

@@ -1,0 +1,137 @@
+/*
+ * Every Redis key crm-sync writes, in one place (<p> = prefix, `CRM_SYNC_PREFIX`, default
+ * `crm-sync`). The functions below and RunKeys (run-keys.ts) are the only places key names are
+ * made; the Lua scripts get theirs as KEYS. docs/architecture.md, "Redis Cluster", gives the
+ * planned hash tags.
+ *
+ * The run store (src/runs, state changes in Lua: run-scripts.ts, fence-scripts.ts):
+ *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
+ *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
+ *                                          createdAt, createdMs, finishedAt, firstFinishedAt (set once: the
+ *                                          end of the first pass), reason, maxRow, producedRow:
+ *                                          the highest row handed to the queue) and JSON
+ *                                          fields (columns, options)
+ *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
+ *                                          char + compact JSON, see result-codec.ts); small buckets
+ *                                          keep Redis' compact listpack encoding
+ *   <p>:run:<id>:problems          zset    failed, invalid and uncertain rows, score = member = row
+ *   <p>:run:<id>:rounds            hash    row → retry round (job generation) of rows `runs retry`
+ *                                          requeued; only that round's job may send or record the row
+ *   <p>:run:<id>:creating          hash    row → create marker {"s": first send (epoch ms), "d": deal id
+ *                                          once known}: a create that may have been applied
+ *   <p>:ws:<w>:order:<res>:<id>    string  write order of one CRM record: `applied[|inflight|untilMs]`,
+ *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
+ *                                          sort by creation time); TTL = the ordering window
+ *   <p>:ws:<w>:create:<fp>         string  owner `<runId>/<row>` of the one create in flight for a content
+ *                                          fingerprint; TTL = the request lease (or the settle time)
+ *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
+ *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
+ *                                          `key=value`); TTL = claim retention
+ *   <p>:ws:<w>:lookup              hash    the workspace's deal-list passes: next start, the pass under
+ *                                          way and its lease, the last snapshot's start (LookupPassBoard)
+ *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
+ *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
+ *                                          `workspace pause`), `blocked` (the CRM refused the key) and
+ *                                          `unreachable` (the circuit breaker: the CRM does not answer),
+ *                                          each JSON {reason, since}; the queue runs again only when
+ *                                          none is left (docs/architecture.md, "Pauses")
+ *   <p>:runs                       zset    every run id, score = createdAt (ms)
+ *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
+ *                                          completed, failed, cancelled)
+ *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
+ *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
+ *
+ * Queues and workers:
+ *   <p>:q:<w>:…                    BullMQ  the workspace's queue (BullMQ's own keys under prefix <p>:q)
+ *   <p>:q:<syncs queue>:…          BullMQ  the nightly-sync scheduler's queue (src/schedule/sync-queue.ts)
+ *   <p>:ws:<w>:bucket              string  the workspace's request budget: the next send time (GCRA)
+ *   <p>:ws:<w>:bucket:rate         string  the learned rate of a workspace without a known limit; no TTL
+ *   <p>:work                       zset    workspace → signal count: workspaces with work (WorkBoard)
+ *   <p>:work:sweep                 string  lock of the fleet's sweep for unsignalled jobs; TTL 5 min
+ *   <p>:pools                      hash    worker process id → what it serves, when it said so (PoolPresence)
+ *   <p>:generation                 string  `<random>@<time>`: tells a Redis that lost its data (redis-generation.ts)
+ *   <p>:probe:<w>                  string  the Redis-full guard's write probe; short TTL
+ *   <p>:housekeeping:lock          string  one process of the fleet runs retention per period
+ *   <p>:sync:<name>:lock           string  one run of a sync definition at a time (SyncLock)
+ *
+ * Metrics (src/metrics):
+ *   <p>:metrics                    hash    fleet counters, field = metric + labels
+ *   <p>:metrics:series:<w>:<b>     hash    a workspace's 10 s activity buckets; TTL
+ *   <p>:metrics:run:<id>           hash    a run's activity series; TTL 3 days after its last write
+ *
+ * Dashboard (src/dashboard):
+ *   <p>:dashboard:session:<token fingerprint>:<sha256 of the session id>   string  a session; TTL idle time
+ *   <p>:dashboard:auth-failures:<client>                                   the sign-in throttle (@fastify/rate-limit)
+ *   <p>:dashboard:upload:<token>   string  an upload's answer, read once by the page it redirects to; TTL
+ *
+ * Workspace names are letters, digits, `-` and `_`, so `<p>:q:<w>` and `<p>:ws:<w>:…` never
+ * meet another family; run ids have no `:`.
+ */
+
+/** BullMQ's prefix: its keys are `<p>:q:<queue name>:<type>`. */
+export function bullPrefix(prefix: string): string {
+  return `${prefix}:q`;
+}
+
+/** The work board (WorkBoard). */
+export function workBoardKey(prefix: string): string {
+  return `${prefix}:work`;
+}
+
+/** Worker processes' announcements (PoolPresence). */
+export function poolsKey(prefix: string): string {
+  return `${prefix}:pools`;
+}
+
+/** Written once by the first process that finds none; read again on every reconnect. */
+export function generationKey(prefix: string): string {
+  return `${prefix}:generation`;
+}
+
+/** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */
+export function requestBudgetKey(prefix: string, workspace: string): string {
+  return `${prefix}:ws:${workspace}:bucket`;
+}
+
+/** The Redis-full guard's probe of a workspace's worker. */
+export function probeKey(prefix: string, workspace: string): string {
+  return `${prefix}:probe:${workspace}`;
+}
+
+export function housekeepingLockKey(prefix: string): string {
+  return `${prefix}:housekeeping:lock`;
+}
+
+export function syncLockKey(prefix: string, sync: string): string {
+  return `${prefix}:sync:${sync}:lock`;
+}
+
+export function metricsKey(prefix: string): string {
+  return `${prefix}:metrics`;
+}
+
+export function seriesKey(prefix: string, workspace: string, bucket: number): string {
+  return `${prefix}:metrics:series:${workspace}:${bucket}`;
+}
+
+export function runSeriesKey(prefix: string, runId: string): string {
+  return `${prefix}:metrics:run:${runId}`;
+}
+
+/** Where every dashboard session key starts (`sessionKey` appends fingerprint and id hash). */
+export function sessionKeyBase(prefix: string): string {
+  return `${prefix}:dashboard:session:`;
+}
+
+export function sessionKey(prefix: string, fingerprint: string, sidHash: string): string {
+  return `${sessionKeyBase(prefix)}${fingerprint}:${sidHash}`;
+}
+
+/** @fastify/rate-limit's namespace for failed sign-ins and bearer checks. */
+export function authFailuresNamespace(prefix: string): string {
+  return `${prefix}:dashboard:auth-failures:`;
+}
+
+export function uploadAnswerKey(prefix: string, token: string): string {
+  return `${prefix}:dashboard:upload:${token}`;
+}

@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import * as keys from '../../src/keys/index.js';
+
+const P = 'pfx';
+const layoutText = readFileSync(new URL('../../src/keys/key-layout.ts', import.meta.url), 'utf8');
+
+/** Every key family with sample arguments, and the pattern the layout comment gives for it. */
+function families(ws: string, run: string): Array<[pattern: string, key: string]> {
+  const rk = new keys.RunKeys(P);
+  return [
+    ['<p>:run:<id>', rk.run(run)],
+    ['<p>:run:<id>:results:<b>', rk.resultBucket(run, 3)],
+    ['<p>:run:<id>:problems', rk.problems(run)],
+    ['<p>:run:<id>:rounds', rk.rounds(run)],
+    ['<p>:run:<id>:creating', rk.creating(run)],
+    ['<p>:ws:<w>:order:<res>:<id>', rk.recordOrder(ws, 'deals', 'd1')],
+    ['<p>:ws:<w>:create:<fp>', rk.createLock(ws, 'f1')],
+    ['<p>:ws:<w>:claim:<dealId>', rk.dealClaim(ws, 'd1')],
+    ['<p>:ws:<w>:upserted:<hash>', rk.upserted(ws, 'h1')],
+    ['<p>:ws:<w>:lookup', rk.lookupBoard(ws)],
+    ['<p>:ws:<w>:lookup:snap', rk.lookupSnapshot(ws)],
+    ['<p>:ws:<w>:holds', rk.workspaceHolds(ws)],
+    ['<p>:runs', rk.allRuns()],
+    ['<p>:runs:status:<status>', rk.byStatus('running')],
+    ['<p>:workspace:<name>:runs', rk.byWorkspace(ws)],
+    ['<p>:sync:<name>:runs', rk.bySync(ws)],
+    ['<p>:q:<w>:…', `${keys.bullPrefix(P)}:${ws}:wait`],
+    ['<p>:ws:<w>:bucket', keys.requestBudgetKey(P, ws)],
+    ['<p>:work', keys.workBoardKey(P)],
+    ['<p>:pools', keys.poolsKey(P)],
+    ['<p>:generation', keys.generationKey(P)],
+    ['<p>:probe:<w>', keys.probeKey(P, ws)],
+    ['<p>:housekeeping:lock', keys.housekeepingLockKey(P)],
+    ['<p>:sync:<name>:lock', keys.syncLockKey(P, ws)],
+    ['<p>:metrics', keys.metricsKey(P)],
+    ['<p>:metrics:series:<w>:<b>', keys.seriesKey(P, ws, 7)],
+    ['<p>:metrics:run:<id>', keys.runSeriesKey(P, run)],
+    ['<p>:dashboard:session:<token fingerprint>:<sha256 of the session id>', keys.sessionKey(P, 'fp', 'h')],
+    ['<p>:dashboard:auth-failures:<client>', `${keys.authFailuresNamespace(P)}127.0.0.1`],
+    ['<p>:dashboard:upload:<token>', keys.uploadAnswerKey(P, 't1')],
+  ];
+}
+
+describe('the Redis key layout (src/keys)', () => {
+  it('documents every key family it makes, in the one layout comment', () => {
+    for (const [pattern] of families('acme', 'r1')) expect(layoutText, pattern).toContain(pattern);
+  });
+
+  it('keeps every key under the prefix, and families apart even for workspaces named like other families', () => {
+    // Workspace names are letters, digits, - and _: these are all allowed.
+    for (const ws of ['acme', 'run', 'runs', 'q', 'work', 'pools', 'metrics', 'ws', 'sync', 'dashboard', 'lock']) {
+      const all = families(ws, '20261125-120000-000-000abcde');
+      for (const [pattern, key] of all) expect(key.startsWith(`${P}:`), `${pattern} → ${key}`).toBe(true);
+      const seen = new Map<string, string>();
+      for (const [pattern, key] of all) {
+        expect(seen.get(key), `${pattern} and ${seen.get(key)} both make ${key}`).toBeUndefined();
+        seen.set(key, pattern);
+      }
+    }
+  });
+});
