@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as keys from '../../src/keys/index.js';
-import { queueName, workspaceOfQueue } from '../../src/queue/queue-names.js';
+import { queueName, workspaceOfQueue } from '../../src/queue/index.js';
 
 const P = 'pfx';
 const layoutText = readFileSync(new URL('../../src/keys/key-layout.ts', import.meta.url), 'utf8');
