@@ -14,7 +14,7 @@ export {
   type RedisLiveness,
   type RedisLivenessOptions,
 } from './redis-connection.js';
-export { queueName, rowJobId } from './queue-names.js';
+export { queueName, rowJobId, workspaceOfQueue } from './queue-names.js';
 export {
   SharedTokenBucket,
   workspaceRequestBudget,

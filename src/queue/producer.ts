@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
-import { rowJobId } from './queue-names.js';
+import { rowJobId, workspaceOfQueue } from './queue-names.js';
 import { rideOutRedis } from './ride-out-redis.js';
 import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
 import { WorkBoard } from './work-board.js';
@@ -174,7 +174,7 @@ export async function produceRun(
         (jobs) => queue.addBulk(jobs),
       );
       // After the jobs exist: an idle pool starts a worker for the workspace (WorkBoard).
-      await board.signal(queue.name);
+      await board.signal(workspaceOfQueue(queue.name));
       return true;
     });
     if (!added) {

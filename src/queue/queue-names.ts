@@ -3,6 +3,11 @@ export function queueName(workspace: string): string {
   return workspace;
 }
 
+/** The workspace a queue belongs to (the inverse of queueName, which a Cluster layout will change). */
+export function workspaceOfQueue(name: string): string {
+  return name;
+}
+
 /**
  * `${runId}-${row}`: re-adding the same row of the same run is a no-op (BullMQ dedupes on id,
  * and forbids ':' in custom ids). A retry is a new generation with a new id, because the

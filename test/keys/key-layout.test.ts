@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as keys from '../../src/keys/index.js';
+import { queueName, workspaceOfQueue } from '../../src/queue/index.js';
 
 const P = 'pfx';
 const layoutText = readFileSync(new URL('../../src/keys/key-layout.ts', import.meta.url), 'utf8');
@@ -58,5 +59,9 @@ describe('the Redis key layout (src/keys)', () => {
         seen.set(key, pattern);
       }
     }
+  });
+
+  it('maps a queue back to its workspace (the work board signals workspaces, producers hold queues)', () => {
+    for (const ws of ['acme', 'a-b_c', 'W0999']) expect(workspaceOfQueue(queueName(ws))).toBe(ws);
   });
 });
