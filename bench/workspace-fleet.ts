@@ -8,34 +8,37 @@
  * Prints: worker start-up (spawn → its pool announced), Redis connections and commands/s while
  * idle, how long a workspace added to the config file takes to be served (no restart), then
  * ACTIVE workspaces × 10 req/s × SECONDS of deal updates queued at once: requests/s against the
- * 10 × ACTIVE ideal, the spread of the runs' durations, peak connections and 429s.
+ * 10 × ACTIVE ideal, the spread of the runs' durations, peak connections, 429s, Redis commands
+ * per request and CPU by process. Last, the machine's ceiling for the same shape: the same
+ * workspaces and rows against a simulator without a limit, with fresh worker processes.
+ * Deal ids are listed before each measured phase (listing spends the simulator's limit too).
  */
-import { poolsKey } from '../src/keys/index.js';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { configFromObject, type Config } from '../src/config/index.js';
+import { poolsKey } from '../src/keys/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { METRIC, readCounters } from '../src/metrics/index.js';
 import { importFile } from '../src/queue/index.js';
 import type { RunRecord } from '../src/runs/index.js';
 import { openRuntime, type Runtime } from '../src/runtime/index.js';
-import type { ChildProcess } from 'node:child_process';
 import {
   benchConfig,
   cpuMeter,
-  redisPid,
-  type BenchEnv,
-  type SimProcess,
   fmt,
   peakRssMb,
   redisCommandCounts,
+  redisPid,
   removeBenchDir,
   spawnWorkerProcess,
   startPrivateRedis,
   startSimProcess,
   stopProcesses,
+  type BenchEnv,
+  type SimProcess,
 } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
