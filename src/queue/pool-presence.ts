@@ -24,7 +24,12 @@ export interface PoolPresenceOptions {
 const FORGET_AFTER_MS = 5 * 60_000;
 const DEFAULT_EVERY_MS = 10_000;
 
-/** One worker process's entry in the pools hash, kept fresh while it runs. */
+/**
+ * One worker process's entry in the pools hash (`<p>:pools`), kept fresh while it runs: it says
+ * which workspaces the process serves whether or not it holds a BullMQ worker for them now. An
+ * idle workspace has none (docs/architecture.md, "Idle workspaces"), so BullMQ's own worker list
+ * cannot tell "served" from "no worker at all".
+ */
 export class PoolPresence {
   readonly id = `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
   readonly #o: PoolPresenceOptions;

@@ -1,7 +1,7 @@
 import { QueueKeys } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { LuaScript } from '../runs/index.js';
 import { bullPrefix, workBoardKey } from '../keys/index.js';
+import { LuaScript } from '../runs/index.js';
 import { queueName } from './queue-names.js';
 
 /**
@@ -24,7 +24,12 @@ export interface WorkBoardOptions {
   prefix: string;
 }
 
-/** Which workspaces have work queued: one small key read by every worker pool. */
+/**
+ * Which workspaces have work queued (`<p>:work`, workspace → signal count): whoever queues jobs
+ * bumps the workspace after they are added (the producer, runLife when a run starts); worker
+ * pools read this one key and start a BullMQ worker only for the workspaces listed, so an idle
+ * workspace costs no connection and no command (docs/architecture.md, "Idle workspaces").
+ */
 export class WorkBoard {
   readonly #redis: Redis;
   readonly #key: string;

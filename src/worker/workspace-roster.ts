@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Config, WorkspaceConfig } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -5,7 +6,6 @@ import type { MetricsRecorder } from '../metrics/index.js';
 import { WorkBoard } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 import { createCrmClient } from '../runtime/index.js';
-import type { Redis } from 'ioredis';
 import { SyncWorker, type SyncWorkerOptions } from './sync-worker.js';
 
 /** The per-workspace settings every SyncWorker of the pool shares (the pool's own options). */
@@ -24,6 +24,7 @@ export interface WorkspaceRosterOptions {
   workspaces?: string[];
   /** Jobs in flight per active workspace. Default 8. */
   concurrency?: number;
+  /** Settings every workspace's worker takes from the pool (lock, close timeout, sweeps); each defaults as in SyncWorkerOptions. */
   shared: SharedWorkerOptions;
   /** How often the work board is read. Default 1000 ms. */
   pollMs?: number;

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { workBoardKey } from '../../src/keys/index.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
+import { workBoardKey } from '../../src/keys/index.js';
 import { importFile, WorkBoard } from '../../src/queue/index.js';
 import { openRuntime } from '../../src/runtime/index.js';
 import { silentLogger } from '../../src/log/index.js';
