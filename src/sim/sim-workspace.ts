@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
 import {
@@ -147,7 +148,10 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
         addedAt: SEED_EPOCH,
       });
     });
-    this.runtimeIds = new Prng(streamSeed(seed, 'runtime'));
+    // Seed data repeats with its seed; ids of records created later must not: a real CRM never
+    // issues an id twice, and a restarted simulator that did would hand out deal ids the run
+    // store already holds claims for (a second `npm run demo` on the same Redis failed its creates).
+    this.runtimeIds = new Prng(streamSeed(seed, `runtime:${randomBytes(8).toString('hex')}`));
     this.setRateLimit(o.rateLimit ?? null);
   }
 

@@ -46,6 +46,23 @@ describe('record shapes (spec §2)', () => {
   });
 });
 
+describe('ids of created records', () => {
+  it('are never the ones another simulator with the same seed gave out (a CRM never issues an id twice)', async () => {
+    const again = await startSimulator({ workspaces: [{ name: 'acme', apiKeys: ['k'], records: 20, seed: 3 }] });
+    try {
+      const twin = again.workspace('acme');
+      // The seed data is the same…
+      expect([...ws.deals.keys()].slice(0, twin.deals.size)).toEqual([...twin.deals.keys()]);
+      // …but what each creates next is not.
+      const mine = Array.from({ length: 5 }, (_, i) => ws.createDeal({ name: `Mine ${i}` }).id);
+      const theirs = Array.from({ length: 5 }, (_, i) => twin.createDeal({ name: `Theirs ${i}` }).id);
+      expect(mine.filter((id) => theirs.includes(id))).toEqual([]);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
 describe('POST v2/deals', () => {
   it('creates a deal: 201 {deal} with a new unique_number and nulls for what was not given', async () => {
     const before = ws.deals.size;
