@@ -22,6 +22,7 @@ import {
   startSimProcess,
   stopProcesses,
 } from './bench-lib.js';
+import { RunKeys } from '../src/keys/index.js';
 import { dealIds } from './ids.js';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -77,8 +78,9 @@ clearInterval(rssTimer);
 const produced = Date.now();
 const runId = (JSON.parse(output) as { id: string }).id;
 const redis = new Redis();
+const runKey = new RunKeys(b.prefix).run({ id: runId, workspace: 'acme' });
 for (;;) {
-  const status = await redis.hget(`${b.prefix}:run:${runId}`, 'status');
+  const status = await redis.hget(runKey, 'status');
   if (status !== 'running') break;
   await sleep(500);
 }
@@ -86,7 +88,7 @@ const done = Date.now();
 const mem = await stopSampling();
 const info = await redis.info('memory');
 const endMb = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0) / 1024 / 1024;
-const counts = await redis.hgetall(`${b.prefix}:run:${runId}`);
+const counts = await redis.hgetall(runKey);
 console.log(
   `  producer: ${fmt((ROWS / (produced - started)) * 1000, 0)} rows/s ingested (enqueued, paced by the workers through the high-water mark), peak RSS ${fmt(producerPeak)} MB`,
 );

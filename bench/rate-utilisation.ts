@@ -14,7 +14,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/redis/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { readCounters, METRIC } from '../src/metrics/index.js';
 import { workerCount } from '../src/queue/index.js';
@@ -48,7 +48,7 @@ console.log(
   `rate utilisation (${MODE} limit): ${ROWS} deal updates, simulator limit ${LIMIT} req/s, worker concurrency 8 per process`,
 );
 
-async function counter(redis: Redis, prefix: string, metric: string): Promise<number> {
+async function counter(redis: RedisClient, prefix: string, metric: string): Promise<number> {
   return (await readCounters(redis, prefix)).filter((c) => c.metric === metric).reduce((n, c) => n + c.value, 0);
 }
 

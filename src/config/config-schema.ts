@@ -88,6 +88,28 @@ export const ConfigFileSchema = z
     $schema: z.string().optional(),
     /** Redis connection URL. REDIS_URL in the environment wins. Default redis://127.0.0.1:6379. */
     redisUrl: z.string().min(1).optional(),
+    /**
+     * A Redis Cluster instead of one Redis (docs/architecture.md, "Redis Cluster"): seed nodes
+     * `host:port` (any few masters or replicas; the rest is discovered). REDIS_CLUSTER_NODES in the
+     * environment wins over these nodes and over REDIS_URL; with either, nothing falls back to a
+     * single Redis.
+     */
+    redisCluster: z
+      .object({
+        nodes: z
+          .array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'a seed node is host:port'))
+          .min(1)
+          .optional(),
+        /** ACL user, when the cluster has one for crm-sync. */
+        username: z.string().min(1).optional(),
+        /** Env variable holding the password (preferred over `password`: the file then holds no secret). */
+        passwordEnv: z.string().min(1).optional(),
+        password: z.string().min(1).optional(),
+        /** TLS to every node (a managed Redis in cluster mode usually needs it). Default false. */
+        tls: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
     workspaces: z
       .record(z.string(), WorkspaceFileSchema)
       // zod reports a failed record key as "Invalid key in record"; check names here to say why.

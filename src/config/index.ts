@@ -9,6 +9,7 @@ export {
   DEFAULT_REDIS_URL,
   DEFAULT_PREFIX,
   type Config,
+  type RedisClusterConfig,
   type WorkspaceConfig,
   type ApiKeySource,
   type LoadConfigOptions,

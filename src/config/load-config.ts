@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
-import { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, type RateLimit } from './config-schema.js';
+import { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, type ConfigFile, type RateLimit } from './config-schema.js';
 import { Secret } from './secret.js';
 
 export const DEFAULT_CONFIG_FILE = 'crm-sync.config.json';
@@ -30,10 +30,22 @@ export interface WorkspaceConfig {
   outageWarningMs: number;
 }
 
+/** A Redis Cluster to use instead of `redisUrl` (REDIS_CLUSTER_NODES or `redisCluster`). */
+export interface RedisClusterConfig {
+  nodes: Array<{ host: string; port: number }>;
+  username?: string;
+  /** The password, read when connecting (env variable), or given in the file. */
+  password?: ApiKeySource | Secret;
+  tls: boolean;
+}
+
 export interface Config {
   /** Where the config came from, or null when none was found and defaults apply. */
   source: string | null;
+  /** The one Redis; unused when `redisCluster` is set. */
   redisUrl: string;
+  /** Set: every process talks to this Redis Cluster (src/redis). */
+  redisCluster: RedisClusterConfig | null;
   /** Redis key prefix for queues and run data; tests set their own to stay apart. */
   prefix: string;
   logLevel: string;
@@ -109,6 +121,7 @@ export function configFromObject(
   return {
     source: options.source,
     redisUrl: env.REDIS_URL ?? file.redisUrl ?? DEFAULT_REDIS_URL,
+    redisCluster: clusterConfig(file.redisCluster, env.REDIS_CLUSTER_NODES),
     prefix: env.CRM_SYNC_PREFIX ?? DEFAULT_PREFIX,
     logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info',
     resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
@@ -117,6 +130,43 @@ export function configFromObject(
     dashboardTokenSource: dash?.tokenFile
       ? { file: resolve(baseDir, dash.tokenFile) }
       : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
+  };
+}
+
+/** REDIS_CLUSTER_NODES (`host:port,host:port`) wins over the file's nodes; null when neither names any. */
+function clusterConfig(file: ConfigFile['redisCluster'], envNodes: string | undefined): RedisClusterConfig | null {
+  const listed = envNodes?.trim() ? envNodes.split(',').map((n) => n.trim()) : file?.nodes;
+  if (listed === undefined || listed.length === 0) {
+    if (file !== undefined)
+      throw new CrmSyncError(
+        'CONFIG_INVALID',
+        'redisCluster names no seed nodes: give "nodes": ["host:port", …] or set REDIS_CLUSTER_NODES',
+      );
+    return null;
+  }
+  const nodes = listed.map((node) => {
+    const m = /^(\[[^\]]+\]|[^\s:]+):(\d{1,5})$/.exec(node);
+    const port = Number(m?.[2]);
+    if (!m || port < 1 || port > 65535)
+      throw new CrmSyncError(
+        'CONFIG_INVALID',
+        `Redis Cluster seed node "${node}" is not host:port (REDIS_CLUSTER_NODES=10.0.0.1:6379,10.0.0.2:6379)`,
+      );
+    return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+  if (file?.password !== undefined && file.passwordEnv !== undefined)
+    throw new CrmSyncError('CONFIG_INVALID', 'redisCluster: give password or passwordEnv, not both');
+  const password =
+    file?.passwordEnv !== undefined
+      ? { env: file.passwordEnv }
+      : file?.password !== undefined
+        ? new Secret(file.password)
+        : undefined;
+  return {
+    nodes,
+    ...(file?.username !== undefined ? { username: file.username } : {}),
+    ...(password !== undefined ? { password } : {}),
+    tls: file?.tls ?? false,
   };
 }
 

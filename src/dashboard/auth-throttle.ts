@@ -2,7 +2,8 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis } from '../queue/index.js';
+import type { Config } from '../config/index.js';
+import { connectConfiguredRedis } from '../queue/index.js';
 
 export interface AuthThrottleOptions {
   /** Failed sign-ins and bearer checks a client may make per window. Default 10. */
@@ -30,11 +31,11 @@ export interface AuthThrottle {
  */
 export async function registerAuthThrottle(
   app: FastifyInstance,
-  options: AuthThrottleOptions & { redisUrl: string; prefix: string; logger: Logger },
+  options: AuthThrottleOptions & { redis: Pick<Config, 'redisUrl' | 'redisCluster'>; prefix: string; logger: Logger },
 ): Promise<AuthThrottle> {
   const max = options.maxFailures ?? 10;
   const windowMs = options.windowMs ?? 15 * 60_000;
-  const redis = await connectRedis(options.redisUrl, { role: 'client', name: 'crm-sync-dashboard-limits' });
+  const redis = await connectConfiguredRedis(options.redis, { role: 'client', name: 'crm-sync-dashboard-limits' });
   app.addHook('onClose', async () => {
     redis.disconnect();
   });

@@ -125,7 +125,7 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     if (revoked > 0) logger.info({ revoked }, 'dashboard: the token changed; signed out the sessions of the old one');
     throttle = await registerAuthThrottle(app, {
       ...options.authFailures,
-      redisUrl: runtime.config.redisUrl,
+      redis: runtime.config,
       prefix: runtime.config.prefix,
       logger,
     });

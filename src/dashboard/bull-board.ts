@@ -63,7 +63,7 @@ export async function mountBullBoard(app: FastifyInstance, runtime: Runtime, wor
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
-    queues: workspaces.map((w) => new BullMQAdapter(runtime.queue(w), { readOnlyMode: true })),
+    queues: workspaces.map((w) => new BullMQAdapter(runtime.queue(w), { readOnlyMode: true, displayName: w })),
     // @bull-board/fastify 9.10.1 pins its own @bull-board/api 9.10.1 next to our 9.10.2: the same
     // interface, but TypeScript sees two declarations of the adapters' private fields.
     serverAdapter: serverAdapter as unknown as IServerAdapter,

@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
 import { sessionKey, sessionKeyBase } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 
 export interface SessionStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** The deployment's key prefix (config.prefix). */
   prefix: string;
   /** The token's fingerprint (SessionAuth.fingerprint): sessions of another token never verify. */
@@ -74,14 +74,13 @@ export class SessionStore {
   async revokeOtherTokens(): Promise<number> {
     const base = sessionKeyBase(this.#o.prefix);
     const mine = `${base}${this.#o.fingerprint}:`;
-    let cursor = '0';
     let removed = 0;
-    do {
-      const [next, keys] = await this.#o.redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 1000);
-      cursor = next;
-      const stale = keys.filter((k) => !k.startsWith(mine));
-      if (stale.length > 0) removed += await this.#o.redis.unlink(...stale);
-    } while (cursor !== '0');
+    await scanKeys(this.#o.redis, `${base}*`, async (keys) => {
+      removed += await unlinkKeys(
+        this.#o.redis,
+        keys.filter((k) => !k.startsWith(mine)),
+      );
+    });
     return removed;
   }
 }

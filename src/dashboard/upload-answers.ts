@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { z } from 'zod';
 import { uploadAnswerKey } from '../keys/index.js';
 
@@ -19,7 +19,11 @@ const UploadAnswerSchema = z.object({
 });
 export type StoredUploadAnswer = z.infer<typeof UploadAnswerSchema>;
 
-export async function saveUploadAnswer(redis: Redis, prefix: string, answer: StoredUploadAnswer): Promise<string> {
+export async function saveUploadAnswer(
+  redis: RedisClient,
+  prefix: string,
+  answer: StoredUploadAnswer,
+): Promise<string> {
   const token = randomBytes(16).toString('base64url');
   await redis.set(uploadAnswerKey(prefix, token), JSON.stringify(answer), 'EX', ANSWER_TTL_SECONDS);
   return token;
@@ -27,7 +31,7 @@ export async function saveUploadAnswer(redis: Redis, prefix: string, answer: Sto
 
 /** The answer, or null when the token is unknown, expired or malformed. */
 export async function loadUploadAnswer(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   token: string,
 ): Promise<StoredUploadAnswer | null> {

@@ -28,7 +28,9 @@ export const ERROR_CODES = {
   REDIS_UNAVAILABLE: 'Redis cannot be reached',
   REDIS_EVICTS:
     'Redis is set to evict keys (maxmemory-policy): queued jobs and results could vanish, so crm-sync will not start',
-  REDIS_CLUSTER: 'Redis is a Redis Cluster node; crm-sync needs a standalone Redis',
+  REDIS_CLUSTER: 'REDIS_URL points at a Redis Cluster node: name the cluster with REDIS_CLUSTER_NODES instead',
+  REDIS_LAYOUT:
+    "The keys under the prefix are in a layout this version cannot use (a newer version's, or a migration in progress)",
   REDIS_FULL: 'Redis refused a write because it is full (maxmemory); nothing more was sent',
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',

@@ -2,6 +2,8 @@ export {
   authFailuresNamespace,
   bullPrefix,
   generationKey,
+  LAYOUT_VERSION,
+  layoutKey,
   housekeepingLockKey,
   metricsKey,
   poolsKey,
@@ -15,4 +17,4 @@ export {
   uploadAnswerKey,
   workBoardKey,
 } from './key-layout.js';
-export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS } from './run-keys.js';
+export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, hashTag, type RunRef } from './run-keys.js';

@@ -1,51 +1,60 @@
 /*
  * Every Redis key crm-sync writes, in one place (<p> = prefix, `CRM_SYNC_PREFIX`, default
- * `crm-sync`). The functions below and RunKeys (run-keys.ts) are the only places key names are
- * made; the Lua scripts get theirs as KEYS. docs/architecture.md, "Redis Cluster", gives the
- * planned hash tags.
+ * `crm-sync`; {<w>} = the workspace's hash tag, hashTag() in run-keys.ts). The functions below
+ * and RunKeys (run-keys.ts) are the only places key names are made; the Lua scripts get theirs as
+ * KEYS. docs/architecture.md, "Redis Cluster", says why the tag is the workspace.
+ *
+ * Cluster rule: every script and MULTI names keys of one workspace only (one tag, one slot);
+ * keys without a tag are touched by single commands. Layout version 2 (`<p>:layout`); version 1
+ * had no tags and is renamed by migrate-layout.ts.
  *
  * The run store (src/runs, state changes in Lua: run-scripts.ts, fence-scripts.ts):
- *   <p>:run:<id>                   hash    run record: flat fields (status, counts total/queued/
+ *   <p>:run:{<w>}:<id>             hash    run record: flat fields (status, counts total/queued/
  *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
  *                                          createdAt, createdMs, finishedAt, firstFinishedAt (set once: the
  *                                          end of the first pass), reason, maxRow, producedRow:
  *                                          the highest row handed to the queue) and JSON
  *                                          fields (columns, options)
- *   <p>:run:<id>:results:<b>       hash    rows b*100 .. b*100+99: row number → encoded result (status
+ *   <p>:run:{<w>}:<id>:results:<b> hash    rows b*100 .. b*100+99: row number → encoded result (status
  *                                          char + compact JSON, see result-codec.ts); small buckets
  *                                          keep Redis' compact listpack encoding
- *   <p>:run:<id>:problems          zset    failed, invalid and uncertain rows, score = member = row
- *   <p>:run:<id>:rounds            hash    row → retry round (job generation) of rows `runs retry`
+ *   <p>:run:{<w>}:<id>:problems    zset    failed, invalid and uncertain rows, score = member = row
+ *   <p>:run:{<w>}:<id>:rounds      hash    row → retry round (job generation) of rows `runs retry`
  *                                          requeued; only that round's job may send or record the row
- *   <p>:run:<id>:creating          hash    row → create marker {"s": first send (epoch ms), "d": deal id
+ *   <p>:run:{<w>}:<id>:creating    hash    row → create marker {"s": first send (epoch ms), "d": deal id
  *                                          once known}: a create that may have been applied
- *   <p>:ws:<w>:order:<res>:<id>    string  write order of one CRM record: `applied[|inflight|untilMs]`,
+ *   <p>:ws:{<w>}:order:<res>:<id>  string  write order of one CRM record: `applied[|inflight|untilMs]`,
  *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
  *                                          sort by creation time); TTL = the ordering window
- *   <p>:ws:<w>:create:<fp>         string  owner `<runId>/<row>` of the one create in flight for a content
+ *   <p>:ws:{<w>}:create:<fp>       string  owner `<runId>/<row>` of the one create in flight for a content
  *                                          fingerprint; TTL = the request lease (or the settle time)
- *   <p>:ws:<w>:claim:<dealId>      string  `<runId>/<row>` that recorded the deal; TTL = claim retention
- *   <p>:ws:<w>:upserted:<hash>     string  the deal an upsert created for a match key (sha1 of
+ *   <p>:ws:{<w>}:claim:<dealId>    string  `<runId>/<row>` that recorded the deal; TTL = claim retention
+ *   <p>:ws:{<w>}:upserted:<hash>   string  the deal an upsert created for a match key (sha1 of
  *                                          `key=value`); TTL = claim retention
- *   <p>:ws:<w>:lookup              hash    the workspace's deal-list passes: next start, the pass under
+ *   <p>:ws:{<w>}:lookup            hash    the workspace's deal-list passes: next start, the pass under
  *                                          way and its lease, the last snapshot's start (LookupPassBoard)
- *   <p>:ws:<w>:lookup:snap         string  gzip'd deals the last pass saw; TTL 15 min
- *   <p>:ws:<w>:holds               hash    why the workspace's queue is paused: `paused` (an operator,
+ *   <p>:ws:{<w>}:lookup:snap       string  gzip'd deals the last pass saw; TTL 15 min
+ *   <p>:ws:{<w>}:holds             hash    why the workspace's queue is paused: `paused` (an operator,
  *                                          `workspace pause`), `blocked` (the CRM refused the key) and
  *                                          `unreachable` (the circuit breaker: the CRM does not answer),
  *                                          each JSON {reason, since}; the queue runs again only when
  *                                          none is left (docs/architecture.md, "Pauses")
+ *   <p>:ws:{<w>}:runs              zset    run ids of a workspace, score = createdAt (ms)
+ *   <p>:ws:{<w>}:runs:status:<s>   zset    the workspace's run ids by status, score = createdAt (ms)
+ *                                          (running, blocked, completed, failed, cancelled); the
+ *                                          scripts move runs between them
  *   <p>:runs                       zset    every run id, score = createdAt (ms)
- *   <p>:runs:status:<status>       zset    run ids by status, score = createdAt (ms) (running, blocked,
- *                                          completed, failed, cancelled)
- *   <p>:workspace:<name>:runs      zset    run ids of a workspace, score = createdAt (ms)
+ *   <p>:runs:workspace             hash    run id → workspace: how a run id finds its keys
+ *   <p>:runs:workspaces            set     workspaces with runs (a fleet-wide listing by status merges theirs)
  *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
+ *   <p>:layout                     string  the layout version of this prefix ('2')
  *
  * Queues and workers:
- *   <p>:q:<w>:…                    BullMQ  the workspace's queue (BullMQ's own keys under prefix <p>:q)
- *   <p>:q:<syncs queue>:…          BullMQ  the nightly-sync scheduler's queue (src/schedule/sync-queue.ts)
- *   <p>:ws:<w>:bucket              string  the workspace's request budget: the next send time (GCRA)
- *   <p>:ws:<w>:bucket:rate         string  the learned rate of a workspace without a known limit; no TTL
+ *   <p>:q:{<w>}:…                  BullMQ  the workspace's queue, named `{<w>}` (BullMQ's own keys
+ *                                          under prefix <p>:q; the name's tag keeps the queue in one slot)
+ *   <p>:q:{<syncs queue>}:…        BullMQ  the nightly-sync scheduler's queue (src/schedule/sync-queue.ts)
+ *   <p>:ws:{<w>}:bucket            string  the workspace's request budget: the next send time (GCRA)
+ *   <p>:ws:{<w>}:bucket:rate       string  the learned rate of a workspace without a known limit; no TTL
  *   <p>:work                       zset    workspace → signal count: workspaces with work (WorkBoard)
  *   <p>:work:sweep                 string  lock of the fleet's sweep for unsignalled jobs; TTL 5 min
  *   <p>:pools                      hash    worker process id → what it serves, when it said so (PoolPresence)
@@ -56,7 +65,7 @@
  *
  * Metrics (src/metrics):
  *   <p>:metrics                    hash    fleet counters, field = metric + labels
- *   <p>:metrics:series:<w>:<b>     hash    a workspace's 10 s activity buckets; TTL
+ *   <p>:metrics:series:{<w>}:<b>   hash    a workspace's 10 s activity buckets; TTL
  *   <p>:metrics:run:<id>           hash    a run's activity series; TTL 3 days after its last write
  *
  * Dashboard (src/dashboard):
@@ -64,9 +73,18 @@
  *   <p>:dashboard:auth-failures:<client>                                   the sign-in throttle (@fastify/rate-limit)
  *   <p>:dashboard:upload:<token>   string  an upload's answer, read once by the page it redirects to; TTL
  *
- * Workspace names are letters, digits, `-` and `_`, so `<p>:q:<w>` and `<p>:ws:<w>:…` never
+ * Workspace names are letters, digits, `-` and `_`, so `<p>:q:{<w>}` and `<p>:ws:{<w>}:…` never
  * meet another family; run ids have no `:`.
  */
+
+import { hashTag } from './run-keys.js';
+
+/** The layout this version writes; migrate-layout.ts brings an older prefix to it. */
+export const LAYOUT_VERSION = 2;
+
+export function layoutKey(prefix: string): string {
+  return `${prefix}:layout`;
+}
 
 /** BullMQ's prefix: its keys are `<p>:q:<queue name>:<type>`. */
 export function bullPrefix(prefix: string): string {
@@ -90,7 +108,7 @@ export function generationKey(prefix: string): string {
 
 /** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */
 export function requestBudgetKey(prefix: string, workspace: string): string {
-  return `${prefix}:ws:${workspace}:bucket`;
+  return `${prefix}:ws:${hashTag(workspace)}:bucket`;
 }
 
 /** The Redis-full guard's probe of a workspace's worker. */
@@ -111,7 +129,7 @@ export function metricsKey(prefix: string): string {
 }
 
 export function seriesKey(prefix: string, workspace: string, bucket: number): string {
-  return `${prefix}:metrics:series:${workspace}:${bucket}`;
+  return `${prefix}:metrics:series:${hashTag(workspace)}:${bucket}`;
 }
 
 export function runSeriesKey(prefix: string, runId: string): string {

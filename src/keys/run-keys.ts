@@ -16,6 +16,22 @@ type RunStatus = (typeof RUN_STATUSES)[number];
  */
 const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
 
+/** A run and the workspace it belongs to: the workspace is its keys' hash tag. */
+export interface RunRef {
+  readonly id: string;
+  readonly workspace: string;
+}
+
+/**
+ * `{<workspace>}`: the Redis Cluster hash tag of everything one workspace's rows touch (its
+ * queue, its runs' keys, its write fence). A script or MULTI only ever names keys of one
+ * workspace, so on a Cluster they all sit in one slot; different workspaces spread over the
+ * masters. Workspace names are letters, digits, `-` and `_`, never braces.
+ */
+export function hashTag(workspace: string): string {
+  return `{${workspace}}`;
+}
+
 /**
  * Redis key names of the run store and the write fence (the layout: key-layout.ts). Kept in
  * one place so the Lua scripts and the TypeScript side cannot disagree.
@@ -23,100 +39,112 @@ const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const s
 export class RunKeys {
   constructor(readonly prefix: string) {}
 
-  run(id: string): string {
-    return `${this.prefix}:run:${id}`;
+  run(r: RunRef): string {
+    return `${this.prefix}:run:${hashTag(r.workspace)}:${r.id}`;
   }
 
   /** Base of the result bucket keys; the Lua scripts append `:<bucket>` themselves. */
-  resultsBase(id: string): string {
-    return `${this.prefix}:run:${id}:results`;
+  resultsBase(r: RunRef): string {
+    return `${this.run(r)}:results`;
   }
 
-  resultBucket(id: string, bucket: number): string {
-    return `${this.resultsBase(id)}:${bucket}`;
+  resultBucket(r: RunRef, bucket: number): string {
+    return `${this.resultsBase(r)}:${bucket}`;
   }
 
   bucketOf(row: number): number {
     return Math.floor(row / RESULT_BUCKET_ROWS);
   }
 
-  problems(id: string): string {
-    return `${this.prefix}:run:${id}:problems`;
+  problems(r: RunRef): string {
+    return `${this.run(r)}:problems`;
   }
 
   /** Retry round of each row `runs retry` requeued (rows never retried have none: round 0). */
-  rounds(id: string): string {
-    return `${this.prefix}:run:${id}:rounds`;
+  rounds(r: RunRef): string {
+    return `${this.run(r)}:rounds`;
   }
 
   /** Markers of the run's creates that may have been applied, by row. */
-  creating(id: string): string {
-    return `${this.prefix}:run:${id}:creating`;
+  creating(r: RunRef): string {
+    return `${this.run(r)}:creating`;
+  }
+
+  /** Where every key of one workspace starts (`<p>:ws:{<w>}`). */
+  workspace(workspace: string): string {
+    return `${this.prefix}:ws:${hashTag(workspace)}`;
   }
 
   /** Write order of one CRM record, across the workspace's runs (RowFence). */
   recordOrder(workspace: string, resource: string, recordId: string): string {
-    return `${this.prefix}:ws:${workspace}:order:${resource}:${recordId}`;
+    return `${this.workspace(workspace)}:order:${resource}:${recordId}`;
   }
 
   /** The one create in flight for a content fingerprint in a workspace. */
   createLock(workspace: string, fingerprint: string): string {
-    return `${this.prefix}:ws:${workspace}:create:${fingerprint}`;
+    return `${this.workspace(workspace)}:create:${fingerprint}`;
   }
 
   /** The deal an upsert created for a match key (hashed), workspace-wide. */
   upserted(workspace: string, matchHash: string): string {
-    return `${this.prefix}:ws:${workspace}:upserted:${matchHash}`;
+    return `${this.workspace(workspace)}:upserted:${matchHash}`;
   }
 
   /** Why the workspace's queue is held: field `paused` (an operator) and/or `blocked` (a 401). */
   workspaceHolds(workspace: string): string {
-    return `${this.prefix}:ws:${workspace}:holds`;
+    return `${this.workspace(workspace)}:holds`;
   }
 
   /** Which run and row recorded a deal, workspace-wide. */
   dealClaim(workspace: string, dealId: string): string {
-    return `${this.prefix}:ws:${workspace}:claim:${dealId}`;
+    return `${this.workspace(workspace)}:claim:${dealId}`;
   }
 
   /** Where the workspace's processes agree on deal-list passes (LookupPassBoard). */
   lookupBoard(workspace: string): string {
-    return `${this.prefix}:ws:${workspace}:lookup`;
+    return `${this.workspace(workspace)}:lookup`;
   }
 
   /** The deals the workspace's last lookup pass saw (gzip'd JSON). */
   lookupSnapshot(workspace: string): string {
-    return `${this.prefix}:ws:${workspace}:lookup:snap`;
+    return `${this.workspace(workspace)}:lookup:snap`;
   }
 
+  /** Every run id, fleet-wide (outside any script: written before the run's record exists). */
   allRuns(): string {
     return `${this.prefix}:runs`;
   }
 
-  byStatus(status: RunStatus): string {
-    return `${this.prefix}:runs:status:${status}`;
+  /** Run id → workspace: how a run id finds its keys. */
+  runWorkspaces(): string {
+    return `${this.prefix}:runs:workspace`;
+  }
+
+  /** The workspaces that have (or had) runs: what a fleet-wide listing by status merges. */
+  workspacesWithRuns(): string {
+    return `${this.prefix}:runs:workspaces`;
+  }
+
+  byStatus(workspace: string, status: RunStatus): string {
+    return `${this.workspace(workspace)}:runs:status:${status}`;
   }
 
   /** The status indexes scripts get as KEYS[2..5] (see SCRIPT_STATUSES). */
-  statusIndexes(): string[] {
-    return SCRIPT_STATUSES.map((status) => this.byStatus(status));
+  statusIndexes(workspace: string): string[] {
+    return SCRIPT_STATUSES.map((status) => this.byStatus(workspace, status));
   }
 
-  /** Every status index, for removing a run from all of them. */
-  allStatusIndexes(): string[] {
-    return RUN_STATUSES.map((status) => this.byStatus(status));
+  /** Every status index of the workspace, for removing a run from all of them. */
+  allStatusIndexes(workspace: string): string[] {
+    return RUN_STATUSES.map((status) => this.byStatus(workspace, status));
   }
 
   byWorkspace(workspace: string): string {
-    return `${this.prefix}:workspace:${workspace}:runs`;
+    return `${this.workspace(workspace)}:runs`;
   }
 
+  /** Run ids of a sync definition (fleet-wide, small: one run a schedule tick). */
   bySync(syncName: string): string {
     return `${this.prefix}:sync:${syncName}:runs`;
-  }
-
-  /** Scratch key for intersecting several list filters; deleted in the same transaction. */
-  scratch(token: string): string {
-    return `${this.prefix}:tmp:${token}`;
   }
 }

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { metricsKey, seriesKey } from '../keys/index.js';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, type SeriesField } from './metrics-series.js';
 import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
 
 export interface MetricsRecorderOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix from the config. */
   prefix: string;
   /** How often buffered increments go to Redis. Default 1000 ms. */
@@ -38,7 +38,7 @@ function field(metric: string, labels: Record<string, string>): string {
  * Increments are buffered and flushed once a second: metrics must never slow the hot path.
  */
 export class MetricsRecorder {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #prefix: string;
   #buffer = new Map<string, number>();
@@ -84,8 +84,10 @@ export class MetricsRecorder {
     this.#buffer = new Map();
     const runs = this.#runs;
     this.#runs = new Map();
-    const multi = this.#redis.multi();
-    for (const [f, n] of batch) multi.hincrby(this.#key, f, n);
+    // Single commands, not one MULTI: the counters and each workspace's series bucket live in
+    // different Cluster slots. Nothing reads them as a set, so none needs the others' atomicity.
+    const writes: Array<Promise<unknown>> = [];
+    for (const [f, n] of batch) writes.push(this.#redis.hincrby(this.#key, f, n));
     // The same increments into this moment's series bucket (the charts; a bounded, expiring copy).
     const bucket = bucketOf(Date.now());
     const touched = new Set<string>();
@@ -93,12 +95,12 @@ export class MetricsRecorder {
       const s = seriesCache.get(f);
       if (!s) continue;
       const key = seriesKey(this.#prefix, s.workspace, bucket);
-      multi.hincrby(key, s.field, n);
+      writes.push(this.#redis.hincrby(key, s.field, n));
       touched.add(key);
     }
-    for (const key of touched) multi.expire(key, SERIES_TTL_SECONDS);
+    for (const key of touched) writes.push(this.#redis.expire(key, SERIES_TTL_SECONDS));
     await Promise.all([
-      multi.exec().catch(() => {
+      Promise.all(writes).catch(() => {
         // Redis away: keep the counts for the next flush rather than lose them.
         for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
       }),
@@ -120,7 +122,7 @@ export class MetricsRecorder {
 }
 
 /** Every counter recorded by any worker process. */
-export async function readCounters(redis: Redis, prefix: string): Promise<CounterSample[]> {
+export async function readCounters(redis: RedisClient, prefix: string): Promise<CounterSample[]> {
   const all = await redis.hgetall(metricsKey(prefix));
   return Object.entries(all).map(([f, v]) => {
     const bar = f.indexOf('|');

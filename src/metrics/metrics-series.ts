@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { seriesKey } from '../keys/index.js';
 import { METRIC } from './metric-names.js';
 
@@ -44,7 +44,7 @@ const MAX_POINTS = SERIES_TTL_SECONDS / (SERIES_BUCKET_MS / 1000);
  * MAX_POINTS buckets), oldest first; buckets nobody wrote to are zeros.
  */
 export async function readSeries(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   workspace: string,
   fromMs: number,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { runSeriesKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
@@ -30,7 +30,7 @@ export const FIELD_INDEX: Record<SeriesField, 0 | 1 | 2 | 3> = { requests: 0, ra
 
 /**
  * KEYS: the series hash of each run. ARGV[1] the bucket, ARGV[2] most buckets kept, ARGV[3] the
- * TTL (s), then four increments per key. All of one flush in one call: a few runs at most.
+ * TTL (s), then four increments per key (one key a call: see addToRunSeries).
  */
 const ADD = new LuaScript(`
 local b = tonumber(ARGV[1])
@@ -64,19 +64,18 @@ return #KEYS
 
 /** Adds one flush's increments of each run into `bucket` (MetricsRecorder calls it once a second). */
 export async function addToRunSeries(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   increments: ReadonlyMap<string, RunIncrements>,
   bucket: number,
 ): Promise<void> {
-  if (increments.size === 0) return;
-  const keys: string[] = [];
-  const args: Array<string | number> = [bucket, RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS];
-  for (const [runId, n] of increments) {
-    keys.push(runSeriesKey(prefix, runId));
-    args.push(...n);
-  }
-  await ADD.run(redis, keys, args);
+  // One call a run: runs' series keys have no common hash tag, and a script on a Redis Cluster
+  // may only name keys of one slot. A flush carries the few runs that sent in the last second.
+  await Promise.all(
+    [...increments].map(([runId, n]) =>
+      ADD.run(redis, [runSeriesKey(prefix, runId)], [bucket, RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, ...n]),
+    ),
+  );
 }
 
 /**
@@ -86,7 +85,7 @@ export async function addToRunSeries(
  * series (nothing was sent, or it expired).
  */
 export async function readRunSeries(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   runId: string,
   toMs?: number,

@@ -1,6 +1,9 @@
 export { watchRedisGeneration, type RedisGenerationWatch } from './redis-generation.js';
 export {
   connectRedis,
+  connectConfiguredRedis,
+  clusterOptions,
+  describeRedisTarget,
   refuseEvictingRedis,
   refuseRedisCluster,
   redactRedisUrl,

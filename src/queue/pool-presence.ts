@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { poolsKey } from '../keys/index.js';
 
 export interface PoolAnnouncement {
@@ -13,7 +13,7 @@ export interface PoolAnnouncement {
 }
 
 export interface PoolPresenceOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   workspaces: string[] | null;
   /** How often the pool says it is alive. Default 10000 ms; readers trust an entry for 3 periods. */
@@ -75,7 +75,7 @@ export class PoolPresence {
   }
 }
 
-async function readPools(redis: Redis, prefix: string): Promise<Map<string, PoolAnnouncement | null>> {
+async function readPools(redis: RedisClient, prefix: string): Promise<Map<string, PoolAnnouncement | null>> {
   const raw = await redis.hgetall(poolsKey(prefix));
   const out = new Map<string, PoolAnnouncement | null>();
   for (const [id, json] of Object.entries(raw)) {
@@ -93,7 +93,7 @@ async function readPools(redis: Redis, prefix: string): Promise<Map<string, Pool
  * no `-w` list counts for every workspace: it reloads its config when work for an unknown one
  * is signalled.
  */
-export async function workerCount(redis: Redis, prefix: string, workspace: string): Promise<number> {
+export async function workerCount(redis: RedisClient, prefix: string, workspace: string): Promise<number> {
   const fresh = Date.now() - 3 * DEFAULT_EVERY_MS;
   let n = 0;
   for (const pool of (await readPools(redis, prefix)).values()) {

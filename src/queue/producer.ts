@@ -169,7 +169,7 @@ export async function produceRun(
       // A retry's rows were counted when they were requeued: ask the run's status instead.
       if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await addTracedBatches(
-        queue.name,
+        workspaceOfQueue(queue.name),
         batch.map(({ name, data, opts }) => ({ name, data, opts })),
         (jobs) => queue.addBulk(jobs),
       );
@@ -287,7 +287,10 @@ export async function waitForRoom(
     const pending = await pendingJobCount(queue);
     if (pending < maxJobs) return;
     if (!warned && (await queue.isPaused())) {
-      logger.warn({ queue: queue.name }, 'workspace queue is paused (blocked run?); waiting for it to resume');
+      logger.warn(
+        { workspace: workspaceOfQueue(queue.name) },
+        'workspace queue is paused (blocked run?); waiting for it to resume',
+      );
       warned = true;
     }
     await sleep(100);

@@ -1,11 +1,17 @@
-/** One queue per workspace: its API key is what the CRM limits, pauses and refuses. */
+import { hashTag } from '../keys/index.js';
+
+/**
+ * One queue per workspace: its API key is what the CRM limits, pauses and refuses. The name is
+ * the workspace's hash tag, so BullMQ's keys of the queue share the slot of the workspace's run
+ * and fence keys (src/keys).
+ */
 export function queueName(workspace: string): string {
-  return workspace;
+  return hashTag(workspace);
 }
 
-/** The workspace a queue belongs to (the inverse of queueName, which a Cluster layout will change). */
+/** The workspace a queue belongs to (the inverse of queueName). */
 export function workspaceOfQueue(name: string): string {
-  return name;
+  return name.startsWith('{') && name.endsWith('}') ? name.slice(1, -1) : name;
 }
 
 /**

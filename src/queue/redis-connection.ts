@@ -1,6 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger, type Logger } from '../log/index.js';
+import { isCluster, type RedisClient } from '../redis/index.js';
 
 /**
  * `worker`: BullMQ workers and anything inside a worker process (the run store there) must ride
@@ -126,6 +128,116 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   return redis;
 }
 
+/** Where the config points, for messages (never a password). */
+export function describeRedisTarget(config: Pick<Config, 'redisUrl' | 'redisCluster'>): string {
+  const cluster = config.redisCluster;
+  if (cluster === null) return redactRedisUrl(config.redisUrl);
+  return `the Redis Cluster ${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
+}
+
+/**
+ * The one way a process reaches its Redis: an ioredis `Cluster` when the config names one
+ * (REDIS_CLUSTER_NODES / `redisCluster`), else the single Redis at `redisUrl`. Either way it
+ * answers before this returns, or REDIS_UNAVAILABLE says how to fix it.
+ */
+export async function connectConfiguredRedis(
+  config: Pick<Config, 'redisUrl' | 'redisCluster'>,
+  options: ConnectRedisOptions,
+): Promise<RedisClient> {
+  return config.redisCluster === null
+    ? connectRedis(config.redisUrl, options)
+    : connectCluster(config.redisCluster, options);
+}
+
+/**
+ * Options of a Cluster client. Each node connection gets the role's options (a worker's
+ * commands wait out a failover: the slot moves to the promoted replica and ioredis follows the
+ * MOVED/refresh; a client's fail fast). The offline queue stays on for both roles: a command
+ * sent while the slot map is refreshed waits for it instead of failing.
+ */
+export function clusterOptions(
+  target: RedisClusterConfig,
+  role: RedisRole,
+  name = 'crm-sync',
+  tuning: { commandTimeoutMs?: number } = {},
+): ClusterOptions {
+  const node = redisOptions(role, name, tuning);
+  const password =
+    target.password === undefined
+      ? undefined
+      : target.password instanceof Secret
+        ? target.password
+        : readSecret(target.password, 'Redis Cluster password');
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: true,
+    // Reconnect for ever with a capped delay, like a single Redis (`null` would give up).
+    clusterRetryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5000),
+    // A failover: the dead master's slots answer CLUSTERDOWN / connection errors until a replica
+    // is promoted (cluster-node-timeout, a few seconds); retry instead of failing the command.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+    maxRedirections: 64,
+    slotsRefreshTimeout: 2000,
+    scaleReads: 'master',
+    redisOptions: {
+      connectionName: node.connectionName,
+      maxRetriesPerRequest: node.maxRetriesPerRequest,
+      commandTimeout: node.commandTimeout,
+      ...(node.autoResendUnfulfilledCommands === false ? { autoResendUnfulfilledCommands: false } : {}),
+      ...(target.username !== undefined ? { username: target.username } : {}),
+      ...(password !== undefined ? { password: password.reveal() } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+    },
+    // Managed services (ElastiCache…) hand out TLS certificates for the names they announce.
+    ...(target.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+  };
+}
+
+async function connectCluster(target: RedisClusterConfig, options: ConnectRedisOptions): Promise<Cluster> {
+  const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
+  const cluster = new Cluster(target.nodes, clusterOptions(target, options.role, options.name, tuning));
+  const where = describeRedisTarget({ redisUrl: '', redisCluster: target });
+  let lastError: Error | undefined;
+  const onError = (err: Error) => {
+    lastError = err;
+  };
+  cluster.on('error', onError);
+  const timeoutMs = options.connectTimeoutMs ?? 5000;
+  try {
+    await Promise.race([
+      cluster.connect(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), timeoutMs).unref()),
+    ]);
+    await cluster.ping();
+  } catch (err) {
+    cluster.disconnect();
+    const reason = lastError?.message ?? (err as Error).message;
+    throw new CrmSyncError(
+      'REDIS_UNAVAILABLE',
+      `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
+      { cause: err },
+    );
+  }
+  cluster.off('error', onError);
+  // Failovers show up as node errors while ioredis refreshes its slot map: one line each, not a crash.
+  const logger = options.logger;
+  cluster.on('error', () => undefined);
+  cluster.on('+node', (node: Redis) =>
+    logger?.debug({ node: `${node.options.host}:${node.options.port}` }, 'Redis Cluster node joined'),
+  );
+  cluster.on('-node', (node: Redis) => {
+    // A client closing on purpose drops every node too: only a node lost while in use is news.
+    if (cluster.status !== 'ready') return;
+    (logger ?? createLogger()).warn(
+      { redis: where, node: `${node.options.host}:${node.options.port}` },
+      'Redis Cluster node left (a failover promotes its replica; commands wait for it)',
+    );
+  });
+  return cluster;
+}
+
 export interface RedisLivenessOptions {
   /** Period of the PING probe. Default 5000 ms. */
   intervalMs?: number;
@@ -142,10 +254,10 @@ export interface RedisLiveness {
   setLogger(logger: Logger): void;
 }
 
-const watchdogs = new WeakMap<Redis, RedisLiveness>();
+const watchdogs = new WeakMap<RedisClient, RedisLiveness>();
 
 /** The liveness watchdog watching this client (started by `connectRedis` for the worker role), if any. */
-export function redisLiveness(redis: Redis): RedisLiveness | undefined {
+export function redisLiveness(redis: RedisClient): RedisLiveness | undefined {
   return watchdogs.get(redis);
 }
 
@@ -325,7 +437,7 @@ export function watchRedisLiveness(redis: Redis, options: RedisLivenessOptions =
  * stuck at 20,200 of 40,000, workers looping on job data that is gone). Managed services that
  * forbid INFO are let through: nothing can be read, so nothing is claimed.
  */
-export async function refuseEvictingRedis(redis: Redis): Promise<void> {
+export async function refuseEvictingRedis(redis: RedisClient): Promise<void> {
   let info: string;
   try {
     info = await redis.info('memory');
@@ -342,11 +454,12 @@ export async function refuseEvictingRedis(redis: Redis): Promise<void> {
 }
 
 /**
- * A Redis Cluster node answers MOVED for keys of other nodes' slots, deep inside BullMQ and the
- * run store's scripts; refused at start-up with a clear word instead. crm-sync's keys of one run
- * span several slots today (docs/architecture.md, "Redis").
+ * A Redis Cluster node reached through REDIS_URL answers MOVED for keys of other nodes' slots,
+ * deep inside BullMQ and the run store's scripts; refused at start-up with a word on how to name
+ * the cluster instead. A Cluster client is what a cluster needs, and passes.
  */
-export async function refuseRedisCluster(redis: Redis): Promise<void> {
+export async function refuseRedisCluster(redis: RedisClient): Promise<void> {
+  if (isCluster(redis)) return;
   let info: string;
   try {
     info = await redis.info('cluster');
@@ -356,7 +469,7 @@ export async function refuseRedisCluster(redis: Redis): Promise<void> {
   if (!/^cluster_enabled:1/m.test(info)) return;
   throw new CrmSyncError(
     'REDIS_CLUSTER',
-    'this Redis is a Redis Cluster node (cluster_enabled:1), and crm-sync runs on a standalone Redis (or a primary with replicas, ' +
-      'failed over by Sentinel) only: point REDIS_URL at one.',
+    'REDIS_URL points at a node of a Redis Cluster (cluster_enabled:1): name the cluster instead with ' +
+      'REDIS_CLUSTER_NODES=host:port,host:port (seed nodes), or "redisCluster": { "nodes": [...] } in the config file.',
   );
 }

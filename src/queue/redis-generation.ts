@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { generationKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -17,7 +17,7 @@ export interface RedisGenerationWatch {
  * is said loudly, once per loss, instead of runs silently vanishing.
  */
 export async function watchRedisGeneration(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   logger: Logger,
 ): Promise<RedisGenerationWatch> {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
 import { requestBudgetKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
@@ -85,7 +85,7 @@ return string.format('%.4f', rate)
 `);
 
 export interface SharedTokenBucketOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** The workspace's bucket key, shared by all its worker processes. */
   key: string;
   /**
@@ -266,7 +266,7 @@ export interface RequestBudget {
  * The workspace's shared budget as its configuration says (a known `rateLimit`, or the rate
  * learned from 429s): workers, reconcile's and verify's list pages all take from this one.
  */
-export function workspaceRequestBudget(redis: Redis, config: Config, workspace: string): SharedTokenBucket {
+export function workspaceRequestBudget(redis: RedisClient, config: Config, workspace: string): SharedTokenBucket {
   const { rateLimit } = getWorkspace(config, workspace);
   return new SharedTokenBucket({
     redis,

@@ -1,5 +1,5 @@
 import { QueueKeys } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { bullPrefix, workBoardKey } from '../keys/index.js';
 import { LuaScript } from '../runs/index.js';
 import { queueName } from './queue-names.js';
@@ -19,7 +19,7 @@ return 0`);
 
 export interface WorkBoardOptions {
   /** A connected ioredis client, owned by the caller. */
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix from the config. */
   prefix: string;
 }
@@ -31,7 +31,7 @@ export interface WorkBoardOptions {
  * workspace costs no connection and no command (docs/architecture.md, "Idle workspaces").
  */
 export class WorkBoard {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #prefix: string;
 
@@ -59,7 +59,7 @@ export class WorkBoard {
    * by a version before the board, or moved back to wait by hand (Bull Board's retry). With
    * `lockMs`, one process of the fleet at a time (the pools that serve every workspace); answers
    * the workspaces found, or null when another process holds the lock. Costs 4 commands a
-   * workspace, pipelined.
+   * workspace, sent together.
    */
   async sweep(workspaces: readonly string[], lockMs?: number): Promise<string[] | null> {
     const lock = `${this.#key}:sweep`;
@@ -69,14 +69,21 @@ export class WorkBoard {
     const found: string[] = [];
     for (let i = 0; i < workspaces.length; i += 250) {
       const chunk = workspaces.slice(i, i + 250);
-      const pipe = this.#redis.pipeline();
-      for (const ws of chunk) {
-        const k = keys.getKeys(queueName(ws));
-        pipe.llen(k.wait!).zcard(k.delayed!).zcard(k.prioritized!).llen(k.active!);
-      }
-      const answers = (await pipe.exec()) ?? [];
+      // One command each rather than one pipeline: each workspace's queue has its own Cluster slot.
+      const counts = await Promise.all(
+        chunk.map((ws) => {
+          const k = keys.getKeys(queueName(ws));
+          const one = (read: Promise<number>) => read.catch(() => 0);
+          return Promise.all([
+            one(this.#redis.llen(k.wait!)),
+            one(this.#redis.zcard(k.delayed!)),
+            one(this.#redis.zcard(k.prioritized!)),
+            one(this.#redis.llen(k.active!)),
+          ]);
+        }),
+      );
       chunk.forEach((ws, n) => {
-        if (answers.slice(n * 4, n * 4 + 4).some(([err, count]) => err === null && Number(count) > 0)) found.push(ws);
+        if (counts[n]!.some((count) => count > 0)) found.push(ws);
       });
     }
     for (const ws of found) await this.signal(ws);

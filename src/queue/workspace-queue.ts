@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { bullPrefix } from '../keys/index.js';
 import { bullmqTelemetry } from '../telemetry/index.js';
 import type { SyncJobData, SyncJobName } from './job-data.js';
@@ -9,7 +9,7 @@ export type WorkspaceQueue = Queue<SyncJobData, unknown, SyncJobName>;
 
 export interface WorkspaceQueueOptions {
   /** A connected ioredis client; BullMQ shares it (queues do not block). */
-  connection: Redis;
+  connection: RedisClient;
   /** Key prefix from the config. */
   prefix: string;
   workspace: string;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { LuaScript } from './lua-script.js';
 import { RunKeys } from '../keys/index.js';
 
@@ -62,7 +62,7 @@ return 1
 `);
 
 export interface LookupPassBoardOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix. Default `crm-sync`. */
   prefix?: string;
   workspace: string;
@@ -88,7 +88,7 @@ export interface PassSnapshotMeta {
 }
 
 export class LookupPassBoard {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #board: string;
   readonly #snap: string;
   readonly leaseMs: number;

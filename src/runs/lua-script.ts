@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 
 /**
  * A Lua script run by EVALSHA, falling back to EVAL once when the server does not know it
@@ -14,7 +14,11 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> {
+  async run(
+    redis: RedisClient,
+    keys: readonly string[],
+    args: ReadonlyArray<string | number | Buffer>,
+  ): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {

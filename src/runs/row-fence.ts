@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
   BEGIN_CREATE,
@@ -11,7 +11,7 @@ import {
 } from './fence-scripts.js';
 import type { LuaScript } from './lua-script.js';
 import { encodeResult } from './result-codec.js';
-import { RunKeys } from '../keys/index.js';
+import { RunKeys, type RunRef } from '../keys/index.js';
 import type { OrderSettlement, RefusalReason } from './run-store.js';
 import type { RowResult } from './run-types.js';
 
@@ -30,7 +30,7 @@ export interface RowWriter {
 }
 
 export interface RowFenceOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix. Default `crm-sync`. */
   prefix?: string;
   workspace: string;
@@ -103,7 +103,7 @@ export function seqOf(runId: string, row: number): string {
  * one step.
  */
 export class RowFence {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: RunKeys;
   readonly #workspace: string;
   readonly leaseMs: number;
@@ -155,7 +155,7 @@ export class RowFence {
   ): Promise<BeginCreate> {
     const keys = [
       ...this.#sendKeys(w),
-      this.#keys.creating(w.runId),
+      this.#keys.creating(this.#ref(w.runId)),
       this.#keys.createLock(this.#workspace, lockId),
       this.#upsertedKey(match),
     ];
@@ -192,14 +192,15 @@ export class RowFence {
     match?: string,
   ): Promise<FinishCreate> {
     const k = this.#keys;
+    const ref = this.#ref(w.runId);
     const keys = [
-      k.run(w.runId),
-      ...k.statusIndexes(),
-      k.resultsBase(w.runId),
-      k.problems(w.runId),
-      k.rounds(w.runId),
+      k.run(ref),
+      ...k.statusIndexes(this.#workspace),
+      k.resultsBase(ref),
+      k.problems(ref),
+      k.rounds(ref),
       w.lockKey,
-      k.creating(w.runId),
+      k.creating(ref),
       k.createLock(this.#workspace, lockId),
       k.dealClaim(this.#workspace, dealId),
       this.#upsertedKey(match),
@@ -228,7 +229,7 @@ export class RowFence {
    * attempt's marker unless `keepMarker` (the create stays in doubt for a later look).
    */
   async releaseCreate(w: RowWriter, fingerprint: string, marker: CreateMarker, keepMarker = false): Promise<void> {
-    const keys = [this.#keys.creating(w.runId), this.#keys.createLock(this.#workspace, fingerprint)];
+    const keys = [this.#keys.creating(this.#ref(w.runId)), this.#keys.createLock(this.#workspace, fingerprint)];
     await this.#run(RELEASE_CREATE, keys, [w.row, ownerOf(w), String(marker.sentAt), keepMarker ? '1' : '0']);
   }
 
@@ -249,7 +250,7 @@ export class RowFence {
   /** Rows among `rows` whose create may have been applied (a marker is left). */
   async createsInDoubt(runId: string, rows: readonly number[]): Promise<Set<number>> {
     if (rows.length === 0) return new Set();
-    const markers = await this.#redis.hmget(this.#keys.creating(runId), ...rows.map(String));
+    const markers = await this.#redis.hmget(this.#keys.creating(this.#ref(runId)), ...rows.map(String));
     return new Set(rows.filter((_, i) => markers[i] !== null));
   }
 
@@ -261,7 +262,13 @@ export class RowFence {
   }
 
   #sendKeys(w: RowWriter): string[] {
-    return [this.#keys.resultBucket(w.runId, this.#keys.bucketOf(w.row)), this.#keys.rounds(w.runId), w.lockKey];
+    const ref = this.#ref(w.runId);
+    return [this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)), this.#keys.rounds(ref), w.lockKey];
+  }
+
+  /** A run of this fence's workspace (the fence serves one workspace's queue). */
+  #ref(runId: string): RunRef {
+    return { id: runId, workspace: this.#workspace };
   }
 
   /** The match key's record, or (no match) a key of the same workspace that is never read. */

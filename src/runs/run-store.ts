@@ -7,11 +7,11 @@
  * counts a row twice and no reader sees a half-applied batch. The `rounds`, `creating`, `ws:`
  * keys are the write fence's (row-fence.ts, fence-scripts.ts; docs/architecture.md).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { type LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
-import { RUN_STATUSES, RunKeys } from '../keys/index.js';
+import { RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
 import { newRunId } from './run-id.js';
 import {
   ADD_QUEUED,
@@ -32,7 +32,7 @@ import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, Ru
 
 export interface RunStoreOptions {
   /** Connected ioredis client, owned by the caller (the store never closes it). */
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix. Default `crm-sync`. */
   prefix?: string;
 }
@@ -125,8 +125,10 @@ function nonNegative(value: number | undefined, fallback: number): number {
 
 export class RunStore {
   /** The caller's connection (also what the producer signals new work on, WorkBoard). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   private readonly keys: RunKeys;
+  /** Run id → workspace (its keys' hash tag); a run never changes workspace, so this never goes stale. */
+  readonly #refs = new Map<string, RunRef>();
 
   constructor(options: RunStoreOptions) {
     this.redis = options.redis;
@@ -164,14 +166,22 @@ export class RunStore {
     };
     if (input.syncName !== undefined) run.syncName = input.syncName;
     const score = now.getTime();
-    const tx = this.redis
+    const ref = { id: run.id, workspace: run.workspace };
+    // The fleet-wide indexes first (their keys have no tag, so they cannot share the MULTI): an
+    // id listed without a record is left out of listings, and retention still finds it.
+    await Promise.all([
+      this.redis.hset(this.keys.runWorkspaces(), run.id, run.workspace),
+      this.redis.zadd(this.keys.allRuns(), score, run.id),
+      this.redis.sadd(this.keys.workspacesWithRuns(), run.workspace),
+      run.syncName !== undefined ? this.redis.zadd(this.keys.bySync(run.syncName), score, run.id) : null,
+    ]);
+    await this.redis
       .multi()
-      .hset(this.keys.run(run.id), encodeRun(run))
-      .zadd(this.keys.allRuns(), score, run.id)
-      .zadd(this.keys.byStatus(run.status), score, run.id)
-      .zadd(this.keys.byWorkspace(run.workspace), score, run.id);
-    if (run.syncName !== undefined) tx.zadd(this.keys.bySync(run.syncName), score, run.id);
-    await tx.exec();
+      .hset(this.keys.run(ref), encodeRun(run))
+      .zadd(this.keys.byStatus(run.workspace, run.status), score, run.id)
+      .zadd(this.keys.byWorkspace(run.workspace), score, run.id)
+      .exec();
+    this.#refs.set(run.id, ref);
     return run;
   }
 
@@ -195,50 +205,123 @@ export class RunStore {
     return (await this.require(id)).record;
   }
 
+  /**
+   * A page of runs, newest first. Every filter is one sorted set of the workspace's slot, or
+   * a merge across workspaces (status alone) or the small index of a sync definition: nothing
+   * intersects keys of different slots, so listings work the same on a Redis Cluster.
+   */
   async listRuns(query: ListRunsQuery = {}): Promise<{ runs: RunRecord[]; total: number }> {
     const offset = nonNegative(query.offset, 0);
     const limit = nonNegative(query.limit, DEFAULT_PAGE);
-    const filters: string[] = [];
-    if (query.status !== undefined) filters.push(this.keys.byStatus(query.status));
-    if (query.workspace !== undefined) filters.push(this.keys.byWorkspace(query.workspace));
-    if (query.syncName !== undefined) filters.push(this.keys.bySync(query.syncName));
-
-    let ids: string[];
-    let total: number;
-    if (filters.length <= 1) {
-      const key = filters[0] ?? this.keys.allRuns();
-      [total, ids] = await Promise.all([
-        this.redis.zcard(key),
-        limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1),
-      ]);
+    if (query.syncName !== undefined) return this.listSyncRuns(query.syncName, query, offset, limit);
+    let page: { ids: string[]; total: number };
+    if (query.workspace !== undefined) {
+      const key =
+        query.status !== undefined
+          ? this.keys.byStatus(query.workspace, query.status)
+          : this.keys.byWorkspace(query.workspace);
+      page = await this.pageOf(key, offset, limit);
+    } else if (query.status !== undefined) {
+      page = await this.mergedStatusPage(query.status, offset, limit);
     } else {
-      // Several filters: intersect the indexes server-side; scores are all createdAt, so MAX keeps them.
-      const scratch = this.keys.scratch(newRunId());
-      const replies = await this.redis
-        .multi()
-        .zinterstore(scratch, filters.length, ...filters, 'AGGREGATE', 'MAX')
-        .zrevrange(scratch, offset, Math.max(offset, offset + limit - 1))
-        .del(scratch)
-        .exec();
-      total = Number(replies?.[0]?.[1] ?? 0);
-      ids = limit === 0 ? [] : ((replies?.[1]?.[1] as string[] | undefined) ?? []);
+      page = await this.pageOf(this.keys.allRuns(), offset, limit);
     }
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hgetall(this.keys.run(id));
-    const replies = ids.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    return { runs: await this.loadMany(page.ids, query.workspace), total: page.total };
+  }
+
+  private async pageOf(key: string, offset: number, limit: number): Promise<{ ids: string[]; total: number }> {
+    const [total, ids] = await Promise.all([
+      this.redis.zcard(key),
+      limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1),
+    ]);
+    return { ids, total };
+  }
+
+  /** Runs of one status across every workspace: each workspace's newest `offset + limit`, merged. */
+  private async mergedStatusPage(
+    status: RunStatus,
+    offset: number,
+    limit: number,
+  ): Promise<{ ids: string[]; total: number }> {
+    const workspaces = await this.redis.smembers(this.keys.workspacesWithRuns());
+    const per = await Promise.all(
+      workspaces.map(async (ws) => {
+        const key = this.keys.byStatus(ws, status);
+        const [count, flat] = await Promise.all([
+          this.redis.zcard(key),
+          limit === 0 ? [] : this.redis.zrevrange(key, 0, offset + limit - 1, 'WITHSCORES'),
+        ]);
+        const entries: Array<[string, number]> = [];
+        for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i]!, Number(flat[i + 1])]);
+        return { count, entries };
+      }),
+    );
+    // The same order ZREVRANGE gives one index: score, then id, both descending.
+    const all = per.flatMap((p) => p.entries).sort((x, y) => y[1] - x[1] || (y[0] > x[0] ? 1 : y[0] < x[0] ? -1 : 0));
+    return { ids: all.slice(offset, offset + limit).map(([id]) => id), total: per.reduce((n, p) => n + p.count, 0) };
+  }
+
+  /** A sync definition's runs (one a tick, so few), filtered on their records. */
+  private async listSyncRuns(
+    syncName: string,
+    query: ListRunsQuery,
+    offset: number,
+    limit: number,
+  ): Promise<{ runs: RunRecord[]; total: number }> {
+    const ids = await this.redis.zrevrange(this.keys.bySync(syncName), 0, -1);
+    const matching = (await this.loadMany(ids)).filter(
+      (run) =>
+        (query.status === undefined || run.status === query.status) &&
+        (query.workspace === undefined || run.workspace === query.workspace),
+    );
+    return { runs: matching.slice(offset, offset + limit), total: matching.length };
+  }
+
+  /** The records of these runs in order, leaving out any deleted meanwhile; one command each, any slot. */
+  private async loadMany(ids: string[], workspace?: string): Promise<RunRecord[]> {
+    if (ids.length === 0) return [];
+    const refs = workspace !== undefined ? ids.map((id) => ({ id, workspace })) : await this.refsOf(ids);
+    const hashes = await Promise.all(
+      refs.map((ref) => (ref ? this.redis.hgetall(this.keys.run(ref)) : Promise.resolve({}))),
+    );
     const runs: RunRecord[] = [];
-    for (const [error, hash] of replies) {
-      if (error) throw error;
-      const fields = hash as Record<string, string>;
-      // A run deleted between the index read and this read is simply left out.
-      if (Object.keys(fields).length > 0) runs.push(decodeRun(fields).record);
+    for (const fields of hashes) if (Object.keys(fields).length > 0) runs.push(decodeRun(fields).record);
+    return runs;
+  }
+
+  /** The workspace of each run (null for an unknown id), in one HMGET for the ones not cached. */
+  private async refsOf(ids: string[]): Promise<Array<RunRef | null>> {
+    const missing = ids.filter((id) => !this.#refs.has(id));
+    if (missing.length > 0) {
+      const found = await this.redis.hmget(this.keys.runWorkspaces(), ...missing);
+      missing.forEach((id, i) => {
+        const workspace = found[i];
+        if (workspace) this.remember({ id, workspace });
+      });
     }
-    return { runs, total };
+    return ids.map((id) => this.#refs.get(id) ?? null);
+  }
+
+  private remember(ref: RunRef): void {
+    // Bounded: a long-lived dashboard lists many runs; the ones in use come back in one HMGET.
+    if (this.#refs.size >= 50_000) this.#refs.clear();
+    this.#refs.set(ref.id, ref);
+  }
+
+  /** The run's keys' workspace, or null when there is no such run. */
+  private async refOrNull(id: string): Promise<RunRef | null> {
+    return this.#refs.get(id) ?? (await this.refsOf([id]))[0] ?? null;
+  }
+
+  private async ref(id: string): Promise<RunRef> {
+    const ref = await this.refOrNull(id);
+    if (ref === null) throw runNotFound(id);
+    return ref;
   }
 
   async setColumns(id: string, columns: string[]): Promise<void> {
-    await this.require(id);
-    await this.redis.hset(this.keys.run(id), 'columns', JSON.stringify(columns));
+    const { ref } = await this.require(id);
+    await this.redis.hset(this.keys.run(ref), 'columns', JSON.stringify(columns));
   }
 
   /**
@@ -251,7 +334,7 @@ export class RunStore {
       throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
     if (count === 0) return 'counted';
     // -1: the run was cancelled; the caller must not queue these rows.
-    return (await this.script(ADD_QUEUED, id, [], [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
+    return (await this.script(ADD_QUEUED, id, null, [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
@@ -288,7 +371,7 @@ export class RunStore {
       reply = (await this.script(
         RECORD_RESULTS,
         id,
-        [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)],
+        (ref) => [this.keys.resultsBase(ref), this.keys.problems(ref), this.keys.rounds(ref)],
         [fromQueue ? '1' : '0', new Date().toISOString(), windowMs, ...args.slice(i, i + SCRIPT_CHUNK * 8)],
       )) as Array<string | null>;
       for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2)
@@ -298,28 +381,29 @@ export class RunStore {
   }
 
   async finishProducing(id: string): Promise<RunRecord> {
-    await this.script(FINISH_PRODUCING, id, [], [new Date().toISOString()]);
+    await this.script(FINISH_PRODUCING, id, null, [new Date().toISOString()]);
     return this.requireRun(id);
   }
 
   /** The producer queued or recorded its source's last row (FAIL_IF_PRODUCER_GONE then completes the run). */
   async markSourceRead(id: string, columns: string[]): Promise<void> {
-    await this.script(SOURCE_READ, id, [], [JSON.stringify(columns)]);
+    await this.script(SOURCE_READ, id, null, [JSON.stringify(columns)]);
   }
 
   /** The producer's heartbeat (see RunRecord.producerSeenAt); answers the run's status. */
   async touchProducer(id: string): Promise<RunStatus> {
-    return (await this.script(TOUCH_PRODUCER, id, [], [new Date().toISOString()])) as RunStatus;
+    return (await this.script(TOUCH_PRODUCER, id, null, [new Date().toISOString()])) as RunStatus;
   }
 
   /** The run's status alone (one HGET), or null when there is no such run. */
   async getStatus(id: string): Promise<RunStatus | null> {
-    return (await this.redis.hget(this.keys.run(id), 'status')) as RunStatus | null;
+    const ref = await this.refOrNull(id);
+    return ref === null ? null : ((await this.redis.hget(this.keys.run(ref), 'status')) as RunStatus | null);
   }
 
   /** running/blocked → cancelled with the reason; false for a run that had already ended. */
   async cancelRun(id: string, reason: string): Promise<boolean> {
-    return (await this.script(CANCEL_RUN, id, [], [new Date().toISOString(), reason])) === 1;
+    return (await this.script(CANCEL_RUN, id, null, [new Date().toISOString(), reason])) === 1;
   }
 
   /**
@@ -338,7 +422,9 @@ export class RunStore {
         const reason =
           `the process reading ${run.source} stopped after ${run.counts.total} rows (no sign of life since ${run.producerSeenAt ?? run.createdAt}); ` +
           `rows not read were not sent: go on from there with: crm-sync runs resume ${run.id}`;
-        if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, [], [new Date(now).toISOString(), oldest, reason])) === 1)
+        if (
+          (await this.script(FAIL_IF_PRODUCER_GONE, run.id, null, [new Date(now).toISOString(), oldest, reason])) === 1
+        )
           failed.push(run.id);
       }
     }
@@ -350,27 +436,25 @@ export class RunStore {
     // The ended pass's duration, for the run's active time (a statistic: read outside the script).
     const run = await this.requireRun(id);
     const took = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.passStartedAt ?? run.createdAt) : NaN;
-    await this.script(
-      BEGIN_PRODUCING,
-      id,
-      [],
-      [new Date().toISOString(), Number.isFinite(took) && took >= 0 ? Math.round(took) : ''],
-    );
+    await this.script(BEGIN_PRODUCING, id, null, [
+      new Date().toISOString(),
+      Number.isFinite(took) && took >= 0 ? Math.round(took) : '',
+    ]);
   }
 
   /** running → blocked with the reason; a run in any other status is left alone. */
   async blockRun(id: string, reason: string): Promise<boolean> {
-    return (await this.script(BLOCK_RUN, id, [], [new Date().toISOString(), reason])) === 1;
+    return (await this.script(BLOCK_RUN, id, null, [new Date().toISOString(), reason])) === 1;
   }
 
   /** blocked → running, completing it at once if nothing is left; other statuses are left alone. */
   async resumeRun(id: string): Promise<boolean> {
-    return (await this.script(RESUME_RUN, id, [], [new Date().toISOString()])) === 1;
+    return (await this.script(RESUME_RUN, id, null, [new Date().toISOString()])) === 1;
   }
 
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
     if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
-    await this.script(SET_STATUS, id, [], [status, new Date().toISOString(), reason ?? '']);
+    await this.script(SET_STATUS, id, null, [status, new Date().toISOString(), reason ?? '']);
   }
 
   /** Records why the workspace is held (replacing an earlier hold of the same kind). */
@@ -409,7 +493,9 @@ export class RunStore {
   }
 
   async getResult(id: string, row: number): Promise<RowResult | null> {
-    const value = await this.redis.hget(this.keys.resultBucket(id, this.keys.bucketOf(row)), String(row));
+    const ref = await this.refOrNull(id);
+    if (ref === null) return null;
+    const value = await this.redis.hget(this.keys.resultBucket(ref, this.keys.bucketOf(row)), String(row));
     return value === null ? null : decodeResult(row, value);
   }
 
@@ -423,7 +509,9 @@ export class RunStore {
     const limit = nonNegative(query.limit, DEFAULT_PAGE);
     const needle = query.messageContains?.toLowerCase();
     if (needle === undefined || needle === '') {
-      const key = this.keys.problems(id);
+      const ref = await this.refOrNull(id);
+      if (ref === null) return { rows: [], total: 0 };
+      const key = this.keys.problems(ref);
       const [total, members] = await Promise.all([
         this.redis.zcard(key),
         limit === 0 ? Promise.resolve([]) : this.redis.zrange(key, offset, offset + limit - 1),
@@ -445,11 +533,13 @@ export class RunStore {
   async *iterateResults(id: string, options: IterateResultsOptions = {}): AsyncIterable<RowResult> {
     const batchSize = Math.max(1, nonNegative(options.batchSize, DEFAULT_BATCH));
     if (options.problemsOnly === true) {
+      const ref = await this.refOrNull(id);
+      if (ref === null) return;
       // Cursor by row number, not by index, so rows requeued during the walk do not shift it.
       let after = 0;
       for (;;) {
         const members = await this.redis.zrangebyscore(
-          this.keys.problems(id),
+          this.keys.problems(ref),
           `(${after}`,
           '+inf',
           'LIMIT',
@@ -479,13 +569,13 @@ export class RunStore {
   async requeueRows(id: string, rows: number[] | undefined, round: number): Promise<RequeuedRow[]> {
     if (!Number.isSafeInteger(round) || round < 1)
       throw new CrmSyncError('USAGE', `a retry round is a positive integer, got ${round}`);
-    await this.require(id);
+    const { ref } = await this.require(id);
     const requeued: RequeuedRow[] = [];
     const requeueChunk = async (chunk: number[]): Promise<void> => {
       const reply = (await this.script(
         REQUEUE_ROWS,
         id,
-        [this.keys.resultsBase(id), this.keys.problems(id), this.keys.rounds(id)],
+        (ref) => [this.keys.resultsBase(ref), this.keys.problems(ref), this.keys.rounds(ref)],
         [new Date().toISOString(), round, ...chunk],
       )) as string[];
       for (let i = 0; i + 1 < reply.length; i += 2) {
@@ -505,7 +595,7 @@ export class RunStore {
     let cursor = 0;
     for (;;) {
       const members = await this.redis.zrangebyscore(
-        this.keys.problems(id),
+        this.keys.problems(ref),
         `(${cursor}`,
         '+inf',
         'LIMIT',
@@ -520,33 +610,43 @@ export class RunStore {
   }
 
   async deleteRun(id: string): Promise<void> {
-    const run = await this.load(id);
-    if (run === null) return;
-    const { record } = run;
-    // Results first, in chunks (a million-row run has 10,000 buckets); the run record goes
-    // last so a delete interrupted half-way can simply be repeated.
-    const lastBucket = this.keys.bucketOf(run.maxRow);
-    for (let first = 0; first <= lastBucket; first += 1000) {
-      const keys: string[] = [];
-      for (let b = first; b < first + 1000 && b <= lastBucket; b++) keys.push(this.keys.resultBucket(id, b));
-      await this.redis.unlink(...keys);
+    const ref = await this.refOrNull(id);
+    const run = ref === null ? null : await this.loadRef(ref);
+    if (ref !== null && run !== null) {
+      const { record } = run;
+      // Results first, in chunks (a million-row run has 10,000 buckets); the run record goes
+      // last so a delete interrupted half-way can simply be repeated.
+      const lastBucket = this.keys.bucketOf(run.maxRow);
+      for (let first = 0; first <= lastBucket; first += 1000) {
+        const keys: string[] = [];
+        for (let b = first; b < first + 1000 && b <= lastBucket; b++) keys.push(this.keys.resultBucket(ref, b));
+        await this.redis.unlink(...keys);
+      }
+      const tx = this.redis
+        .multi()
+        .unlink(this.keys.run(ref), this.keys.problems(ref), this.keys.rounds(ref), this.keys.creating(ref))
+        .zrem(this.keys.byWorkspace(record.workspace), id);
+      for (const key of this.keys.allStatusIndexes(record.workspace)) tx.zrem(key, id);
+      await tx.exec();
+      if (record.syncName !== undefined) await this.redis.zrem(this.keys.bySync(record.syncName), id);
     }
-    const tx = this.redis
-      .multi()
-      .unlink(this.keys.run(id), this.keys.problems(id), this.keys.rounds(id), this.keys.creating(id))
-      .zrem(this.keys.allRuns(), id)
-      .zrem(this.keys.byWorkspace(record.workspace), id);
-    for (const key of this.keys.allStatusIndexes()) tx.zrem(key, id);
-    if (record.syncName !== undefined) tx.zrem(this.keys.bySync(record.syncName), id);
-    await tx.exec();
+    // The fleet-wide entries last (also those of a run whose record never got written).
+    await this.redis.zrem(this.keys.allRuns(), id);
+    await this.redis.hdel(this.keys.runWorkspaces(), id);
+    this.#refs.delete(id);
   }
 
-  private async load(id: string): Promise<DecodedRun | null> {
-    const hash = await this.redis.hgetall(this.keys.run(id));
-    return Object.keys(hash).length === 0 ? null : decodeRun(hash);
+  private async load(id: string): Promise<(DecodedRun & { ref: RunRef }) | null> {
+    const ref = await this.refOrNull(id);
+    return ref === null ? null : this.loadRef(ref);
   }
 
-  private async require(id: string): Promise<DecodedRun> {
+  private async loadRef(ref: RunRef): Promise<(DecodedRun & { ref: RunRef }) | null> {
+    const hash = await this.redis.hgetall(this.keys.run(ref));
+    return Object.keys(hash).length === 0 ? null : { ...decodeRun(hash), ref };
+  }
+
+  private async require(id: string): Promise<DecodedRun & { ref: RunRef }> {
     const run = await this.load(id);
     if (run === null) throw runNotFound(id);
     return run;
@@ -554,6 +654,8 @@ export class RunStore {
 
   private async readRows(id: string, rows: number[]): Promise<RowResult[]> {
     if (rows.length === 0) return [];
+    const ref = await this.refOrNull(id);
+    if (ref === null) return [];
     // One HMGET per bucket, all in one round trip; rows keep the order they were asked in.
     const groups: number[][] = [];
     for (const row of rows) {
@@ -565,7 +667,7 @@ export class RunStore {
     }
     const pipeline = this.redis.pipeline();
     for (const group of groups)
-      pipeline.hmget(this.keys.resultBucket(id, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
+      pipeline.hmget(this.keys.resultBucket(ref, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
     const replies = (await pipeline.exec()) ?? [];
     const results: RowResult[] = [];
     groups.forEach((group, g) => {
@@ -582,11 +684,13 @@ export class RunStore {
   private async script(
     script: LuaScript,
     id: string,
-    extraKeys: string[],
+    extraKeys: ((ref: RunRef) => string[]) | null,
     args: Array<string | number>,
   ): Promise<unknown> {
+    const ref = await this.ref(id);
+    const keys = [this.keys.run(ref), ...this.keys.statusIndexes(ref.workspace), ...(extraKeys?.(ref) ?? [])];
     try {
-      return await script.run(this.redis, [this.keys.run(id), ...this.keys.statusIndexes(), ...extraKeys], args);
+      return await script.run(this.redis, keys, args);
     } catch (error) {
       if (error instanceof Error && error.message.includes('RUN_NOT_FOUND')) throw runNotFound(id);
       throw error;

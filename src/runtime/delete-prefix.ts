@@ -1,16 +1,13 @@
-import type { Redis } from 'ioredis';
+import { scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
 
 /**
- * Removes every key under `<prefix>:` with SCAN + UNLINK, never KEYS (which blocks Redis).
- * Tests, benchmarks and one-off tools use it to leave nothing behind.
+ * Removes every key under `<prefix>:` with SCAN + UNLINK, never KEYS (which blocks Redis), on
+ * every master of a Cluster. Tests, benchmarks and one-off tools use it to leave nothing behind.
  */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
+export async function deleteKeysWithPrefix(redis: RedisClient, prefix: string): Promise<number> {
   let removed = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) removed += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  await scanKeys(redis, `${prefix}:*`, async (keys) => {
+    removed += await unlinkKeys(redis, keys);
+  });
   return removed;
 }

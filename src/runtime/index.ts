@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { openWorkspaceQueue, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
@@ -9,7 +9,7 @@ import { openStore } from './open-store.js';
 export interface Runtime {
   config: Config;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
   /** The workspace's queue (cached; the workspace must be configured). */
   queue(workspace: string): WorkspaceQueue;
@@ -17,7 +17,7 @@ export interface Runtime {
 }
 
 export async function openRuntime(config: Config, logger: Logger, role: RedisRole = 'client'): Promise<Runtime> {
-  const { redis, store } = await openStore(config, role);
+  const { redis, store } = await openStore(config, role, logger);
   const queues = new Map<string, WorkspaceQueue>();
   return {
     config,

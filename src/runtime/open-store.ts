@@ -1,21 +1,33 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import type { Config } from '../config/index.js';
 // The files themselves, not the queue and runs barrels: opening the store must not load BullMQ.
-import { connectRedis, refuseEvictingRedis, refuseRedisCluster, type RedisRole } from '../queue/redis-connection.js';
+import {
+  connectConfiguredRedis,
+  refuseEvictingRedis,
+  refuseRedisCluster,
+  type RedisRole,
+} from '../queue/redis-connection.js';
+import type { Logger } from '../log/index.js';
+import { migrateLayout } from './migrate-layout.js';
 import { RunStore } from '../runs/run-store.js';
 
 /** A checked Redis connection and the run store on it: all that reading runs needs (no queues). */
 export interface OpenStore {
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
 }
 
-/** Connects to the config's Redis, refuses a cluster or an evicting one, and opens the run store. */
-export async function openStore(config: Config, role: RedisRole = 'client'): Promise<OpenStore> {
-  const redis = await connectRedis(config.redisUrl, { role, name: `crm-sync-${role}` });
+/**
+ * Connects to the config's Redis (or Redis Cluster), refuses a cluster node reached through
+ * REDIS_URL or an evicting Redis, brings the prefix's keys to this version's layout, and opens the
+ * run store.
+ */
+export async function openStore(config: Config, role: RedisRole = 'client', logger?: Logger): Promise<OpenStore> {
+  const redis = await connectConfiguredRedis(config, { role, name: `crm-sync-${role}`, ...(logger ? { logger } : {}) });
   try {
     await refuseRedisCluster(redis);
     await refuseEvictingRedis(redis);
+    await migrateLayout(redis, config.prefix, logger ? { logger } : {});
   } catch (err) {
     redis.disconnect();
     throw err;

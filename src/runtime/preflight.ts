@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
 import { AuthError, BadResponseError, NotFoundError, RateLimitedError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { connectRedis, redactRedisUrl, workerCount } from '../queue/index.js';
+import { connectConfiguredRedis, describeRedisTarget, workerCount } from '../queue/index.js';
 import { createCrmClient } from './crm-client-factory.js';
 
 /** One line of `crm-sync check`: ok, a warning (runs, but an operator should know) or a failure. */
@@ -58,7 +58,7 @@ export interface PreflightOptions {
 }
 
 /**
- * `crm-sync check`: Redis reachable (warning on an evicting maxmemory-policy and on no
+ * `crm-sync check`: RedisClient reachable (warning on an evicting maxmemory-policy and on no
  * persistence), every workspace's key accepted and baseUrl answering like the CRM, and workers
  * serving its queue. The config itself was validated when it was loaded.
  */
@@ -72,15 +72,15 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
     },
   ];
   const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   try {
-    redis = await connectRedis(config.redisUrl, { role: 'client', name: 'crm-sync-check' });
-    lines.push(...(await redisLines(redis, redactRedisUrl(config.redisUrl))));
+    redis = await connectConfiguredRedis(config, { role: 'client', name: 'crm-sync-check' });
+    lines.push(...(await redisLines(redis, describeRedisTarget(config))));
   } catch (err) {
     lines.push({
       level: 'fail',
       subject: 'redis',
-      message: `${redactRedisUrl(config.redisUrl)} cannot be reached: ${errorMessage(err)}`,
+      message: `${describeRedisTarget(config)} cannot be reached: ${errorMessage(err)}`,
     });
     redis?.disconnect();
     redis = undefined;
@@ -118,7 +118,7 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
   return lines;
 }
 
-async function redisLines(redis: Redis, where: string): Promise<CheckLine[]> {
+async function redisLines(redis: RedisClient, where: string): Promise<CheckLine[]> {
   const lines: CheckLine[] = [];
   const [memory, persistence, server] = await Promise.all([
     redis.info('memory'),
@@ -132,7 +132,7 @@ async function redisLines(redis: Redis, where: string): Promise<CheckLine[]> {
     lines.push({
       level: 'warn',
       subject: 'redis',
-      message: `maxmemory-policy is ${policy}: Redis may evict queued rows and results; workers refuse to start until it is noeviction`,
+      message: `maxmemory-policy is ${policy}: RedisClient may evict queued rows and results; workers refuse to start until it is noeviction`,
     });
   }
   const aof = /^aof_enabled:(\d)/m.exec(persistence)?.[1] === '1';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { syncLockKey } from '../keys/index.js';
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -12,7 +12,7 @@ const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call(
  * already hold it — and must stop: `lost` says so, with `lostReason` in plain words.
  */
 export class SyncLock {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #ttlMs: number;
   readonly #token = randomBytes(12).toString('hex');
@@ -22,7 +22,7 @@ export class SyncLock {
   #validSince = 0;
   #lostReason: string | undefined;
 
-  constructor(redis: Redis, prefix: string, sync: string, ttlMs = 60_000) {
+  constructor(redis: RedisClient, prefix: string, sync: string, ttlMs = 60_000) {
     this.#redis = redis;
     this.#key = syncLockKey(prefix, sync);
     this.#ttlMs = ttlMs;

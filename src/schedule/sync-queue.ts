@@ -1,10 +1,10 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { bullPrefix } from '../keys/index.js';
 import type { SyncDefinition } from './sync-definition.js';
 
-/** Workspace names start with a letter or digit, so this queue can never be a workspace's. */
-export const SYNC_QUEUE = '_syncs';
+/** Workspace queues are named `{<workspace>}` and workspace names start with a letter or digit, so this queue is never one; braces keep it in one Cluster slot. */
+export const SYNC_QUEUE = '{_syncs}';
 export const SYNC_JOB_NAME = 'sync';
 
 /** What a tick carries: which sync, and the definition file to read it from at tick time. */
@@ -15,7 +15,7 @@ export interface SyncTickData {
 
 export type SyncQueue = Queue<SyncTickData, unknown, string>;
 
-export function openSyncQueue(connection: Redis, prefix: string): SyncQueue {
+export function openSyncQueue(connection: RedisClient, prefix: string): SyncQueue {
   return new Queue<SyncTickData, unknown, string>(SYNC_QUEUE, {
     connection,
     prefix: bullPrefix(prefix),

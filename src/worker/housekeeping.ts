@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { housekeepingLockKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { pruneRuns, type RunStore } from '../runs/index.js';
 
 export interface HousekeepingOptions {
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
   prefix: string;
   resultsDir: string;

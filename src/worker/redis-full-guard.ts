@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { isRedisFull, type SyncJobData, type SyncJobName } from '../queue/index.js';
 
 export interface RedisFullGuardOptions {
   worker: Worker<SyncJobData, unknown, SyncJobName>;
-  redis: Redis;
+  redis: RedisClient;
   /** A key of this deployment's prefix the probe may write (it expires at once). */
   probeKey: string;
   logger: Logger;

@@ -1,5 +1,5 @@
 import { DelayedError, RateLimitError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import {
   AuthError,
   CrmError,
@@ -17,6 +17,7 @@ import {
   isInviteBatch,
   openWorkspaceQueue,
   queueName,
+  workspaceOfQueue,
   SharedTokenBucket,
   blockWorkspace,
   holdUnreachable,
@@ -58,7 +59,7 @@ export interface SyncWorkerOptions {
   client: CrmClient;
   store: RunStore;
   /** A connection made with role `worker` (waits through Redis restarts). */
-  connection: Redis;
+  connection: RedisClient;
   /** Key prefix from the config. */
   prefix: string;
   /**
@@ -320,7 +321,7 @@ export class SyncWorker {
     this.#active.set(id, job);
     try {
       const data = toJobData(job.data);
-      annotateBatchSpan(this.queue.name, { name: job.name, data });
+      annotateBatchSpan(workspaceOfQueue(this.queue.name), { name: job.name, data });
       if (await this.#cancelledRun(job, data, token ?? '')) return;
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
       return await this.#processRows(job, data, token ?? '', signal);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/index.js';
 import type { Config, WorkspaceConfig } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -17,7 +17,7 @@ export type SharedWorkerOptions = Pick<
 export interface WorkspaceRosterOptions {
   config: Config;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
   store: RunStore;
   metrics: MetricsRecorder;
   /** Named with `-w`: only these are served. Default: every workspace of the config. */
@@ -175,7 +175,7 @@ export class WorkspaceRoster {
     try {
       const next = this.#o.reloadConfig();
       const added = Object.keys(next.workspaces).filter((n) => !this.#config.workspaces[n]);
-      // Only workspace entries change: Redis, the prefix and the rest stay what the process started with.
+      // Only workspace entries change: RedisClient, the prefix and the rest stay what the process started with.
       this.#config = { ...this.#config, workspaces: next.workspaces };
       if (added.length > 0)
         this.#o.logger.info({ added: added.length }, `config read again: ${added.join(', ')} added`);

@@ -146,7 +146,7 @@ describe('exit codes, durations and plain messages (child processes)', () => {
 
     // A result recorded by an older version keeps no digest: only the file can say what was sent.
     const redis = h.runtime.redis;
-    const bucket = (await redis.keys(`${h.config.prefix}:run:${id}:results:*`))[0]!;
+    const bucket = (await redis.keys(`${h.config.prefix}:run:*:${id}:results:*`))[0]!;
     const stored = (await redis.hget(bucket, '1'))!;
     await redis.hset(bucket, '1', stored.replace(/,"v":"[^"]*"/, ''));
     const res = await cli(['verify', id]);

@@ -68,7 +68,7 @@ describe('retention (child processes)', () => {
     const pruned = await cli(['runs', 'prune']);
     expect(pruned.stdout).toContain('archived and removed 1 runs (250 result rows), 2 old files');
     expect(await h.runtime.store.getRun(expired)).toBeNull();
-    expect(await h.runtime.redis.keys(`${h.config.prefix}:run:${expired}*`)).toEqual([]);
+    expect(await h.runtime.redis.keys(`${h.config.prefix}:run:*:${expired}*`)).toEqual([]);
     expect(await h.runtime.store.getRun(fresh)).not.toBeNull();
     expect(await h.runtime.store.getRun(stillRunning)).not.toBeNull();
     expect(existsSync(oldCsv)).toBe(false);

@@ -351,7 +351,7 @@ describe('activity chart', () => {
     const keys = await d.h.runtime.redis.keys(`${d.h.config.prefix}:metrics:series:*`);
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) {
-      expect(key).toMatch(/:metrics:series:acme:\d+$/);
+      expect(key).toMatch(/:metrics:series:\{acme\}:\d+$/);
       const ttl = await d.h.runtime.redis.ttl(key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(7200);

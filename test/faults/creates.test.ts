@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker as BullWorker, UnrecoverableError } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bullPrefix } from '../../src/keys/index.js';
+import { RunKeys, bullPrefix } from '../../src/keys/index.js';
 import { queueName, retryRun } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { silentLogger } from '../../src/log/index.js';
@@ -250,7 +251,7 @@ describe('a row in doubt beside an identical create on the wire', () => {
     const [s, us] = (await h.runtime.redis.time()) as unknown as [string, string];
     const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
     await h.runtime.redis.hset(
-      `${h.config.prefix}:run:${runA.id}:creating`,
+      new RunKeys(h.config.prefix).creating(runA),
       '1',
       `${now - 2000}|${Date.now() - 2000}|1|`,
     );
@@ -401,7 +402,7 @@ describe('the sweep and runs retry', () => {
         throw new UnrecoverableError('stalled more than allowable limit');
       },
       {
-        connection: h.runtime.redis.duplicate({ maxRetriesPerRequest: null }),
+        connection: (h.runtime.redis as Redis).duplicate({ maxRetriesPerRequest: null }),
         prefix: bullPrefix(h.config.prefix),
         autorun: false,
       },
@@ -564,7 +565,7 @@ describe('a worker killed after the CRM applied its create', () => {
       await untilDeal(name);
       await worker.kill();
       const strict = new BullWorker(queueName('acme'), async () => undefined, {
-        connection: h.runtime.redis.duplicate({ maxRetriesPerRequest: null }),
+        connection: (h.runtime.redis as Redis).duplicate({ maxRetriesPerRequest: null }),
         prefix: bullPrefix(h.config.prefix),
         lockDuration: 500,
         stalledInterval: 300,

@@ -30,6 +30,8 @@ export interface HarnessOptions {
   faults?: SimFaults;
   latencyMs?: number;
   redisUrl?: string;
+  /** Seed nodes (`host:port,…`) of a Redis Cluster to use instead of a single Redis. Default none. */
+  redisCluster?: string;
   /** Transient-retry policy written to the config. Default 6 attempts, 1000 ms. */
   retry?: { attempts: number; backoffMs: number };
   /** The workspace's createSettleMs. Default 200 ms here (30 s in production), so tests stay short. */
@@ -94,6 +96,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const raw = {
     redisUrl,
+    ...(options.redisCluster ? { redisCluster: { nodes: options.redisCluster.split(',') } } : {}),
     resultsDir: join(dir, 'results'),
     workspaces: {
       acme: {
@@ -114,7 +117,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
   const configPath = join(dir, 'crm-sync.config.json');
   writeFileSync(configPath, JSON.stringify(raw, null, 2));
-  const env = { ...process.env, CRM_SYNC_PREFIX: prefix, [keyEnv]: apiKey, REDIS_URL: redisUrl };
+  const env: NodeJS.ProcessEnv = { ...process.env, CRM_SYNC_PREFIX: prefix, [keyEnv]: apiKey, REDIS_URL: redisUrl };
+  if (options.redisCluster) env.REDIS_CLUSTER_NODES = options.redisCluster;
+  else delete env.REDIS_CLUSTER_NODES;
   const config = configFromObject(raw, { source: configPath, env, baseDir: dir });
   const runtime = await openRuntime(config, silentLogger);
   const pools: WorkerPool[] = [];

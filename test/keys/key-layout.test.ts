@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import clusterKeySlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import * as keys from '../../src/keys/index.js';
 import { queueName, workspaceOfQueue } from '../../src/queue/index.js';
@@ -9,25 +10,29 @@ const layoutText = readFileSync(new URL('../../src/keys/key-layout.ts', import.m
 /** Every key family with sample arguments, and the pattern the layout comment gives for it. */
 function families(ws: string, run: string): Array<[pattern: string, key: string]> {
   const rk = new keys.RunKeys(P);
+  const r = { id: run, workspace: ws };
   return [
-    ['<p>:run:<id>', rk.run(run)],
-    ['<p>:run:<id>:results:<b>', rk.resultBucket(run, 3)],
-    ['<p>:run:<id>:problems', rk.problems(run)],
-    ['<p>:run:<id>:rounds', rk.rounds(run)],
-    ['<p>:run:<id>:creating', rk.creating(run)],
-    ['<p>:ws:<w>:order:<res>:<id>', rk.recordOrder(ws, 'deals', 'd1')],
-    ['<p>:ws:<w>:create:<fp>', rk.createLock(ws, 'f1')],
-    ['<p>:ws:<w>:claim:<dealId>', rk.dealClaim(ws, 'd1')],
-    ['<p>:ws:<w>:upserted:<hash>', rk.upserted(ws, 'h1')],
-    ['<p>:ws:<w>:lookup', rk.lookupBoard(ws)],
-    ['<p>:ws:<w>:lookup:snap', rk.lookupSnapshot(ws)],
-    ['<p>:ws:<w>:holds', rk.workspaceHolds(ws)],
+    ['<p>:run:{<w>}:<id>', rk.run(r)],
+    ['<p>:run:{<w>}:<id>:results:<b>', rk.resultBucket(r, 3)],
+    ['<p>:run:{<w>}:<id>:problems', rk.problems(r)],
+    ['<p>:run:{<w>}:<id>:rounds', rk.rounds(r)],
+    ['<p>:run:{<w>}:<id>:creating', rk.creating(r)],
+    ['<p>:ws:{<w>}:order:<res>:<id>', rk.recordOrder(ws, 'deals', 'd1')],
+    ['<p>:ws:{<w>}:create:<fp>', rk.createLock(ws, 'f1')],
+    ['<p>:ws:{<w>}:claim:<dealId>', rk.dealClaim(ws, 'd1')],
+    ['<p>:ws:{<w>}:upserted:<hash>', rk.upserted(ws, 'h1')],
+    ['<p>:ws:{<w>}:lookup', rk.lookupBoard(ws)],
+    ['<p>:ws:{<w>}:lookup:snap', rk.lookupSnapshot(ws)],
+    ['<p>:ws:{<w>}:holds', rk.workspaceHolds(ws)],
+    ['<p>:ws:{<w>}:runs', rk.byWorkspace(ws)],
+    ['<p>:ws:{<w>}:runs:status:<s>', rk.byStatus(ws, 'running')],
     ['<p>:runs', rk.allRuns()],
-    ['<p>:runs:status:<status>', rk.byStatus('running')],
-    ['<p>:workspace:<name>:runs', rk.byWorkspace(ws)],
+    ['<p>:runs:workspace', rk.runWorkspaces()],
+    ['<p>:runs:workspaces', rk.workspacesWithRuns()],
     ['<p>:sync:<name>:runs', rk.bySync(ws)],
-    ['<p>:q:<w>:…', `${keys.bullPrefix(P)}:${ws}:wait`],
-    ['<p>:ws:<w>:bucket', keys.requestBudgetKey(P, ws)],
+    ['<p>:layout', keys.layoutKey(P)],
+    ['<p>:q:{<w>}:…', `${keys.bullPrefix(P)}:${queueName(ws)}:wait`],
+    ['<p>:ws:{<w>}:bucket', keys.requestBudgetKey(P, ws)],
     ['<p>:work', keys.workBoardKey(P)],
     ['<p>:pools', keys.poolsKey(P)],
     ['<p>:generation', keys.generationKey(P)],
@@ -35,7 +40,7 @@ function families(ws: string, run: string): Array<[pattern: string, key: string]
     ['<p>:housekeeping:lock', keys.housekeepingLockKey(P)],
     ['<p>:sync:<name>:lock', keys.syncLockKey(P, ws)],
     ['<p>:metrics', keys.metricsKey(P)],
-    ['<p>:metrics:series:<w>:<b>', keys.seriesKey(P, ws, 7)],
+    ['<p>:metrics:series:{<w>}:<b>', keys.seriesKey(P, ws, 7)],
     ['<p>:metrics:run:<id>', keys.runSeriesKey(P, run)],
     ['<p>:dashboard:session:<token fingerprint>:<sha256 of the session id>', keys.sessionKey(P, 'fp', 'h')],
     ['<p>:dashboard:auth-failures:<client>', `${keys.authFailuresNamespace(P)}127.0.0.1`],
@@ -59,6 +64,16 @@ describe('the Redis key layout (src/keys)', () => {
         seen.set(key, pattern);
       }
     }
+  });
+
+  it('gives every key of one workspace the same Cluster slot, and different workspaces different tags', () => {
+    const perWorkspace = (ws: string) =>
+      families(ws, '20261125-120000-000-000abcde').filter(([pattern]) => pattern.includes('{<w>}'));
+    for (const ws of ['acme', 'a-b_c']) {
+      const slots = new Set(perWorkspace(ws).map(([, key]) => clusterKeySlot(key)));
+      expect(slots, ws).toEqual(new Set([clusterKeySlot(`{${ws}}`)]));
+    }
+    expect(clusterKeySlot(keys.requestBudgetKey(P, 'acme'))).not.toBe(clusterKeySlot(keys.requestBudgetKey(P, 'beta')));
   });
 
   it('maps a queue back to its workspace (the work board signals workspaces, producers hold queues)', () => {

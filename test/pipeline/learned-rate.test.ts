@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { requestBudgetKey } from '../../src/keys/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness | undefined;
@@ -31,13 +32,13 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     const firstLimited = h.ws.stats.rateLimited;
     expect(firstLimited).toBeGreaterThan(0);
     const [rate, ceiling] = (
-      await h.runtime.redis.hmget(`${h.config.prefix}:ws:acme:bucket:rate`, 'rate', 'ceiling')
+      await h.runtime.redis.hmget(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`, 'rate', 'ceiling')
     ).map(Number);
     // Learned near the CRM's 20/s (the first 429 halves an overshoot of up to ~2x).
     expect(ceiling).toBeGreaterThan(8);
     expect(ceiling).toBeLessThan(40);
     expect(rate).toBeGreaterThan(0);
-    expect(await h.runtime.redis.pttl(`${h.config.prefix}:ws:acme:bucket:rate`)).toBe(-1); // kept between runs
+    expect(await h.runtime.redis.pttl(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`)).toBe(-1); // kept between runs
     // The next run (the learned rate has no expiry) goes at it from its first request.
     const second = await h.waitForRun((await h.importFile(file('second.csv'), 'deal.update')).id, 40_000);
     expect(second.counts).toMatchObject({ total: 100, succeeded: 100 });

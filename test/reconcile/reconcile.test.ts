@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunKeys } from '../../src/keys/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { planReconcile, verifyRun } from '../../src/reconcile/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
@@ -233,7 +234,7 @@ describe('reconcile against the simulator', () => {
       const twinId = (await resultsByRow(h, run.id))[0]!.recordId!;
       const at = new Date().toISOString();
       await h.runtime.redis.hset(
-        `${h.env.CRM_SYNC_PREFIX}:run:${run.id}:results:0`,
+        new RunKeys(h.env.CRM_SYNC_PREFIX!).resultBucket(run, 0),
         '2',
         `s${JSON.stringify({ l: 3, d: twinId, t: Date.parse(at) })}`,
       );

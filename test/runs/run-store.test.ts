@@ -361,9 +361,9 @@ describe('deleteRun', () => {
     const run = await newRun('deleted');
     const rows = Array.from({ length: 450 }, (_, i) => result(i + 1, i % 7 === 0 ? 'failed' : 'succeeded'));
     await store.recordResults(run.id, rows, { fromQueue: false });
-    expect(await redis.keys(`${prefix}:run:${run.id}*`)).toHaveLength(1 + 5 + 1);
+    expect(await redis.keys(`${prefix}:run:*:${run.id}*`)).toHaveLength(1 + 5 + 1);
     await store.deleteRun(run.id);
-    expect(await redis.keys(`${prefix}:run:${run.id}*`)).toEqual([]);
+    expect(await redis.keys(`${prefix}:run:*:${run.id}*`)).toEqual([]);
     expect((await store.listRuns({ workspace: 'deleted' })).total).toBe(0);
     expect((await store.listRuns({ status: 'running' })).runs.map((r) => r.id)).not.toContain(run.id);
     await expect(store.recordResults(run.id, [result(1, 'succeeded')])).rejects.toMatchObject({

@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'n
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunKeys } from '../../src/keys/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import {
   loadDefinitions,
@@ -200,7 +201,7 @@ describe('nightly sync safety', () => {
     await until(async () => (await latestRun('watch-fails')) !== undefined);
     const run = (await latestRun('watch-fails'))!;
     // The run disappears under the watch while the producer still waits for the rest of the file.
-    await h.runtime.redis.del(`${h.config.prefix}:run:${run.id}`);
+    await h.runtime.redis.del(new RunKeys(h.config.prefix).run(run));
     await sleep(100);
     out.end();
     const err = await settled;

@@ -1,0 +1,1 @@
+export { isCluster, scanKeys, scanTargets, unlinkKeys, type RedisClient } from './redis-client.js';

@@ -1,0 +1,133 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDashboardHarness, type DashboardHarness } from '../dashboard/dashboard-fixture.js';
+import { csv, resultsByRow, startHarness } from '../helpers/pipeline.js';
+import { startLocalRedisCluster, type LocalRedisCluster } from '../helpers/redis-cluster.js';
+import { runCli, startCli, type RunningCli } from '../helpers/run-cli.js';
+import { reconcileCliSuite } from '../reconcile/cli-suite.js';
+
+// A private 3-master + 3-replica Redis Cluster (AOF on, cluster-node-timeout 2 s) on loopback
+// for this file; the single-Redis suite stays as it is. docs/architecture.md, "Redis Cluster".
+let cluster: LocalRedisCluster;
+beforeAll(async () => {
+  cluster = await startLocalRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 2000 });
+}, 60_000);
+afterAll(async () => cluster?.close());
+
+reconcileCliSuite('on a Redis Cluster: reconcile, import --reconcile, verify, nightly sync (child processes)', () => ({
+  redisCluster: cluster.nodes,
+}));
+
+describe('on a Redis Cluster', () => {
+  it('REDIS_URL at a cluster node is refused with a word on REDIS_CLUSTER_NODES, not a MOVED stack trace', async () => {
+    const h = await startHarness({ records: 5 });
+    try {
+      const file = h.file('one.csv', csv(['id', 'status'], [[[...h.ws.leads.keys()][0]!, 'converted']]));
+      const env = { ...h.env, REDIS_URL: `redis://${cluster.nodes.split(',')[0]}` };
+      const out = await runCli(['import', file, '--op', 'lead.update', '-w', 'acme', '--config', h.configPath], env);
+      expect(out.stderr).toContain('REDIS_CLUSTER_NODES');
+      expect(out.stderr).toContain('[REDIS_CLUSTER]');
+      expect(out.stderr).not.toMatch(/MOVED|\n\s+at /);
+      expect(out.code).toBe(2);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("the dashboard's run list and run page read runs from the cluster", async () => {
+    let d: DashboardHarness | undefined;
+    try {
+      d = await startDashboardHarness({ records: 20, redisCluster: cluster.nodes });
+      await d.h.startWorkers();
+      const deals = [...d.h.ws.deals.values()].slice(0, 3);
+      const rows = deals.map((deal, i) => [deal.id, `Cluster ${i}`, 100 + i] as Array<string | number>);
+      rows.push([deals[0]!.id, 'Cluster bad', 'lots']);
+      const run = await d.h.waitForRun(
+        (await d.h.importFile(d.h.file('deals.csv', csv(['id', 'name', 'value'], rows)), 'deal.update')).id,
+      );
+      expect(run).toMatchObject({
+        status: 'completed',
+        counts: { total: 4, succeeded: 3, invalid: 1 },
+      });
+      const list = await d.get('/?status=completed');
+      expect(list.statusCode).toBe(200);
+      expect(list.body).toContain(run.id);
+      const page = await d.get(`/runs/${run.id}`);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('lots');
+    } finally {
+      await d?.close();
+    }
+  }, 60_000);
+
+  it('a master killed -9 mid-run fails over: 1,500 contact updates through 2 workers end completed, one result a row', async () => {
+    const c = await startHarness({
+      records: 1500,
+      latencyMs: 5,
+      simRateLimit: { max: 150, windowMs: 1000 },
+      redisCluster: cluster.nodes,
+    });
+    const workers: RunningCli[] = [];
+    try {
+      const contacts = [...c.ws.contacts.values()];
+      expect(contacts).toHaveLength(1500);
+      const file = c.file(
+        'contacts.csv',
+        csv(
+          ['id', 'phone_number'],
+          contacts.map((contact, i) => [contact.id, `+1 555 ${String(i).padStart(4, '0')}`]),
+        ),
+      );
+      for (let i = 0; i < 2; i++)
+        workers.push(startCli(['worker', '-w', 'acme', '--config', c.configPath, '--log-level', 'info'], c.env));
+      const imported = startCli(
+        ['import', file, '--op', 'contact.update', '-w', 'acme', '--config', c.configPath, '--wait', '--json'],
+        c.env,
+      );
+      // Mid-run: a third of the rows recorded.
+      const runId = await waitForValue(async () => (await c.runtime.store.listRuns({ workspace: 'acme' })).runs[0]?.id);
+      await waitForValue(async () => {
+        const run = await c.runtime.store.getRun(runId);
+        return run && run.counts.succeeded >= 500 ? true : undefined;
+      }, 60_000);
+      const masters = await cluster.masters();
+      expect(masters.filter((m) => m.keys > 0).length).toBeGreaterThanOrEqual(2);
+      const victim = masters.reduce((a, b) => (b.keys > a.keys ? b : a));
+      cluster.kill(victim.port);
+      const failoverMs = await cluster.waitForFailover(victim.port);
+
+      expect(await Promise.race([imported.exited, sleep(120_000).then(() => 'timed out')])).toBe(0);
+      const run = JSON.parse(imported.stdout) as { status: string; counts: Record<string, number> };
+      expect(run.status).toBe('completed');
+      expect(run.counts).toMatchObject({ total: 1500, succeeded: 1500, failed: 0 });
+      const results = await resultsByRow(c, runId);
+      expect(results.map((r) => r.row)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
+      expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+      contacts.forEach((contact, i) =>
+        expect(c.ws.contacts.get(contact.id)?.phone_number).toBe(`+1 555 ${String(i).padStart(4, '0')}`),
+      );
+      // The workers rode it out: still running, and they said what happened.
+      for (const w of workers) expect(w.child.exitCode).toBeNull();
+      const logs = workers.map((w) => w.stderr + w.stdout).join('\n');
+      expect(logs).toContain('Redis Cluster node left');
+      console.log(
+        `[cluster failover] master ${victim.port} (${victim.keys} keys of ${masters.reduce((n, m) => n + m.keys, 0)}) killed after 500 rows; ` +
+          `failed over in ${failoverMs} ms; run ${run.status} ${JSON.stringify(run.counts)}; CRM writes ${c.ws.stats.writes.contactUpdate}`,
+      );
+    } finally {
+      for (const w of workers) w.child.kill('SIGTERM');
+      await Promise.all(workers.map((w) => Promise.race([w.exited, sleep(10_000)])));
+      await c.close();
+    }
+  }, 180_000);
+});
+
+async function waitForValue<T>(read: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not there in ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
