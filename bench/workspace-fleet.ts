@@ -15,15 +15,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { configFromObject, type Config } from '../src/config/index.js';
 import { poolsKey } from '../src/keys/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { METRIC, readCounters } from '../src/metrics/index.js';
-import { importFile } from '../src/queue/index.js';
-import type { RunRecord } from '../src/runs/index.js';
 import { openRuntime, type Runtime } from '../src/runtime/index.js';
 import {
   benchConfig,
@@ -40,26 +37,20 @@ import {
   type BenchEnv,
   type SimProcess,
 } from './bench-lib.js';
-import { dealIds } from './ids.js';
+import { fleetWorkspaces, prefetchIds, queueRows, waitAll, workspaceNames } from './fleet-lib.js';
 
 const WORKSPACES = Number(process.argv[2] ?? 1000);
 const ACTIVE = Math.min(WORKSPACES, Number(process.argv[3] ?? 200));
 const SECONDS = Number(process.argv[4] ?? 15);
 const RATE = 10;
 const ROWS = RATE * SECONDS;
-/** Deal ids by simulator and workspace, read before a measured phase: the listing spends the simulator's limit too. */
-const knownIds = new Map<string, string[]>();
-const names = Array.from({ length: WORKSPACES }, (_, i) => `w${String(i).padStart(4, '0')}`);
+const names = workspaceNames(WORKSPACES);
 
 const redisServer = await startPrivateRedis();
 const sim = await startSimProcess({ records: ROWS, rate: `${RATE}/s`, workspaces: [...names, 'late'] });
 const b = benchConfig(sim);
 const limit = { max: RATE, durationMs: 1000 };
-const rawConfig = (list: string[]) => ({
-  workspaces: Object.fromEntries(
-    list.map((n) => [n, { baseUrl: sim.baseUrlOf(n), apiKeyEnv: 'BENCH_KEY', rateLimit: limit }]),
-  ),
-});
+const rawConfig = (list: string[]) => fleetWorkspaces(sim, list, limit);
 writeFileSync(b.configPath, JSON.stringify(rawConfig(names)));
 const config: Config = configFromObject(rawConfig([...names, 'late']), { source: b.configPath, env: b.env });
 const redis = new Redis(redisServer.url);
@@ -117,16 +108,7 @@ await runtime.close();
 // send (the same code path), and fresh worker processes.
 const open = await startSimProcess({ records: ROWS, workspaces: names.slice(0, ACTIVE) });
 const b2 = benchConfig(open);
-const rawOpen = {
-  workspaces: Object.fromEntries(
-    names
-      .slice(0, ACTIVE)
-      .map((n) => [
-        n,
-        { baseUrl: open.baseUrlOf(n), apiKeyEnv: 'BENCH_KEY', rateLimit: { max: 1000, durationMs: 1000 } },
-      ]),
-  ),
-};
+const rawOpen = fleetWorkspaces(open, names.slice(0, ACTIVE), { max: 1000, durationMs: 1000 });
 writeFileSync(b2.configPath, JSON.stringify(rawOpen));
 const workers2 = [spawnWorkerProcess(b2, 8), spawnWorkerProcess(b2, 8)];
 while ((await redis.hlen(poolsKey(b2.prefix))) < 2) await sleep(20);
@@ -143,43 +125,6 @@ await stopProcesses(workers);
 await sim.stop();
 await redisServer.stop();
 removeBenchDir(b);
-
-async function prefetchIds(simp: SimProcess, workspaces: string[]): Promise<void> {
-  for (let i = 0; i < workspaces.length; i += 20)
-    await Promise.all(
-      workspaces.slice(i, i + 20).map(async (ws) => knownIds.set(`${simp.port}/${ws}`, await dealIds(simp, ws))),
-    );
-  await sleep(2000); // the simulator's buckets fill again
-}
-
-async function queueRows(rt: Runtime, env: BenchEnv, simp: SimProcess, ws: string, rows: number): Promise<RunRecord> {
-  const ids = knownIds.get(`${simp.port}/${ws}`) ?? (await dealIds(simp, ws));
-  const file = join(env.dir, `${ws}.csv`);
-  writeFileSync(
-    file,
-    `id,name\n${ids
-      .slice(0, rows)
-      .map((id, i) => `${id},Fleet ${i}`)
-      .join('\n')}\n`,
-  );
-  const { run } = await importFile({
-    file,
-    op: 'deal.update',
-    workspace: ws,
-    queue: rt.queue(ws),
-    store: rt.store,
-    rowsPerJob: 10,
-  });
-  return run;
-}
-
-async function waitAll(rt: Runtime, ids: string[]): Promise<RunRecord[]> {
-  for (;;) {
-    const runs = await Promise.all(ids.map((id) => rt.store.requireRun(id)));
-    if (runs.every((r) => r.status !== 'running')) return runs;
-    await sleep(200);
-  }
-}
 
 /** ACTIVE workspaces × ROWS deal updates queued at once; prints the figures of the phase. */
 async function measureActive(

@@ -12,7 +12,8 @@ Exit codes:
   ${EXIT.REDIS_LOST}  Redis stopped answering while following a run (the run goes on: crm-sync runs show <id>)
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
-Environment: REDIS_URL (default redis://127.0.0.1:6379), CRM_SYNC_LOG_LEVEL.`;
+Environment: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster's seed nodes
+  host:port,host:port; wins over REDIS_URL), CRM_SYNC_PREFIX, CRM_SYNC_LOG_LEVEL.`;
 
 /** package.json's version: src/cli/ and dist/cli/ both sit two levels below the package root. */
 function packageVersion(): string {

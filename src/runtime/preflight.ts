@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/index.js';
+import { isCluster, type RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
 import { AuthError, BadResponseError, NotFoundError, RateLimitedError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
@@ -58,7 +58,7 @@ export interface PreflightOptions {
 }
 
 /**
- * `crm-sync check`: RedisClient reachable (warning on an evicting maxmemory-policy and on no
+ * `crm-sync check`: Redis reachable (warning on an evicting maxmemory-policy and on no
  * persistence), every workspace's key accepted and baseUrl answering like the CRM, and workers
  * serving its queue. The config itself was validated when it was loaded.
  */
@@ -127,12 +127,29 @@ async function redisLines(redis: RedisClient, where: string): Promise<CheckLine[
   ]);
   const version = /^redis_version:(\S+)/m.exec(server)?.[1] ?? '?';
   lines.push({ level: 'ok', subject: 'redis', message: `${where} answers (Redis ${version})` });
+  if (isCluster(redis)) {
+    // The settings below are read from one node; a cluster's nodes are expected to share them.
+    // CLUSTER NODES, not the client's node list: the client connects to masters only.
+    const flags = String(await redis.cluster('NODES'))
+      .split('\n')
+      .map((line) => line.split(' ')[2] ?? '')
+      .filter((f) => f !== '' && !f.includes('fail'));
+    const masters = flags.filter((f) => f.split(',').includes('master')).length;
+    const replicas = flags.filter((f) => f.split(',').includes('slave')).length;
+    lines.push({
+      level: replicas >= masters ? 'ok' : 'warn',
+      subject: 'redis',
+      message:
+        `Redis Cluster: ${masters} masters, ${replicas} replicas` +
+        (replicas >= masters ? '' : ': a master without a replica cannot fail over, its workspaces stop with it'),
+    });
+  }
   const policy = /^maxmemory_policy:(\S+)/m.exec(memory)?.[1];
   if (policy !== undefined && policy !== 'noeviction') {
     lines.push({
       level: 'warn',
       subject: 'redis',
-      message: `maxmemory-policy is ${policy}: RedisClient may evict queued rows and results; workers refuse to start until it is noeviction`,
+      message: `maxmemory-policy is ${policy}: Redis may evict queued rows and results; workers refuse to start until it is noeviction`,
     });
   }
   const aof = /^aof_enabled:(\d)/m.exec(persistence)?.[1] === '1';

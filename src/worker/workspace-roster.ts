@@ -175,7 +175,7 @@ export class WorkspaceRoster {
     try {
       const next = this.#o.reloadConfig();
       const added = Object.keys(next.workspaces).filter((n) => !this.#config.workspaces[n]);
-      // Only workspace entries change: RedisClient, the prefix and the rest stay what the process started with.
+      // Only workspace entries change: Redis, the prefix and the rest stay what the process started with.
       this.#config = { ...this.#config, workspaces: next.workspaces };
       if (added.length > 0)
         this.#o.logger.info({ added: added.length }, `config read again: ${added.join(', ')} added`);

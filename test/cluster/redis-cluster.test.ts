@@ -34,6 +34,17 @@ describe('on a Redis Cluster', () => {
     }
   });
 
+  it('check says it reached the cluster, with its masters and replicas', async () => {
+    const h = await startHarness({ records: 5, redisCluster: cluster.nodes });
+    try {
+      const out = await runCli(['check', '--config', h.configPath], h.env);
+      expect(out.stdout + out.stderr, out.stdout + out.stderr).toContain('Redis Cluster: 3 masters, 3 replicas');
+      expect(out.stdout + out.stderr).toContain(`the Redis Cluster ${cluster.nodes} answers`);
+    } finally {
+      await h.close();
+    }
+  });
+
   it("the dashboard's run list and run page read runs from the cluster", async () => {
     let d: DashboardHarness | undefined;
     try {

@@ -102,3 +102,47 @@ describe('config', () => {
     expect(`${secret}`).not.toContain('sk_live_abc');
   });
 });
+
+describe('naming a Redis Cluster', () => {
+  const opts = (env: NodeJS.ProcessEnv) => ({ source: null, env, baseDir: dir });
+
+  it('REDIS_CLUSTER_NODES wins over the file and over REDIS_URL; without either there is none', () => {
+    const file = { ...valid, redisCluster: { nodes: ['10.0.0.1:7000'], passwordEnv: 'REDIS_PW', tls: true } };
+    const fromFile = configFromObject(file, opts({}));
+    expect(fromFile.redisCluster).toEqual({
+      nodes: [{ host: '10.0.0.1', port: 7000 }],
+      password: { env: 'REDIS_PW' },
+      tls: true,
+    });
+    const fromEnv = configFromObject(
+      file,
+      opts({ REDIS_CLUSTER_NODES: 'a.example:6379, [::1]:7001', REDIS_URL: 'redis://x' }),
+    );
+    expect(fromEnv.redisCluster?.nodes).toEqual([
+      { host: 'a.example', port: 6379 },
+      { host: '::1', port: 7001 },
+    ]);
+    expect(configFromObject(valid, opts({ REDIS_URL: 'redis://x' })).redisCluster).toBeNull();
+  });
+
+  it('says what is wrong with a seed node, and keeps a password given in the file out of every printout', () => {
+    const bad = (env: NodeJS.ProcessEnv, extra: object = {}) => {
+      try {
+        configFromObject({ ...valid, ...extra }, opts(env));
+      } catch (err) {
+        return isCrmSyncError(err) ? `${err.code}: ${err.message}` : String(err);
+      }
+      return 'accepted';
+    };
+    expect(bad({ REDIS_CLUSTER_NODES: '10.0.0.1' })).toMatch(/CONFIG_INVALID: .*"10\.0\.0\.1" is not host:port/);
+    expect(bad({ REDIS_CLUSTER_NODES: '10.0.0.1:99999' })).toMatch(/not host:port/);
+    expect(bad({}, { redisCluster: {} })).toMatch(/names no seed nodes/);
+    expect(bad({}, { redisCluster: { nodes: ['h:1'], password: 'p', passwordEnv: 'P' } })).toMatch(/not both/);
+    const config = configFromObject(
+      { ...valid, redisCluster: { nodes: ['h:1'], password: 'hunter2-cluster' } },
+      opts({}),
+    );
+    expect(JSON.stringify(config)).not.toContain('hunter2-cluster');
+    expect(inspect(config, { depth: 5 })).not.toContain('hunter2-cluster');
+  });
+});
