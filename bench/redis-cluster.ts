@@ -23,6 +23,7 @@ import { openRuntime } from '../src/runtime/index.js';
 import { startLocalRedisCluster } from '../test/helpers/redis-cluster.js';
 import {
   benchConfig,
+  cpuSeconds,
   fmt,
   removeBenchDir,
   spawnWorkerProcess,
@@ -50,6 +51,8 @@ interface MasterStats {
   commands: number;
   memory: number;
   keys: number;
+  /** CPU seconds the server used so far. */
+  cpu: number;
 }
 
 async function masterStats(ports: number[]): Promise<Map<number, MasterStats>> {
@@ -57,9 +60,15 @@ async function masterStats(ports: number[]): Promise<Map<number, MasterStats>> {
   for (const port of ports) {
     const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
     await r.connect();
-    const [stats, memory, keys] = [await r.info('stats'), await r.info('memory'), await r.dbsize()];
+    const [stats, memory, keys, server] = [
+      await r.info('stats'),
+      await r.info('memory'),
+      await r.dbsize(),
+      await r.info('server'),
+    ];
     r.disconnect();
     out.set(port, {
+      cpu: cpuSeconds(Number(/process_id:(\d+)/.exec(server)?.[1])),
       commands: Number(/total_commands_processed:(\d+)/.exec(stats)?.[1] ?? 0),
       memory: Number(/used_memory:(\d+)/.exec(memory)?.[1] ?? 0),
       keys,
@@ -100,6 +109,7 @@ async function phase(label: string, ports: number[], redisEnv: Record<string, st
   const rates = ports.map((p) => (after.get(p)!.commands - before.get(p)!.commands) / elapsed);
   const commands = ports.reduce((n, p) => n + after.get(p)!.commands - before.get(p)!.commands, 0);
   const bytes = ports.reduce((n, p) => n + after.get(p)!.memory - before.get(p)!.memory, 0);
+  const cores = ports.map((p) => (after.get(p)!.cpu - before.get(p)!.cpu) / elapsed);
   perRow.push({
     label,
     commandsPerRequest: commands / Math.max(1, requests),
@@ -109,7 +119,8 @@ async function phase(label: string, ports: number[], redisEnv: Record<string, st
     `${label}: ${succeeded}/${ACTIVE * ROWS} succeeded in ${fmt(elapsed)} s, ${fmt(requests / elapsed)} requests/s ` +
       `(${fmt(requests / elapsed / (RATE * ACTIVE), 2)} of the ${RATE * ACTIVE} ideal), 429s ${limited}; ` +
       `${fmt(commands / Math.max(1, requests), 1)} Redis commands per request; ` +
-      `commands/s by master ${rates.map((r) => fmt(r, 0)).join(' / ')}${ports.length > 1 ? ` (max/min ${fmt(Math.max(...rates) / Math.min(...rates), 2)})` : ''}; ` +
+      `commands/s by master ${rates.map((r) => fmt(r, 0)).join(' / ')}${ports.length > 1 ? ` (max/min ${fmt(Math.max(...rates) / Math.min(...rates), 2)})` : ''}, ` +
+      `CPU by master ${cores.map((c) => fmt(c, 2)).join(' / ')} cores; ` +
       `memory gained ${fmt(bytes / Math.max(1, succeeded), 0)} B per row (results, jobs kept, indexes); ` +
       `keys by master ${ports.map((p) => after.get(p)!.keys).join(' / ')}`,
   );
@@ -144,6 +155,6 @@ for (const rowsPerDay of [1e6, 10e6, 150e6]) {
   const perSecond = (rowsPerDay / 86_400) * measured.commandsPerRequest;
   console.log(
     `  ${fmt(rowsPerDay / 1e6, 0)}M rows/day: ${fmt(perSecond, 0)} commands/s averaged over the day; ` +
-      `results kept 30 days ≈ ${fmt((rowsPerDay * 30 * 77) / 1e9, 1)} GB at 77 B a row (RESULTS.md, "Result storage")`,
+      `results kept 30 days ≈ ${fmt((rowsPerDay * 30 * 77) / 1e9, 1)} GB at 77 B a row (RESULTS.md, "1,000,000-row import")`,
   );
 }

@@ -122,7 +122,7 @@ export function configFromObject(
     source: options.source,
     redisUrl: env.REDIS_URL ?? file.redisUrl ?? DEFAULT_REDIS_URL,
     redisCluster: clusterConfig(file.redisCluster, env.REDIS_CLUSTER_NODES),
-    prefix: env.CRM_SYNC_PREFIX ?? DEFAULT_PREFIX,
+    prefix: keyPrefix(env.CRM_SYNC_PREFIX),
     logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info',
     resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
     retention: file.retention ?? { days: DEFAULT_RETENTION_DAYS },
@@ -131,6 +131,20 @@ export function configFromObject(
       ? { file: resolve(baseDir, dash.tokenFile) }
       : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
   };
+}
+
+/**
+ * CRM_SYNC_PREFIX, checked: braces would make it a hash tag of its own and put every workspace
+ * in one Cluster slot (src/keys), and a space or `*` would break the key patterns SCAN uses.
+ */
+function keyPrefix(value: string | undefined): string {
+  if (value === undefined) return DEFAULT_PREFIX;
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(value))
+    throw new CrmSyncError(
+      'CONFIG_INVALID',
+      `CRM_SYNC_PREFIX "${value}" may hold letters, digits, _ . : and - only (no braces: the workspace is the hash tag)`,
+    );
+  return value;
 }
 
 /** REDIS_CLUSTER_NODES (`host:port,host:port`) wins over the file's nodes; null when neither names any. */

@@ -86,28 +86,38 @@ export async function migrateLayout(
 async function migrateV1(redis: RedisClient, prefix: string, keys: RunKeys): Promise<MigrationReport> {
   let moved = 0;
   const rename = async (from: string, to: string): Promise<void> => {
-    moved += Number(await RENAME_IF_EXISTS.run(redis, [from, to], []));
+    const renamed = Number(await RENAME_IF_EXISTS.run(redis, [from, to], []));
+    moved += renamed;
   };
-  // Runs: the record names the workspace; results are bucketed up to maxRow.
-  const ids = await redis.zrange(keys.allRuns(), 0, -1);
-  let runs = 0;
-  for (const id of ids) {
+  // Runs: the record names the workspace; results are bucketed up to maxRow. A run's keys move
+  // together, the record last (it is what marks the run as not yet moved); 100 runs at a time.
+  const moveRun = async (id: string): Promise<boolean> => {
     const old = `${prefix}:run:${id}`;
     const [workspace, status, createdMs, maxRow] = await redis.hmget(old, 'workspace', 'status', 'createdMs', 'maxRow');
-    if (!workspace) continue; // moved already, or an id whose record is gone
+    if (!workspace) return false; // moved already, or an id whose record is gone
     const ref = { id, workspace };
     const score = Number(createdMs ?? (await redis.zscore(keys.allRuns(), id)) ?? Date.now());
+    const moves: Array<Promise<void>> = [];
     for (let b = 0; b <= keys.bucketOf(Number(maxRow ?? 0)); b++)
-      await rename(`${old}:results:${b}`, keys.resultBucket(ref, b));
-    for (const part of ['problems', 'rounds', 'creating'] as const) await rename(`${old}:${part}`, keys[part](ref));
-    await redis.hset(keys.runWorkspaces(), id, workspace);
-    await redis.sadd(keys.workspacesWithRuns(), workspace);
-    await redis.zadd(keys.byWorkspace(workspace), score, id);
-    if (status && (RUN_STATUSES as readonly string[]).includes(status))
-      await redis.zadd(keys.byStatus(workspace, status as (typeof RUN_STATUSES)[number]), score, id);
-    await rename(old, keys.run(ref)); // the record last: it is what marks the run as not yet moved
-    runs++;
-  }
+      moves.push(rename(`${old}:results:${b}`, keys.resultBucket(ref, b)));
+    for (const part of ['problems', 'rounds', 'creating'] as const)
+      moves.push(rename(`${old}:${part}`, keys[part](ref)));
+    await Promise.all([
+      ...moves,
+      redis.hset(keys.runWorkspaces(), id, workspace),
+      redis.sadd(keys.workspacesWithRuns(), workspace),
+      redis.zadd(keys.byWorkspace(workspace), score, id),
+      status && (RUN_STATUSES as readonly string[]).includes(status)
+        ? redis.zadd(keys.byStatus(workspace, status as (typeof RUN_STATUSES)[number]), score, id)
+        : null,
+    ]);
+    await rename(old, keys.run(ref));
+    return true;
+  };
+  const ids = await redis.zrange(keys.allRuns(), 0, -1);
+  let runs = 0;
+  for (let i = 0; i < ids.length; i += 100)
+    runs += (await Promise.all(ids.slice(i, i + 100).map(moveRun))).filter(Boolean).length;
   // The old indexes (version 2 keeps them per workspace).
   for (const status of RUN_STATUSES) await redis.del(`${prefix}:runs:status:${status}`);
   await scanKeys(redis, `${prefix}:workspace:*:runs`, async (found) => {
@@ -121,10 +131,12 @@ async function migrateV1(redis: RedisClient, prefix: string, keys: RunKeys): Pro
   ];
   for (const [base, shape] of families) {
     await scanKeys(redis, `${base}*`, async (found) => {
-      for (const key of found) {
-        const m = shape.exec(key.slice(base.length));
-        if (m) await rename(key, `${base}${hashTag(m[1]!)}${m[2]}`);
-      }
+      await Promise.all(
+        found.map((key) => {
+          const m = shape.exec(key.slice(base.length));
+          return m ? rename(key, `${base}${hashTag(m[1]!)}${m[2]}`) : Promise.resolve();
+        }),
+      );
     });
   }
   return { runs, keys: moved };

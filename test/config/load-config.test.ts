@@ -137,6 +137,7 @@ describe('naming a Redis Cluster', () => {
     expect(bad({ REDIS_CLUSTER_NODES: '10.0.0.1' })).toMatch(/CONFIG_INVALID: .*"10\.0\.0\.1" is not host:port/);
     expect(bad({ REDIS_CLUSTER_NODES: '10.0.0.1:99999' })).toMatch(/not host:port/);
     expect(bad({}, { redisCluster: {} })).toMatch(/names no seed nodes/);
+    expect(bad({ CRM_SYNC_PREFIX: 'app{1}' })).toMatch(/CONFIG_INVALID: CRM_SYNC_PREFIX "app\{1\}" .*no braces/);
     expect(bad({}, { redisCluster: { nodes: ['h:1'], password: 'p', passwordEnv: 'P' } })).toMatch(/not both/);
     const config = configFromObject(
       { ...valid, redisCluster: { nodes: ['h:1'], password: 'hunter2-cluster' } },
