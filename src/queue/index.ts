@@ -1,9 +1,6 @@
 export { watchRedisGeneration, type RedisGenerationWatch } from './redis-generation.js';
 export {
   connectRedis,
-  connectConfiguredRedis,
-  clusterOptions,
-  describeRedisTarget,
   refuseEvictingRedis,
   refuseRedisCluster,
   redactRedisUrl,
@@ -17,6 +14,7 @@ export {
   type RedisLiveness,
   type RedisLivenessOptions,
 } from './redis-connection.js';
+export { clusterOptions, connectConfiguredRedis, describeRedisTarget } from './cluster-connection.js';
 export { queueName, rowJobId, workspaceOfQueue } from './queue-names.js';
 export {
   SharedTokenBucket,

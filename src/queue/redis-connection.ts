@@ -1,5 +1,4 @@
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
+import { Redis, type RedisOptions } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { isCluster, type RedisClient } from '../redis/index.js';
@@ -97,30 +96,12 @@ export function redisOptions(
 export async function connectRedis(url: string, options: ConnectRedisOptions): Promise<Redis> {
   const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
   const redis = new Redis(url, redisOptions(options.role, options.name, tuning));
-  let lastError: Error | undefined;
-  const onError = (err: Error) => {
-    lastError = err;
-  };
-  redis.on('error', onError);
-  const timeoutMs = options.connectTimeoutMs ?? 5000;
-  try {
-    await Promise.race([
-      redis.connect(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), timeoutMs).unref()),
-    ]);
-    await redis.ping();
-  } catch (err) {
-    redis.disconnect();
-    const reason = lastError?.message ?? (err as Error).message;
-    throw new CrmSyncError(
-      'REDIS_UNAVAILABLE',
+  await untilReady(
+    redis,
+    options.connectTimeoutMs ?? 5000,
+    (reason) =>
       `Redis at ${redactRedisUrl(url)} is not reachable (${reason}). Start one (redis-server) or set REDIS_URL.`,
-      { cause: err },
-    );
-  }
-  // Keep a listener so ioredis does not print unhandled errors while it reconnects.
-  redis.off('error', onError);
-  redis.on('error', () => undefined);
+  );
   // Both roles: a producer behind a half-open socket recovers too (its steps are repeatable).
   if (options.liveness !== false) {
     watchRedisLiveness(redis, { ...(options.liveness ?? {}), ...(options.logger ? { logger: options.logger } : {}) });
@@ -128,114 +109,33 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   return redis;
 }
 
-/** Where the config points, for messages (never a password). */
-export function describeRedisTarget(config: Pick<Config, 'redisUrl' | 'redisCluster'>): string {
-  const cluster = config.redisCluster;
-  if (cluster === null) return redactRedisUrl(config.redisUrl);
-  return `the Redis Cluster ${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
-}
-
 /**
- * The one way a process reaches its Redis: an ioredis `Cluster` when the config names one
- * (REDIS_CLUSTER_NODES / `redisCluster`), else the single Redis at `redisUrl`. Either way it
- * answers before this returns, or REDIS_UNAVAILABLE says how to fix it.
+ * Connects and PINGs within `timeoutMs`, or disconnects and throws REDIS_UNAVAILABLE with
+ * `explain(reason)`. Leaves an error listener behind so ioredis does not print unhandled errors
+ * while it reconnects later.
  */
-export async function connectConfiguredRedis(
-  config: Pick<Config, 'redisUrl' | 'redisCluster'>,
-  options: ConnectRedisOptions,
-): Promise<RedisClient> {
-  return config.redisCluster === null
-    ? connectRedis(config.redisUrl, options)
-    : connectCluster(config.redisCluster, options);
-}
-
-/**
- * Options of a Cluster client. Each node connection gets the role's options (a worker's
- * commands wait out a failover: the slot moves to the promoted replica and ioredis follows the
- * MOVED/refresh; a client's fail fast). The offline queue stays on for both roles: a command
- * sent while the slot map is refreshed waits for it instead of failing.
- */
-export function clusterOptions(
-  target: RedisClusterConfig,
-  role: RedisRole,
-  name = 'crm-sync',
-  tuning: { commandTimeoutMs?: number } = {},
-): ClusterOptions {
-  const node = redisOptions(role, name, tuning);
-  const password =
-    target.password === undefined
-      ? undefined
-      : target.password instanceof Secret
-        ? target.password
-        : readSecret(target.password, 'Redis Cluster password');
-  return {
-    lazyConnect: true,
-    enableOfflineQueue: true,
-    // Reconnect for ever with a capped delay, like a single Redis (`null` would give up).
-    clusterRetryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5000),
-    // A failover: the dead master's slots answer CLUSTERDOWN / connection errors until a replica
-    // is promoted (cluster-node-timeout, a few seconds); retry instead of failing the command.
-    retryDelayOnFailover: 200,
-    retryDelayOnClusterDown: 300,
-    retryDelayOnTryAgain: 200,
-    maxRedirections: 64,
-    slotsRefreshTimeout: 2000,
-    scaleReads: 'master',
-    redisOptions: {
-      connectionName: node.connectionName,
-      maxRetriesPerRequest: node.maxRetriesPerRequest,
-      commandTimeout: node.commandTimeout,
-      ...(node.autoResendUnfulfilledCommands === false ? { autoResendUnfulfilledCommands: false } : {}),
-      ...(target.username !== undefined ? { username: target.username } : {}),
-      ...(password !== undefined ? { password: password.reveal() } : {}),
-      ...(target.tls ? { tls: {} } : {}),
-    },
-    // Managed services (ElastiCache…) hand out TLS certificates for the names they announce.
-    ...(target.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
-  };
-}
-
-async function connectCluster(target: RedisClusterConfig, options: ConnectRedisOptions): Promise<Cluster> {
-  const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
-  const cluster = new Cluster(target.nodes, clusterOptions(target, options.role, options.name, tuning));
-  const where = describeRedisTarget({ redisUrl: '', redisCluster: target });
+export async function untilReady(
+  client: RedisClient,
+  timeoutMs: number,
+  explain: (reason: string) => string,
+): Promise<void> {
   let lastError: Error | undefined;
   const onError = (err: Error) => {
     lastError = err;
   };
-  cluster.on('error', onError);
-  const timeoutMs = options.connectTimeoutMs ?? 5000;
+  client.on('error', onError);
   try {
     await Promise.race([
-      cluster.connect(),
+      client.connect(),
       new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), timeoutMs).unref()),
     ]);
-    await cluster.ping();
+    await client.ping();
   } catch (err) {
-    cluster.disconnect();
-    const reason = lastError?.message ?? (err as Error).message;
-    throw new CrmSyncError(
-      'REDIS_UNAVAILABLE',
-      `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
-      { cause: err },
-    );
+    client.disconnect();
+    throw new CrmSyncError('REDIS_UNAVAILABLE', explain(lastError?.message ?? (err as Error).message), { cause: err });
   }
-  cluster.off('error', onError);
-  // Failovers show up as node errors while ioredis refreshes its slot map: one line each, not a crash.
-  const logger = options.logger;
-  cluster.on('error', () => undefined);
-  cluster.on('+node', (node: Redis) =>
-    logger?.debug({ node: `${node.options.host}:${node.options.port}` }, 'Redis Cluster node joined'),
-  );
-  cluster.on('-node', (node: Redis) => {
-    // A client closing on purpose drops every node too: only a node lost while in use is news.
-    if (cluster.status !== 'ready') return;
-    (logger ?? createLogger()).warn(
-      { redis: where, node: `${node.options.host}:${node.options.port}` },
-      'Redis Cluster node left (a failover promotes its replica; commands wait for it)',
-    );
-  });
-  return cluster;
+  client.off('error', onError);
+  client.on('error', () => undefined);
 }
 
 export interface RedisLivenessOptions {

@@ -13,6 +13,8 @@ import { type LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
 import { newRunId } from './run-id.js';
+import { DEFAULT_PAGE, nonNegative, RunListing } from './run-listing.js';
+import { RunRefs } from './run-refs.js';
 import {
   ADD_QUEUED,
   BEGIN_PRODUCING,
@@ -114,25 +116,23 @@ export interface RequeuedRow {
 }
 
 const DEFAULT_PREFIX = 'crm-sync';
-const DEFAULT_PAGE = 50;
 const DEFAULT_BATCH = 1000;
 /** Rows per Lua call: large enough to amortise round trips, small enough not to stall Redis. */
 const SCRIPT_CHUNK = 1000;
-
-function nonNegative(value: number | undefined, fallback: number): number {
-  return value === undefined || !Number.isFinite(value) || value < 0 ? fallback : Math.floor(value);
-}
 
 export class RunStore {
   /** The caller's connection (also what the producer signals new work on, WorkBoard). */
   readonly redis: RedisClient;
   private readonly keys: RunKeys;
-  /** Run id → workspace (its keys' hash tag); a run never changes workspace, so this never goes stale. */
-  readonly #refs = new Map<string, RunRef>();
+  /** Run id → workspace (its keys' hash tag). */
+  readonly #refs: RunRefs;
+  readonly #listing: RunListing;
 
   constructor(options: RunStoreOptions) {
     this.redis = options.redis;
     this.keys = new RunKeys(options.prefix ?? DEFAULT_PREFIX);
+    this.#refs = new RunRefs(this.redis, this.keys);
+    this.#listing = new RunListing(this.redis, this.keys, this.#refs);
   }
 
   get prefix(): string {
@@ -181,7 +181,7 @@ export class RunStore {
       .zadd(this.keys.byStatus(run.workspace, run.status), score, run.id)
       .zadd(this.keys.byWorkspace(run.workspace), score, run.id)
       .exec();
-    this.#refs.set(run.id, ref);
+    this.#refs.remember(ref);
     return run;
   }
 
@@ -205,116 +205,18 @@ export class RunStore {
     return (await this.require(id)).record;
   }
 
-  /**
-   * A page of runs, newest first. Every filter is one sorted set of the workspace's slot, or
-   * a merge across workspaces (status alone) or the small index of a sync definition: nothing
-   * intersects keys of different slots, so listings work the same on a Redis Cluster.
-   */
+  /** A page of runs, newest first (RunListing: no filter crosses Cluster slots). */
   async listRuns(query: ListRunsQuery = {}): Promise<{ runs: RunRecord[]; total: number }> {
-    const offset = nonNegative(query.offset, 0);
-    const limit = nonNegative(query.limit, DEFAULT_PAGE);
-    if (query.syncName !== undefined) return this.listSyncRuns(query.syncName, query, offset, limit);
-    let page: { ids: string[]; total: number };
-    if (query.workspace !== undefined) {
-      const key =
-        query.status !== undefined
-          ? this.keys.byStatus(query.workspace, query.status)
-          : this.keys.byWorkspace(query.workspace);
-      page = await this.pageOf(key, offset, limit);
-    } else if (query.status !== undefined) {
-      page = await this.mergedStatusPage(query.status, offset, limit);
-    } else {
-      page = await this.pageOf(this.keys.allRuns(), offset, limit);
-    }
-    return { runs: await this.loadMany(page.ids, query.workspace), total: page.total };
-  }
-
-  private async pageOf(key: string, offset: number, limit: number): Promise<{ ids: string[]; total: number }> {
-    const [total, ids] = await Promise.all([
-      this.redis.zcard(key),
-      limit === 0 ? [] : this.redis.zrevrange(key, offset, offset + limit - 1),
-    ]);
-    return { ids, total };
-  }
-
-  /** Runs of one status across every workspace: each workspace's newest `offset + limit`, merged. */
-  private async mergedStatusPage(
-    status: RunStatus,
-    offset: number,
-    limit: number,
-  ): Promise<{ ids: string[]; total: number }> {
-    const workspaces = await this.redis.smembers(this.keys.workspacesWithRuns());
-    const per = await Promise.all(
-      workspaces.map(async (ws) => {
-        const key = this.keys.byStatus(ws, status);
-        const [count, flat] = await Promise.all([
-          this.redis.zcard(key),
-          limit === 0 ? [] : this.redis.zrevrange(key, 0, offset + limit - 1, 'WITHSCORES'),
-        ]);
-        const entries: Array<[string, number]> = [];
-        for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i]!, Number(flat[i + 1])]);
-        return { count, entries };
-      }),
-    );
-    // The same order ZREVRANGE gives one index: score, then id, both descending.
-    const all = per.flatMap((p) => p.entries).sort((x, y) => y[1] - x[1] || (y[0] > x[0] ? 1 : y[0] < x[0] ? -1 : 0));
-    return { ids: all.slice(offset, offset + limit).map(([id]) => id), total: per.reduce((n, p) => n + p.count, 0) };
-  }
-
-  /** A sync definition's runs (one a tick, so few), filtered on their records. */
-  private async listSyncRuns(
-    syncName: string,
-    query: ListRunsQuery,
-    offset: number,
-    limit: number,
-  ): Promise<{ runs: RunRecord[]; total: number }> {
-    const ids = await this.redis.zrevrange(this.keys.bySync(syncName), 0, -1);
-    const matching = (await this.loadMany(ids)).filter(
-      (run) =>
-        (query.status === undefined || run.status === query.status) &&
-        (query.workspace === undefined || run.workspace === query.workspace),
-    );
-    return { runs: matching.slice(offset, offset + limit), total: matching.length };
-  }
-
-  /** The records of these runs in order, leaving out any deleted meanwhile; one command each, any slot. */
-  private async loadMany(ids: string[], workspace?: string): Promise<RunRecord[]> {
-    if (ids.length === 0) return [];
-    const refs = workspace !== undefined ? ids.map((id) => ({ id, workspace })) : await this.refsOf(ids);
-    const hashes = await Promise.all(
-      refs.map((ref) => (ref ? this.redis.hgetall(this.keys.run(ref)) : Promise.resolve({}))),
-    );
-    const runs: RunRecord[] = [];
-    for (const fields of hashes) if (Object.keys(fields).length > 0) runs.push(decodeRun(fields).record);
-    return runs;
-  }
-
-  /** The workspace of each run (null for an unknown id), in one HMGET for the ones not cached. */
-  private async refsOf(ids: string[]): Promise<Array<RunRef | null>> {
-    const missing = ids.filter((id) => !this.#refs.has(id));
-    if (missing.length > 0) {
-      const found = await this.redis.hmget(this.keys.runWorkspaces(), ...missing);
-      missing.forEach((id, i) => {
-        const workspace = found[i];
-        if (workspace) this.remember({ id, workspace });
-      });
-    }
-    return ids.map((id) => this.#refs.get(id) ?? null);
-  }
-
-  private remember(ref: RunRef): void {
-    // Bounded: a long-lived dashboard lists many runs; the ones in use come back in one HMGET.
-    if (this.#refs.size >= 50_000) this.#refs.clear();
-    this.#refs.set(ref.id, ref);
+    return this.#listing.list(query);
   }
 
   /** The run's keys' workspace, or null when there is no such run. */
   private async refOrNull(id: string): Promise<RunRef | null> {
-    return this.#refs.get(id) ?? (await this.refsOf([id]))[0] ?? null;
+    return this.#refs.one(id);
   }
 
   private async ref(id: string): Promise<RunRef> {
-    const ref = await this.refOrNull(id);
+    const ref = await this.#refs.one(id);
     if (ref === null) throw runNotFound(id);
     return ref;
   }
@@ -633,7 +535,7 @@ export class RunStore {
     // The fleet-wide entries last (also those of a run whose record never got written).
     await this.redis.zrem(this.keys.allRuns(), id);
     await this.redis.hdel(this.keys.runWorkspaces(), id);
-    this.#refs.delete(id);
+    this.#refs.forget(id);
   }
 
   private async load(id: string): Promise<(DecodedRun & { ref: RunRef }) | null> {

@@ -1,12 +1,8 @@
 import type { RedisClient } from '../redis/index.js';
 import type { Config } from '../config/index.js';
 // The files themselves, not the queue and runs barrels: opening the store must not load BullMQ.
-import {
-  connectConfiguredRedis,
-  refuseEvictingRedis,
-  refuseRedisCluster,
-  type RedisRole,
-} from '../queue/redis-connection.js';
+import { connectConfiguredRedis } from '../queue/cluster-connection.js';
+import { refuseEvictingRedis, refuseRedisCluster, type RedisRole } from '../queue/redis-connection.js';
 import type { Logger } from '../log/index.js';
 import { migrateLayout } from './migrate-layout.js';
 import { RunStore } from '../runs/run-store.js';

@@ -1,0 +1,105 @@
+import { Cluster, type ClusterOptions, type Redis } from 'ioredis';
+import { readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
+import { createLogger } from '../log/index.js';
+import type { RedisClient } from '../redis/index.js';
+import {
+  connectRedis,
+  redactRedisUrl,
+  redisOptions,
+  untilReady,
+  type ConnectRedisOptions,
+  type RedisRole,
+} from './redis-connection.js';
+
+/** Where the config points, for messages (never a password). */
+export function describeRedisTarget(config: Pick<Config, 'redisUrl' | 'redisCluster'>): string {
+  const cluster = config.redisCluster;
+  if (cluster === null) return redactRedisUrl(config.redisUrl);
+  return `the Redis Cluster ${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
+}
+
+/**
+ * The one way a process reaches its Redis: an ioredis `Cluster` when the config names one
+ * (REDIS_CLUSTER_NODES / `redisCluster`), else the single Redis at `redisUrl`. Either way it
+ * answers before this returns, or REDIS_UNAVAILABLE says how to fix it.
+ */
+export async function connectConfiguredRedis(
+  config: Pick<Config, 'redisUrl' | 'redisCluster'>,
+  options: ConnectRedisOptions,
+): Promise<RedisClient> {
+  return config.redisCluster === null
+    ? connectRedis(config.redisUrl, options)
+    : connectCluster(config.redisCluster, options);
+}
+
+/**
+ * Options of a Cluster client. Each node connection gets the role's options (a worker's
+ * commands wait out a failover: the slot moves to the promoted replica and ioredis follows the
+ * MOVED/refresh; a client's fail fast). The offline queue stays on for both roles: a command
+ * sent while the slot map is refreshed waits for it instead of failing.
+ */
+export function clusterOptions(
+  target: RedisClusterConfig,
+  role: RedisRole,
+  name = 'crm-sync',
+  tuning: { commandTimeoutMs?: number } = {},
+): ClusterOptions {
+  const node = redisOptions(role, name, tuning);
+  const password =
+    target.password === undefined
+      ? undefined
+      : target.password instanceof Secret
+        ? target.password
+        : readSecret(target.password, 'Redis Cluster password');
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: true,
+    // Reconnect for ever with a capped delay, like a single Redis (`null` would give up).
+    clusterRetryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5000),
+    // A failover: the dead master's slots answer CLUSTERDOWN / connection errors until a replica
+    // is promoted (cluster-node-timeout, a few seconds); retry instead of failing the command.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+    maxRedirections: 64,
+    slotsRefreshTimeout: 2000,
+    scaleReads: 'master',
+    redisOptions: {
+      connectionName: node.connectionName,
+      maxRetriesPerRequest: node.maxRetriesPerRequest,
+      commandTimeout: node.commandTimeout,
+      ...(node.autoResendUnfulfilledCommands === false ? { autoResendUnfulfilledCommands: false } : {}),
+      ...(target.username !== undefined ? { username: target.username } : {}),
+      ...(password !== undefined ? { password: password.reveal() } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+    },
+    // Managed services (ElastiCache…) hand out TLS certificates for the names they announce.
+    ...(target.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+  };
+}
+
+async function connectCluster(target: RedisClusterConfig, options: ConnectRedisOptions): Promise<Cluster> {
+  const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
+  const cluster = new Cluster(target.nodes, clusterOptions(target, options.role, options.name, tuning));
+  const where = describeRedisTarget({ redisUrl: '', redisCluster: target });
+  await untilReady(
+    cluster,
+    options.connectTimeoutMs ?? 5000,
+    (reason) =>
+      `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
+  );
+  // Failovers show up as node errors while ioredis refreshes its slot map: one line each, not a crash.
+  const logger = options.logger;
+  cluster.on('+node', (node: Redis) =>
+    logger?.debug({ node: `${node.options.host}:${node.options.port}` }, 'Redis Cluster node joined'),
+  );
+  cluster.on('-node', (node: Redis) => {
+    // A client closing on purpose drops every node too: only a node lost while in use is news.
+    if (cluster.status !== 'ready') return;
+    (logger ?? createLogger()).warn(
+      { redis: where, node: `${node.options.host}:${node.options.port}` },
+      'Redis Cluster node left (a failover promotes its replica; commands wait for it)',
+    );
+  });
+  return cluster;
+}
