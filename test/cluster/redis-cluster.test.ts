@@ -56,6 +56,41 @@ describe('on a Redis Cluster', () => {
     }
   }, 60_000);
 
+  it('runs retry, workspace pause / status / resume, runs cancel and runs delete work on the cluster', async () => {
+    const h = await startHarness({ records: 20, redisCluster: cluster.nodes, retry: { attempts: 1, backoffMs: 10 } });
+    try {
+      const cli = (...args: string[]) => runCli(['--config', h.configPath, ...args], h.env);
+      await h.startWorkers();
+      const deals = [...h.ws.deals.values()].slice(0, 3);
+      const rows: Array<Array<string | number>> = deals.map((deal, i) => [deal.id, `Ops ${i}`, 10 + i]);
+      rows.push(['del_does_not_exist', 'Ops missing', 1]);
+      const run = await h.waitForRun(
+        (await h.importFile(h.file('ops.csv', csv(['id', 'name', 'value'], rows)), 'deal.update')).id,
+      );
+      expect(run.counts).toMatchObject({ total: 4, succeeded: 3, failed: 1 });
+
+      const retried = await cli('runs', 'retry', run.id, '--wait');
+      expect(retried.code, retried.stderr).toBe(1); // the row fails again: the run ends with a failed row
+      expect((await h.runtime.store.requireRun(run.id)).counts).toMatchObject({ succeeded: 3, failed: 1 });
+
+      expect((await cli('workspace', 'pause', '-w', 'acme', '--reason', 'cluster check')).code).toBe(0);
+      const status = await cli('workspace', 'status', '-w', 'acme', '--json');
+      expect(status.stdout).toContain('cluster check');
+      const held = await h.importFile(h.file('held.csv', csv(['id', 'name'], [[deals[0]!.id, 'Held']])), 'deal.update');
+      const cancelled = await cli('runs', 'cancel', held.id);
+      expect(cancelled.code, cancelled.stderr).toBe(0);
+      expect((await h.runtime.store.requireRun(held.id)).status).toBe('cancelled');
+      expect((await cli('workspace', 'resume', '-w', 'acme')).code).toBe(0);
+
+      const deleted = await cli('runs', 'delete', run.id, '--no-archive');
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect(await h.runtime.store.getRun(run.id)).toBeNull();
+      expect((await h.runtime.store.listRuns({ workspace: 'acme' })).runs.map((r) => r.id)).toEqual([held.id]);
+    } finally {
+      await h.close();
+    }
+  }, 90_000);
+
   it('a master killed -9 mid-run fails over: 1,500 contact updates through 2 workers end completed, one result a row', async () => {
     const c = await startHarness({
       records: 1500,
