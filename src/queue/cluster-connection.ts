@@ -90,9 +90,14 @@ async function connectCluster(target: RedisClusterConfig, options: ConnectRedisO
   );
   // Failovers show up as node errors while ioredis refreshes its slot map: one line each, not a crash.
   const logger = options.logger;
-  cluster.on('+node', (node: Redis) =>
-    logger?.debug({ node: `${node.options.host}:${node.options.port}` }, 'Redis Cluster node joined'),
-  );
+  cluster.on('+node', (node: Redis) => {
+    // At start every master joins; later, a joining master is a failover's promoted replica.
+    if (cluster.status !== 'ready') return;
+    (logger ?? createLogger()).info(
+      { redis: where, node: `${node.options.host}:${node.options.port}` },
+      'Redis Cluster node joined (a promoted replica or a new master): its slots answer again',
+    );
+  });
   cluster.on('-node', (node: Redis) => {
     // A client closing on purpose drops every node too: only a node lost while in use is news.
     if (cluster.status !== 'ready') return;

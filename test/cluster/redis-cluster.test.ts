@@ -141,6 +141,7 @@ describe('on a Redis Cluster', () => {
       for (const w of workers) expect(w.child.exitCode).toBeNull();
       const logs = workers.map((w) => w.stderr + w.stdout).join('\n');
       expect(logs).toContain('Redis Cluster node left');
+      expect(logs).toContain('Redis Cluster node joined');
       console.log(
         `[cluster failover] master ${victim.port} (${victim.keys} keys of ${masters.reduce((n, m) => n + m.keys, 0)}) killed after 500 rows; ` +
           `failed over in ${failoverMs} ms; run ${run.status} ${JSON.stringify(run.counts)}; CRM writes ${c.ws.stats.writes.contactUpdate}`,
