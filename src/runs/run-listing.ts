@@ -64,28 +64,32 @@ export class RunListing {
     return { ids, total };
   }
 
-  /** Runs of one status across every workspace: each workspace's newest `offset + limit`, merged. */
+  /**
+   * Runs of one status across every workspace: each workspace's newest `offset + limit`, merged.
+   * Workspaces with none of that status are skipped, and when only one has any, its index is
+   * paged directly (deep pages stay one range read).
+   */
   private async mergedStatusPage(
     status: RunStatus,
     offset: number,
     limit: number,
   ): Promise<{ ids: string[]; total: number }> {
     const workspaces = await this.redis.smembers(this.keys.workspacesWithRuns());
-    const per = await Promise.all(
-      workspaces.map(async (ws) => {
-        const key = this.keys.byStatus(ws, status);
-        const [count, flat] = await Promise.all([
-          this.redis.zcard(key),
-          limit === 0 ? [] : this.redis.zrevrange(key, 0, offset + limit - 1, 'WITHSCORES'),
-        ]);
-        const entries: Array<[string, number]> = [];
-        for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i]!, Number(flat[i + 1])]);
-        return { count, entries };
-      }),
-    );
+    const keys = workspaces.map((ws) => this.keys.byStatus(ws, status));
+    const counts = await Promise.all(keys.map((key) => this.redis.zcard(key)));
+    const total = counts.reduce((n, c) => n + c, 0);
+    const holding = keys.filter((_, i) => counts[i]! > 0);
+    if (holding.length <= 1 || limit === 0) {
+      const ids =
+        holding.length === 1 && limit > 0 ? await this.redis.zrevrange(holding[0]!, offset, offset + limit - 1) : [];
+      return { ids, total };
+    }
+    const per = await Promise.all(holding.map((key) => this.redis.zrevrange(key, 0, offset + limit - 1, 'WITHSCORES')));
+    const entries: Array<[string, number]> = [];
+    for (const flat of per) for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i]!, Number(flat[i + 1])]);
     // The same order ZREVRANGE gives one index: score, then id, both descending.
-    const all = per.flatMap((p) => p.entries).sort((x, y) => y[1] - x[1] || (y[0] > x[0] ? 1 : y[0] < x[0] ? -1 : 0));
-    return { ids: all.slice(offset, offset + limit).map(([id]) => id), total: per.reduce((n, p) => n + p.count, 0) };
+    entries.sort((x, y) => y[1] - x[1] || (y[0] > x[0] ? 1 : y[0] < x[0] ? -1 : 0));
+    return { ids: entries.slice(offset, offset + limit).map(([id]) => id), total };
   }
 
   /** A sync definition's runs (one a tick, so few), filtered on their records. */

@@ -103,6 +103,13 @@ describe('create, get, list', () => {
     expect(failed.runs[1]?.reason).toBe('broken file');
     expect(failed.runs[1]?.finishedAt).toBeDefined();
 
+    // One status across workspaces: each workspace's index, merged newest first, paged.
+    const running = newestFirst.filter((id) => id !== made[0] && id !== made[6]);
+    const runningPage = await local.listRuns({ status: 'running', offset: 2, limit: 5 });
+    expect(runningPage.total).toBe(10);
+    expect(runningPage.runs.map((r) => r.id)).toEqual(running.slice(2, 7));
+    expect(new Set(runningPage.runs.map((r) => r.workspace))).toEqual(new Set(['even', 'odd']));
+
     const nightlyEvenFailed = await local.listRuns({ syncName: 'nightly', workspace: 'even', status: 'failed' });
     expect(nightlyEvenFailed.total).toBe(2);
     expect(nightlyEvenFailed.runs.map((r) => r.id)).toEqual([made[6], made[0]]);
