@@ -94,6 +94,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           apiKeyEnv: 'CRM_SYNC_DEMO_API_KEY',
           rateLimit: { max: 35, durationMs: 1000 },
           retry: { attempts: 5, backoffMs: 200 },
+          // The in-process simulator answers in milliseconds: a create whose answer was a 5xx is
+          // looked up after 2 s, not production's 30 s (a late-delivered request is not a risk here).
+          createSettleMs: 2000,
         },
       },
     },
