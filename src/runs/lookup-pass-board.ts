@@ -4,12 +4,12 @@ import { RunKeys } from '../keys/index.js';
 
 /**
  * Where the worker processes of one workspace agree on deal-list passes (docs/architecture.md,
- * "Creates: shared lookup passes"). One hash per workspace, `<p>:ws:<w>:lookup`:
+ * "Creates: shared lookup passes"). One hash per workspace, `<p>:ws:{<w>}:lookup`:
  *   next        earliest start of the next pass (Redis clock, ms)
  *   want        the earliest creation time a create waiting for a pass needs (CRM clock, ms)
  *   holder      the token of the process running a pass, `leaseUntil` its lease
  *   passStartedAt / passFrom   the pass under way
- *   snapStartedAt / snapFrom   the last finished pass, whose deals are in `<p>:ws:<w>:lookup:snap`
+ *   snapStartedAt / snapFrom   the last finished pass, whose deals are in `<p>:ws:{<w>}:lookup:snap`
  * Times are Redis's clock, the clock create markers use, so a snapshot from any process can
  * tell whether a create settled before the pass began.
  */
