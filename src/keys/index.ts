@@ -4,6 +4,7 @@ export {
   generationKey,
   LAYOUT_VERSION,
   layoutKey,
+  layoutLockKey,
   housekeepingLockKey,
   metricsKey,
   poolsKey,

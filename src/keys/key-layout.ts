@@ -48,6 +48,7 @@
  *   <p>:runs:workspaces            set     workspaces with runs (a fleet-wide listing by status merges theirs)
  *   <p>:sync:<name>:runs           zset    run ids started by a sync definition, score = createdAt
  *   <p>:layout                     string  the layout version of this prefix ('2')
+ *   <p>:layout:migrating           string  pid of the process moving an older layout; TTL 10 min
  *
  * Queues and workers:
  *   <p>:q:{<w>}:…                  BullMQ  the workspace's queue, named `{<w>}` (BullMQ's own keys
@@ -84,6 +85,11 @@ export const LAYOUT_VERSION = 2;
 
 export function layoutKey(prefix: string): string {
   return `${prefix}:layout`;
+}
+
+/** Held by the one process moving an older layout's keys (migrate-layout.ts). */
+export function layoutLockKey(prefix: string): string {
+  return `${layoutKey(prefix)}:migrating`;
 }
 
 /** BullMQ's prefix: its keys are `<p>:q:<queue name>:<type>`. */

@@ -1,6 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrmSyncError } from '../errors/index.js';
-import { LAYOUT_VERSION, RunKeys, bullPrefix, hashTag, layoutKey, RUN_STATUSES } from '../keys/index.js';
+import {
+  LAYOUT_VERSION,
+  RunKeys,
+  bullPrefix,
+  generationKey,
+  hashTag,
+  layoutKey,
+  layoutLockKey,
+  RUN_STATUSES,
+  workBoardKey,
+} from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import { isCluster, scanKeys, type RedisClient } from '../redis/index.js';
 import { LuaScript } from '../runs/lua-script.js';
@@ -49,12 +59,12 @@ export async function migrateLayout(
   const keys = new RunKeys(prefix);
   // Data of version 1 exists only where a run was made or a worker ran (its generation key).
   const hasOldData =
-    !isCluster(redis) && (await redis.exists(keys.allRuns(), `${prefix}:generation`, `${prefix}:work`)) > 0;
+    !isCluster(redis) && (await redis.exists(keys.allRuns(), generationKey(prefix), workBoardKey(prefix))) > 0;
   if (!hasOldData) {
     await redis.set(marker, String(LAYOUT_VERSION));
     return null;
   }
-  const lock = `${marker}:migrating`;
+  const lock = layoutLockKey(prefix);
   const waitMs = options.waitMs ?? 600_000;
   if ((await redis.set(lock, String(process.pid), 'PX', waitMs, 'NX')) !== 'OK') {
     // Another process of the fleet is migrating: wait for its marker.
@@ -83,6 +93,7 @@ export async function migrateLayout(
   return report;
 }
 
+/** Version 1's names are spelled out below: they exist nowhere else any more. */
 async function migrateV1(redis: RedisClient, prefix: string, keys: RunKeys): Promise<MigrationReport> {
   let moved = 0;
   const rename = async (from: string, to: string): Promise<void> => {

@@ -31,6 +31,7 @@ function families(ws: string, run: string): Array<[pattern: string, key: string]
     ['<p>:runs:workspaces', rk.workspacesWithRuns()],
     ['<p>:sync:<name>:runs', rk.bySync(ws)],
     ['<p>:layout', keys.layoutKey(P)],
+    ['<p>:layout:migrating', keys.layoutLockKey(P)],
     ['<p>:q:{<w>}:…', `${keys.bullPrefix(P)}:${queueName(ws)}:wait`],
     ['<p>:ws:{<w>}:bucket', keys.requestBudgetKey(P, ws)],
     ['<p>:work', keys.workBoardKey(P)],
