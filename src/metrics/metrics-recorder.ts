@@ -85,34 +85,35 @@ export class MetricsRecorder {
     const runs = this.#runs;
     this.#runs = new Map();
     // Single commands, not one MULTI: the counters and each workspace's series bucket live in
-    // different Cluster slots. Nothing reads them as a set, so none needs the others' atomicity.
-    const writes: Array<Promise<unknown>> = [];
-    for (const [f, n] of batch) writes.push(this.#redis.hincrby(this.#key, f, n));
-    // The same increments into this moment's series bucket (the charts; a bounded, expiring copy).
+    // different Cluster slots. So each counter is kept back on its own when its write fails (Redis
+    // away: counted at the next flush, never twice), and its series copy (the charts, a bounded,
+    // expiring copy) is written only once the counter is.
     const bucket = bucketOf(Date.now());
     const touched = new Set<string>();
-    for (const [f, n] of batch) {
-      const s = seriesCache.get(f);
-      if (!s) continue;
-      const key = seriesKey(this.#prefix, s.workspace, bucket);
-      writes.push(this.#redis.hincrby(key, s.field, n));
-      touched.add(key);
-    }
-    for (const key of touched) writes.push(this.#redis.expire(key, SERIES_TTL_SECONDS));
-    await Promise.all([
-      Promise.all(writes).catch(() => {
-        // Redis away: keep the counts for the next flush rather than lose them.
-        for (const [f, n] of batch) this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
-      }),
-      // The runs' own series: one script call for every run of this flush.
-      addToRunSeries(this.#redis, this.#prefix, runs, bucket).catch(() => {
-        for (const [run, n] of runs) {
-          const r = this.#runs.get(run);
-          if (r === undefined) this.#runs.set(run, n);
-          else for (let i = 0; i < n.length; i++) r[i]! += n[i]!;
-        }
-      }),
+    const counters = [...batch].map(([f, n]) =>
+      this.#redis.hincrby(this.#key, f, n).then(
+        async () => {
+          const s = seriesCache.get(f);
+          if (!s) return;
+          const key = seriesKey(this.#prefix, s.workspace, bucket);
+          touched.add(key);
+          await this.#redis.hincrby(key, s.field, n).catch(() => undefined);
+        },
+        () => this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n),
+      ),
+    );
+    const [, failedRuns] = await Promise.all([
+      Promise.all(counters),
+      // The runs' own series: one script call a run; the runs whose call failed are kept back.
+      addToRunSeries(this.#redis, this.#prefix, runs, bucket),
     ]);
+    await Promise.all([...touched].map((key) => this.#redis.expire(key, SERIES_TTL_SECONDS).catch(() => undefined)));
+    for (const run of failedRuns) {
+      const n = runs.get(run)!;
+      const r = this.#runs.get(run);
+      if (r === undefined) this.#runs.set(run, n);
+      else for (let i = 0; i < n.length; i++) r[i]! += n[i]!;
+    }
   }
 
   async close(): Promise<void> {

@@ -62,20 +62,25 @@ end
 return #KEYS
 `);
 
-/** Adds one flush's increments of each run into `bucket` (MetricsRecorder calls it once a second). */
+/**
+ * Adds one flush's increments of each run into `bucket` (MetricsRecorder calls it once a second).
+ * Answers the runs whose write failed (Redis away), for the caller to keep for the next flush.
+ */
 export async function addToRunSeries(
   redis: RedisClient,
   prefix: string,
   increments: ReadonlyMap<string, RunIncrements>,
   bucket: number,
-): Promise<void> {
+): Promise<string[]> {
   // One call a run: runs' series keys have no common hash tag, and a script on a Redis Cluster
   // may only name keys of one slot. A flush carries the few runs that sent in the last second.
-  await Promise.all(
-    [...increments].map(([runId, n]) =>
+  const runs = [...increments];
+  const settled = await Promise.allSettled(
+    runs.map(([runId, n]) =>
       ADD.run(redis, [runSeriesKey(prefix, runId)], [bucket, RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, ...n]),
     ),
   );
+  return runs.filter((_, i) => settled[i]!.status === 'rejected').map(([runId]) => runId);
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   SERIES_BUCKET_MS,
   type RunIncrements,
 } from '../../src/metrics/index.js';
-import { runSeriesKey } from '../../src/keys/index.js';
+import { runSeriesKey, seriesKey } from '../../src/keys/index.js';
 import { testRedis } from '../runs/redis-fixture.js';
 
 /* A run's own activity series (src/metrics/run-series.ts): fed by the counters' flush, bounded. */
@@ -101,5 +101,28 @@ describe("a run's activity series", () => {
     const counters = await readCounters(redis, prefix);
     expect(counters.some((c) => 'run' in c.labels)).toBe(false);
     expect(counters.find((c) => c.metric === METRIC.requests && c.labels.status === '2xx')?.value).toBe(2);
+  });
+});
+
+describe("the recorder's flush when some writes fail", () => {
+  it('counts a failed counter at the next flush and a written one never twice; a failed run series is kept too', async () => {
+    const local = `${prefix}:partial`;
+    const recorder = new MetricsRecorder({ redis, prefix: local, flushMs: 60_000 });
+    const workspace = 'acme';
+    const bucketNow = Math.floor(Date.now() / SERIES_BUCKET_MS);
+    // The chart's series buckets of this moment cannot take a HINCRBY (wrong type), nor can run-x's series.
+    for (const b of [bucketNow, bucketNow + 1]) await redis.set(seriesKey(local, workspace, b), 'not a hash');
+    await redis.set(runSeriesKey(local, 'run-x'), 'not a hash');
+    recorder.inc(METRIC.requests, { workspace, operation: 'deal.update', status: '2xx' }, 3, 'run-x');
+    await recorder.flush();
+    const requests = async () =>
+      (await readCounters(redis, local)).find((c) => c.metric === METRIC.requests)?.value ?? 0;
+    expect(await requests()).toBe(3); // the counter went in although its chart copy failed
+    await redis.del(runSeriesKey(local, 'run-x'));
+    recorder.inc(METRIC.requests, { workspace, operation: 'deal.update', status: '2xx' }, 1);
+    await recorder.close();
+    expect(await requests()).toBe(4); // not 7: the written counter was not kept back
+    const points = await readRunSeries(redis, local, 'run-x');
+    expect(points.reduce((n, p) => n + p.requests, 0)).toBe(3); // the failed run series came at the next flush
   });
 });
