@@ -2,6 +2,7 @@ export {
   authFailuresNamespace,
   bullPrefix,
   generationKey,
+  hashTag,
   LAYOUT_VERSION,
   layoutKey,
   layoutLockKey,
@@ -18,4 +19,4 @@ export {
   uploadAnswerKey,
   workBoardKey,
 } from './key-layout.js';
-export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, hashTag, type RunRef } from './run-keys.js';
+export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, type RunRef } from './run-keys.js';

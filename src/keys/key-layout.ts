@@ -1,6 +1,6 @@
 /*
  * Every Redis key crm-sync writes, in one place (<p> = prefix, `CRM_SYNC_PREFIX`, default
- * `crm-sync`; {<w>} = the workspace's hash tag, hashTag() in run-keys.ts). The functions below
+ * `crm-sync`; {<w>} = the workspace's hash tag, hashTag() below). The functions below
  * and RunKeys (run-keys.ts) are the only places key names are made; the Lua scripts get theirs as
  * KEYS. docs/architecture.md, "Redis Cluster", says why the tag is the workspace.
  *
@@ -78,7 +78,20 @@
  * meet another family; run ids have no `:`.
  */
 
-import { hashTag } from './run-keys.js';
+/**
+ * `{<workspace>}`: the Redis Cluster hash tag of everything one workspace's rows touch (its
+ * queue, its runs' keys, its write fence). A script or MULTI only ever names keys of one
+ * workspace, so on a Cluster they all sit in one slot; different workspaces spread over the
+ * masters. Workspace names are letters, digits, `-` and `_`, never braces.
+ */
+export function hashTag(workspace: string): string {
+  return `{${workspace}}`;
+}
+
+/** Where every key of one workspace starts: `<p>:ws:{<w>}` (RunKeys and the request budget). */
+export function workspaceKeyBase(prefix: string, workspace: string): string {
+  return `${prefix}:ws:${hashTag(workspace)}`;
+}
 
 /** The layout this version writes; migrate-layout.ts brings an older prefix to it. */
 export const LAYOUT_VERSION = 2;
@@ -114,7 +127,7 @@ export function generationKey(prefix: string): string {
 
 /** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */
 export function requestBudgetKey(prefix: string, workspace: string): string {
-  return `${prefix}:ws:${hashTag(workspace)}:bucket`;
+  return `${workspaceKeyBase(prefix, workspace)}:bucket`;
 }
 
 /** The Redis-full guard's probe of a workspace's worker. */

@@ -1,3 +1,5 @@
+import { hashTag, workspaceKeyBase } from './key-layout.js';
+
 /**
  * Results are split into hashes of this many consecutive rows. Small hashes stay in Redis'
  * compact listpack encoding (default limit 128 entries of up to 64 bytes), which roughly
@@ -20,16 +22,6 @@ const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const s
 export interface RunRef {
   readonly id: string;
   readonly workspace: string;
-}
-
-/**
- * `{<workspace>}`: the Redis Cluster hash tag of everything one workspace's rows touch (its
- * queue, its runs' keys, its write fence). A script or MULTI only ever names keys of one
- * workspace, so on a Cluster they all sit in one slot; different workspaces spread over the
- * masters. Workspace names are letters, digits, `-` and `_`, never braces.
- */
-export function hashTag(workspace: string): string {
-  return `{${workspace}}`;
 }
 
 /**
@@ -72,7 +64,7 @@ export class RunKeys {
 
   /** Where every key of one workspace starts (`<p>:ws:{<w>}`). */
   workspace(workspace: string): string {
-    return `${this.prefix}:ws:${hashTag(workspace)}`;
+    return workspaceKeyBase(this.prefix, workspace);
   }
 
   /** Write order of one CRM record, across the workspace's runs (RowFence). */

@@ -38,7 +38,7 @@ export async function connectConfiguredRedis(
  * MOVED/refresh; a client's fail fast). The offline queue stays on for both roles: a command
  * sent while the slot map is refreshed waits for it instead of failing.
  */
-export function clusterOptions(
+function clusterOptions(
   target: RedisClusterConfig,
   role: RedisRole,
   name = 'crm-sync',

@@ -14,7 +14,7 @@ export {
   type RedisLiveness,
   type RedisLivenessOptions,
 } from './redis-connection.js';
-export { clusterOptions, connectConfiguredRedis, describeRedisTarget } from './cluster-connection.js';
+export { connectConfiguredRedis, describeRedisTarget } from './cluster-connection.js';
 export { queueName, rowJobId, workspaceOfQueue } from './queue-names.js';
 export {
   SharedTokenBucket,

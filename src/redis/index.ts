@@ -1,1 +1,1 @@
-export { isCluster, scanKeys, scanTargets, unlinkKeys, type RedisClient } from './redis-client.js';
+export { isCluster, scanKeys, unlinkKeys, type RedisClient } from './redis-client.js';

@@ -13,7 +13,7 @@ export function isCluster(redis: RedisClient): redis is Cluster {
 }
 
 /** The nodes whose keys a SCAN must walk: every master of a Cluster, or the one Redis. */
-export function scanTargets(redis: RedisClient): Redis[] {
+function scanTargets(redis: RedisClient): Redis[] {
   return isCluster(redis) ? redis.nodes('master') : [redis];
 }
 
