@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LAYOUT_VERSION, layoutKey } from '../../src/keys/index.js';
+import { LAYOUT_VERSION, layoutKey, layoutLockKey } from '../../src/keys/index.js';
 import { RunStore } from '../../src/runs/index.js';
 import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
 import { migrateLayout } from '../../src/runtime/migrate-layout.js';
@@ -101,5 +101,24 @@ describe('the key layout migration (version 1 → 2)', () => {
     const newer = newPrefix();
     await redis.set(layoutKey(newer), String(LAYOUT_VERSION + 1));
     await expect(migrateLayout(redis, newer)).rejects.toMatchObject({ code: 'REDIS_LAYOUT' });
+  });
+
+  it('one process of the fleet moves the keys: another one waits for its marker, and says so if it never comes', async () => {
+    const p = newPrefix();
+    await writeV1(p, '20261120-100000-000-000klmno');
+    await redis.set(layoutLockKey(p), 'another process', 'PX', 60_000);
+    const waiting = migrateLayout(redis, p, { waitMs: 5000 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await redis.exists(`${p}:run:20261120-100000-000-000klmno`)).toBe(1); // it did not start moving
+    await redis.set(layoutKey(p), String(LAYOUT_VERSION)); // the other process is done
+    expect(await waiting).toBeNull();
+
+    const stuck = newPrefix();
+    await writeV1(stuck, '20261120-100000-000-000pqrst');
+    await redis.set(layoutLockKey(stuck), 'a process that died', 'PX', 60_000);
+    await expect(migrateLayout(redis, stuck, { waitMs: 600 })).rejects.toMatchObject({
+      code: 'REDIS_LAYOUT',
+      message: expect.stringContaining(`delete ${layoutLockKey(stuck)}`),
+    });
   });
 });

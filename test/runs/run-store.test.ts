@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCrmSyncError } from '../../src/errors/index.js';
+import { RunKeys } from '../../src/keys/index.js';
 import { LuaScript } from '../../src/runs/lua-script.js';
 import { RunStore, type FinalRowStatus, type RowResult } from '../../src/runs/index.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';
@@ -377,6 +378,24 @@ describe('deleteRun', () => {
       code: 'RUN_NOT_FOUND',
     });
     await store.deleteRun(run.id);
+  });
+
+  it('a run whose creation stopped after the fleet-wide indexes (no record yet) is left out of listings and still removed', async () => {
+    // createRun writes <p>:runs, the run → workspace hash and the workspace set first, then the
+    // record and its workspace indexes in one MULTI: a process killed between the two leaves this.
+    const local = new RunStore({ redis, prefix: `${prefix}:half` });
+    const keys = new RunKeys(`${prefix}:half`);
+    const id = '20261120-000000-000-000halfw';
+    await redis.hset(keys.runWorkspaces(), id, 'acme');
+    await redis.zadd(keys.allRuns(), Date.parse('2026-11-20T00:00:00Z'), id);
+    await redis.sadd(keys.workspacesWithRuns(), 'acme');
+    expect((await local.listRuns()).runs).toEqual([]);
+    expect((await local.listRuns({ status: 'running' })).runs).toEqual([]);
+    expect(await local.getRun(id)).toBeNull();
+    expect(await local.runIdsCreatedBefore(Date.now(), 10)).toEqual([id]); // retention finds it
+    await local.deleteRun(id);
+    expect(await redis.zscore(keys.allRuns(), id)).toBeNull();
+    expect(await redis.hget(keys.runWorkspaces(), id)).toBeNull();
   });
 });
 
