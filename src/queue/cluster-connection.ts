@@ -1,5 +1,6 @@
-import { Cluster, type ClusterOptions, type Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { RedisClient } from '../redis/index.js';
 import {
@@ -80,14 +81,20 @@ function clusterOptions(
 
 async function connectCluster(target: RedisClusterConfig, options: ConnectRedisOptions): Promise<Cluster> {
   const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
-  const cluster = new Cluster(target.nodes, clusterOptions(target, options.role, options.name, tuning));
+  const clusterOpts = clusterOptions(target, options.role, options.name, tuning);
+  const cluster = new Cluster(target.nodes, clusterOpts);
   const where = describeRedisTarget({ redisUrl: '', redisCluster: target });
-  await untilReady(
-    cluster,
-    options.connectTimeoutMs ?? 5000,
-    (reason) =>
-      `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
-  );
+  try {
+    await untilReady(
+      cluster,
+      options.connectTimeoutMs ?? 5000,
+      (reason) =>
+        `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
+    );
+  } catch (err) {
+    // ioredis says only "Failed to refresh slots cache" when a seed is a plain Redis: say which.
+    throw (await standaloneSeed(target, clusterOpts.redisOptions ?? {})) ?? err;
+  }
   // Failovers show up as node errors while ioredis refreshes its slot map: one line each, not a crash.
   const logger = options.logger;
   cluster.on('+node', (node: Redis) => {
@@ -107,4 +114,37 @@ async function connectCluster(target: RedisClusterConfig, options: ConnectRedisO
     );
   });
   return cluster;
+}
+
+/**
+ * A CONFIG_INVALID error naming the first seed that answers as a standalone Redis
+ * (cluster_enabled:0), or null when none does (down, or a cluster that is not ready).
+ */
+async function standaloneSeed(target: RedisClusterConfig, nodeOptions: RedisOptions): Promise<CrmSyncError | null> {
+  for (const { host, port } of target.nodes.slice(0, 3)) {
+    const probe = new Redis({
+      ...nodeOptions,
+      host,
+      port,
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    probe.on('error', () => undefined);
+    try {
+      await probe.connect();
+      if (/^cluster_enabled:0/m.test(await probe.info('cluster')))
+        return new CrmSyncError(
+          'CONFIG_INVALID',
+          `the Redis Cluster seed ${host}:${port} (REDIS_CLUSTER_NODES or redisCluster.nodes) is a standalone Redis (cluster support disabled): ` +
+            `point REDIS_URL at it instead (redis://${host}:${port}), or name the nodes of a Redis Cluster`,
+        );
+    } catch {
+      // Not answering, or refusing INFO: nothing to tell apart.
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return null;
 }
