@@ -173,7 +173,7 @@ export function formatRunSummary(run: RunRecord): string {
   if (ignored.length > 0)
     lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
   if (c.superseded > 0)
-    lines.push(`  superseded rows were not sent: a later row for the same record was applied first`);
+    lines.push(`  superseded rows were not sent: later rows wrote every field they would change`);
   if (c.uncertain > 0)
     lines.push(
       `  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`,

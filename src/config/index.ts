@@ -23,3 +23,4 @@ export {
   type ConfigFile,
 } from './config-schema.js';
 export { configJsonSchema, CONFIG_JSON_SCHEMA_PATH } from './json-schema.js';
+export { checkTokenStrength, weakTokenReason, MIN_TOKEN_LENGTH, MAKE_TOKEN_HINT } from './token-strength.js';

@@ -23,6 +23,16 @@ export const OPERATION_RESOURCE = {
   'team.invite': 'team-members',
 } as const satisfies Record<Operation, string>;
 
+/**
+ * Fields an update request may not leave out (spec: `name` on every deal update). When a later
+ * row already wrote one, an older row still sends it, with the later row's value.
+ */
+export const UPDATE_REQUIRED_FIELDS = {
+  'deal.update': ['name'],
+  'lead.update': [],
+  'contact.update': [],
+} as const satisfies Record<'deal.update' | 'lead.update' | 'contact.update', readonly string[]>;
+
 export const DealUpdatePayloadSchema = z.object({
   op: z.literal('deal.update'),
   id: RecordIdSchema,

@@ -149,13 +149,16 @@ export function registerAuthHook(app: FastifyInstance, deps: AuthHookDeps): void
     } else if (OPEN_PATHS.has(path) && path !== '/login') {
       return undefined; // probes and static files: no identity needed, no Redis call
     } else if (request.headers.authorization !== undefined) {
-      const wait = await throttle?.waitSeconds(request);
-      if (wait != null) return refuse(reply, 429, tooManyMessage(wait), wait);
+      // Counted before it is compared: see auth-throttle.ts.
+      const attempt = await throttle?.attempt(request);
+      if (attempt?.allowed === false)
+        return refuse(reply, 429, tooManyMessage(attempt.waitSeconds), attempt.waitSeconds);
       const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization);
       if (m === null || !auth.checkToken(m[1] ?? '')) {
-        await throttle?.failed(request);
+        await attempt?.failed();
         return refuse(reply, 401, 'Wrong dashboard token.');
       }
+      await attempt?.succeeded();
       who = { kind: 'bearer', sid: '' };
     } else {
       const sid = await sessionOf(request, sessions);

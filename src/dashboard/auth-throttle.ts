@@ -1,4 +1,4 @@
-import rateLimit from '@fastify/rate-limit';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
@@ -6,28 +6,91 @@ import type { Config } from '../config/index.js';
 import { connectConfiguredRedis } from '../queue/index.js';
 
 export interface AuthThrottleOptions {
-  /** Failed sign-ins and bearer checks a client may make per window. Default 10. */
+  /** Wrong tokens a client may send per window (and checks it may have at once). Default 10. */
   maxFailures?: number;
-  /** The window, from a client's first failure. Default 15 minutes. */
+  /** The window, from a client's first attempt in it. Default 15 minutes. */
   windowMs?: number;
 }
 
+/** The answer to "may this client have its token checked now?". */
+export type TokenAttempt =
+  | { allowed: false; waitSeconds: number }
+  | {
+      allowed: true;
+      /** Gives the attempt's place back: the token was right, so it was no guess. */
+      succeeded(): Promise<void>;
+      /** Counts a wrong token (logs once, when the client's count reaches the limit). */
+      failed(): Promise<void>;
+    };
+
 export interface AuthThrottle {
-  /** Seconds the client must wait before it may try a token again, or null when it may now. */
-  waitSeconds(request: FastifyRequest): Promise<number | null>;
-  /** Counts one wrong token from this client (logs once when a client reaches the limit). */
-  failed(request: FastifyRequest): Promise<void>;
+  /**
+   * Takes one of this client's places before its token is looked at, or says how long to wait.
+   * Every caller that gets `allowed` must call `succeeded` or `failed`, whatever happens.
+   */
+  attempt(request: FastifyRequest): Promise<TokenAttempt>;
 }
 
+// The client's record is a hash: `f` wrong tokens in the window, `i` checks in flight. A check
+// may start only while f + i < max, so however many requests arrive at once, at most `max`
+// tokens are ever compared before the f of a window reaches max. A string key (what the
+// rate-limit plugin this replaces kept there) is dropped on first use.
+
+/** Returns {verdict, failures, ttlMs}: verdict 0 locked, 1 busy (all places in flight), 2 go. */
+const ACQUIRE = `
+if redis.call('TYPE', KEYS[1]).ok == 'string' then redis.call('DEL', KEYS[1]) end
+local max = tonumber(ARGV[1])
+local f = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
+local i = tonumber(redis.call('HGET', KEYS[1], 'i') or '0')
+local ttl = redis.call('PTTL', KEYS[1])
+if f >= max then return {0, f, ttl} end
+if f + i >= max then return {1, f, ttl} end
+redis.call('HINCRBY', KEYS[1], 'i', 1)
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2])
+end
+return {2, f, ttl}
+`;
+
+/** A wrong token: its place stays taken for the window, which starts with the first one. Returns {failures, ttlMs}. */
+const FAILED = `
+if redis.call('HINCRBY', KEYS[1], 'i', -1) < 0 then redis.call('HSET', KEYS[1], 'i', 0) end
+local f = redis.call('HINCRBY', KEYS[1], 'f', 1)
+if f == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {f, redis.call('PTTL', KEYS[1])}
+`;
+
+/** A right token gives its place back (never into a window that has ended); nothing left, no key. */
+const SUCCEEDED = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local i = redis.call('HINCRBY', KEYS[1], 'i', -1)
+if i < 0 then redis.call('HSET', KEYS[1], 'i', 0) end
+local f = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
+if f == 0 and i <= 0 then redis.call('DEL', KEYS[1]) end
+return 1
+`;
+
+/** How often a request whose client has every place in flight looks again, and for how long. */
+const BUSY_POLL_MS = 20;
+const BUSY_WAIT_MS = 5_000;
+
 /**
- * Per-client limit on wrong tokens, shared by every dashboard process through Redis:
- * @fastify/rate-limit's Redis store, counting only failures (`increment: false` peeks without
- * counting). A client at the limit is refused before its token is even compared, so a right
- * guess during the lock-out does not tell it anything. The client is `request.ip`, which is the
- * proxy's client only with a matching `trustProxy`.
+ * Per-client limit on token guesses, shared by every dashboard process through Redis.
  *
- * The plugin adds Lua commands to the Redis client it is given, so it gets its own connection
- * (closed with the app) rather than the runtime's shared one.
+ * Count first, then check: a request takes one of the client's `max` places in one atomic
+ * script before its token is compared, and gives it back only when the token was right. A
+ * check that finds no free place is not made: with every place held by a wrong token the client
+ * is locked out for the rest of the window (429); with places held by checks still in flight it
+ * waits for one to come back (a script's burst of right-token requests goes through, a burst of
+ * guesses finds the places taken by wrong tokens). Two requests can never both read "9 so far"
+ * and both be checked, so 200 guesses sent at once get at most `max` comparisons. A client at
+ * the limit is refused before its token is compared, so a right guess during the lock-out tells
+ * it nothing. The client is `request.ip`, which is the proxy's client only with a matching
+ * `trustProxy`.
+ *
+ * It has its own Redis connection (closed with the app): a flood of guesses queues on it, not on
+ * the connection the pages use.
  */
 export async function registerAuthThrottle(
   app: FastifyInstance,
@@ -35,39 +98,42 @@ export async function registerAuthThrottle(
 ): Promise<AuthThrottle> {
   const max = options.maxFailures ?? 10;
   const windowMs = options.windowMs ?? 15 * 60_000;
+  const namespace = authFailuresNamespace(options.prefix);
   const redis = await connectConfiguredRedis(options.redis, { role: 'client', name: 'crm-sync-dashboard-limits' });
   app.addHook('onClose', async () => {
     redis.disconnect();
   });
-  await app.register(rateLimit, {
-    global: false,
-    max,
-    timeWindow: windowMs,
-    redis,
-    nameSpace: authFailuresNamespace(options.prefix),
-    skipOnError: false,
-  });
-  const limiter = app.createRateLimit();
+  const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
   return {
-    async waitSeconds(request) {
-      const state = await limiter(request, { increment: false });
-      if (state.isAllowed || state.remaining > 0) return null;
-      return Math.max(1, state.ttlInSeconds);
-    },
-    async failed(request) {
-      const state = await limiter(request);
-      // Exactly one failure sees the count reach the limit: one log line per burst.
-      if (!state.isAllowed && state.remaining === 0 && !state.isExceeded) {
-        options.logger.warn(
-          {
-            client: state.key,
-            failures: max,
-            windowSeconds: Math.round(windowMs / 1000),
-            lockedSeconds: state.ttlInSeconds,
-          },
-          `dashboard: ${max} wrong tokens from ${state.key}; refusing its sign-ins and bearer requests for ${state.ttlInSeconds} s`,
-        );
+    async attempt(request) {
+      const client = request.ip;
+      const key = `${namespace}${client}`;
+      const deadline = Date.now() + BUSY_WAIT_MS;
+      for (;;) {
+        const [verdict, , ttlMs] = (await redis.eval(ACQUIRE, 1, key, String(max), String(windowMs))) as number[];
+        if (verdict === 0) return { allowed: false, waitSeconds: seconds(ttlMs ?? windowMs) };
+        if (verdict === 2) break;
+        // Every place is taken by a check still running: one comes back in milliseconds.
+        if (Date.now() >= deadline) return { allowed: false, waitSeconds: 1 };
+        await sleep(BUSY_POLL_MS);
       }
+      return {
+        allowed: true,
+        async succeeded() {
+          await redis.eval(SUCCEEDED, 1, key);
+        },
+        async failed() {
+          const [failures, ttlMs] = (await redis.eval(FAILED, 1, key, String(windowMs))) as number[];
+          // The count goes up one at a time in Redis: exactly one failure sees it reach the limit.
+          if (failures !== max) return;
+          const lockedSeconds = seconds(ttlMs ?? windowMs);
+          options.logger.warn(
+            { client, failures: max, windowSeconds: Math.round(windowMs / 1000), lockedSeconds },
+            `dashboard: ${max} wrong tokens from ${client}; refusing its sign-ins and bearer requests for ${lockedSeconds} s`,
+          );
+        },
+      };
     },
   };
 }

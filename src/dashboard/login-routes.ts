@@ -85,21 +85,23 @@ export function registerLoginRoutes(app: FastifyInstance, deps: AuthHookDeps): v
       const body = request.body ?? {};
       const next = safeNext(body.next, ownOrigin(request));
       if (auth.insecure || sessions === null) return reply.redirect(next, 303);
-      const wait = await throttle?.waitSeconds(request);
-      if (wait != null) {
+      // Counted before it is compared: see auth-throttle.ts.
+      const attempt = await throttle?.attempt(request);
+      if (attempt?.allowed === false) {
         return reply
           .code(429)
-          .header('Retry-After', String(wait))
+          .header('Retry-After', String(attempt.waitSeconds))
           .type('text/html; charset=utf-8')
-          .send(loginPage(next, tooManyMessage(wait)));
+          .send(loginPage(next, tooManyMessage(attempt.waitSeconds)));
       }
       if (typeof body.token !== 'string' || !auth.checkToken(body.token.trim())) {
-        await throttle?.failed(request);
+        await attempt?.failed();
         return reply
           .code(401)
           .type('text/html; charset=utf-8')
           .send(loginPage(next, 'That token is not right. Check it and try again.'));
       }
+      await attempt?.succeeded();
       // A fresh id on every sign-in; a session the browser still had ends here.
       const previous = await sessionOf(request, sessions);
       if (previous !== null) await sessions.revoke(previous);

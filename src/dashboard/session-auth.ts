@@ -1,10 +1,9 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../config/index.js';
-import { CrmSyncError } from '../errors/index.js';
 
-/** Shortest dashboard token accepted: `openssl rand -hex 16` makes exactly this many characters. */
-export const MIN_TOKEN_LENGTH = 32;
-export const MAKE_TOKEN_HINT = 'make one with: openssl rand -hex 16';
+// The strength rule lives with the configuration (the token is checked where it is read); these
+// names stay importable from here for the dashboard's callers.
+export { checkTokenStrength, MIN_TOKEN_LENGTH, MAKE_TOKEN_HINT } from '../config/index.js';
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
@@ -13,17 +12,6 @@ function digest(value: string): Buffer {
 function equal(a: string, b: string): boolean {
   // Hash first: timingSafeEqual needs equal lengths, and hashing hides the length too.
   return timingSafeEqual(digest(a), digest(b));
-}
-
-/** Refuses a token a script could guess (CONFIG_INVALID, saying how to make a good one). */
-export function checkTokenStrength(token: Secret, source = 'the dashboard token'): void {
-  const length = token.reveal().trim().length;
-  if (length < MIN_TOKEN_LENGTH) {
-    throw new CrmSyncError(
-      'CONFIG_INVALID',
-      `${source} has ${length} characters; it needs at least ${MIN_TOKEN_LENGTH} (${MAKE_TOKEN_HINT})`,
-    );
-  }
 }
 
 /**

@@ -39,7 +39,7 @@ export const ERROR_CODES = {
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
   RUN_CANCELLED: 'The run was cancelled (runs cancel) before this row was sent; runs retry sends it',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
-  ROW_SUPERSEDED: 'Not sent: a later row for the same record was applied first, so this older value must not follow it',
+  ROW_SUPERSEDED: 'Not sent: later rows wrote every field this row would change and were applied first, so its older values must not follow them',
   CREATE_UNCERTAIN:
     'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',

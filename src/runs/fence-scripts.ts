@@ -32,29 +32,69 @@ if redis.call('HEXISTS', bucket_key, row) == 1 then return {'has-result'} end
 /**
  * KEYS[1] the row's result bucket, KEYS[2] rounds, KEYS[3] the job's lock key, KEYS[4] the
  * record's order key. ARGV[1] row, ARGV[2] round, ARGV[3] lock token, ARGV[4] the row's seq,
- * ARGV[5] lease ms, ARGV[6] ordering window ms.
+ * ARGV[5] lease ms, ARGV[6] ordering window ms, ARGV[7] the row's fields (JSON object: field →
+ * its value as JSON text), ARGV[8] the fields a request may not leave out (JSON array).
  *
- * Returns {'send'} (the row now holds the record's in-flight lease), {'has-result'},
- * {'refused', why}, {'superseded', seq of the later row applied}, or {'wait', ms} while another
- * row's write to the record is on the wire. A lease that ran out counts as applied: its request
- * may have reached the CRM, so no older row may follow it.
+ * Order is per field: a field that a later, already-applied row wrote is not sent again (that
+ * would put an older value back); the row's other fields are. Returns {'send', written} (the
+ * row now holds the record's in-flight lease; `written` is a JSON object naming each field a
+ * later row wrote: {by = seq, v = that row's value when the field is required}), {'has-result'},
+ * {'refused', why}, {'superseded', seq, written} when a later row wrote every field the row
+ * would send, or {'wait', ms} while another row's write to the record is on the wire. A lease
+ * that ran out counts as applied: its request may have reached the CRM.
  */
 export const BEGIN_UPDATE = new LuaScript(`${NOW_MS}
 ${ORDER}
 local row, round, token = ARGV[1], ARGV[2], ARGV[3]
 local bucket_key, rounds_key, lock_key = KEYS[1], KEYS[2], KEYS[3]
 ${SEND_FENCE}
-local seq = ARGV[4]
+local seq, lease_ms, window_ms = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local fields, required = cjson.decode(ARGV[7]), {}
+for _, name in ipairs(cjson.decode(ARGV[8])) do required[name] = true end
 local now = now_ms()
-local applied, inflight, until_ms = read_order(KEYS[4])
-if inflight and until_ms <= now then
-  if inflight > applied then applied = inflight end
-  inflight = nil
+local st = read_order(KEYS[4])
+local before = st.inflight
+expire_inflight(st, now)
+local expired = before ~= nil and st.inflight == nil
+local n = 0
+local function written_fields()
+  local written, sending, last = {}, {}, ''
+  for name, val in pairs(fields) do
+    local by = field_seq(st, name)
+    local f = st.fields[name]
+    if by > seq and required[name] and f and f.s == by and f.v == val then
+      -- The later row wrote the same value: sending it is the row's own, and changes nothing.
+      by = ''
+    end
+    if by > seq then
+      local entry = { by = by }
+      if by > last then last = by end
+      if required[name] then
+        -- A required field is sent with the value the later row wrote, so it stays the latest.
+        if f and f.s == by then entry.v = f.v else entry.v = val end
+      end
+      written[name] = entry
+      n = n + 1
+    elseif not required[name] then
+      sending[#sending + 1] = name
+    end
+  end
+  return written, sending, last
 end
-if applied > seq then return {'superseded', applied} end
-if inflight and inflight ~= seq then return {'wait', tostring(until_ms - now)} end
-write_order(KEYS[4], applied, seq, now + tonumber(ARGV[5]), ARGV[6])
-return {'send'}
+if st.inflight and st.inflight.s ~= seq then return {'wait', tostring(st.inflight.u - now)} end
+local written, sending, last = written_fields()
+if n > 0 and #sending == 0 then
+  if expired then write_order(KEYS[4], st, window_ms) end
+  return {'superseded', last, cjson.encode(written)}
+end
+local sent = {}
+for name, val in pairs(fields) do
+  local w = written[name]
+  if not w then sent[name] = val elseif w.v then sent[name] = w.v end
+end
+st.inflight = { s = seq, u = now + lease_ms, f = sent }
+write_order(KEYS[4], st, window_ms)
+return {'send', cjson.encode(written)}
 `);
 
 /**

@@ -22,6 +22,7 @@ export {
   type RowWriter,
   type RecordRef,
   type BeginUpdate,
+  type WrittenLater,
   type BeginCreate,
   type CreateMarker,
   type FinishCreate,

@@ -51,11 +51,22 @@ export interface RecordRef {
   id: string;
 }
 
+/** A field of the row that a later, already-applied row wrote: `by` is that row's seq. */
+export interface WrittenLater {
+  field: string;
+  by: string;
+}
+
 export type BeginUpdate =
-  | { kind: 'send'; seq: string }
+  /**
+   * Send `fields`: the row's own, less those a later row already wrote (`writtenLater`); a
+   * required field among those carries the later row's value, so it stays the latest.
+   */
+  | { kind: 'send'; seq: string; fields: Record<string, unknown>; writtenLater: WrittenLater[] }
   | { kind: 'has-result' }
   | { kind: 'refused'; reason: RefusalReason }
-  | { kind: 'superseded'; by: string }
+  /** Every field the row would change was written by a later row: nothing is sent. */
+  | { kind: 'superseded'; by: string; writtenLater: WrittenLater[] }
   | { kind: 'wait'; ms: number };
 
 /** What an earlier attempt of a create left: when it was sent, and the deal once known. */
@@ -116,19 +127,39 @@ export class RowFence {
     this.#workspace = options.workspace;
     this.leaseMs = options.leaseMs ?? 30_000;
     this.#orderWindowMs = options.orderWindowMs ?? 24 * 3600_000;
-    this.#claimTtlMs = options.claimTtlMs ?? 7 * 24 * 3600_000;
+    this.#claimTtlMs = options.claimTtlMs ?? createMarkerTtlMs(options.retentionMs);
   }
 
-  async beginUpdate(w: RowWriter, record: RecordRef): Promise<BeginUpdate> {
+  /**
+   * `fields`: what the row would send; `required`: fields the request may not leave out (a
+   * deal update's `name`). Order is per field: see BEGIN_UPDATE.
+   */
+  async beginUpdate(
+    w: RowWriter,
+    record: RecordRef,
+    fields: Readonly<Record<string, unknown>>,
+    required: readonly string[] = [],
+  ): Promise<BeginUpdate> {
     const seq = seqOf(w.runId, w.row);
+    const values: Record<string, string> = {};
+    for (const [name, value] of Object.entries(fields)) if (value !== undefined) values[name] = JSON.stringify(value);
     const reply = await this.#run(
       BEGIN_UPDATE,
       [...this.#sendKeys(w), this.#orderKey(record)],
-      [w.row, w.round, w.token, seq, this.leaseMs, this.#orderWindowMs],
+      [
+        w.row,
+        w.round,
+        w.token,
+        seq,
+        this.leaseMs,
+        this.#orderWindowMs,
+        JSON.stringify(values),
+        JSON.stringify(required),
+      ],
     );
-    const [kind, arg = ''] = reply;
-    if (kind === 'send') return { kind, seq };
-    if (kind === 'superseded') return { kind, by: arg };
+    const [kind, arg = '', extra = ''] = reply;
+    if (kind === 'send') return { kind, seq, ...fieldsToSend(values, arg) };
+    if (kind === 'superseded') return { kind, by: arg, writtenLater: fieldsToSend(values, extra).writtenLater };
     if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
     return this.#common(kind, arg);
   }
@@ -290,6 +321,32 @@ export class RowFence {
     const reply = await script.run(this.#redis, keys, args);
     return Array.isArray(reply) ? reply.map(String) : [String(reply)];
   }
+}
+
+/**
+ * BEGIN_UPDATE's `written` (field → {by, v?}) against the row's values: what to send, and
+ * which fields a later row wrote. A required field is sent with the later row's value `v`.
+ */
+function fieldsToSend(
+  values: Record<string, string>,
+  writtenJson: string,
+): { fields: Record<string, unknown>; writtenLater: WrittenLater[] } {
+  const parsed: unknown = writtenJson === '' ? {} : JSON.parse(writtenJson);
+  // cjson encodes an empty table as {}; anything else from the script is an object of entries.
+  const written = (parsed !== null && typeof parsed === 'object' ? parsed : {}) as Record<
+    string,
+    { by: string; v?: string }
+  >;
+  const fields: Record<string, unknown> = {};
+  for (const [name, json] of Object.entries(values)) {
+    const later = written[name];
+    if (!later) fields[name] = JSON.parse(json);
+    else if (later.v !== undefined) fields[name] = JSON.parse(later.v);
+  }
+  const writtenLater = Object.entries(written)
+    .map(([field, { by }]) => ({ field, by }))
+    .sort((a, b) => a.field.localeCompare(b.field));
+  return { fields, writtenLater };
 }
 
 function ownerOf(w: RowWriter): string {

@@ -92,7 +92,7 @@ export function aborted(place: RowPlace, reason: string, original: Original | un
   return failed(place, { code: 'RUN_ABORTED', message: `not sent: ${reason}` }, original);
 }
 
-/** Not sent: a later row for the same record was applied first. */
+/** Not sent: later rows wrote every field this row would change, and were applied first. */
 export function superseded(place: RowPlace, message: string): RowResult {
   return { ...base(place), status: 'superseded', code: 'ROW_SUPERSEDED', message };
 }

@@ -11,8 +11,8 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
  * A row's final result. Every input row ends with exactly one of these.
- * `superseded`: not sent, because a later row for the same record was applied first (sending
- * it now would put an older value back). `uncertain`: a create whose outcome could not be
+ * `superseded`: not sent, because later rows wrote every field it would change and were
+ * applied first (sending it now would put older values back; write order is per field). `uncertain`: a create whose outcome could not be
  * established (it may have been applied); it is never re-sent blindly: `runs retry` looks again.
  * `cancelled`: not sent because the run was cancelled; exported and retryable like a failure.
  */

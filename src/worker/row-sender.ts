@@ -1,4 +1,11 @@
-import { BadResponseError, CrmError, TransientError, type CrmClient, type ListResource } from '../crm/index.js';
+import {
+  BadResponseError,
+  CrmError,
+  TransientError,
+  UPDATE_REQUIRED_FIELDS,
+  type CrmClient,
+  type ListResource,
+} from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest, type DuplicateSafeCreate } from '../reconcile/index.js';
@@ -11,6 +18,7 @@ import {
   type RowFence,
   type RowResult,
   type RowWriter,
+  type WrittenLater,
 } from '../runs/index.js';
 
 /** What sending one row came to. */
@@ -83,13 +91,19 @@ export class RowSender {
     signal: AbortSignal | undefined,
   ): Promise<SendOutcome> {
     const record: RecordRef = { resource: RESOURCE[payload.op], id: payload.id };
-    const begin = await this.o.fence.beginUpdate(w, record);
+    const begin = await this.o.fence.beginUpdate(w, record, payload.fields, UPDATE_REQUIRED_FIELDS[payload.op]);
     switch (begin.kind) {
-      case 'send':
-        return this.#update(r, payload, record, begin.seq, signal);
+      case 'send': {
+        // Fields a later row already wrote are left out: sending them would put older values back.
+        const fields = begin.fields as UpdatePayload['fields'];
+        const sent = { ...payload, fields } as UpdatePayload;
+        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater);
+      }
       case 'superseded':
-        return { kind: 'result', result: supersededBy(r, begin.by) };
+        return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
       case 'refused':
+        // Checked in the same step as the send decision: after a cancel lands no row goes out.
+        if (begin.reason === 'cancelled') return { kind: 'cancelled' };
         return { kind: 'lost', reason: `refused by the write fence (${begin.reason})` };
       case 'wait':
         // The lease only bounds a write whose worker vanished; most end in milliseconds.
@@ -105,20 +119,22 @@ export class RowSender {
     record: RecordRef,
     seq: string,
     signal: AbortSignal | undefined,
+    writtenLater: readonly WrittenLater[],
   ): Promise<SendOutcome> {
     const base = placeOf(r);
+    const note = partlySent(payload.fields, writtenLater);
     const opts = signal ? { signal } : {};
     const sent = sentDigest(RESOURCE[payload.op], payload.fields);
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {
       const id = await updateRecord(this.o.client, payload, opts);
-      return { kind: 'result', result: succeeded(base, id, undefined, sent), settles };
+      return { kind: 'result', result: succeeded(base, id, note, sent), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
-        const message = `applied; the CRM's answer did not match the spec (${err.message})`;
+        const message = `applied; the CRM's answer did not match the spec (${err.message})${note ? `; ${note}` : ''}`;
         return { kind: 'result', result: succeeded(base, err.recordId, message, sent), settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
@@ -145,11 +161,41 @@ function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?
   }
 }
 
-/** `by` is the later row's seq (`<runId>#<row base 36>`): say which row in words. */
-function supersededBy(r: QueuedRow, by: string): RowResult {
-  const [runId = '', row36 = ''] = by.split('#');
+/** A seq (`<runId>#<row base 36>`) in words. */
+function rowOf(seq: string): string {
+  const [runId = '', row36 = ''] = seq.split('#');
+  return `row ${parseInt(row36, 36)} of run ${runId}`;
+}
+
+/** Which later rows wrote which fields: `status by row 11 of run …; owner_id by row 12 of run …`. */
+function laterWrites(writtenLater: readonly WrittenLater[]): string {
+  const byRow = new Map<string, string[]>();
+  for (const { field, by } of writtenLater) byRow.set(by, [...(byRow.get(by) ?? []), field]);
+  return [...byRow].map(([by, fields]) => `${fields.join(', ')} by ${rowOf(by)}`).join('; ');
+}
+
+/**
+ * A row sent in part says what it sent and what it left out, so its result claims only what
+ * happened. Undefined when the row was sent whole.
+ */
+function partlySent(
+  sent: Readonly<Record<string, unknown>>,
+  writtenLater: readonly WrittenLater[],
+): string | undefined {
+  if (writtenLater.length === 0) return undefined;
+  const kept = writtenLater.filter((w) => w.field in sent).map((w) => w.field);
+  const own = Object.keys(sent).filter((f) => !kept.includes(f));
+  const left = writtenLater.filter((w) => !kept.includes(w.field));
+  const parts = [`sent ${own.join(', ')}`];
+  if (left.length > 0) parts.push(`not sent: ${laterWrites(left)} (written later and applied first)`);
+  if (kept.length > 0) parts.push(`${kept.join(', ')} sent as the later row wrote it (the request requires it)`);
+  return parts.join('; ');
+}
+
+/** Not sent at all: later rows wrote every field this row would change. */
+function supersededBy(r: QueuedRow, writtenLater: readonly WrittenLater[]): RowResult {
   return superseded(
     r,
-    `not sent: row ${parseInt(row36, 36)} of run ${runId} wrote this record later and was applied first`,
+    `not sent: later rows wrote every field this row would change and were applied first (${laterWrites(writtenLater)})`,
   );
 }

@@ -110,6 +110,41 @@ describe('a worker cut from Redis past its job lock', () => {
     expect(lost[0]!.msg).toMatch(/unsent rows are left to the worker that takes the job over/);
   }, 60_000);
 
+  it('(a2) rows that fill different fields, worker 1 cut: every deal ends with each field at its last row, none stale', async () => {
+    proxy = await redisProxy();
+    const deals = [...h.ws.deals.values()].slice(0, 60);
+    const status = (i: number) => (['won', 'lost', 'in_progress'] as const)[i % 3]!;
+    // Per deal: a value row, a status row, then a second value row (the value's last writer).
+    const rows = [
+      ...deals.map((d, i) => [d.id, d.name, 3000 + i, '']),
+      ...deals.map((d, i) => [d.id, d.name, '', status(i)]),
+      ...deals.map((d, i) => [d.id, d.name, 4000 + i, '']),
+    ];
+    const file = h.file('partial.csv', csv(['id', 'name', 'value', 'status'], rows));
+    pools.push(await workerBehind(h, proxy));
+    const run = await h.importFile(file, 'deal.update');
+    await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 8);
+    proxy.blackhole();
+    pools.push(await h.startWorkers({ concurrency: 8, lockDurationMs: LOCK_MS }));
+    await sleep(3 * LOCK_MS);
+    proxy.heal('reset');
+    const done = await h.waitForRun(run.id, 30_000);
+    await sleep(500); // a late write of worker 1 would land now
+    const stale = deals.filter((d, i) => {
+      const now = h.ws.deals.get(d.id);
+      return now?.value !== 4000 + i || now.status !== status(i);
+    }).length;
+    const { results, kinds } = await summary(h, '(a2) partial rows, worker 1 cut 6 s (lock 2 s)', done, {
+      'deals with a stale field': stale,
+    });
+    expect(done.status).toBe('completed');
+    expect(results).toHaveLength(180);
+    expect(kinds.failed ?? 0).toBe(0);
+    expect(stale).toBe(0);
+    // The status rows (the only writers of status) and the last value rows were never dropped.
+    for (const r of results.filter((x) => x.row > 60)) expect(r.status).toBe('succeeded');
+  }, 60_000);
+
   it('(b) creates with a stale worker healed after the run completed: no duplicate deal, no result rewritten', async () => {
     proxy = await redisProxy();
     h.sim.setLatency(150);

@@ -13,6 +13,8 @@ const fence = new RowFence({ redis, prefix, workspace: 'acme', leaseMs: 400 });
 afterAll(cleanup);
 
 const deal = (id: string) => ({ resource: 'deals', id });
+/** A row that writes the fields other rows of these tests write too. */
+const both = { name: 'Acme', value: 10 };
 
 async function runWithRows(rows: number): Promise<string> {
   const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'fence.csv' });
@@ -40,43 +42,46 @@ describe('write order of one record', () => {
     const runId = await runWithRows(3);
     const w1 = await attempt(runId, 1);
     const w3 = await attempt(runId, 3);
-    const later = await fence.beginUpdate(w3, deal('order-a'));
-    expect(later).toEqual({ kind: 'send', seq: seqOf(runId, 3) });
+    const later = await fence.beginUpdate(w3, deal('order-a'), both);
+    expect(later).toMatchObject({ kind: 'send', seq: seqOf(runId, 3), fields: both, writtenLater: [] });
     await fence.settleUpdate(deal('order-a'), seqOf(runId, 3), true);
-    expect(await fence.beginUpdate(w1, deal('order-a'))).toEqual({ kind: 'superseded', by: seqOf(runId, 3) });
+    expect(await fence.beginUpdate(w1, deal('order-a'), both)).toMatchObject({
+      kind: 'superseded',
+      by: seqOf(runId, 3),
+    });
     // A redelivery of row 3 itself (its result was never stored) is idempotent: allowed.
-    expect((await fence.beginUpdate(w3, deal('order-a'))).kind).toBe('send');
+    expect((await fence.beginUpdate(w3, deal('order-a'), both)).kind).toBe('send');
   });
 
   it("a row waits while another row's write to the record is on the wire, and goes once it settles unapplied", async () => {
     const runId = await runWithRows(2);
     const w1 = await attempt(runId, 1);
     const w2 = await attempt(runId, 2);
-    expect((await fence.beginUpdate(w1, deal('order-b'))).kind).toBe('send');
-    const blocked = await fence.beginUpdate(w2, deal('order-b'));
+    expect((await fence.beginUpdate(w1, deal('order-b'), both)).kind).toBe('send');
+    const blocked = await fence.beginUpdate(w2, deal('order-b'), both);
     expect(blocked.kind).toBe('wait');
     // A 4xx proves row 1 was not applied: row 2 may go; once row 2 is applied, row 1 is superseded.
     await fence.settleUpdate(deal('order-b'), seqOf(runId, 1), false);
-    expect((await fence.beginUpdate(w2, deal('order-b'))).kind).toBe('send');
+    expect((await fence.beginUpdate(w2, deal('order-b'), both)).kind).toBe('send');
     await fence.settleUpdate(deal('order-b'), seqOf(runId, 2), true);
-    expect((await fence.beginUpdate(w1, deal('order-b'))).kind).toBe('superseded');
+    expect((await fence.beginUpdate(w1, deal('order-b'), both)).kind).toBe('superseded');
   });
 
   it('an in-flight lease that ran out counts as applied: its request may still land, so no older row follows it', async () => {
     const runId = await runWithRows(2);
     const w1 = await attempt(runId, 1);
     const w2 = await attempt(runId, 2);
-    expect((await fence.beginUpdate(w2, deal('order-c'))).kind).toBe('send');
+    expect((await fence.beginUpdate(w2, deal('order-c'), both)).kind).toBe('send');
     // Row 2's worker vanished without settling. After the lease, row 1 must not overwrite it.
     await sleep(450);
-    expect((await fence.beginUpdate(w1, deal('order-c'))).kind).toBe('superseded');
+    expect((await fence.beginUpdate(w1, deal('order-c'), both)).kind).toBe('superseded');
   });
 
   it('an applied update settles with its result in one call: the lease ends, and an older row is superseded after it', async () => {
     const runId = await runWithRows(2);
     const w1 = await attempt(runId, 1);
     const w2 = await attempt(runId, 2);
-    const begin = await fence.beginUpdate(w2, deal('order-e'));
+    const begin = await fence.beginUpdate(w2, deal('order-e'), both);
     if (begin.kind !== 'send') throw new Error('expected send');
     // Settled with the result even though the writer lost its lock meanwhile: the CRM holds row 2's value.
     await redis.set(w2.lockKey, 'another-worker');
@@ -84,7 +89,10 @@ describe('write order of one record', () => {
       fences: [{ ...w2, settles: fence.settlement(deal('order-e'), begin.seq, true) }],
     });
     expect(stored.refused).toEqual([{ row: 2, reason: 'lock' }]);
-    expect(await fence.beginUpdate(w1, deal('order-e'))).toEqual({ kind: 'superseded', by: seqOf(runId, 2) });
+    expect(await fence.beginUpdate(w1, deal('order-e'), both)).toMatchObject({
+      kind: 'superseded',
+      by: seqOf(runId, 2),
+    });
   });
 
   it('rows of a later run order after every row of an earlier run', async () => {
@@ -92,9 +100,86 @@ describe('write order of one record', () => {
     await sleep(5);
     const newer = await runWithRows(1);
     expect(seqOf(newer, 1) > seqOf(older, 999_999)).toBe(true);
-    expect((await fence.beginUpdate(await attempt(newer, 1), deal('order-d'))).kind).toBe('send');
+    expect((await fence.beginUpdate(await attempt(newer, 1), deal('order-d'), both)).kind).toBe('send');
     await fence.settleUpdate(deal('order-d'), seqOf(newer, 1), true);
-    expect((await fence.beginUpdate(await attempt(older, 1), deal('order-d'))).kind).toBe('superseded');
+    expect((await fence.beginUpdate(await attempt(older, 1), deal('order-d'), both)).kind).toBe('superseded');
+  });
+});
+
+describe('write order of one record, per field', () => {
+  it('an older row still sends the fields no later row wrote, and leaves out the ones it did', async () => {
+    const runId = await runWithRows(11);
+    const valueRow = await attempt(runId, 1);
+    const statusRow = await attempt(runId, 11);
+    const later = await fence.beginUpdate(statusRow, deal('pf-a'), { name: 'Acme', status: 'won' }, ['name']);
+    expect(later).toMatchObject({ kind: 'send', fields: { name: 'Acme', status: 'won' }, writtenLater: [] });
+    await fence.settleUpdate(deal('pf-a'), seqOf(runId, 11), true);
+    // Row 1 sets value, which row 11 never wrote: it is sent. Its name (required on a deal
+    // update) goes with the value row 11 wrote, so row 11's name stays the latest.
+    const older = await fence.beginUpdate(valueRow, deal('pf-a'), { name: 'Acme old', value: 5 }, ['name']);
+    expect(older).toEqual({
+      kind: 'send',
+      seq: seqOf(runId, 1),
+      fields: { name: 'Acme', value: 5 },
+      writtenLater: [{ field: 'name', by: seqOf(runId, 11) }],
+    });
+  });
+
+  it('a row whose every field a later row wrote is superseded, naming the fields', async () => {
+    const runId = await runWithRows(3);
+    const w3 = await attempt(runId, 3);
+    expect((await fence.beginUpdate(w3, deal('pf-b'), { status: 'won', value: 9 })).kind).toBe('send');
+    await fence.settleUpdate(deal('pf-b'), seqOf(runId, 3), true);
+    expect(await fence.beginUpdate(await attempt(runId, 1), deal('pf-b'), { value: 1 })).toEqual({
+      kind: 'superseded',
+      by: seqOf(runId, 3),
+      writtenLater: [{ field: 'value', by: seqOf(runId, 3) }],
+    });
+    // A row with one field of its own and one written later: only its own goes.
+    const mixed = await fence.beginUpdate(await attempt(runId, 2), deal('pf-b'), { value: 2, owner_id: 'u1' });
+    expect(mixed).toMatchObject({ kind: 'send', fields: { owner_id: 'u1' } });
+  });
+
+  it('a required field alone, written later, is superseded: a rename is never put back', async () => {
+    const runId = await runWithRows(2);
+    await fence.beginUpdate(await attempt(runId, 2), deal('pf-c'), { name: 'New' }, ['name']);
+    await fence.settleUpdate(deal('pf-c'), seqOf(runId, 2), true);
+    const older = await fence.beginUpdate(await attempt(runId, 1), deal('pf-c'), { name: 'Old' }, ['name']);
+    expect(older.kind).toBe('superseded');
+  });
+
+  it('a lease that ran out counts its own fields as applied, not the record', async () => {
+    const runId = await runWithRows(2);
+    expect((await fence.beginUpdate(await attempt(runId, 2), deal('pf-d'), { status: 'won' })).kind).toBe('send');
+    await sleep(450);
+    const older = await fence.beginUpdate(await attempt(runId, 1), deal('pf-d'), { status: 'lost', value: 3 });
+    expect(older).toMatchObject({ kind: 'send', fields: { value: 3 }, writtenLater: [{ field: 'status' }] });
+  });
+
+  it('a write settled unapplied leaves no field behind', async () => {
+    const runId = await runWithRows(2);
+    expect((await fence.beginUpdate(await attempt(runId, 2), deal('pf-e'), { status: 'won' })).kind).toBe('send');
+    await fence.settleUpdate(deal('pf-e'), seqOf(runId, 2), false);
+    const older = await fence.beginUpdate(await attempt(runId, 1), deal('pf-e'), { status: 'lost' });
+    expect(older).toMatchObject({ kind: 'send', fields: { status: 'lost' }, writtenLater: [] });
+  });
+
+  it("reads a record's order stored by an earlier version (one string) as a write of every field", async () => {
+    const older = await runWithRows(1);
+    await sleep(5);
+    const newer = await runWithRows(1);
+    const key = `${prefix}:ws:{acme}:order:deals:pf-legacy`;
+    await redis.set(key, seqOf(newer, 1), 'PX', 60_000);
+    expect((await fence.beginUpdate(await attempt(older, 1), deal('pf-legacy'), { value: 1 })).kind).toBe('superseded');
+    // A row after it writes and turns the key into today's shape; the earlier version's write
+    // still counts for every field.
+    await sleep(5);
+    const later = await runWithRows(1);
+    expect((await fence.beginUpdate(await attempt(later, 1), deal('pf-legacy'), { value: 2 })).kind).toBe('send');
+    await fence.settleUpdate(deal('pf-legacy'), seqOf(later, 1), true);
+    expect(await redis.type(key)).toBe('hash');
+    const again = await fence.beginUpdate(await attempt(older, 1), deal('pf-legacy'), { status: 'won' });
+    expect(again).toMatchObject({ kind: 'superseded', by: seqOf(newer, 1) });
   });
 });
 
@@ -103,7 +188,7 @@ describe('a stale or finished writer sends nothing', () => {
     const runId = await runWithRows(3);
     const stale = await attempt(runId, 1, 'old');
     await redis.set(stale.lockKey, 'new'); // another worker took the job over
-    expect(await fence.beginUpdate(stale, deal('stale-1'))).toEqual({ kind: 'refused', reason: 'lock' });
+    expect(await fence.beginUpdate(stale, deal('stale-1'), both)).toEqual({ kind: 'refused', reason: 'lock' });
     expect(await fence.beginCreate(stale, 'fp-stale', { at: Date.now(), measured: true })).toEqual({
       kind: 'refused',
       reason: 'lock',
@@ -111,14 +196,14 @@ describe('a stale or finished writer sends nothing', () => {
 
     await store.recordResults(runId, [{ ...ok(2), status: 'failed', code: 'CRM_TRANSIENT', message: 'x' }]);
     await store.requeueRows(runId, [2], 7);
-    expect(await fence.beginUpdate(await attempt(runId, 2, 't2', 0), deal('stale-2'))).toEqual({
+    expect(await fence.beginUpdate(await attempt(runId, 2, 't2', 0), deal('stale-2'), both)).toEqual({
       kind: 'refused',
       reason: 'round',
     });
-    expect((await fence.beginUpdate(await attempt(runId, 2, 't2', 7), deal('stale-2'))).kind).toBe('send');
+    expect((await fence.beginUpdate(await attempt(runId, 2, 't2', 7), deal('stale-2'), both)).kind).toBe('send');
 
     await store.recordResults(runId, [ok(3)]);
-    expect(await fence.beginUpdate(await attempt(runId, 3), deal('stale-3'))).toEqual({ kind: 'has-result' });
+    expect(await fence.beginUpdate(await attempt(runId, 3), deal('stale-3'), both)).toEqual({ kind: 'has-result' });
   });
 });
 

@@ -1,5 +1,6 @@
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Secret } from '../../src/config/index.js';
+import { Secret, weakTokenReason } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
 import { TOKEN, form, startLiveDashboard, secretLeaks, type LiveDashboard } from './live-dashboard.js';
@@ -156,6 +157,113 @@ describe('guessing the token (findings: any token accepted, no limit)', () => {
     } finally {
       await live.close();
       await h.runtime.redis.del(`${h.config.prefix}:dashboard:auth-failures:127.0.0.1`);
+    }
+  });
+});
+
+describe('guesses sent at once (finding: the limit was read, the token checked, the count raised in three steps)', () => {
+  const failuresKey = () => `${h.config.prefix}:dashboard:auth-failures:127.0.0.1`;
+  /**
+   * `n` requests as close to at once as a test can send them: every connection is opened first,
+   * then every request is written whole in the same tick. Resolves with the status codes.
+   */
+  async function atOnce(n: number, request: (i: number) => string): Promise<number[]> {
+    const sockets = await Promise.all(
+      Array.from(
+        { length: n },
+        () =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = connect(d.port, '127.0.0.1', () => resolve(socket));
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    const answers = sockets.map(
+      (socket) =>
+        new Promise<number>((resolve, reject) => {
+          let head = '';
+          socket.setEncoding('latin1');
+          socket.on('data', (chunk: string) => {
+            head += chunk;
+            const m = /^HTTP\/1\.1 (\d{3})/.exec(head);
+            if (m) {
+              resolve(Number(m[1]));
+              socket.destroy();
+            }
+          });
+          socket.on('error', reject);
+          socket.on('close', () => reject(new Error(`connection closed before a status line: ${head.slice(0, 80)}`)));
+        }),
+    );
+    sockets.forEach((socket, i) => socket.write(request(i)));
+    return Promise.all(answers);
+  }
+  const rawSignIn = (token: string) => {
+    const body = form({ token, next: '/' });
+    return (
+      `POST /login HTTP/1.1\r\nHost: ${d.host}\r\nOrigin: ${d.origin}\r\nConnection: close\r\n` +
+      `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    );
+  };
+  const rawBearer = (token: string) =>
+    `GET / HTTP/1.1\r\nHost: ${d.host}\r\nAuthorization: Bearer ${token}\r\nAccept: application/json\r\nConnection: close\r\n\r\n`;
+  const signInWith = (token: string) =>
+    d.ask({
+      method: 'POST',
+      path: '/login',
+      headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ token, next: '/' }),
+    });
+  const tally = (statuses: number[]) =>
+    statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+
+  it('200 wrong sign-ins at once: at most 10 tokens are compared (401), the rest are refused unread (429)', async () => {
+    await h.runtime.redis.del(failuresKey());
+    try {
+      const counts = tally(await atOnce(200, (i) => rawSignIn(`concurrent-guess-${i}`)));
+      expect(counts[401] ?? 0).toBeLessThanOrEqual(10);
+      expect((counts[401] ?? 0) + (counts[429] ?? 0)).toBe(200);
+      // And the right token now is refused too: the client is locked out.
+      expect((await signInWith(TOKEN)).status).toBe(429);
+    } finally {
+      await h.runtime.redis.del(failuresKey());
+    }
+  });
+
+  it('a burst of 200 wrong bearer requests: at most 10 compared', async () => {
+    await h.runtime.redis.del(failuresKey());
+    try {
+      const counts = tally(await atOnce(200, (i) => rawBearer(`burst-guess-${i}`)));
+      expect(counts[401] ?? 0).toBeLessThanOrEqual(10);
+      expect((counts[401] ?? 0) + (counts[429] ?? 0)).toBe(200);
+    } finally {
+      await h.runtime.redis.del(failuresKey());
+    }
+  });
+
+  it("a script's burst of 40 right-token requests all get through, and leave no count behind", async () => {
+    await h.runtime.redis.del(failuresKey());
+    expect(tally(await atOnce(40, () => rawBearer(TOKEN)))).toEqual({ 200: 40 });
+    expect(await h.runtime.redis.exists(failuresKey())).toBe(0);
+  });
+});
+
+describe('trivially guessable tokens', () => {
+  it.each([
+    ['one character repeated', 'a'.repeat(32), /one character repeated/],
+    ['a short unit repeated', 'abcd'.repeat(8), /same 4 characters over and over/],
+    ['a few characters', 'aaaabbbbaaaabbbbaaaabbbbaaaabbbc', /only 3 different characters/],
+    ['a run of consecutive characters', 'abcdefghijklmnopqrstuvwxyz0123456', /run of consecutive characters/],
+  ])('refuses %s, saying why and never printing it', async (_name, token, why) => {
+    const refused = buildDashboard({ runtime: h.runtime, token: new Secret(token) });
+    await expect(refused).rejects.toThrow(why);
+    await expect(refused).rejects.toThrow(/openssl rand -hex 16/);
+    await expect(refused).rejects.not.toThrow(token);
+  });
+
+  it('accepts what openssl rand -hex 16 and -base64 24 make', () => {
+    for (const token of ['3f9c0e1ab27d84c65e0f1d2c3b4a5968', 'q8Vt1mZ0x+KpL3r/9WcYb2NaHs4UeJ7d']) {
+      expect(weakTokenReason(token)).toBeNull();
     }
   });
 });
