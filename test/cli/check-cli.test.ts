@@ -1,8 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redactRedisUrl } from '../../src/queue/index.js';
 import { freePort } from '../../src/runtime/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { TEST_REDIS_URL } from '../helpers/redis.js';
 import { runCli } from '../helpers/run-cli.js';
 
 let h: Harness;
@@ -28,7 +30,8 @@ describe('crm-sync check (preflight)', () => {
     const res = await cli(['check', '-w', 'acme']);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^ok {4}config: .* is valid/m);
-    expect(res.stdout).toMatch(/^ok {4}redis: redis:\/\/127\.0\.0\.1:6379 answers \(Redis /m);
+    // The Redis the suite was pointed at (REDIS_URL, database number and port included), as printed.
+    expect(res.stdout).toContain(`\nok    redis: ${redactRedisUrl(TEST_REDIS_URL)} answers (Redis `);
     expect(res.stdout).toMatch(/^ok {4}acme: crm: .* answered like the CRM and accepted the key/m);
     expect(res.stdout).toMatch(/^warn {2}acme: workers: no worker serves the workspace/m);
     expect(res.stdout + res.stderr).not.toContain(h.apiKey);
