@@ -18,6 +18,13 @@ export const EXIT = {
    * run is not failed by this: its workers go on; look again with `crm-sync runs show <id>`.
    */
   REDIS_LOST: 5,
+  /**
+   * Redis lost the run's data while it was under way (restarted without persistence, flushed, or
+   * evicting keys: REDIS_EVICTS). Rows may have reached the CRM before: never "nothing was sent".
+   * The message says how many were sent as far as known, and how to send the rest without
+   * duplicates (for creates: a reconciled import, never a plain one).
+   */
+  REDIS_DATA_LOST: 6,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -10,6 +10,7 @@ Exit codes:
   ${EXIT.BLOCKED}  the CRM refused the API key: the run is blocked ("runs resume <id>" after fixing it), or a worker refused to start
   ${EXIT.INTERNAL}  Redis unreachable or an unexpected error
   ${EXIT.REDIS_LOST}  Redis stopped answering while following a run (the run goes on: crm-sync runs show <id>)
+  ${EXIT.REDIS_DATA_LOST}  Redis lost the run's data (restarted without persistence, or evicting keys): rows may have been sent; the message says how to send the rest without duplicates
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
 Environment: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster's seed nodes

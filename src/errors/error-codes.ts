@@ -33,6 +33,8 @@ export const ERROR_CODES = {
     "The keys under the prefix are in a layout this version cannot use (a newer version's, or a migration in progress)",
   REDIS_FULL: 'Redis refused a write because it is full (maxmemory); nothing more was sent',
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
+  REDIS_DATA_LOST:
+    "Redis lost a run's data while it was under way (restarted without persistence, flushed, or keys evicted); the message says how many rows were sent before and how to send the rest without duplicates",
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',

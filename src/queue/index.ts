@@ -1,4 +1,10 @@
-export { watchRedisGeneration, type RedisGenerationWatch } from './redis-generation.js';
+export {
+  watchRedisGeneration,
+  currentGeneration,
+  redisLostDataSince,
+  type RedisGenerationWatch,
+} from './redis-generation.js';
+export { readEviction, evicts, isEvictionReason, EVICTION_TAG, type EvictionState } from './redis-eviction.js';
 export {
   connectRedis,
   refuseEvictingRedis,

@@ -11,6 +11,28 @@ export interface RedisGenerationWatch {
 }
 
 /**
+ * The generation Redis holds now (written first if there is none: a fresh or emptied Redis). A
+ * command that follows a run reads it at start and asks {@link redisLostDataSince} when its run
+ * is gone: a different generation means Redis lost its data, the same one that the run was
+ * deleted (or evicted).
+ */
+export async function currentGeneration(redis: RedisClient, prefix: string): Promise<string> {
+  const key = generationKey(prefix);
+  const mine = `${randomBytes(6).toString('hex')}@${new Date().toISOString()}`;
+  await redis.set(key, mine, 'NX');
+  return (await redis.get(key)) ?? mine;
+}
+
+/** True when Redis no longer holds the generation `known` (it lost its data since); false when unsure. */
+export async function redisLostDataSince(redis: RedisClient, prefix: string, known: string): Promise<boolean> {
+  try {
+    return (await redis.get(generationKey(prefix))) !== known;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Notices that Redis lost its data (restarted without persistence, flushed, failed over to an
  * empty replica): a generation marker is written at first start and read again on every
  * reconnect. If it is gone, every queued job and run result written before is gone too; that
