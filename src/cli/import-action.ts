@@ -20,7 +20,7 @@ import { getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 import { firstProblems, sourceNotes } from './source-notes.js';
 
@@ -227,7 +227,10 @@ async function importSource(
           quiet: Boolean(opts.json),
           ...(opts.dryRun ? {} : { presence }),
         })
-      : run;
+      : run.status === 'cancelled'
+        ? // Cancelled while it read: its last line counts the rows still landing once they have.
+          await settledRun(runtime.store, run)
+        : run;
     if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
     else process.stdout.write(`${formatRunSummary(final)}\n`);
     if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {

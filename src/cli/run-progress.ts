@@ -67,10 +67,43 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
       );
     }
   }
+  // A cancel ends the run at once; its rows in flight land after: the summary waits for them.
+  run = await settledRun(store, run, { read: async (last) => (await read(last)) ?? last });
   const average = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
   bar?.update(done(run), payload(run, average));
   bar?.stop();
   return run;
+}
+
+/** Longest wait for the rows of a run that just ended to land (settledRun). */
+export const SETTLE_WAIT_MS = 15_000;
+
+const isSettled = (r: RunRecord) =>
+  r.status === 'running' ||
+  r.status === 'blocked' ||
+  (r.counts.queued === 0 && (r.status !== 'cancelled' || r.producerDone));
+
+/**
+ * A run's status changes the moment it is cancelled, but its rows land after: requests already
+ * on the wire finish, rows the workers hold are recorded cancelled at their next request, and
+ * the producer records the rows it still holds as it stops. Waits (up to `timeoutMs`) until no
+ * row is queued and a cancelled run's producer is done, so a summary printed from the answer is
+ * the run's final count rather than the moment the status changed. A running or blocked run is
+ * returned as it is.
+ */
+export async function settledRun(
+  store: RunStore,
+  run: RunRecord,
+  o: { timeoutMs?: number; read?: (last: RunRecord) => Promise<RunRecord> } = {},
+): Promise<RunRecord> {
+  const read = o.read ?? (() => store.requireRun(run.id));
+  const deadline = Date.now() + (o.timeoutMs ?? SETTLE_WAIT_MS);
+  let last = run;
+  while (!isSettled(last) && Date.now() < deadline) {
+    await sleep(100);
+    last = await read(last);
+  }
+  return last;
 }
 
 const PRESENCE_EVERY_MS = 5000;

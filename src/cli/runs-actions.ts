@@ -19,7 +19,7 @@ import {
 } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 
 /** Where a run's results are read from: Redis while it is there, else its archive (retention). */
 async function resultsOf(
@@ -159,10 +159,20 @@ export async function cancelRunNow(id: string, opts: { reason: string }, command
       runId: id,
       reason: opts.reason,
     });
+    // What this command removed is only part of what the run ends with: say where the rest comes from.
     process.stdout.write(
-      `run ${id} cancelled: ${removed} waiting rows removed and recorded cancelled; rows in flight finish\n`,
+      [
+        `run ${id} cancelled:`,
+        `  removed from the queue: ${removed} waiting ${removed === 1 ? 'row' : 'rows'}, recorded cancelled`,
+        `  rows workers had taken: recorded cancelled at their next request (requests already sent finish)`,
+        `  rows the producer still holds or queues: recorded cancelled as it stops`,
+      ].join('\n') + '\n',
     );
-    process.stdout.write(`${formatRunSummary(after)}\n`);
+    // The summary is the run's final count once those rows have landed, not this moment's.
+    const final = await settledRun(rt.store, after);
+    process.stdout.write(`${formatRunSummary(final)}\n`);
+    if (final.counts.queued > 0)
+      process.stdout.write(`  ${final.counts.queued} rows are still being recorded: see crm-sync runs show ${id}\n`);
   });
 }
 

@@ -21,12 +21,20 @@ end
 /**
  * The checks every send passes first: the worker's job attempt is current (its BullMQ lock
  * still holds its token), the row is still in the job's retry round, and the row has no
- * result yet. Needs `row`, `round`, `token` and the keys `bucket_key`, `rounds_key`, `lock_key`.
+ * result yet, and its run was not cancelled. Needs `row`, `round`, `token` and the keys
+ * `bucket_key`, `rounds_key` (`<run key>:rounds`), `lock_key`.
  */
 const SEND_FENCE = `
 if redis.call('GET', lock_key) ~= token then return {'refused', 'lock'} end
 if (redis.call('HGET', rounds_key, row) or '0') ~= round then return {'refused', 'round'} end
 if redis.call('HEXISTS', bucket_key, row) == 1 then return {'has-result'} end
+-- A cancelled run sends no more rows, whichever job holds them: the row is recorded cancelled.
+-- The run's record and create markers are named from the rounds key (same hash tag), so the
+-- KEYS the scripts share stay as they are. A create an earlier attempt may have applied (its
+-- marker is left) still goes on to resolve that doubt.
+local fence_run_key = string.sub(rounds_key, 1, -8)
+if redis.call('HGET', fence_run_key, 'status') == 'cancelled'
+  and redis.call('HEXISTS', fence_run_key .. ':creating', row) == 0 then return {'refused', 'cancelled'} end
 `;
 
 /**

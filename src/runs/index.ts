@@ -1,4 +1,5 @@
 export type * from './run-types.js';
+export { FINAL_ROW_STATUSES } from './run-types.js';
 export { newRunId } from './run-id.js';
 export {
   RunStore,

@@ -71,8 +71,11 @@ export interface OrderSettlement {
   windowMs: number;
 }
 
-/** Why a result was not stored (see RECORD_RESULTS). */
-export type RefusalReason = 'lock' | 'round' | 'exists';
+/**
+ * Why a result was not stored (see RECORD_RESULTS), or a row not sent (the write fence's
+ * SEND_FENCE: `cancelled`, its run was cancelled).
+ */
+export type RefusalReason = 'lock' | 'round' | 'exists' | 'cancelled';
 
 export interface RecordOutcome {
   counts: RunCounts;

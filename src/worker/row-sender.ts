@@ -31,6 +31,8 @@ export type SendOutcome =
   | { kind: 'has-result' }
   /** The job is no longer this worker's: nothing more may be sent or stored. */
   | { kind: 'lost'; reason: string }
+  /** The row's run was cancelled before its request was sent: nothing was sent. */
+  | { kind: 'cancelled' }
   /** Not now: another write to the record (or an identical create) is on the wire. */
   | { kind: 'wait'; ms: number }
   /** The CRM call failed: the worker's verdict decides (retry, pause, fail). */
@@ -73,6 +75,8 @@ export class RowSender {
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
+      // The write fence refused the POST because the run was cancelled: the row was not sent.
+      if (out.kind === 'lost' && out.reason === 'cancelled') return { kind: 'cancelled' };
       if (out.kind !== 'exists') return out;
       // A concurrent upsert created this key first: this row updates that deal instead.
       this.o.logger.info(

@@ -122,6 +122,8 @@ type RowOutcome =
   | { kind: 'done'; result: RowResult; settles?: OrderSettlement }
   | { kind: 'recorded' }
   | { kind: 'wait'; ms: number }
+  /** The run was cancelled before the row's request went out (the write fence said so). */
+  | { kind: 'cancelled' }
   | Exclude<Verdict, { kind: 'fail' }>;
 
 /** The job is no longer this worker's (its lock is gone): nothing more is sent or stored. */
@@ -341,17 +343,26 @@ export class SyncWorker {
    */
   async #cancelledRun(job: SyncJob, data: SyncJobData, token: string): Promise<boolean> {
     if ((await this.#options.store.getStatus(data.runId)) !== 'cancelled') return false;
-    const { store } = this.#options;
-    const reason = (await store.getRun(data.runId))?.reason ?? 'the run was cancelled';
+    await this.#recordCancelled(job, data.runId, token, data.rows);
+    return true;
+  }
+
+  /** Records `rows` of a cancelled run `cancelled`, but those that already have a result. */
+  async #recordCancelled(
+    job: SyncJob,
+    runId: string,
+    token: string,
+    rows: Array<SyncJobData['rows'][number]>,
+  ): Promise<void> {
+    const reason = (await this.#options.store.getRun(runId))?.reason ?? 'the run was cancelled';
     // Rows an earlier start of the job sent keep their result (and need no refusal logged).
-    const rows = await this.#withoutResult<SyncJobData['rows'][number]>(data.runId, data.rows);
-    if (rows.length > 0)
+    const unsent = await this.#withoutResult(runId, rows);
+    if (unsent.length > 0)
       await this.#store(
         job,
-        data.runId,
-        rows.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, data.runId, token, r) })),
+        runId,
+        unsent.map((r) => ({ result: cancelled(r, reason, r.original), fence: this.#writer(job, runId, token, r) })),
       );
-    return true;
   }
 
   /** Rows of the workspace's running runs that have no result yet (the newest 200 runs). */
@@ -394,6 +405,7 @@ export class SyncWorker {
     const flaky: QueuedRow[] = [];
     const waiting: Array<{ row: QueuedRow; ms: number }> = [];
     let stop: PauseVerdict | { kind: 'paused' } | undefined;
+    let cancelledRun = false;
     let next = 0;
     try {
       for (; next < data.rows.length; next++) {
@@ -412,7 +424,11 @@ export class SyncWorker {
             fence: outcome.settles ? { ...writer, settles: outcome.settles } : writer,
           });
         else if (outcome.kind === 'wait') waiting.push({ row: r, ms: outcome.ms });
-        else if (outcome.kind === 'retry') {
+        else if (outcome.kind === 'cancelled') {
+          // The cancel landed while this job was running: none of its rows left is sent.
+          cancelledRun = true;
+          break;
+        } else if (outcome.kind === 'retry') {
           // A job of one row retries through BullMQ's backoff; a row of a batch retries alone,
           // so one flaky row neither holds up nor spends the attempts of the others.
           if (data.rows.length === 1) throw outcome.err;
@@ -426,6 +442,7 @@ export class SyncWorker {
       // Stored even when the job is lost: the fence refuses what this attempt may no longer write.
       if (results.length > 0) await this.#store(job, data.runId, results);
     }
+    if (cancelledRun) await this.#recordCancelled(job, data.runId, token, data.rows.slice(next));
     if (!stop) {
       if (flaky.length > 0) await this.#handOff(job, data.runId, flaky, { backoff: true });
       if (waiting.length > 0) await this.#defer(job, token, data, waiting);
@@ -466,6 +483,7 @@ export class SyncWorker {
       case 'has-result':
         return { kind: 'recorded' };
       case 'wait':
+      case 'cancelled':
         return sent;
       case 'lost':
         throw new JobLostError(job.id, sent.reason);

@@ -48,7 +48,7 @@ describe('runs cancel (child processes, as an operator runs them)', () => {
 
     const cancelled = await cli(['runs', 'cancel', id, '--reason', 'wrong file']);
     expect(cancelled.code).toBe(0);
-    expect(cancelled.stdout).toContain('5 waiting rows removed and recorded cancelled');
+    expect(cancelled.stdout).toContain('removed from the queue: 5 waiting rows, recorded cancelled');
     const run = await h.runtime.store.requireRun(id);
     expect(run).toMatchObject({
       status: 'cancelled',

@@ -1,0 +1,73 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cancelRun } from '../../src/queue/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { cliFor } from '../helpers/run-cli.js';
+
+// Issue 31, item 1: a cancel stops a run at its next request, not at its next job. Rows of jobs a
+// worker already took are recorded `cancelled` by the write fence; only requests already on the
+// wire finish. The simulator counts every request it is sent (real HTTP, real Redis).
+
+const CONCURRENCY = 4;
+const ROWS = 200;
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function startRun(): Promise<{ h: Harness; id: string }> {
+  h = await startHarness({
+    records: ROWS,
+    knownRateLimit: { max: 10, durationMs: 1000 },
+    workspace: { rowsPerJob: 10 },
+  });
+  const rows = [...h.ws.deals.values()].map((d) => [d.id, `Renamed ${d.id}`]);
+  const run = await h.importFile(h.file('rename.csv', csv(['id', 'name'], rows)), 'deal.update');
+  await h.startWorkers({ concurrency: CONCURRENCY });
+  // Under way: every job slot holds a job of ten rows, most of them not sent yet.
+  const until = Date.now() + 20_000;
+  while (h.ws.stats.requests < 12) {
+    if (Date.now() > until) throw new Error('the run did not start sending');
+    await sleep(20);
+  }
+  return { h, id: run.id };
+}
+
+describe('cancel stops at the next request', () => {
+  it('after the cancel returns, at most `concurrency` requests reach the CRM; every unsent row ends cancelled', async () => {
+    const { h, id } = await startRun();
+    await cancelRun({ store: h.runtime.store, queueFor: (w) => h.runtime.queue(w), runId: id, reason: 'stop now' });
+    const atCancel = h.ws.stats.requests;
+    const run = await h.waitForRun(id, 20_000, (r) => r.counts.queued === 0);
+    // Nothing trickles in later either (a job that is retried, a row handed off).
+    await sleep(1500);
+    const after = h.ws.stats.requests - atCancel;
+    expect(after).toBeLessThanOrEqual(CONCURRENCY);
+    expect(run.status).toBe('cancelled');
+    const results = await resultsByRow(h, id);
+    expect(results).toHaveLength(ROWS);
+    const sent = results.filter((r) => r.status === 'succeeded').length;
+    expect(run.counts).toMatchObject({ total: ROWS, queued: 0, succeeded: sent, cancelled: ROWS - sent });
+    // A request for each row that succeeded, none for a cancelled one.
+    expect(h.ws.stats.requests).toBe(sent);
+    for (const r of results.filter((x) => x.status === 'cancelled')) expect(r.message).toBe('not sent: stop now');
+  }, 60_000);
+
+  it('runs cancel says what it removed, that the rest follows, and ends with the final counts', async () => {
+    const { h, id } = await startRun();
+    const out = await cliFor(() => h)(['runs', 'cancel', id, '--reason', 'wrong file']);
+    expect(out.code).toBe(0);
+    const removed = Number(/removed from the queue: (\d+) waiting rows?, recorded cancelled/.exec(out.stdout)?.[1]);
+    expect(removed).toBeGreaterThan(0);
+    expect(out.stdout).toContain('rows workers had taken: recorded cancelled at their next request');
+    expect(out.stdout).toContain('rows the producer still holds or queues: recorded cancelled as it stops');
+    const final = await h.waitForRun(id, 20_000, (r) => r.counts.queued === 0);
+    // The summary printed is the run as it ended: the rows of the jobs in flight are counted too.
+    expect(final.counts.cancelled).toBeGreaterThan(removed);
+    expect(out.stdout).toContain(`${final.counts.succeeded} succeeded`);
+    expect(out.stdout).toContain(`, ${final.counts.cancelled} cancelled`);
+    expect(out.stdout).not.toContain('still queued');
+  }, 60_000);
+});
