@@ -23,8 +23,8 @@ function distance(a: string, b: string): number {
 }
 
 /**
- * The candidate a person most likely meant by `name`, or undefined when none is close: equal
- * but for case and separators, one a prefix of the other (`phone` → `phone_number`), or a few
+ * The candidate a person most likely meant by `name`, never `name` itself, or undefined when
+ * none is close: equal but for case and separators, one a prefix of the other (`phone` → `phone_number`), or a few
  * typos apart (`emial` → `email`).
  */
 export function nearest(name: string, candidates: readonly string[]): string | undefined {
@@ -33,7 +33,8 @@ export function nearest(name: string, candidates: readonly string[]): string | u
   let best: { candidate: string; score: number } | undefined;
   for (const candidate of candidates) {
     const c = squash(candidate);
-    if (c === '') continue;
+    // The name itself is no suggestion ("id" did you mean "id"?).
+    if (c === '' || candidate === name) continue;
     let score: number;
     if (c === n) score = 0;
     else if (c.startsWith(n) || n.startsWith(c)) score = 1;

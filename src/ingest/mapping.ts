@@ -88,6 +88,11 @@ export interface ColumnRule {
   trim: boolean;
   /** The mapping named the type: JSON numbers and booleans may then become text. */
   typed: boolean;
+  /**
+   * The column is named like its field and the mapping does not name it: it maps itself, and a
+   * file without it is fine (only columns a mapping names must be in the header).
+   */
+  implicit: boolean;
 }
 
 const ROW_FIELDS: Record<Operation, readonly string[]> = {
@@ -183,6 +188,7 @@ const DEFAULT_RULES = Object.fromEntries(
       separator: ';',
       trim: true,
       typed: false,
+      implicit: true,
     })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
@@ -191,8 +197,8 @@ const ruleCache = new WeakMap<Mapping, Map<Operation, ColumnRule[]>>();
 
 /**
  * The mapping's rules for `op`, checked against the operation's fields (MAPPING_INVALID when a
- * column targets a field the operation does not have). Without a mapping, every field maps
- * from the column of the same name.
+ * column targets a field the operation does not have). Every field no mapping entry targets maps
+ * from the column of the same name (all of them without a mapping); those rules are `implicit`.
  */
 export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[] {
   const fields = fieldsOf(op);
@@ -212,7 +218,15 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       separator: rule.separator ?? ';',
       trim: rule.trim ?? true,
       typed: typeof target !== 'string' && target.type !== undefined,
+      implicit: false,
     });
+  }
+  // A mapping file names the odd columns; the rest, named like their field, still map
+  // themselves (the README's promise). Not a field another column already maps to, and not a
+  // column the mapping itself names (mapped elsewhere, or null to skip it).
+  for (const rule of DEFAULT_RULES[op]) {
+    if (Object.hasOwn(mapping.columns, rule.column) || rules.some((r) => r.field === rule.field)) continue;
+    rules.push(rule);
   }
   if (wrong.length > 0) {
     throw new CrmSyncError(

@@ -65,7 +65,8 @@ export class RowDecoder {
     this.#mapping = options.mapping;
     this.rules = rulesFor(options.op, options.mapping);
     this.unknownColumns = options.ignoreUnknownColumns || options.mapping?.unmapped === 'ignore' ? 'ignore' : 'error';
-    const named = options.mapping ? Object.keys(options.mapping.columns) : fieldsOf(options.op);
+    // The columns the rules read (a mapping's and those named like a field) and the ones it skips.
+    const named = [...this.rules.map((r) => r.column), ...Object.keys(options.mapping?.columns ?? {})];
     this.#known = new Set([...named, ...(options.extraColumns ?? [])]);
     this.#skipped = new Set(
       Object.entries(options.mapping?.columns ?? {})
@@ -94,7 +95,9 @@ export class RowDecoder {
     const problems: string[] = [];
     const present = new Set(columns);
     const missing =
-      this.#mapping && complete ? this.rules.filter((r) => !present.has(r.column)).map((r) => r.column) : [];
+      this.#mapping && complete
+        ? this.rules.filter((r) => !r.implicit && !present.has(r.column)).map((r) => r.column)
+        : [];
     for (const column of missing) {
       problems.push(
         `the mapping names column ${JSON.stringify(column)}, which the file does not have${didYouMean(column, columns)}`,

@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { CrmSyncError } from '../../src/errors/index.js';
 import type { Operation } from '../../src/crm/index.js';
 import {
+  didYouMean,
   fieldsOf,
   loadMapping,
+  nearest,
   parseMapping,
   readMappingFile,
   RowDecoder,
@@ -213,5 +215,47 @@ describe('mapRow coercions', () => {
     expect(mapRow('deal.update', { name: { first: 'x' } }).errors).toEqual([
       { field: 'name', message: 'must be text, not an object' },
     ]);
+  });
+});
+
+describe('a mapping file that names only the odd column (issue 31)', () => {
+  const mapping = parseMapping({ columns: { Phone: 'phone_number' } }, 'phone.json');
+
+  it('columns named like a field map themselves beside it: id,name,Phone is accepted', () => {
+    const decoder = new RowDecoder({ op: 'contact.update', mapping });
+    expect(() => decoder.checkColumns(['id', 'name', 'Phone'], true)).not.toThrow();
+    expect(decoder.decodeValues({ id: 'c1', name: 'Ada', Phone: ' +49 30 1 ' })).toEqual({
+      payload: expect.objectContaining({ id: 'c1', fields: { name: 'Ada', phone_number: '+49 30 1' } }),
+    });
+  });
+
+  it('a file without the self-mapping columns is not missing anything; one without the named column is', () => {
+    const decoder = new RowDecoder({ op: 'contact.update', mapping });
+    expect(() => decoder.checkColumns(['id', 'Phone'], true)).not.toThrow();
+    expect(thrown(() => decoder.checkColumns(['id', 'name'], true)).message).toContain(
+      'the mapping names column "Phone", which the file does not have',
+    );
+  });
+
+  it('a field the mapping fills from another column, or a column it skips, does not map itself', () => {
+    const renamed = parseMapping({ columns: { 'Full name': 'name', email: null } }, 'm.json');
+    const decoder = new RowDecoder({ op: 'contact.update', mapping: renamed });
+    const err = thrown(() => decoder.checkColumns(['id', 'Full name', 'name', 'email'], true));
+    expect(err.code).toBe('INPUT_COLUMNS');
+    expect(err.message).toMatch(/column\(s\) "name" map to no field/);
+    expect(decoder.ignoredColumns(['id', 'Full name', 'email'])).toEqual(['email']);
+    expect(decoder.decodeValues({ id: 'c1', 'Full name': 'Ada', email: 'a@b.example' })).toEqual({
+      payload: expect.objectContaining({ fields: { name: 'Ada' } }),
+    });
+  });
+});
+
+describe('did you mean', () => {
+  it('never suggests the name itself', () => {
+    expect(nearest('id', ['id', 'name'])).toBeUndefined();
+    expect(didYouMean('name', ['name'])).toBe('');
+    expect(didYouMean('phone', ['phone', 'phone_number'])).toBe(' (did you mean "phone_number"?)');
+    // Another spelling of the same name is a suggestion.
+    expect(didYouMean('Email', ['email'])).toBe(' (did you mean "email"?)');
   });
 });

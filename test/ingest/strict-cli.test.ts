@@ -92,6 +92,16 @@ describe('unknown columns and keys are refused before anything is sent', () => {
     expect((await h.runtime.store.listRuns({ limit: 1000 })).runs.length).toBe(runsBefore);
   }, 60_000);
 
+  it('a mapping file naming only the odd column: id and name map themselves beside it', async () => {
+    const c = contacts()[3]!;
+    const mapping = h.file('phone-mapping.json', JSON.stringify({ columns: { Phone: 'phone_number' } }));
+    const table = h.file('odd-column.csv', csv(['id', 'name', 'Phone'], [[c.id, 'Odd Column', '+49 30 555']]));
+    const done = await cli(['import', table, '--op', 'contact.update', '-w', 'acme', '--mapping', mapping, '--work']);
+    expect(done.stderr).not.toContain('did you mean');
+    expect(done.code).toBe(0);
+    expect(h.ws.contacts.get(c.id)).toMatchObject({ name: 'Odd Column', phone_number: '+49 30 555' });
+  }, 60_000);
+
   it('reconcile refuses the same unknown column as import, before paging the CRM, and labels a bad cell the same way', async () => {
     const d = deals()[2]!;
     const mapping = h.file(
