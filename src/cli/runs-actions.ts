@@ -80,7 +80,7 @@ export async function exportRun(id: string, opts: { failed?: boolean; out?: stri
 /** `runs retry` */
 export async function retryRunRows(
   id: string,
-  opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean },
+  opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean; resendSuperseded?: boolean },
   command: Command,
 ): Promise<void> {
   await withRuntime(command, async (scope) => {
@@ -93,6 +93,7 @@ export async function retryRunRows(
         store: runtime.store,
         ...(opts.file ? { file: opts.file } : {}),
         ...(opts.rows ? { rows: opts.rows } : {}),
+        ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {
@@ -107,6 +108,7 @@ export async function retryRunRows(
         );
       }
       process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
+      process.stdout.write(writtenLaterWords(id, summary.writtenLater));
       if (!opts.work && !opts.wait && summary.progress.queued > 0) await warnIfNoWorkers(runtime.store, run.workspace);
       for (const i of summary.ignored.slice(0, 20))
         process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
@@ -213,4 +215,17 @@ export async function resumeRun(id: string, command: Command): Promise<void> {
         `the workspace stays paused by an operator (${paused.reason}): crm-sync workspace resume -w ${run.workspace}\n`,
       );
   });
+}
+
+/** What a retry did with rows a later run had already written: said before anything is sent. */
+export function writtenLaterWords(id: string, w: { skipped: number; resent: number }): string {
+  const lines: string[] = [];
+  if (w.skipped > 0)
+    lines.push(
+      `${w.skipped} rows not sent again: later runs already wrote every field they would change ` +
+        `(they end superseded; "crm-sync runs retry ${id} --resend-superseded" writes them over the later values)`,
+    );
+  if (w.resent > 0)
+    lines.push(`${w.resent} rows a later run had written are sent as new writes: their values become the latest`);
+  return lines.map((l) => `${l}\n`).join('');
 }

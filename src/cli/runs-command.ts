@@ -59,9 +59,17 @@ export function registerRunsCommand(program: Command): void {
     .option('--rows <list>', 'only these rows, e.g. 3,7,10-12', rowList)
     .option('--wait', 'follow the run to the end')
     .option('--work', 'also process the queue in this process (implies --wait)')
+    .option(
+      '--resend-superseded',
+      'also send rows whose every field a later run already wrote, as new writes that become the ' +
+        "records' latest (default: such rows are not sent and end superseded)",
+    )
     .action(
-      async (id: string, opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean }, command: Command) =>
-        (await actions()).retryRunRows(id, opts, command),
+      async (
+        id: string,
+        opts: { file?: string; rows?: number[]; wait?: boolean; work?: boolean; resendSuperseded?: boolean },
+        command: Command,
+      ) => (await actions()).retryRunRows(id, opts, command),
     );
 
   runs

@@ -14,6 +14,12 @@ export interface QueuedRow {
   original: Record<string, string>;
   /** Retry round (the retry's job generation) when `runs retry` queued the row. Default 0. */
   round?: number;
+  /**
+   * The row's place in its records' write order when it is not its run's: `runs retry
+   * --resend-superseded` gives its rows a new place after every earlier write, so they become
+   * the records' latest. A run-id-like token (RowFence seqOf). Default: the row's run.
+   */
+  orderAs?: string;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ProducerOptions {
   rowsPerJob?: number;
   /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
   generation?: number;
+  /** Every update row's place in write order (QueuedRow.orderAs). Default: the run's own. */
+  orderAs?: string;
   /** Validate and record only; send nothing (valid rows end `skipped`, "dry run"). Default false. */
   dryRun?: boolean;
   /** The rows were already counted as queued (a retry, after `requeueRows`). Default false. */
@@ -102,6 +104,7 @@ export async function produceRun(
   const generation = options.generation ?? 0;
   // A retry's rows carry its round: the run store lets only that round's job write them.
   const round = generation === 0 ? {} : { round: generation };
+  const orderAs = options.orderAs !== undefined ? { orderAs: options.orderAs } : {};
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
   const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
@@ -241,7 +244,7 @@ export async function produceRun(
       }
     } else {
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
-      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round });
+      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

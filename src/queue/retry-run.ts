@@ -1,7 +1,17 @@
-import type { Operation } from '../crm/index.js';
+import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, RowDecoder, type IngestedRow } from '../ingest/index.js';
-import { isExportMetaColumn, unescapeCsvCell, type RunRecord, type RunStore } from '../runs/index.js';
+import {
+  isExportMetaColumn,
+  newRunId,
+  RowFence,
+  superseded,
+  unescapeCsvCell,
+  wouldBeSuperseded,
+  type RowResult,
+  type RunRecord,
+  type RunStore,
+} from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
@@ -20,6 +30,13 @@ export interface RetryRunOptions {
   highWaterMark?: number;
   /** How many ignored lines of a corrected file are kept with their reason. Default 200. */
   ignoredSampleSize?: number;
+  /**
+   * Rows whose every field a later run already wrote: false (default) records them
+   * `superseded` and sends nothing (sending would put older values back); true sends them as
+   * new writes that become the records' latest (every row of the retry then orders after
+   * every write made before it).
+   */
+  resendSuperseded?: boolean;
 }
 
 export interface RetrySummary {
@@ -32,6 +49,11 @@ export interface RetrySummary {
   ignored: IgnoredLine[];
   /** How many lines were ignored in all (≥ ignored.length). */
   ignoredCount: number;
+  /**
+   * Rows a later run had already written (every field they would change): recorded
+   * `superseded` and not sent, or with `resendSuperseded` sent as new writes (`resent`).
+   */
+  writtenLater: { skipped: number; resent: number };
 }
 
 export interface IgnoredLine {
@@ -102,6 +124,9 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   // The retry's round: part of its job ids (not deduped against earlier jobs) and, in the run
   // store, what fences the rows' earlier jobs off.
   const generation = Date.now();
+  // A resend orders after every write made before this moment (a run id is such a place).
+  const orderAs = options.resendSuperseded ? newRunId() : undefined;
+  const order = new OrderCheck(run, store, generation, orderAs);
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
   const { run: after, progress } = await runLife({
     store,
@@ -122,7 +147,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
       const rows = options.file
         ? fromCorrectedFile(options.file, run, decoder, store, ignored, room, generation)
         : fromStoredRows(options.rows, run, decoder, store, room, generation);
-      return produceRun(rows, {
+      return produceRun(order.filter(rows), {
         highWaterMark: highWater,
         queue: options.queue,
         store,
@@ -133,10 +158,72 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
         ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
         rowsPerJob,
         logger,
+        ...(orderAs ? { orderAs } : {}),
       });
     },
   });
-  return { run: after, progress, ignored: ignored.sample, ignoredCount: ignored.count };
+  const writtenLater = { skipped: order.skipped, resent: order.resent };
+  return { run: after, progress, ignored: ignored.sample, ignoredCount: ignored.count, writtenLater };
+}
+
+/**
+ * Before a retried update row is queued: did a later run already write every field it would
+ * change? Then sending it would put older values back, and the retry says so up front —
+ * it records the row `superseded` at once (default), or counts it as resent.
+ */
+class OrderCheck {
+  skipped = 0;
+  resent = 0;
+  readonly #fence: RowFence;
+  #results: RowResult[] = [];
+
+  constructor(
+    private readonly run: RunRecord,
+    private readonly store: RunStore,
+    private readonly round: number,
+    private readonly orderAs: string | undefined,
+  ) {
+    this.#fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
+  }
+
+  async *filter(rows: AsyncIterable<IngestedRow>): AsyncIterable<IngestedRow> {
+    for await (const row of rows) {
+      if (await this.#keep(row)) yield row;
+      if (this.#results.length >= CHUNK) await this.#flush();
+    }
+    await this.#flush();
+  }
+
+  async #keep(row: IngestedRow): Promise<boolean> {
+    const p = row.payload;
+    if (!p || p.op === 'deal.create' || p.op === 'team.invite') return true;
+    const fields = Object.keys(p.fields).filter((f) => (p.fields as Record<string, unknown>)[f] !== undefined);
+    const record = { resource: OPERATION_RESOURCE[p.op], id: p.id };
+    const later = await this.#fence.laterWrites({ runId: this.run.id, row: row.row }, record, fields);
+    if (!wouldBeSuperseded(fields, UPDATE_REQUIRED_FIELDS[p.op], later)) return true;
+    if (this.orderAs) {
+      this.resent++;
+      return true;
+    }
+    this.skipped++;
+    const runs = [...new Set(later.map((l) => l.by.split('#')[0]))].join(', ');
+    this.#results.push(
+      superseded(
+        row,
+        `not sent again: later rows (run ${runs}) wrote every field this row would change; ` +
+          `"runs retry ${this.run.id} --resend-superseded" sends it as a new write over them`,
+      ),
+    );
+    return false;
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#results.length === 0) return;
+    const results = this.#results;
+    this.#results = [];
+    const fence = { lockKey: '', token: '', round: this.round };
+    await this.store.recordFenced(this.run.id, results, { fences: results.map(() => fence) });
+  }
 }
 
 async function* fromStoredRows(

@@ -19,6 +19,7 @@ export {
 export {
   RowFence,
   seqOf,
+  wouldBeSuperseded,
   type RowFenceOptions,
   type RowWriter,
   type RecordRef,

@@ -27,6 +27,8 @@ export interface RowWriter {
   round: number;
   lockKey: string;
   token: string;
+  /** The row's place in write order when not its run's (QueuedRow.orderAs). Default: `runId`. */
+  orderAs?: string;
 }
 
 export interface RowFenceOptions {
@@ -140,7 +142,7 @@ export class RowFence {
     fields: Readonly<Record<string, unknown>>,
     required: readonly string[] = [],
   ): Promise<BeginUpdate> {
-    const seq = seqOf(w.runId, w.row);
+    const seq = seqOf(w.orderAs ?? w.runId, w.row);
     const values: Record<string, string> = {};
     for (const [name, value] of Object.entries(fields)) if (value !== undefined) values[name] = JSON.stringify(value);
     const reply = await this.#run(
@@ -167,6 +169,35 @@ export class RowFence {
   /** What ends the row's in-flight lease together with its result (RunStore.recordFenced). */
   settlement(record: RecordRef, seq: string, applied: boolean): OrderSettlement {
     return { key: this.#orderKey(record), seq, applied, windowMs: this.#orderWindowMs };
+  }
+
+  /**
+   * Which of `fields` a row after `w`'s place in order already wrote to the record, as the
+   * fence sees it now (a write on the wire counts): read only, for a retry that says before it
+   * sends which rows a later run already wrote. The fence decides again at send time.
+   */
+  async laterWrites(w: Pick<RowWriter, 'runId' | 'row' | 'orderAs'>, record: RecordRef, fields: readonly string[]) {
+    const seq = seqOf(w.orderAs ?? w.runId, w.row);
+    const key = this.#orderKey(record);
+    let stored: Record<string, string>;
+    try {
+      stored = await this.#redis.hgetall(key);
+    } catch (err) {
+      // An order value of the earlier layout is one string: a write of every field.
+      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err;
+      stored = { '*': ((await this.#redis.get(key)) ?? '').split('|')[0] ?? '' };
+    }
+    const star = stored['*'] ?? '';
+    const inflight = stored['~'] ? (JSON.parse(stored['~']) as { s?: string; f?: Record<string, string> }) : {};
+    const later: WrittenLater[] = [];
+    for (const field of fields) {
+      let by = star;
+      const own = (stored[`f:${field}`] ?? '').split('|')[0] ?? '';
+      if (own > by) by = own;
+      if (inflight.s && inflight.f && field in inflight.f && inflight.s > by) by = inflight.s;
+      if (by > seq) later.push({ field, by });
+    }
+    return later;
   }
 
   /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */
@@ -321,6 +352,19 @@ export class RowFence {
     const reply = await script.run(this.#redis, keys, args);
     return Array.isArray(reply) ? reply.map(String) : [String(reply)];
   }
+}
+
+/**
+ * A row whose every field but the required ones a later row wrote sends nothing (BEGIN_UPDATE
+ * decides the same at send time): `superseded`.
+ */
+export function wouldBeSuperseded(
+  fields: readonly string[],
+  required: readonly string[],
+  writtenLater: readonly WrittenLater[],
+): boolean {
+  const later = new Set(writtenLater.map((w) => w.field));
+  return later.size > 0 && fields.every((f) => required.includes(f) || later.has(f));
 }
 
 /**

@@ -126,7 +126,12 @@ export class RowSender {
     writtenLater: readonly WrittenLater[],
   ): Promise<SendOutcome> {
     const base = placeOf(r);
-    const note = partlySent(payload.fields, writtenLater);
+    const partly = partlySent(payload.fields, writtenLater);
+    // A resent row's place in order is the retry's, after every write before it.
+    const resent = r.orderAs
+      ? 'sent as a new write (runs retry --resend-superseded): these values are now the latest'
+      : undefined;
+    const note = [resent, partly].filter(Boolean).join('; ') || undefined;
     const opts = signal ? { signal } : {};
     const sent = sentDigest(RESOURCE[payload.op], payload.fields);
     // An applied write's lease ends with its result, in the same script call.

@@ -386,8 +386,9 @@ export class SyncWorker {
   }
 
   /** The write fence's view of this job attempt sending row `r`. */
-  #writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number }): RowWriter {
-    return { runId, row: r.row, round: r.round ?? 0, lockKey: `${this.#lockPrefix}${job.id ?? ''}:lock`, token };
+  #writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number; orderAs?: string }): RowWriter {
+    const lockKey = `${this.#lockPrefix}${job.id ?? ''}:lock`;
+    return { runId, row: r.row, round: r.round ?? 0, lockKey, token, ...(r.orderAs ? { orderAs: r.orderAs } : {}) };
   }
 
   /**

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryRun } from '../../src/queue/index.js';
+import { writtenLaterWords } from '../../src/cli/runs-actions.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+
+/*
+ * A retry of rows that a later run has written since (issue 31, item 3): the retry says, before
+ * it sends anything, how many rows a later run already wrote in full; by default those are not
+ * sent (superseded), rows with a field of their own still send it, and --resend-superseded
+ * sends them as new writes that become the records' latest.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ records: 30, retry: { attempts: 2, backoffMs: 20 } });
+  await h.startWorkers();
+});
+afterAll(async () => h?.close());
+
+/** Run A: value and name of six deals, failed by an outage; run B writes them after. */
+async function failedRunThenLaterRun(offset: number, label: string) {
+  const deals = [...h.ws.deals.values()].slice(offset, offset + 6);
+  h.ws.setFaults({ errorRate: 1 });
+  const a = h.file(
+    `${label}-a.csv`,
+    csv(
+      ['id', 'name', 'value'],
+      deals.map((d, i) => [d.id, `${label} A ${i}`, 100 + i]),
+    ),
+  );
+  const runA = await h.waitForRun((await h.importFile(a, 'deal.update')).id, 30_000);
+  h.ws.setFaults({});
+  expect(runA.counts.failed).toBe(6);
+  // Run B: the first three deals in full, the last three only their name.
+  const b = h.file(
+    `${label}-b.csv`,
+    csv(
+      ['id', 'name', 'value'],
+      deals.map((d, i) => [d.id, `${label} B ${i}`, i < 3 ? 200 + i : '']),
+    ),
+  );
+  const runB = await h.waitForRun((await h.importFile(b, 'deal.update')).id, 30_000);
+  expect(runB.counts.succeeded).toBe(6);
+  return { deals, runA };
+}
+
+describe('runs retry of rows a later run wrote', () => {
+  it('by default sends only what no later run wrote, and says how many rows it will not send', async () => {
+    const { deals, runA } = await failedRunThenLaterRun(0, 'skip');
+    const writes = h.ws.stats.writes.dealUpdate;
+    const summary = await retryRun({ runId: runA.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    expect(summary.writtenLater).toEqual({ skipped: 3, resent: 0 });
+    expect(writtenLaterWords(runA.id, summary.writtenLater)).toMatch(
+      new RegExp(
+        `^3 rows not sent again: later runs already wrote every field .*runs retry ${runA.id} --resend-superseded`,
+      ),
+    );
+    const done = await h.waitForRun(runA.id, 30_000);
+    expect(done.counts).toMatchObject({ total: 6, succeeded: 3, superseded: 3, failed: 0, queued: 0 });
+    // Only the three rows with a field of their own (value) were sent.
+    expect(h.ws.stats.writes.dealUpdate - writes).toBe(3);
+    const results = await resultsByRow(h, runA.id);
+    for (const [i, d] of deals.entries()) {
+      const now = h.ws.deals.get(d.id)!;
+      // Every field holds its latest writer's value: B's name everywhere, B's value on the first three.
+      expect(now).toMatchObject({ name: `skip B ${i}`, value: i < 3 ? 200 + i : 100 + i });
+      if (i < 3) {
+        expect(results[i]).toMatchObject({ status: 'superseded', code: 'ROW_SUPERSEDED' });
+        expect(results[i]!.message).toMatch(/^not sent again: later rows \(run .+\) wrote every field/);
+      } else {
+        expect(results[i]).toMatchObject({ status: 'succeeded' });
+        expect(results[i]!.message).toMatch(/^sent value; name sent as the later row wrote it/);
+      }
+    }
+  }, 60_000);
+
+  it('with resendSuperseded sends every row as a new write that becomes the latest', async () => {
+    const { deals, runA } = await failedRunThenLaterRun(10, 'resend');
+    const summary = await retryRun({
+      runId: runA.id,
+      queue: h.runtime.queue('acme'),
+      store: h.runtime.store,
+      resendSuperseded: true,
+    });
+    expect(summary.writtenLater).toEqual({ skipped: 0, resent: 3 });
+    expect(writtenLaterWords(runA.id, summary.writtenLater)).toMatch(/^3 rows a later run had written are sent as new/);
+    const done = await h.waitForRun(runA.id, 30_000);
+    expect(done.counts).toMatchObject({ total: 6, succeeded: 6, superseded: 0, failed: 0 });
+    for (const [i, d] of deals.entries())
+      expect(h.ws.deals.get(d.id)).toMatchObject({ name: `resend A ${i}`, value: 100 + i });
+    const results = await resultsByRow(h, runA.id);
+    for (const r of results) expect(r.message).toMatch(/^sent as a new write \(runs retry --resend-superseded\)/);
+  }, 60_000);
+});
