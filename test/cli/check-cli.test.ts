@@ -1,5 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactRedisUrl } from '../../src/queue/index.js';
 import { freePort } from '../../src/runtime/index.js';
@@ -70,6 +71,50 @@ describe('crm-sync check (preflight)', () => {
     const res = await cli(['check', '-w', 'acme'], { REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
     expect(res.code).toBe(4);
     expect(res.stdout).toMatch(/^fail {2}redis: .* cannot be reached/m);
+  }, 60_000);
+});
+
+describe('crm-sync check with nothing to run (issue 31)', () => {
+  /** `crm-sync check` started in `cwd`, as a new user runs it in an empty folder. */
+  function checkIn(cwd: string, globals: string[] = [], env: NodeJS.ProcessEnv = {}) {
+    const childEnv: NodeJS.ProcessEnv = { ...h.env, CI: 'true', ...env };
+    delete childEnv.CRM_SYNC_CONFIG;
+    return new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+      execFile(
+        process.execPath,
+        [resolve('bin/crm-sync.js'), ...globals, '--log-level', 'warn', 'check'],
+        { cwd, env: childEnv, timeout: 60_000 },
+        (err, stdout, stderr) =>
+          done({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+      );
+    });
+  }
+
+  it('fails (exit 2) without a config file, saying where it looked', async () => {
+    const empty = mkdtempSync(join(h.dir, 'empty-'));
+    const res = await checkIn(empty);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toContain(
+      `fail  config: no config file: looked for ${join(empty, 'crm-sync.config.json')} (neither --config nor CRM_SYNC_CONFIG is set)`,
+    );
+    expect(res.stdout).not.toContain('is valid');
+  }, 60_000);
+
+  it('fails (exit 2) with a config of zero workspaces, naming the file', async () => {
+    const path = join(h.dir, 'no-workspaces.json');
+    writeFileSync(path, JSON.stringify({ workspaces: {} }));
+    const res = await checkIn(h.dir, ['--config', path]);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toContain(`fail  config: ${path} names no workspaces`);
+  }, 60_000);
+
+  it('fails (exit 2) on a dashboard token anyone can guess, without printing it', async () => {
+    const res = await cli(['check', '-w', 'acme'], { CRM_SYNC_DASHBOARD_TOKEN: 'a'.repeat(32) });
+    expect(res.code).toBe(2);
+    expect(res.stdout).toContain(
+      'fail  dashboard: the dashboard token (CRM_SYNC_DASHBOARD_TOKEN) is one character repeated',
+    );
+    expect(res.stdout + res.stderr).not.toContain('a'.repeat(32));
   }, 60_000);
 });
 
