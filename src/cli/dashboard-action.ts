@@ -7,6 +7,7 @@ import { buildDashboard, checkTokenStrength } from '../dashboard/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openRuntime } from '../runtime/index.js';
 import { cliContext } from './context.js';
+import { listenError } from './listen-errors.js';
 import { TOKEN_ENV, type DashboardCommandOptions } from './dashboard-arguments.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 
@@ -66,7 +67,11 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
     await runtime.close();
     throw err;
   });
-  const address = await app.listen({ port: opts.port, host: opts.host });
+  const address = await app.listen({ port: opts.port, host: opts.host }).catch(async (err: unknown) => {
+    await app.close();
+    await runtime.close();
+    throw listenError(err, { what: 'the dashboard', host: opts.host, port: opts.port });
+  });
   process.stdout.write(`crm-sync dashboard on ${address}${token === null ? '  (NO AUTHENTICATION)' : ''}\n`);
   await new Promise<void>((resolve) => {
     onShutdown(

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest } from '../helpers/http.js';
 import { startHarness, type Harness } from '../helpers/pipeline.js';
@@ -17,6 +18,26 @@ describe('crm-sync dashboard', () => {
     const res = await runCli(['--config', h.configPath, 'dashboard', '--port', '0'], env);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/needs a token: set CRM_SYNC_DASHBOARD_TOKEN.*--insecure-no-auth/);
+  }, 30_000);
+
+  it('on a port in use: exit 2 and one line that says so, no stack trace', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const res = await runCli(['--config', h.configPath, 'dashboard', '--host', '127.0.0.1', '--port', String(port)], {
+        ...h.env,
+        CRM_SYNC_DASHBOARD_TOKEN: 'cli-test-token-1234567890abcdef0123',
+      });
+      expect(res.code).toBe(2);
+      expect(res.stderr).toContain(
+        `the dashboard cannot listen on 127.0.0.1:${port}: the port is already in use (another crm-sync?); pick another with --port, or --port 0 for any free one`,
+      );
+      expect(res.stderr).not.toMatch(/unexpected error|^\s+at /m);
+      expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   }, 30_000);
 
   it('starts with a token, answers /healthz, and stops on SIGTERM', async () => {
