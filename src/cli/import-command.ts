@@ -36,6 +36,12 @@ export function registerImportCommand(program: Command): void {
       positiveInt,
       10_000,
     )
+    .option(
+      '--redis-outage <seconds>',
+      'ride out Redis not answering this long while reading and following, then exit 5 (the run can be resumed)',
+      positiveInt,
+      60,
+    )
     .option('--json', 'print the run as JSON on stdout at the end')
     .option(
       '--reconcile',

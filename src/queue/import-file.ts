@@ -15,7 +15,7 @@ import type { WorkspaceQueue } from './workspace-queue.js';
 
 export interface ImportFileOptions extends Pick<
   ProducerOptions,
-  'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger'
+  'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger' | 'redisOutageMs'
 > {
   /**
    * A file's path, or an opened database query (openPostgresSource): both are read by the same

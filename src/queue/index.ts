@@ -87,4 +87,10 @@ export {
   type CancelSummary,
 } from './stop-run.js';
 export { retryRun, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
-export { PRODUCER_HEARTBEAT_MS, PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+export {
+  PRODUCER_HEARTBEAT_MS,
+  PRODUCER_SILENCE_MS,
+  producerIdentity,
+  exitedProducer,
+  producerGone,
+} from './producer-heartbeat.js';

@@ -4,7 +4,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { ingest, parseMapping, type IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { PRODUCER_SILENCE_MS } from './producer-heartbeat.js';
+import { PRODUCER_SILENCE_MS, producerGone } from './producer-heartbeat.js';
 import { runLife } from './run-life.js';
 import { produceRun, type ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
@@ -36,7 +36,7 @@ export async function resumeProducer(
 ): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { store, runId } = options;
   const run = await store.requireRun(runId);
-  const op = refuseUnresumable(run);
+  const op = refuseUnresumable(run, producerGone(await store.producerOf(runId)));
   const logger = options.logger ?? silentLogger;
   const through = run.producedRow ?? 0;
   const mapping =
@@ -77,8 +77,11 @@ export async function resumeProducer(
   }
 }
 
-/** The run's operation, once nothing stands in the way of a resume. */
-function refuseUnresumable(run: RunRecord): Operation {
+/**
+ * The run's operation, once nothing stands in the way of a resume. `gone`: its producer is known
+ * to have exited (it said so, or its pid on this host is free), so its silence need not be waited out.
+ */
+function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
   const op = run.operation;
   const why = (text: string) => new CrmSyncError('RUN_STATE', `run ${run.id} cannot be resumed: ${text}`);
   if (run.producerDone)
@@ -96,7 +99,7 @@ function refuseUnresumable(run: RunRecord): Operation {
   if (run.status === 'cancelled')
     throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
   const seen = Date.parse(run.producerSeenAt ?? run.createdAt);
-  if (run.status !== 'failed' && Date.now() - seen < PRODUCER_SILENCE_MS) {
+  if (run.status !== 'failed' && !gone && Date.now() - seen < PRODUCER_SILENCE_MS) {
     throw why(
       `its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`,
     );

@@ -1,7 +1,7 @@
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { PRODUCER_HEARTBEAT_MS } from './producer-heartbeat.js';
+import { exitedProducer, PRODUCER_HEARTBEAT_MS, producerIdentity } from './producer-heartbeat.js';
 import type { ProducerProgress } from './producer.js';
 import { rideOutRedis } from './ride-out-redis.js';
 import type { RunStop } from './stop-run.js';
@@ -51,6 +51,8 @@ export async function runLife(options: RunLifeOptions): Promise<{ run: RunRecord
   const { store } = options;
   const logger = options.logger ?? silentLogger;
   const run = await options.start();
+  // Who produces it: a resume after this process exits need not wait out its silence.
+  await store.setProducer(run.id, producerIdentity()).catch(() => undefined);
   // A worker for the workspace from now on, not from the first queued job: a producer that dies
   // before queueing anything leaves a running run only a worker's sweep fails (WorkBoard).
   await new WorkBoard({ redis: store.redis, prefix: store.prefix }).signal(run.workspace);
@@ -63,6 +65,12 @@ export async function runLife(options: RunLifeOptions): Promise<{ run: RunRecord
   } catch (err) {
     watch();
     await endAfterFailure(store, run.id, options, err);
+    // Said at once, so "runs resume" works right after this process exits. Bounded: Redis may be
+    // what failed (then the resume tells this process is gone by its pid, on this host).
+    await Promise.race([
+      store.setProducer(run.id, exitedProducer()).catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+    ]);
     throw err;
   }
   watch();

@@ -30,6 +30,7 @@ import {
   TOUCH_PRODUCER,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
+import { SET_PRODUCER } from './producer-scripts.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
 
 export interface RunStoreOptions {
@@ -302,6 +303,20 @@ export class RunStore {
 
   /** The run's status alone (one HGET), or null when there is no such run. */
   async getStatus(id: string): Promise<RunStatus | null> {
+  /**
+   * Who produces the run (`host/pid/start`), or `exited@<ISO>` once its producer stopped: a
+   * resume need not wait out the producer's silence (resume-producer.ts).
+   */
+  async setProducer(id: string, producer: string): Promise<void> {
+    await this.script(SET_PRODUCER, id, null, [producer]);
+  }
+
+  /** What setProducer last stored, or null (none, or no such run). */
+  async producerOf(id: string): Promise<string | null> {
+    const ref = await this.refOrNull(id);
+    return ref === null ? null : this.redis.hget(this.keys.run(ref), 'producer');
+  }
+
     const ref = await this.refOrNull(id);
     return ref === null ? null : ((await this.redis.hget(this.keys.run(ref), 'status')) as RunStatus | null);
   }

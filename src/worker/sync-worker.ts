@@ -15,6 +15,7 @@ import { silentLogger, type Logger } from '../log/index.js';
 import { METRIC, type MetricsRecorder } from '../metrics/index.js';
 import {
   isInviteBatch,
+  isRedisFull,
   openWorkspaceQueue,
   queueName,
   workspaceOfQueue,
@@ -86,6 +87,10 @@ export interface SyncWorkerOptions {
   producerSilenceMs?: number;
   /** Wait before looking for the deal of a create whose answer was lost. Default 30000 ms. */
   createSettleMs?: number;
+  /** The config's retention: create markers and deal claims live as long as a run can be retried. Default 30 days. */
+  retentionMs?: number;
+  /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. Default none. */
+  automationFields?: readonly string[];
   /** How long a record remembers the last row applied to it (write order). Default 24 h. */
   orderWindowMs?: number;
   /**
@@ -174,6 +179,7 @@ export class SyncWorker {
       workspace: options.workspace,
       ...(options.orderWindowMs !== undefined ? { orderWindowMs: options.orderWindowMs } : {}),
       ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
+      ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
     });
     this.#lockPrefix = `${bullPrefix(options.prefix)}:${queueName(options.workspace)}:`;
     // Every request, a row's or a lookup's list page, spends the same shared budget.
@@ -194,6 +200,7 @@ export class SyncWorker {
       board,
       limiter,
       ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
+      ...(options.automationFields ? { automationFields: options.automationFields } : {}),
       logger: this.#logger,
     });
     const creates = new DuplicateSafeCreate({
@@ -323,6 +330,7 @@ export class SyncWorker {
     this.#active.set(id, job);
     try {
       const data = toJobData(job.data);
+      if (!intactJobData(data)) return this.#onJobDataGone(job);
       annotateBatchSpan(workspaceOfQueue(this.queue.name), { name: job.name, data });
       if (await this.#cancelledRun(job, data, token ?? '')) return;
       if (isInviteBatch(data)) return await this.#processInvites(job, data, token ?? '', signal);
@@ -724,6 +732,12 @@ export class SyncWorker {
       );
       return;
     }
+    // BullMQ's job fetch (a write) refused for room: the guard pauses this worker with one line,
+    // instead of a warning per fetch in a tight loop (hundreds of thousands a minute).
+    if (isRedisFull(err)) {
+      this.#full.onError(err);
+      return;
+    }
     this.#logger.warn({ err: message }, 'worker connection error (retrying)');
   }
 
@@ -739,6 +753,21 @@ export class SyncWorker {
 }
 
 /** Bound of close()'s forced steps together (BullMQ's forced close and the queue's close). */
+  #jobDataGone = false;
+
+  /**
+   * A job whose data is gone from Redis (evicted, REDIS_EVICTS: its hash went, its id stayed in a
+   * list) has no row to send or record: said once per worker, never a failure per job.
+   */
+  #onJobDataGone(job: SyncJob): void {
+    if (this.#jobDataGone) return;
+    this.#jobDataGone = true;
+    this.#logger.error(
+      { jobId: job.id },
+      'a job came without its rows: Redis lost its data (evicted keys? [REDIS_EVICTS]); such jobs are dropped, their rows have no result. Set maxmemory-policy noeviction',
+    );
+  }
+
 const FORCED_STEP_MS = 2000;
 
 /** Resolves with the promise's value, or 'timeout' after `ms` (the promise is left to settle). */
@@ -750,6 +779,15 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
   try {
     return await Promise.race([promise.catch(() => undefined as T), timeout]);
   } finally {
+/** False for job data whose hash Redis dropped (every field read back empty). */
+function intactJobData(data: SyncJobData): boolean {
+  return (
+    typeof data.runId === 'string' &&
+    Array.isArray(data.rows) &&
+    data.rows.every((r) => Number.isInteger((r as { row?: unknown } | undefined)?.row))
+  );
+}
+
     clearTimeout(timer);
   }
 }

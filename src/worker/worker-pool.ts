@@ -1,9 +1,11 @@
 import { getWorkspace, type Config } from '../config/index.js';
-import { CrmSyncError } from '../errors/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
-import { PoolPresence, redisLiveness, watchRedisGeneration } from '../queue/index.js';
+import { isRedisFull, PoolPresence, redisLiveness, watchRedisGeneration } from '../queue/index.js';
 import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
+import { startEvictionWatch } from './eviction-watch.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { SyncWorker } from './sync-worker.js';
 import { WorkspaceRoster } from './workspace-roster.js';
@@ -44,6 +46,10 @@ export interface WorkerPoolOptions {
    * not know, so workspaces added to the file are served without a restart. Default: none.
    */
   reloadConfig?: () => Config;
+  /** How often Redis's eviction policy and evicted keys are read (eviction-watch.ts). Default 5000 ms. */
+  evictionCheckMs?: number;
+  /** Started into a full Redis: how often the start is tried again. Default 5000 ms. */
+  fullProbeMs?: number;
 }
 
 export interface WorkerPool {
@@ -73,11 +79,44 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
   for (const name of named ?? []) getWorkspace(config, name);
   if (named && (options.checkKey ?? true))
     await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger)));
+  // Started into a full Redis (maxmemory, noeviction), the first writes are refused: wait with one
+  // line and start once it has room, rather than exit with a stack trace (a crash loop under a
+  // supervisor, a line per restart).
+  let waitingSince: number | undefined;
+  for (;;) {
+    try {
+      const pool = await startPool(options, named);
+      if (waitingSince !== undefined)
+        logger.info(
+          { seconds: Math.round((Date.now() - waitingSince) / 1000) },
+          'Redis has room again: the worker started',
+        );
+      return pool;
+    } catch (err) {
+      if (!isRedisFull(err)) throw err;
+      if (waitingSince === undefined) {
+        waitingSince = Date.now();
+        logger.error(
+          { err: errorMessage(err) },
+          'Redis is full (maxmemory reached): this worker waits to start until Redis has room; no row is sent meanwhile. Free memory or raise maxmemory',
+        );
+      }
+      await sleep(options.fullProbeMs ?? 5000);
+    }
+  }
+}
+
+/** One try at starting the pool; whatever it opened is closed again when a step fails. */
+async function startPool(options: WorkerPoolOptions, named: string[] | undefined): Promise<WorkerPool> {
+  const { config, logger } = options;
   const runtime = await openRuntime(config, logger, 'worker');
   // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
   // disconnects it); its warnings about a hung connection belong in this process's log.
   redisLiveness(runtime.redis)?.setLogger(logger);
-  const generation = await watchRedisGeneration(runtime.redis, config.prefix, logger);
+  const generation = await watchRedisGeneration(runtime.redis, config.prefix, logger).catch(async (err: unknown) => {
+    await runtime.close();
+    throw err;
+  });
   const metrics = new MetricsRecorder({ redis: runtime.redis, prefix: config.prefix });
   const presence = new PoolPresence({ redis: runtime.redis, prefix: config.prefix, workspaces: named ?? null });
   try {
@@ -108,6 +147,14 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     },
   });
   roster.start();
+  const evictions = startEvictionWatch({
+    redis: runtime.redis,
+    store: runtime.store,
+    logger,
+    workers: () => roster.active.values(),
+    serves: (workspace) => !named || named.includes(workspace),
+    ...(options.evictionCheckMs !== undefined ? { everyMs: options.evictionCheckMs } : {}),
+  });
   const stopHousekeeping = startHousekeeping({
     redis: runtime.redis,
     store: runtime.store,
@@ -126,6 +173,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     refresh: () => roster.tick(),
     async close() {
       stopHousekeeping();
+      evictions.stop();
       generation.stop();
       // Side by side, each bounded: each waits on Redis, which may be the thing that is gone,
       // and a SIGTERM must end the process within the close timeout plus a few seconds.

@@ -1,0 +1,113 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisHealthWatch } from '../../src/cli/redis-health-watch.js';
+import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
+import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
+import { captureLogger } from '../helpers/log-capture.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+
+/*
+ * Redis full (maxmemory, noeviction) when no job is being processed: the first thing refused is
+ * BullMQ's own job fetch (moveToActive writes), which BullMQ reports only as a worker 'error' in a
+ * tight loop. The workers must pause with one "Redis is full" line, a worker started into the
+ * full Redis must wait with one line (not exit), and a follower must say why it waits.
+ */
+describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job ran', () => {
+  let redis: PrivateRedis;
+  let h: Harness;
+  let admin: Redis;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url);
+    h = await startHarness({ records: 300, seed: 5, latencyMs: 10, redisUrl: redis.url });
+  });
+  afterAll(async () => {
+    await admin?.config('SET', 'maxmemory', '0').catch(() => undefined);
+    await h?.close();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  async function fill(): Promise<void> {
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+    await admin.config('SET', 'maxmemory', String(Math.max(1024 * 1024, used - 64 * 1024)));
+  }
+
+  it('pauses on the fetch with one line, a worker started into it waits with one line, and the follower says why', async () => {
+    const { logger, lines } = captureLogger('info');
+    const pool = await startWorkerPool({
+      config: h.config,
+      logger,
+      concurrency: 4,
+      closeTimeoutMs: 2000,
+      checkKey: false,
+      pollMs: 100,
+    });
+    let late: Promise<WorkerPool> | undefined;
+    const second = captureLogger('info');
+    try {
+      const deals = [...h.ws.deals.values()];
+      const file = h.file(
+        'full-first.csv',
+        csv(
+          ['id', 'name', 'value'],
+          deals.map((d, i) => [d.id, d.name, 5000 + i]),
+        ),
+      );
+      const run = await h.importFile(file, 'deal.update');
+      await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 20);
+      const sync = pool.active.get('acme');
+      expect(sync).toBeDefined();
+      // No job in hand (a local pause waits for the active ones): the next Redis write is a fetch.
+      await sync!.worker.pause();
+      await fill();
+      void sync!.worker.resume();
+      await sleep(3000);
+      const writesWhileFull = h.ws.stats.writes.dealUpdate;
+      const fullLines = lines.filter((l) => /Redis is full/.test(l.msg));
+      const warnings = lines.filter((l) => l.level === 40);
+
+      // A worker process started now waits with one line instead of exiting.
+      late = startWorkerPool({
+        config: h.config,
+        logger: second.logger,
+        concurrency: 2,
+        closeTimeoutMs: 2000,
+        checkKey: false,
+        pollMs: 100,
+        fullProbeMs: 200,
+      });
+      let lateError: unknown;
+      late.catch((err: unknown) => (lateError = err)).catch(() => undefined);
+      // The follower's word while the rows wait.
+      const said = await new RedisHealthWatch(h.runtime.store, 'acme').look();
+      await sleep(1500);
+      const waitLines = second.lines.filter((l) => /waits to start until Redis has room/.test(l.msg));
+      expect(h.ws.stats.writes.dealUpdate).toBe(writesWhileFull);
+
+      await admin.config('SET', 'maxmemory', '0');
+      const done = await h.waitForRun(run.id, 60_000);
+      const latePool = await late;
+      await latePool.close();
+      const results = await resultsByRow(h, run.id);
+      console.log(
+        `[redis-full-first] "Redis is full" lines ${fullLines.length}, warnings while full ${warnings.length}, late worker wait lines ${waitLines.length}; run ${done.status} ${JSON.stringify(done.counts)}`,
+      );
+      expect(fullLines).toHaveLength(1);
+      expect(fullLines[0]?.level).toBe(50);
+      expect(warnings.length).toBeLessThan(5);
+      expect(lateError).toBeUndefined();
+      expect(waitLines).toHaveLength(1);
+      expect(second.lines.some((l) => /Redis has room again: the worker started/.test(l.msg))).toBe(true);
+      expect(said).toMatch(/^Redis is full \(maxmemory reached\): workers take no job until it has room/);
+      expect(done.counts).toMatchObject({ total: 300, succeeded: 300, queued: 0 });
+      expect(results.map((r) => r.row)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+      expect(lines.some((l) => /Redis has room again: taking jobs/.test(l.msg))).toBe(true);
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+      await late?.then((p) => p.close()).catch(() => undefined);
+      await pool.close();
+    }
+  }, 90_000);
+});
