@@ -63,7 +63,12 @@ button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .muted { color:var(--muted); }
 .small { font-size:11.5px; }
 .nowrap { white-space:nowrap; }
-td.run { min-width:230px; } td.run .mono { white-space:nowrap; }
+td.run { min-width:200px; } td.run .mono { white-space:nowrap; }
+/* The runs list's results: one line per kind the run has, coloured like the run page's tiles. */
+td.results { white-space:nowrap; font-size:13px; font-variant-numeric:tabular-nums; }
+td.results .bad b { color:var(--bad); } td.results .ok b { color:var(--ok); } td.results .warn b { color:var(--warn); }
+td.started { white-space:nowrap; }
+.counts .warn b { color:var(--warn); }
 td.status { min-width:130px; max-width:260px; }
 .detail { color:var(--muted); margin-top:2px; overflow-wrap:anywhere; }
 .progress { display:flex; align-items:center; gap:6px; }
@@ -77,6 +82,9 @@ figure.spark figcaption { font-size:12.5px; margin-bottom:2px; }
 figure.spark .plot { min-height:90px; overflow:hidden; background:#fafbfc; border:1px solid var(--line); border-radius:4px; }
 figure.spark .plot .uplot { width:auto; }
 figure.spark .u-legend { font-size:11.5px; text-align:left; margin:0 0 0 36px; }
+/* The readout says a moment's values: shown while the pointer is on the chart, not as "UTC: --". */
+figure.spark .u-legend { visibility:hidden; }
+figure.spark:hover .u-legend { visibility:visible; }
 /* uPlot's hover readout is a table: not the dashboard's table look (capitals, borders, hover). */
 figure.spark .u-legend th, figure.spark .u-legend td { text-transform:none; letter-spacing:0; background:none;
   border:0; padding:0 4px 0 0; font-size:11.5px; font-weight:400; color:var(--muted); white-space:nowrap; }
@@ -126,7 +134,8 @@ export const DASHBOARD_JS = `
  * Activity charts: each chart (data-chart) carries its series as a JSON data block; every line
  * of it (figure[data-series]) is drawn with uPlot (/static/uplot.min.js) in the figure's .plot
  * box. Once drawn, the figure says what uPlot holds (data-drawn: buckets, data-drawn-max,
- * data-drawn-total, data-drawn-nonzero), for tests and anyone inspecting the page.
+ * data-drawn-total, data-drawn-nonzero, data-drawn-axis: the time axis's labels), for tests and
+ * anyone inspecting the page.
  */
 (function () {
   if (typeof uPlot === 'undefined') return;
@@ -136,8 +145,11 @@ export const DASHBOARD_JS = `
   var HEIGHT = 90;
   var plots = [];
   function num(v) {
-    return v == null ? '-' : v.toLocaleString('en-US', { maximumFractionDigits: 1 });
+    return v == null ? '' : v.toLocaleString('en-US', { maximumFractionDigits: 1 });
   }
+  // 24-hour UTC times, as the chart's heading says them (uPlot's default axis is 12-hour, local).
+  function hhmm(ts) { return new Date(ts * 1000).toISOString().slice(11, 16); }
+  function hhmmss(ts) { return ts == null ? '' : new Date(ts * 1000).toISOString().slice(11, 19); }
   function draw(figure, data) {
     var label = figure.getAttribute('data-series');
     var values = data.lines[label];
@@ -158,11 +170,15 @@ export const DASHBOARD_JS = `
         y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.05 : 1]; } }
       },
       axes: [
-        Object.assign({ size: 22, space: 60 }, axis),
+        Object.assign({ size: 22, space: 60, values: function (u, splits, i, space, incr) {
+          var out = splits.map(incr < 60 ? hhmmss : hhmm);
+          figure.setAttribute('data-drawn-axis', out.join(' '));
+          return out;
+        } }, axis),
         Object.assign({ size: 36, space: 24 }, axis)
       ],
       series: [
-        { label: 'UTC' },
+        { label: 'UTC', value: function (u, v) { return hhmmss(v); } },
         { label: label, stroke: getComputedStyle(box).color, width: 1.6, value: function (u, v) { return num(v); } }
       ]
     }, [data.t, values], box);

@@ -29,7 +29,7 @@ export function errorGroupsSection(run: RunRecord, grouped: ProblemGroups, csrf:
       g.status === 'invalid'
         ? html`<span class="muted small">Correct the file first</span>`
         : retry
-          ? html`<form method="post" action="/runs/${id}/retry"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="group" value="${g.key}"><button type="submit">Retry ${n(g.count)}</button></form>`
+          ? html`<form method="post" action="/runs/${id}/retry"><input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="group" value="${g.key}"><button type="submit">Retry ${n(g.count)} ${RESULT_WORDS[g.status].toLowerCase()} row${g.count === 1 ? '' : 's'}</button></form>`
           : ''
     }
   </div></td>

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { METRIC, readCounters, type CounterSample } from '../metrics/index.js';
-import { RUN_STATUSES, type RunRecord, type RunStatus } from '../runs/index.js';
+import { FINAL_ROW_STATUSES, RUN_STATUSES, type RunRecord, type RunStatus } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { queueDepth, type QueueDepth } from './queue-depth.js';
 import { runDurationMs } from './status-words.js';
@@ -30,7 +30,8 @@ interface Snapshot {
   queues: Array<{ workspace: string; depth: QueueDepth }>;
 }
 
-const ROW_STATUSES = ['succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'queued'] as const;
+/** Every result kind of the run store (cancelled included), and the rows still waiting. */
+const ROW_STATUSES = [...FINAL_ROW_STATUSES, 'queued'] as const;
 const PAGE = 500;
 
 async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot> {

@@ -9,8 +9,11 @@ import { html, type SafeHtml } from './html.js';
  * breaker holding the workspace because the CRM does not answer. Empty for a run that is not
  * running, or when nothing holds it.
  */
-export async function queuePresenceNotice(runtime: Runtime, run: RunRecord): Promise<SafeHtml | ''> {
-  if (run.status !== 'running' || run.counts.queued === 0) return '';
+export async function queuePresenceNotice(
+  runtime: Runtime,
+  run: RunRecord,
+): Promise<{ notice: SafeHtml | ''; held: boolean }> {
+  if (run.status !== 'running' || run.counts.queued === 0) return { notice: '', held: false };
   const [holds, workers] = await Promise.all([
     runtime.store.holds(run.workspace),
     workerCount(runtime.redis, runtime.config.prefix, run.workspace),
@@ -22,11 +25,23 @@ export async function queuePresenceNotice(runtime: Runtime, run: RunRecord): Pro
     );
   if (holds.paused)
     lines.push(
-      html`<p><b>Workspace “${run.workspace}” is paused by an operator</b> (${holds.paused.reason}): rows wait until it is resumed on the <a href="/workspaces">Workspaces</a> page.</p>`,
+      html`<p><b>Workspace “${run.workspace}” is ${pausedWords(holds.paused.reason)}</b>: rows wait until it is resumed on the <a href="/workspaces">Workspaces</a> page.</p>`,
     );
   if (workers === 0)
     lines.push(
       html`<p><b>No worker serves workspace “${run.workspace}”</b>: its rows wait until one starts. Start one with <code>crm-sync worker -w ${run.workspace}</code>.</p>`,
     );
-  return lines.length === 0 ? '' : html`<div class="notice warn" role="status">${lines}</div>`;
+  return {
+    notice: lines.length === 0 ? '' : html`<div class="notice warn" role="status">${lines}</div>`,
+    held: holds.paused !== undefined || holds.unreachable !== undefined,
+  };
+}
+
+/**
+ * `paused by an operator`, `paused from the dashboard`, `paused by an operator: <reason>`: a
+ * reason that already says "paused" (the default one does) is not repeated after the words.
+ */
+export function pausedWords(reason: string): string {
+  if (reason.trim() === '') return 'paused by an operator';
+  return /\bpaused\b/i.test(reason) ? reason : `paused by an operator: ${reason}`;
 }

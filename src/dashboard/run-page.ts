@@ -2,7 +2,6 @@ import {
   describeError,
   durationWords,
   formatDuration,
-  sourceName,
   type ProblemGroups,
   type RowResult,
   type RunRecord,
@@ -11,7 +10,18 @@ import { canRetry, errorGroupsSection } from './error-groups.js';
 import { html, query, type SafeHtml } from './html.js';
 import { isFiltered, type ProblemFilter } from './problem-search.js';
 import { DURATION_TIP, progressBar, statusBadge } from './runs-page.js';
-import { formatTime, liveStats, operationWords, problemCount } from './status-words.js';
+import {
+  andList,
+  formatTime,
+  kindLabel,
+  kindsWords,
+  liveStats,
+  operationWords,
+  problemCount,
+  resultCounts,
+  runLabel,
+  type CountTone,
+} from './status-words.js';
 
 /** A bounded step of an error-text search (problem-search.ts) instead of a page of rows. */
 export interface SearchStep {
@@ -40,14 +50,26 @@ export interface RunPageData {
   chart?: SafeHtml;
   /** What keeps the run's rows waiting (no worker, a paused or held workspace), already rendered. */
   presence?: SafeHtml | '';
+  /** The workspace is paused or held: rows wait, so no time left is claimed. */
+  held?: boolean;
 }
 
 function hidden(csrf: string): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrf}">`;
 }
 
-function countCard(label: string, value: number, tone = ''): SafeHtml {
-  return html`<div class="${tone}"><b>${value.toLocaleString('en-US')}</b><span>${label}</span></div>`;
+function countCard(label: string, value: number, tone: CountTone = '', kind = '', tip = ''): SafeHtml {
+  return html`<div class="${tone}" data-kind="${kind}" title="${tip}"><b>${value.toLocaleString('en-US')}</b><span>${label}</span></div>`;
+}
+
+/** Rows, one tile per result kind of the run store (none left out: they add up to Rows), Waiting. */
+function countTiles(run: RunRecord): SafeHtml {
+  const c = run.counts;
+  return html`<div class="counts">
+  ${countCard('Rows', c.total, '', 'total', 'rows read from the source so far')}${resultCounts(run).map((k) =>
+    countCard(k.label, k.value, k.value > 0 || k.kind === 'succeeded' ? k.tone : '', k.kind, k.tip),
+  )}${countCard('Waiting', c.queued, '', 'queued', 'queued, no result yet')}
+</div>`;
 }
 
 function problemColumns(run: RunRecord, rows: RowResult[]): string[] {
@@ -63,7 +85,7 @@ function problemRow(r: RowResult, columns: string[]): SafeHtml {
   <td><input type="checkbox" name="row" value="${r.row}" aria-label="Select row ${r.row}"></td>
   <td class="num">${r.row}</td>
   <td class="num">${r.ref ?? r.line ?? ''}</td>
-  <td>${r.status === 'invalid' ? html`<span class="badge warn">Invalid</span>` : html`<span class="badge bad">Failed</span>`}</td>
+  <td><span class="badge ${r.status === 'invalid' || r.status === 'cancelled' ? 'warn' : 'bad'}">${kindLabel({ options: {} }, r.status)}</span></td>
   <td class="num">${r.httpStatus ?? ''}</td>
   <td class="err">${describeError(r)}${r.code !== undefined ? html` <span class="muted mono">${r.code}</span>` : ''}</td>
   ${columns.map((c) => html`<td>${r.original?.[c] ?? ''}</td>`)}
@@ -107,6 +129,9 @@ function pagerFor(data: RunPageData): SafeHtml {
   ${page < pages ? html`<a href="/runs/${id}${query({ ...keep, page: page + 1 })}">Next →</a>` : ''}
 </div>`;
 }
+
+/** The kinds the "Retry all" button sends again: problems a correction is not needed for. */
+const RETRIED_BY_RETRY_ALL = new Set<string>(['failed', 'uncertain', 'cancelled']);
 
 const RESULT_CHOICES: Array<[string, string]> = [
   ['', 'Any result'],
@@ -155,9 +180,12 @@ ${problems.rows.length > 0 && canRetry(run) ? html`<div class="actions"><button 
 </form>`;
 }
 
-function liveLine(run: RunRecord): SafeHtml | '' {
+function liveLine(run: RunRecord, held: boolean): SafeHtml | '' {
   if (run.status !== 'running') return '';
   const s = liveStats(run);
+  // Rows of a paused or held workspace wait for an operator or the CRM: no rate holds for them.
+  if (held)
+    return html`<span class="live" data-live>${s.percent !== null ? html`<b>${s.percent.toLocaleString('en-US')}%</b> · ` : ''}waiting: the workspace is paused or held</span>`;
   const n = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1 });
   return html`<span class="live" data-live>${s.percent !== null ? html`<b>${n(s.percent)}%</b>` : 'starting'}${s.rowsPerSecond !== null ? ` · ${n(s.rowsPerSecond)} rows/s` : ''}${
     s.etaMs !== null
@@ -176,8 +204,11 @@ function dryRunNotice(run: RunRecord): SafeHtml | '' {
 function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   const id = encodeURIComponent(run.id);
   const c = run.counts;
-  const sendable = c.failed + c.uncertain + c.cancelled;
+  // What "Retry all" retries (run-routes.ts: every problem row but the invalid ones).
+  const kinds = resultCounts(run).filter((k) => k.value > 0 && RETRIED_BY_RETRY_ALL.has(k.kind));
+  const sendable = kinds.reduce((sum, k) => sum + k.value, 0);
   const n = (v: number) => v.toLocaleString('en-US');
+  const names = andList(kinds.map((k) => k.label.toLowerCase()));
   if (!canRetry(run)) {
     return run.operation === 'deal.upsert' && problemCount(run) > 0
       ? html`<p class="muted">A reconciled sync is not retried row by row: run the sync again.</p>`
@@ -187,33 +218,31 @@ function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
     c.invalid > 0
       ? html`<p class="muted">${n(c.invalid)} invalid row${c.invalid === 1 ? ' is' : 's are'} not retried: ${c.invalid === 1 ? 'it needs' : 'they need'} a correction first. Download the failed rows, fix them, upload the file below.</p>`
       : '';
-  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit">Retry all ${n(sendable)} failed row${sendable === 1 ? '' : 's'}</button></form>` : ''}
+  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit" title="${kindsWords(kinds)}">Retry ${n(sendable)} ${names} row${sendable === 1 ? '' : 's'}</button></form>` : ''}
   ${invalidNote}`;
 }
 
 export function runPageBody(data: RunPageData): SafeHtml {
   const { run, csrf } = data;
   const id = encodeURIComponent(run.id);
-  const c = run.counts;
   const problems = problemCount(run);
-  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : sourceName(run);
+  const name = runLabel(run);
+  // The whole source (a path, a query) under the short name, when the name does not say it all.
+  const whole = run.syncName === undefined && name !== run.source ? run.source : '';
   const retryable = problems > 0 && canRetry(run);
   const cancellable = run.status === 'running' || run.status === 'blocked';
   return html`<p><a href="/">← All runs</a></p>
 <h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
 <p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · <span data-duration title="${DURATION_TIP}">${durationWords(run)}</span></p>
-<div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run)}
+${whole !== '' ? html`<p class="muted small source">Source: <span class="mono">${whole}</span></p>` : ''}
+<div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run, data.held === true)}
 ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}
 ${data.presence ?? ''}
 ${dryRunNotice(run)}
 ${blockedNotice(run, csrf)}
 ${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
-<div class="counts">
-  ${countCard('Rows', c.total)}${countCard('Succeeded', c.succeeded, 'ok')}${countCard(run.options.dryRun === true ? 'Valid (not sent)' : 'Unchanged', c.skipped)}
-  ${countCard('Failed', c.failed, c.failed > 0 ? 'bad' : '')}${countCard('Invalid', c.invalid, c.invalid > 0 ? 'bad' : '')}${countCard('Waiting', c.queued)}
-  ${c.superseded > 0 ? countCard('Superseded', c.superseded) : ''}${c.uncertain > 0 ? countCard('Uncertain', c.uncertain, 'bad') : ''}
-</div>
+${countTiles(run)}
 ${data.chart ?? ''}
 <div class="card">
   <div class="actions">

@@ -164,7 +164,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     const notice = noticeFor(request.query);
     const csrf = formTokenFor(auth, request);
     // The run's own series, then its workspace's during the run (other runs included).
-    const [ownChart, workspaceChart, presence] = await Promise.all([
+    const [ownChart, workspaceChart, { notice: presence, held }] = await Promise.all([
       runChart(runtime, run),
       runWorkspaceChart(runtime, run),
       queuePresenceNotice(runtime, run),
@@ -179,6 +179,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       csrf,
       chart,
       presence,
+      held,
       ...(groups ? { groups } : {}),
       ...(search ? { search } : {}),
       ...(notice ? { notice } : {}),

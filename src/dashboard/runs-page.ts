@@ -1,6 +1,6 @@
-import { durationParts, sourceName, type RunRecord, type RunStatus } from '../runs/index.js';
+import { durationParts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { html, query, type SafeHtml } from './html.js';
-import { formatTime, operationWords, progress, statusWords } from './status-words.js';
+import { formatTime, operationWords, progress, resultCounts, runLabel, statusWords } from './status-words.js';
 
 export interface RunsFilter {
   status?: RunStatus;
@@ -48,20 +48,30 @@ export function progressBar(run: RunRecord): SafeHtml | '' {
   return html`<div class="progress"><div class="bar" role="progressbar" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" title="${pct}% done"><span style="width:${pct}%"></span></div><span class="small">${pct}%</span></div>`;
 }
 
+/**
+ * The run's results, one line per kind it has (every kind of the run store, none left out, so
+ * the lines add up to the rows with a result): a run of unchanged rows says so, not `0 ok`.
+ */
+export function resultsCell(run: RunRecord): SafeHtml {
+  const kinds = resultCounts(run).filter((k) => k.value > 0);
+  const waiting = run.counts.queued;
+  if (kinds.length === 0 && waiting === 0) return html`<span class="muted">none yet</span>`;
+  return html`${kinds.map(
+    (k) =>
+      html`<div class="kind ${k.tone}" data-kind="${k.kind}" title="${k.tip}"><b>${k.value.toLocaleString('en-US')}</b> ${k.label.toLowerCase()}</div>`,
+  )}${waiting > 0 ? html`<div class="kind" data-kind="queued"><b>${waiting.toLocaleString('en-US')}</b> waiting</div>` : ''}`;
+}
+
 function runRow(run: RunRecord): SafeHtml {
   const c = run.counts;
-  const name = run.syncName !== undefined ? `Nightly sync “${run.syncName}”` : sourceName(run);
   return html`<tr>
-  <td class="run"><a href="/runs/${encodeURIComponent(run.id)}"><b>${name}</b></a><div class="muted mono small">${run.id}</div></td>
+  <td class="run"><a href="/runs/${encodeURIComponent(run.id)}" title="${run.source}"><b>${runLabel(run)}</b></a><div class="muted mono small">${run.id}</div></td>
   <td class="wide">${run.workspace}</td>
-  <td class="nowrap wide">${operationWords(run.operation)}</td>
+  <td class="wide">${operationWords(run.operation)}</td>
   <td class="status">${statusBadge(run)}${progressBar(run)}</td>
   <td class="num">${c.total.toLocaleString('en-US')}</td>
-  <td class="num">${c.succeeded.toLocaleString('en-US')}</td>
-  <td class="num wide">${c.skipped.toLocaleString('en-US')}</td>
-  <td class="num">${c.failed.toLocaleString('en-US')}</td>
-  <td class="num">${c.invalid.toLocaleString('en-US')}</td>
-  <td class="nowrap wide">${formatTime(run.createdAt)}</td>
+  <td class="results">${resultsCell(run)}</td>
+  <td class="wide started">${formatTime(run.createdAt)}</td>
   <td class="nowrap" data-duration title="${DURATION_TIP}">${durationParts(run).map((part, i) => (i === 0 ? part : html`<div class="small">${part}</div>`))}</td>
 </tr>`;
 }
@@ -95,9 +105,8 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
 ${data.searched !== undefined && !data.searched.complete ? html`<p class="muted small">Searched the newest ${data.searched.scanned.toLocaleString('en-US')} runs; narrow by status or workspace to look further back.</p>` : ''}
 <div class="scroll"><table>
 <thead><tr><th>Run</th><th class="wide">Workspace</th><th class="wide">Operation</th><th>Status</th>
-<th class="num">Rows</th><th class="num">Succeeded</th><th class="num wide">Unchanged</th><th class="num">Failed</th><th class="num">Invalid</th>
-<th class="wide">Started</th><th>Duration</th></tr></thead>
-<tbody>${data.runs.length === 0 ? html`<tr><td colspan="11" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
+<th class="num">Rows</th><th>Results</th><th class="wide">Started</th><th>Duration</th></tr></thead>
+<tbody>${data.runs.length === 0 ? html`<tr><td colspan="8" class="muted">No runs match.</td></tr>` : data.runs.map(runRow)}</tbody>
 </table></div>
 ${pager}`;
 }

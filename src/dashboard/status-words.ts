@@ -1,14 +1,72 @@
-import type { RunRecord } from '../runs/index.js';
+import { basename } from 'node:path';
+import { STDIN_SPOOL_DIR } from '../ingest/index.js';
+import { FINAL_ROW_STATUSES, isProblem, type FinalRowStatus, type RunRecord } from '../runs/index.js';
 
 /**
  * Rows that need someone to look at them: the CRM refused them, they never passed validation,
- * or a create may have been applied without a deal to show for it (uncertain).
+ * a create may have been applied without a deal to show for it (uncertain), or a cancel kept
+ * them from being sent. The run store's own rule (isProblem), so the two never disagree.
  */
 export function problemCount(run: RunRecord): number {
-  return run.counts.failed + run.counts.invalid + run.counts.uncertain;
+  return FINAL_ROW_STATUSES.filter(isProblem).reduce((sum, kind) => sum + run.counts[kind], 0);
 }
 
-function plural(n: number, word: string): string {
+export type CountTone = '' | 'ok' | 'warn' | 'bad';
+
+/**
+ * Each result kind the run store has, in the pages' words: a Record over FinalRowStatus, so a
+ * kind added to the store does not compile until it has words here, and every page that shows
+ * counts walks resultCounts() rather than naming kinds one by one.
+ */
+const KIND_WORDS: Record<FinalRowStatus, { label: string; tone: CountTone; tip: string }> = {
+  succeeded: { label: 'Succeeded', tone: 'ok', tip: 'sent and applied by the CRM' },
+  skipped: { label: 'Unchanged', tone: '', tip: 'the CRM already held these values: nothing was sent' },
+  failed: { label: 'Failed', tone: 'bad', tip: 'the CRM refused them or could not be reached; retryable' },
+  invalid: { label: 'Invalid', tone: 'bad', tip: 'refused before sending: correct the file, then upload it' },
+  uncertain: { label: 'Uncertain', tone: 'bad', tip: 'a create that may have been applied; a retry looks first' },
+  superseded: { label: 'Superseded', tone: '', tip: 'not sent: a later row for the same record was applied first' },
+  cancelled: { label: 'Cancelled', tone: 'warn', tip: 'not sent because the run was cancelled; retryable' },
+};
+
+export interface KindCount {
+  kind: FinalRowStatus;
+  label: string;
+  value: number;
+  /** The tone of the count when it is not zero. */
+  tone: CountTone;
+  tip: string;
+}
+
+/** A kind's label on this run (a dry run's unchanged rows are the valid ones, none were sent). */
+export function kindLabel(run: Pick<RunRecord, 'options'>, kind: FinalRowStatus): string {
+  return kind === 'skipped' && run.options.dryRun === true ? 'Valid (not sent)' : KIND_WORDS[kind].label;
+}
+
+/** Every result kind of the run with its count, in the run store's order. */
+export function resultCounts(run: RunRecord): KindCount[] {
+  return FINAL_ROW_STATUSES.map((kind) => ({
+    kind,
+    label: kindLabel(run, kind),
+    value: run.counts[kind],
+    tone: KIND_WORDS[kind].tone,
+    tip: KIND_WORDS[kind].tip,
+  }));
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+export function andList(words: string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
+}
+
+/** `1 failed and 1,650 cancelled` / `3 failed, 2 uncertain and 9 cancelled`: nonzero kinds only. */
+export function kindsWords(parts: Array<{ label: string; value: number }>): string {
+  return andList(
+    parts.filter((p) => p.value > 0).map((p) => `${p.value.toLocaleString('en-US')} ${p.label.toLowerCase()}`),
+  );
+}
+
+/** `1 workspace`, `2 workspaces`. */
+export function plural(n: number, word: string): string {
   return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 }
 
@@ -47,7 +105,7 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
     }
     case 'completed': {
       const { failed, invalid, uncertain } = run.counts;
-      if (failed === 0 && invalid === 0 && uncertain === 0) {
+      if (problemCount(run) === 0) {
         return dry
           ? {
               text: 'Dry run',
@@ -61,6 +119,7 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
       if (failed > 0) parts.push(plural(failed, 'failed row'));
       if (invalid > 0) parts.push(plural(invalid, 'invalid row'));
       if (uncertain > 0) parts.push(plural(uncertain, 'uncertain create'));
+      if (run.counts.cancelled > 0) parts.push(plural(run.counts.cancelled, 'cancelled row'));
       return {
         text: dry ? 'Dry run' : 'Completed',
         tone: 'warn',
@@ -137,4 +196,26 @@ export function liveStats(run: RunRecord, now = Date.now()): LiveStats {
   const rowsPerSecond = done > 0 && seconds > 0 ? done / seconds : null;
   const etaMs = rowsPerSecond !== null && run.producerDone ? (run.counts.queued / rowsPerSecond) * 1000 : null;
   return { percent, rowsPerSecond, etaMs };
+}
+
+/** `FROM "crm".deals d` → `crm.deals`: the first table a query reads, or undefined. */
+export function firstTable(query: string): string | undefined {
+  const m = /\bfrom\s+((?:"[^"]+"|[\w$]+)(?:\s*\.\s*(?:"[^"]+"|[\w$]+))*)/i.exec(query);
+  return m?.[1]?.replace(/\s+/g, '').replace(/"/g, '');
+}
+
+/**
+ * A run's short name for lists and headings: the sync's name, a query's first table, `stdin`
+ * for piped rows (whose file is a spool the run reads from, not a name anyone gave), or the
+ * file's base name. The whole source stays on the run page's sub-line.
+ */
+export function runLabel(run: Pick<RunRecord, 'source' | 'options' | 'syncName'>): string {
+  if (run.syncName !== undefined) return `Nightly sync “${run.syncName}”`;
+  if (run.options.query !== undefined) {
+    const table = firstTable(run.options.query.query);
+    return table !== undefined ? `PostgreSQL: ${table}` : 'PostgreSQL query';
+  }
+  const spooled = new RegExp(`(^|[\\\\/])${STDIN_SPOOL_DIR}[\\\\/]stdin-[^\\\\/]+$`).exec(run.source);
+  if (spooled !== null) return `stdin (${run.options.format ?? 'csv'})`;
+  return basename(run.source);
 }

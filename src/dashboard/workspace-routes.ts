@@ -19,6 +19,11 @@ export interface WorkspaceRoutesOptions {
 
 interface WorkspaceState {
   name: string;
+  /**
+   * Rows of the workspace's running and blocked runs still without a result: the rows the run
+   * page calls Waiting. The queue's own numbers count jobs, which hold up to rowsPerJob rows.
+   */
+  waitingRows: number;
   depth: QueueDepth;
   blockedRuns: number;
   runningRuns: number;
@@ -43,6 +48,15 @@ function workersWords(s: WorkspaceState): SafeHtml {
   return html`<b>none</b><div class="muted">Rows wait until one starts: <code>crm-sync worker -w ${s.name}</code></div>`;
 }
 
+/** The queue's jobs, apart from the rows: `3 waiting · 4 in progress · 1 delayed · 0 given up`. */
+function jobWords(d: QueueDepth): string {
+  const n = (v: number) => v.toLocaleString('en-US');
+  return `${n(d.waiting)} waiting · ${n(d.active)} in progress · ${n(d.delayed)} delayed · ${n(d.failed)} given up`;
+}
+
+/** Runs of one status summed per page; more running or blocked runs than this at once is not seen. */
+const RUNS_SUMMED = 500;
+
 function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
   const name = encodeURIComponent(s.name);
   const action = s.depth.paused
@@ -51,10 +65,8 @@ function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
   return html`<tr>
   <td><b>${s.name}</b></td>
   <td>${stateWords(s)}${s.blockedRuns > 0 ? html`<div class="muted">Fix the API key first, then resume.</div>` : ''}</td>
-  <td class="num">${s.depth.waiting.toLocaleString('en-US')}</td>
-  <td class="num">${s.depth.active.toLocaleString('en-US')}</td>
-  <td class="num">${s.depth.delayed.toLocaleString('en-US')}</td>
-  <td class="num">${s.depth.failed.toLocaleString('en-US')}</td>
+  <td class="num" data-waiting-rows>${s.waitingRows.toLocaleString('en-US')}</td>
+  <td class="small">${jobWords(s.depth)}</td>
   <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
   <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
   <td class="num">${workersWords(s)}</td>
@@ -75,12 +87,13 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
       workspaces.map(async (name) => {
         const [depth, blocked, running, holds, workers] = await Promise.all([
           queueDepth(runtime.queue(name)),
-          runtime.store.listRuns({ workspace: name, status: 'blocked', limit: 0 }),
-          runtime.store.listRuns({ workspace: name, status: 'running', limit: 0 }),
+          runtime.store.listRuns({ workspace: name, status: 'blocked', limit: RUNS_SUMMED }),
+          runtime.store.listRuns({ workspace: name, status: 'running', limit: RUNS_SUMMED }),
           runtime.store.holds(name),
           workerCount(runtime.redis, runtime.config.prefix, name),
         ]);
-        return { name, depth, blockedRuns: blocked.total, runningRuns: running.total, holds, workers };
+        const waitingRows = [...blocked.runs, ...running.runs].reduce((sum, r) => sum + r.counts.queued, 0);
+        return { name, waitingRows, depth, blockedRuns: blocked.total, runningRuns: running.total, holds, workers };
       }),
     );
     if (wantsJson(request)) return { workspaces: states };
@@ -90,8 +103,8 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
     const body = html`<h1>Workspaces</h1>
 <p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
 <div class="scroll"><table>
-<thead><tr><th>Workspace</th><th>State</th><th class="num">Waiting</th><th class="num">In progress</th><th class="num">Delayed</th><th class="num">Given up</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th class="num">Workers</th><th></th></tr></thead>
-<tbody>${states.length === 0 ? html`<tr><td colspan="10" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
+<thead><tr><th>Workspace</th><th>State</th><th class="num" title="rows of running and blocked runs without a result yet">Waiting rows</th><th title="queue jobs: each holds one row, or up to rowsPerJob updates">Queue jobs</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th class="num">Workers</th><th></th></tr></thead>
+<tbody>${states.length === 0 ? html`<tr><td colspan="8" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
 </table></div>
 ${charts}`;
     return sendPage(

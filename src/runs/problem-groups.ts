@@ -48,8 +48,16 @@ export interface ProblemGroups {
  * a colon follows), then any word holding a digit (amounts, dates, other ids): what is left is the
  * wording of the cause, which is what rows of one cause share.
  */
+const QUOTED = /"[^"]*"|“[^”]*”|‘[^’]*’|'[^']*'/g;
+/**
+ * Quoted text that is the message's own wording, not a row's value: a sign (`it has no "@"`,
+ * `a misplaced "."`) or a literal the message names (`must be "true" or "false"`).
+ */
+function ownQuote(quoted: string): boolean {
+  const inner = quoted.slice(1, -1);
+  return (inner !== '' && !/[\p{L}\p{N}]/u.test(inner)) || /^(true|false|\.com)$/.test(inner);
+}
 const MASKS: Array<[RegExp, string]> = [
-  [/"[^"]*"|“[^”]*”|‘[^’]*’|'[^']*'/g, '"…"'],
   [/[^\s@,;:()]+@[^\s@,;:()]+\.[a-z]{2,}/gi, '<email>'],
   [/\b[a-z]{2,5}_[A-Za-z0-9]+\b(?!\s*:)/g, '#'],
   [/[\p{L}\p{N}_.\-/]*\p{N}[\p{L}\p{N}_.\-/]*/gu, '#'],
@@ -57,7 +65,7 @@ const MASKS: Array<[RegExp, string]> = [
 
 /** The wording of an error with its values masked: `deal deal_8f3 not found` → `deal # not found`. */
 export function normaliseMessage(text: string): string {
-  let out = text;
+  let out = text.replace(QUOTED, (q) => (ownQuote(q) ? q : '"…"'));
   for (const [pattern, mask] of MASKS) out = out.replace(pattern, mask);
   return out.replace(/\s+/g, ' ').trim();
 }

@@ -16,9 +16,23 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
  * established (it may have been applied); it is never re-sent blindly: `runs retry` looks again.
  * `cancelled`: not sent because the run was cancelled; exported and retryable like a failure.
  */
-export type FinalRowStatus = 'succeeded' | 'skipped' | 'invalid' | 'failed' | 'superseded' | 'uncertain' | 'cancelled';
+export type FinalRowStatus = (typeof FINAL_ROW_STATUSES)[number];
 
-export interface RunCounts {
+/**
+ * Every final result kind, as a value: pages, counts and metrics walk this list, so a kind added
+ * here (and to RunCounts, which must name each) is shown everywhere counts are shown.
+ */
+export const FINAL_ROW_STATUSES = [
+  'succeeded',
+  'skipped',
+  'failed',
+  'invalid',
+  'uncertain',
+  'superseded',
+  'cancelled',
+] as const;
+
+export interface RunCounts extends Record<FinalRowStatus, number> {
   /** Rows read from the source so far (final once `producerDone`). */
   total: number;
   /** Rows handed to the queue and still waiting for a final result. */

@@ -115,4 +115,48 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     expect(h.ws.deals.get(deals[7]!.id)?.value).toBe(1200);
     await context.close();
   }, 60_000);
+
+  it('the runs list fits a 1,280-px screen: Started and Duration are on screen, unclipped', async () => {
+    // A run with a long file name beside the runs of the test above.
+    const deals = [...h.ws.deals.values()].slice(30, 36);
+    const same = h.file(
+      'a-rather-long-file-name-for-the-nightly-export-of-deals-2026-11.csv',
+      csv(
+        ['id', 'name'],
+        deals.map((d) => [d.id, d.name]),
+      ),
+    );
+    await h.waitForRun((await h.importFile(same, 'deal.update')).id);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${base}/login`);
+    await page.getByLabel('Token').fill(TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    interface Layout {
+      page: number;
+      scroll: number;
+      head: Array<{ text: string; right: number }>;
+      started: Array<{ clipped: boolean }>;
+    }
+    // A string: the test is type-checked without the DOM library; the browser evaluates it.
+    const box = (await page.evaluate(`(() => {
+      const scroll = document.querySelector('.scroll');
+      const head = [...document.querySelectorAll('thead th')].map((th) => ({
+        text: th.textContent,
+        right: th.getBoundingClientRect().right,
+      }));
+      const started = [...document.querySelectorAll('td.started')].map((td) => ({ clipped: td.scrollWidth > td.clientWidth }));
+      return { page: document.documentElement.scrollWidth, scroll: scroll.scrollWidth - scroll.clientWidth, head, started };
+    })()`)) as Layout;
+    await page.screenshot({ path: join(ARTIFACTS, 'runs-page-1280.png'), fullPage: true });
+    expect(box.page).toBeLessThanOrEqual(1280);
+    expect(box.scroll).toBe(0);
+    for (const th of box.head) expect(th.right, th.text).toBeLessThanOrEqual(1280);
+    expect(box.head.map((th) => th.text)).toEqual(expect.arrayContaining(['Started', 'Duration']));
+    expect(box.started.length).toBeGreaterThan(0);
+    for (const td of box.started) expect(td.clipped).toBe(false);
+    await context.close();
+  }, 60_000);
 });

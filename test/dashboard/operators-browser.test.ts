@@ -154,6 +154,15 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     expect(Number(await attr(own, 'data-drawn-nonzero'))).toBe(nonzero);
     expect(Number(await attr(own, 'data-drawn-max'))).toBeCloseTo(Math.max(...series.map((p) => p.requests)) / 10, 6);
     expect(Number(await attr(`${RUN_CHART} figure[data-series="Rows done"]`, 'data-drawn-total'))).toBe(150);
+    // Times read as the headings say them: 24-hour UTC on the axis and in the readout, and no
+    // "UTC: -- Requests: -" readout while the pointer is elsewhere.
+    expect(await attr(own, 'data-drawn-axis')).toMatch(/^\d\d:\d\d(:\d\d)?( \d\d:\d\d(:\d\d)?)*$/);
+    const legend = page.locator(`${own} .u-legend`);
+    expect(await legend.isVisible()).toBe(false);
+    await page.locator(`${own} .plot .u-over`).hover();
+    await legend.waitFor();
+    expect(await legend.textContent()).toMatch(/UTC\s*\d\d:\d\d:\d\d/);
+    expect(await legend.textContent()).not.toMatch(/AM|PM|--/);
     expect(Number(await attr(`${RUN_CHART} figure[data-series="429 answers"]`, 'data-drawn-total'))).toBe(
       sum(series, (p) => p.rateLimited),
     );
@@ -195,7 +204,8 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     expect(await lines.count()).toBe(2);
     expect(await lines.nth(0).locator('td').first().textContent()).toBe('30');
     expect(await lines.nth(1).locator('td').first().textContent()).toBe('4');
-    expect(await page.getByRole('button', { name: 'Retry all 4 failed rows' }).count()).toBe(1);
+    // "Retry all" names what it sends again; the group's own button says the same of its rows.
+    expect(await page.locator('form:has(input[name=scope]) button').textContent()).toBe('Retry 4 failed rows');
     await page.getByText('30 invalid rows are not retried').waitFor();
     await screenshot('error-groups.png');
 
