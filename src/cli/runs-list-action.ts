@@ -1,6 +1,6 @@
 // What `crm-sync runs list` does: apart from the other runs actions because it needs only the run store.
 import type { Command } from 'commander';
-import type { RunRecord, RunStatus } from '../runs/run-types.js';
+import { FINAL_ROW_STATUSES, type RunCounts, type RunRecord, type RunStatus } from '../runs/run-types.js';
 import { withStore } from './context.js';
 
 export interface RunsListOptions {
@@ -11,19 +11,25 @@ export interface RunsListOptions {
   json?: boolean;
 }
 
+/**
+ * `301 rows: 300 unchanged, 1 failed`: every result kind of the run store the run has (none left
+ * out, so an all-unchanged sync does not read `0/301 ok`), and the rows still waiting.
+ */
+export function countsWords(c: RunCounts): string {
+  const parts = FINAL_ROW_STATUSES.filter((k) => c[k] > 0).map((k) => `${c[k]} ${k === 'skipped' ? 'unchanged' : k}`);
+  if (c.queued > 0) parts.push(`${c.queued} waiting`);
+  return `${c.total} row${c.total === 1 ? '' : 's'}${parts.length > 0 ? `: ${parts.join(', ')}` : ''}`;
+}
+
 function runLine(r: RunRecord): string {
-  const c = r.counts;
   const line = [
     r.id,
     r.status.padEnd(9),
     r.workspace,
     r.operation,
     r.syncName ?? '-',
-    `${c.succeeded}/${c.total} ok`,
-    `${c.failed} failed`,
-    `${c.invalid} invalid`,
-    `${c.skipped} skipped`,
     r.createdAt,
+    countsWords(r.counts),
   ].join('  ');
   // Blocked, failed and skipped-tick runs say why on the same line.
   return r.reason ? `${line}  (${r.reason})` : line;
