@@ -1,5 +1,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import type { Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
+import type { RowDecoder } from './row-decoder.js';
 
 const HEAD_BYTES = 64 * 1024;
 
@@ -63,4 +65,48 @@ export function sniffDelimiter(head: Buffer): string {
   let best = ',';
   for (const c of CANDIDATES) if ((counts.get(c) ?? 0) > (counts.get(best) ?? 0)) best = c;
   return best;
+}
+
+/**
+ * Keys rows can be matched by instead of an id, per operation that updates by id: the same
+ * lists as src/reconcile's MATCH_KEYS (a test keeps them equal; ingest cannot import reconcile,
+ * which imports ingest).
+ */
+export const ID_FREE_MATCH_KEYS: Readonly<Partial<Record<Operation, readonly string[]>>> = {
+  'deal.update': ['unique_number', 'name'],
+  'lead.update': ['email', 'unique_number', 'name'],
+  'contact.update': ['email', 'name', 'phone_number'],
+};
+
+/**
+ * An update file (or query) whose header has no column for `id` can send no row: say so once,
+ * for the whole file, before a run exists (INPUT_COLUMNS), instead of "id: is required" on
+ * every row, and name what does work: matching by a key the file has (`--reconcile --match`).
+ * Only for sources whose columns are known up front (a CSV header, a query's columns).
+ */
+export function checkIdColumn(decoder: RowDecoder, columns: readonly string[], source: 'file' | 'query'): void {
+  const keys = ID_FREE_MATCH_KEYS[decoder.op];
+  if (keys === undefined) return;
+  // One column holding ; tab or |: the delimiter is wrong, and the decoder says which to pass.
+  if (columns.length === 1 && /[;\t|]/.test(columns[0] ?? '')) return;
+  const idRule = decoder.rules.find((r) => r.field === 'id');
+  // A column the mapping names for id but the header lacks is the decoder's to report, with
+  // the header it most likely is (a typo, not a file without ids).
+  if (idRule !== undefined && (columns.includes(idRule.column) || !idRule.implicit)) return;
+  // The match keys the source has: the column a mapping fills the field from, else the column
+  // named like the key (unique_number is no field of an update, reconcile reads it as the key).
+  const present = keys.flatMap((key) => {
+    const column = decoder.rules.find((r) => r.field === key)?.column ?? key;
+    return columns.includes(column) ? [{ key, column }] : [];
+  });
+  const first = present[0];
+  const instead =
+    first !== undefined
+      ? `It has the key column ${first.column === first.key ? `"${first.key}"` : `"${first.column}" (${first.key})`}: ` +
+        `import it with --reconcile --match ${first.key} to find each record by ${first.key} instead`
+      : `Add an id column, or match rows by a key column with --reconcile --match ${keys.join('|')} (--key-column names the column)`;
+  throw new CrmSyncError(
+    'INPUT_COLUMNS',
+    `the ${source} has no "id" column, so no row can be sent: ${decoder.op} finds each record by its id. ${instead}. Nothing was sent.`,
+  );
 }

@@ -1,4 +1,5 @@
 import { CrmSyncError } from '../errors/index.js';
+import { checkIdColumn } from './file-check.js';
 import { openSource } from './open-source.js';
 import { RowDecoder, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 import { columnsUpFront, type ReadSourceOptions, type SourceItem, type SourceReader } from './source-types.js';
@@ -22,7 +23,12 @@ export interface CheckedSource {
  * it (INPUT_EMPTY): these mistakes end the command before a run is created. The source is read
  * once: `items` goes on from where the check stopped (a pipe cannot be read twice).
  */
-export async function checkSource(reader: SourceReader, decoder: RowDecoder): Promise<CheckedSource> {
+export async function checkSource(
+  reader: SourceReader,
+  decoder: RowDecoder,
+  /** A check of the header before the decoder's own (columns known up front only). */
+  checkHeader?: (columns: readonly string[]) => void,
+): Promise<CheckedSource> {
   const iterator = reader[Symbol.asyncIterator]();
   const first = iterator.next();
   // Observed later by `items`; until then a failed read must not count as unhandled.
@@ -33,6 +39,7 @@ export async function checkSource(reader: SourceReader, decoder: RowDecoder): Pr
     if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
       throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
     }
+    if (checkHeader && columnsUpFront(reader)) checkHeader(reader.columns);
     decoder.checkColumns(reader.columns, columnsUpFront(reader));
   } catch (err) {
     // Refused before its rows are read: the reader's file or database connection is let go
@@ -89,6 +96,10 @@ export async function ingest(
     ...(extraColumns ? { extraColumns } : {}),
   });
   const reader = typeof source === 'string' ? openSource(source, readOptions) : source;
-  const { items, close } = await checkSource(reader, decoder);
+  // An update source without ids: one sentence for the file, not "id: is required" per row
+  // (first: its key columns would otherwise be refused as mapping to no field).
+  const { items, close } = await checkSource(reader, decoder, (columns) =>
+    checkIdColumn(decoder, columns, reader.format === 'postgres' ? 'query' : 'file'),
+  );
   return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) }, close };
 }

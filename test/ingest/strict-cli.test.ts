@@ -277,6 +277,32 @@ describe('clear words for edge files', () => {
     expect(writes()).toBe(before + 1);
   }, 90_000);
 
+  it('an update file without an id column is refused once for the file, pointing at --reconcile --match; that then works', async () => {
+    const c = contacts()[8]!;
+    const before = writes();
+    const file = h.file('no-ids.csv', csv(['name', 'email'], [['By Key', c.email]]));
+    const plain = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--work']);
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('the file has no "id" column, so no row can be sent');
+    expect(plain.stderr).toContain('--reconcile --match email');
+    expect(plain.stderr).not.toContain('is required');
+    expect(writes()).toBe(before);
+    const keyed = await cli([
+      'import',
+      file,
+      '--op',
+      'contact.update',
+      '-w',
+      'acme',
+      '--work',
+      '--reconcile',
+      '--match',
+      'email',
+    ]);
+    expect(keyed.code).toBe(0);
+    expect(h.ws.contacts.get(c.id)!.name).toBe('By Key');
+  }, 60_000);
+
   it('reconcile names the key column it looked for and what it found', async () => {
     const file = h.file('keyed.csv', csv(['Email', 'name'], [[contacts()[6]!.email, 'K']]));
     const out = await cli(['reconcile', file, '--op', 'contact.update', '-w', 'acme', '--ignore-unknown-columns']);
