@@ -10,16 +10,25 @@ import {
   type PostgresSourceReader,
   type SourceFormat,
 } from '../ingest/index.js';
-import { importFile, workspaceRequestBudget } from '../queue/index.js';
-import type { RunRecord } from '../runs/index.js';
+import {
+  currentGeneration,
+  evicts,
+  importFile,
+  readEviction,
+  redisLostDataSince,
+  workspaceRequestBudget,
+} from '../queue/index.js';
+import type { RunRecord, RunStore } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
-import { CrmSyncError } from '../errors/index.js';
+import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
+import { RedisHealthWatch } from './redis-health-watch.js';
+import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
 import { firstProblems, sourceNotes } from './source-notes.js';
@@ -37,6 +46,8 @@ export interface ImportOptions {
   concurrency?: number;
   batchSize?: number;
   highWater?: number;
+  /** Seconds Redis may not answer while producing and following. Default 60. */
+  redisOutage?: number;
   json?: boolean;
   reconcile?: boolean;
   match?: string;
@@ -138,6 +149,8 @@ async function importSource(
   onRunStarted: () => void,
 ): Promise<void> {
   const runtime = await openRuntime(config, logger);
+  // What Redis holds now: if the run is gone later, a different generation says Redis lost it.
+  const generation = await currentGeneration(runtime.redis, config.prefix).catch(() => undefined);
   let pool: WorkerPool | null = null;
   try {
     if (opts.work && !opts.dryRun)
@@ -174,8 +187,10 @@ async function importSource(
     },
     { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS },
   );
+  const seen = new LastSeen(runtime.store);
   const started = (r: RunRecord, how: string) => {
     producing = { runId: r.id };
+    seen.follow(r);
     onRunStarted();
     logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
   };
@@ -217,15 +232,19 @@ async function importSource(
             op: opts.op,
             inviteBatchSize: opts.batchSize ?? 50,
             onRun: (r) => started(r, ''),
+            onProgress: (p) => (seen.handed = p.queued),
+            ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
           });
     producing = null;
     const following = Boolean(opts.wait || opts.work || opts.dryRun);
     if (!following && !opts.dryRun && run.counts.queued > 0) await warnIfNoWorkers(runtime.store, opts.workspace);
     const presence = new QueuePresenceWatch(runtime.store, opts.workspace);
+    seen.stop();
     const final = following
       ? await followRun(runtime.store, run.id, {
           quiet: Boolean(opts.json),
-          ...(opts.dryRun ? {} : { presence }),
+          ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
+          ...(opts.dryRun ? {} : { presence, health: new RedisHealthWatch(runtime.store, opts.workspace) }),
         })
       : run.status === 'cancelled'
         ? // Cancelled while it read: its last line counts the rows still landing once they have.
@@ -243,9 +262,96 @@ async function importSource(
     } else {
       process.exitCode = exitCodeFor(final);
     }
+  } catch (err) {
+    const runId = seen.runId;
+    const gone = err instanceof RunGoneError || (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND');
+    if (runId === undefined || !gone) throw err;
+    // The run this command produced is gone from Redis: say so, with what was sent and a safe way on.
+    const last = err instanceof RunGoneError ? err.facts : undefined;
+    const lastSeen = newer(seen.run, last?.lastSeen);
+    const lastSeenAt = lastSeen !== undefined && lastSeen === last?.lastSeen ? last.lastSeenAt : seen.at;
+    const facts: RunGoneFacts = {
+      runId,
+      cause: await goneCause(runtime.store, config.prefix, generation),
+      importCommand: importCommandOf(source, opts),
+      ...(lastSeen ? { lastSeen } : {}),
+      ...(lastSeenAt ? { lastSeenAt } : {}),
+      ...(seen.handed !== undefined ? { handed: seen.handed } : {}),
+    };
+    throw new RunGoneError(facts);
   } finally {
+    seen.stop();
     removeHandlers();
     await pool?.close();
     await runtime.close();
   }
+}
+
+/**
+ * The run as this command last read it while producing (once a second): when Redis loses the
+ * run, these counts are all there is to say how many rows had been sent.
+ */
+class LastSeen {
+  run: RunRecord | undefined;
+  at: Date | undefined;
+  /** Rows the producer had handed to the queue. */
+  handed: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly store: RunStore) {}
+
+  get runId(): string | undefined {
+    return this.run?.id;
+  }
+
+  follow(run: RunRecord): void {
+    this.run = run;
+    this.at = new Date();
+    this.#timer = setInterval(() => {
+      this.store
+        .getRun(run.id)
+        .then((r) => {
+          if (r === null) return;
+          this.run = r;
+          this.at = new Date();
+        })
+        .catch(() => undefined);
+    }, 1000);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+/** The later of two reads of one run (the one with more rows done). */
+function newer(a: RunRecord | undefined, b: RunRecord | undefined): RunRecord | undefined {
+  if (!a || !b) return a ?? b;
+  return b.counts.total - b.counts.queued >= a.counts.total - a.counts.queued ? b : a;
+}
+
+/** Why the run is gone: Redis lost its generation, evicts keys, or neither can be told. */
+async function goneCause(store: RunStore, prefix: string, generation: string | undefined): Promise<GoneCause> {
+  if (generation !== undefined && (await redisLostDataSince(store.redis, prefix, generation))) return { kind: 'lost' };
+  const eviction = await readEviction(store.redis);
+  if (eviction && (evicts(eviction) || eviction.evictedKeys > 0))
+    return { kind: 'evicted', policy: eviction.policy, evictedKeys: eviction.evictedKeys };
+  return { kind: 'unknown' };
+}
+
+/** The import's source and reading options as a command line, for advice on sending the rest. */
+function importCommandOf(source: string | PostgresSourceReader, opts: ImportOptions): string {
+  const parts = ['crm-sync import'];
+  parts.push(typeof source === 'string' ? shellWord(source) : '--from-postgres --query <the same query>');
+  parts.push('-w', shellWord(opts.workspace));
+  if (opts.mapping) parts.push('--mapping', shellWord(opts.mapping));
+  if (opts.format) parts.push('--format', opts.format);
+  if (opts.delimiter) parts.push('--delimiter', shellWord(opts.delimiter));
+  if (opts.ignoreUnknownColumns) parts.push('--ignore-unknown-columns');
+  return parts.join(' ');
+}
+
+function shellWord(word: string): string {
+  return /^[\w./:@=-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

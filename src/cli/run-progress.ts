@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
-import { workerCount } from '../queue/index.js';
+import { isEvictionReason, workerCount } from '../queue/index.js';
 import { durationWords, type RunRecord, type RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { QueuePresenceWatch } from './queue-presence.js';
+import type { RedisHealthWatch } from './redis-health-watch.js';
+import { RunGoneError } from './run-gone.js';
 import { ignoredColumnsOf } from './source-notes.js';
 
 export interface FollowRunOptions {
@@ -18,6 +20,8 @@ export interface FollowRunOptions {
   redisOutageMs?: number;
   /** Say what keeps rows waiting (no worker, a pause, the circuit breaker), looked at every 5 s. */
   presence?: QueuePresenceWatch;
+  /** Say when Redis keeps the rows waiting (full, or evicting keys), looked at with `presence`. */
+  health?: RedisHealthWatch;
 }
 
 const done = (r: RunRecord) => r.counts.total - r.counts.queued;
@@ -54,6 +58,8 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
       lastLook = Date.now();
       const line = await options.presence.look().catch(() => undefined);
       if (line !== undefined) process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
+      const redisLine = await options.health?.look().catch(() => undefined);
+      if (redisLine !== undefined) process.stderr.write(`${bar ? '\n' : ''}${redisLine}\n`);
     }
     const rate = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
     if (bar) {
@@ -122,9 +128,11 @@ function redisTolerantReader(
   outageMs: number,
 ): (last: RunRecord) => Promise<RunRecord | undefined> {
   let since: number | undefined;
+  let lastSeenAt = new Date();
   return async (last) => {
     try {
       const run = await store.requireRun(runId);
+      lastSeenAt = new Date();
       if (since !== undefined)
         process.stderr.write(
           `Redis answers again after ${((Date.now() - since) / 1000).toFixed(0)} s; following run ${runId}\n`,
@@ -132,13 +140,10 @@ function redisTolerantReader(
       since = undefined;
       return run;
     } catch (err) {
-      if (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND') {
-        throw new CrmSyncError(
-          'REDIS_LOST',
-          `run ${runId} is gone from Redis while it was being followed (last seen ${last.status}, ${done(last)}/${last.counts.total} rows done): ` +
-            'Redis lost its data (restarted without persistence?) or the run was deleted. Rows not yet done were not sent: import the file again.',
-        );
-      }
+      // Never "rows not yet done were not sent": they may have been (a create that reached the
+      // CRM and lost its result with Redis). The caller that produced the run says it better.
+      if (isCrmSyncError(err) && err.code === 'RUN_NOT_FOUND')
+        throw new RunGoneError({ runId, lastSeen: last, lastSeenAt, cause: { kind: 'unknown' } });
       if (since === undefined) {
         since = Date.now();
         process.stderr.write(
@@ -169,6 +174,9 @@ function payload(run: RunRecord, rate: number) {
 
 /** The documented exit code for a run's outcome. */
 export function exitCodeFor(run: RunRecord): ExitCode {
+  // Ended or held by the workers because Redis evicts keys: its rows may be gone, not failed.
+  if ((run.status === 'failed' || run.status === 'blocked') && isEvictionReason(run.reason))
+    return EXIT.REDIS_DATA_LOST;
   if (run.status === 'blocked') return EXIT.BLOCKED;
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
@@ -205,15 +213,18 @@ export function formatRunSummary(run: RunRecord): string {
   const ignored = ignoredColumnsOf(run);
   if (ignored.length > 0)
     lines.push(`  ignored columns (not sent): ${ignored.map((col) => JSON.stringify(col)).join(', ')}`);
-  if (c.superseded > 0)
-    lines.push(`  superseded rows were not sent: later rows wrote every field they would change`);
+  if (c.superseded > 0) lines.push(`  superseded rows were not sent: later rows wrote every field they would change`);
   if (c.uncertain > 0)
     lines.push(
       `  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`,
     );
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
   if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
-  if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
+  if (run.status === 'blocked' && isEvictionReason(run.reason))
+    lines.push(
+      `  the workers take it up again by themselves once Redis evicts no keys (maxmemory-policy noeviction); follow it with: crm-sync runs show ${run.id}`,
+    );
+  else if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');
 }
 
