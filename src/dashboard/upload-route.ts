@@ -47,8 +47,11 @@ async function checkLooksLikeExport(file: string): Promise<void> {
     new CrmSyncError('INPUT_ENCODING', `${UPLOADED} is not a UTF-8 CSV file (save it as CSV UTF-8)`);
   let header: string | undefined;
   let head = '';
+  let offset = 0;
   for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>) {
-    if (chunk.includes(0)) throw notText();
+    const nul = chunk.indexOf(0);
+    if (nul !== -1) throw nulByte(offset === 0 ? chunk : null, offset + nul);
+    offset += chunk.length;
     let text: string;
     try {
       text = decoder.decode(chunk, { stream: true });
@@ -72,6 +75,41 @@ async function checkLooksLikeExport(file: string): Promise<void> {
       `${UPLOADED} has no crm_sync_row column: upload the failed-rows CSV downloaded from the run page (keep the crm_sync_ columns)`,
     );
   }
+}
+
+/**
+ * A NUL byte is valid UTF-8, so "not UTF-8" would be wrong: a CSV holds none. Said by what it
+ * most likely is: UTF-16 text (what "Unicode text" exports write, a NUL in every other byte) or
+ * a binary file. `first` is the file's first chunk when the NUL is in it.
+ */
+function nulByte(first: Buffer | null, at: number): CrmSyncError {
+  const bom = first !== null && ((first[0] === 0xff && first[1] === 0xfe) || (first[0] === 0xfe && first[1] === 0xff));
+  if (bom) return new CrmSyncError('INPUT_ENCODING', `${UPLOADED} is UTF-16 text, not UTF-8: save it as CSV UTF-8`);
+  return new CrmSyncError(
+    'INPUT_ENCODING',
+    `${UPLOADED} holds a NUL byte (byte ${at + 1}), which no CSV text has: is it a binary file? Upload the CSV downloaded from the run page`,
+  );
+}
+
+/**
+ * What a multipart limit that was reached means for the person uploading: only the size limit
+ * is about the file being large (all of these are HTTP 413 in @fastify/multipart).
+ */
+function limitError(err: unknown, maxBytes: number): CrmSyncError {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+  if (code === 'FST_FILES_LIMIT')
+    return new CrmSyncError('USAGE', 'the upload holds more than one file: send one corrected CSV (field "file")', {
+      cause: err,
+    });
+  if (code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT')
+    return new CrmSyncError(
+      'USAGE',
+      'the upload holds more form fields than the run page sends: upload from the run page (the corrected CSV in field "file")',
+      { cause: err },
+    );
+  return new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, {
+    cause: err,
+  });
 }
 
 /** Reads the multipart body: the form token, and the file (saved to `file`). */
@@ -98,10 +136,7 @@ async function receive(
   } catch (err) {
     if (isCrmSyncError(err)) throw err;
     const status = typeof err === 'object' && err !== null && 'statusCode' in err ? Number(err.statusCode) : 500;
-    if (status === 413)
-      throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, {
-        cause: err,
-      });
+    if (status === 413) throw limitError(err, maxBytes);
     // busboy's own errors (no boundary, cut-off part, bad header) are plain Errors: the client's fault.
     throw new CrmSyncError('USAGE', MALFORMED, { cause: err });
   }

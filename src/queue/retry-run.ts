@@ -292,9 +292,17 @@ async function* fromCorrectedFile(
       ignored.add({ row: null, line: item.line, reason: item.message });
       continue;
     }
-    const row = Number(item.original.crm_sync_row);
-    if (!Number.isInteger(row) || row < 1) {
-      ignored.add({ row: null, line: item.line, reason: 'no crm_sync_row column: use a file made by "runs export"' });
+    const cell = item.original.crm_sync_row;
+    const row = Number(cell);
+    if (cell === undefined || cell.trim() === '' || !Number.isInteger(row) || row < 1) {
+      // Said as it is: a file without the column, or a line whose row number was changed.
+      const reason =
+        cell === undefined
+          ? 'no crm_sync_row column: use a file made by "runs export"'
+          : cell.trim() === ''
+            ? 'its crm_sync_row cell is empty: keep the row numbers "runs export" wrote'
+            : `its crm_sync_row ${JSON.stringify(cell.length > 20 ? `${cell.slice(0, 20)}…` : cell)} is not a row number (a whole number from 1): keep the row numbers "runs export" wrote`;
+      ignored.add({ row: null, line: item.line, reason });
       continue;
     }
     if (item.original.crm_sync_run_id && item.original.crm_sync_run_id !== run.id) {

@@ -53,7 +53,8 @@ describe('uploads are bounded', () => {
     expect(answer.ignored[0]).toEqual({
       row: null,
       line: 2,
-      reason: 'no crm_sync_row column: use a file made by "runs export"',
+      reason:
+        'its crm_sync_row "x" is not a row number (a whole number from 1): keep the row numbers "runs export" wrote',
     });
     expect(answer.progress.read).toBe(0);
     expect(res.body.length).toBeLessThan(64 * 1024);
@@ -94,6 +95,92 @@ describe('uploads are bounded', () => {
     expect(busy.headers['retry-after']).toBe('2');
     expect(busy.json<{ error: string }>().error).toBe('DASHBOARD_BUSY');
   }, 60_000);
+});
+
+describe('upload answers name their real cause (issue 31)', () => {
+  /** A multipart body with these parts, as a client may send it. */
+  function parts(list: Array<{ name: string; value: string | Buffer; filename?: string }>) {
+    const boundary = `----crmsync${Math.random().toString(16).slice(2)}`;
+    const chunks: Buffer[] = [];
+    for (const p of list) {
+      const disposition = `form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}`;
+      const type = p.filename ? '\r\nContent-Type: text/csv' : '';
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`));
+      chunks.push(Buffer.isBuffer(p.value) ? p.value : Buffer.from(p.value), Buffer.from('\r\n'));
+    }
+    chunks.push(Buffer.from(`--${boundary}--\r\n`));
+    return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
+  }
+  async function send(upload: { body: Buffer; type: string }) {
+    const res = await d.ask({
+      method: 'POST',
+      path: `/runs/${runId}/upload`,
+      headers: { cookie, origin: d.origin, accept: 'application/json', 'content-type': upload.type },
+      body: upload.body,
+    });
+    return { status: res.status, message: res.json<{ message: string }>().message };
+  }
+  const exportLines = 'crm_sync_row,name\n1,a\n';
+
+  it('a bad row number says the row number is bad, not that the column is missing', async () => {
+    const res = await upload('crm_sync_row,name\nabc,a\n0,b\n,c\n');
+    expect(res.status).toBe(200);
+    const reasons = res.json<{ ignored: Array<{ line: number; reason: string }> }>().ignored;
+    expect(reasons).toEqual([
+      { row: null, line: 2, reason: expect.stringMatching(/^its crm_sync_row "abc" is not a row number/) },
+      { row: null, line: 3, reason: expect.stringMatching(/^its crm_sync_row "0" is not a row number/) },
+      { row: null, line: 4, reason: expect.stringMatching(/^its crm_sync_row cell is empty/) },
+    ]);
+    expect(reasons.map((r) => r.reason).join('\n')).not.toContain('no crm_sync_row column');
+  });
+
+  it('two files, or more fields than the form has, are not called "larger than 50 MB"', async () => {
+    const _csrf = await d.formToken(cookie);
+    const twoFiles = await send(
+      parts([
+        { name: '_csrf', value: _csrf },
+        { name: 'file', value: exportLines, filename: 'a.csv' },
+        { name: 'file', value: exportLines, filename: 'b.csv' },
+      ]),
+    );
+    expect(twoFiles.status).toBe(400);
+    expect(twoFiles.message).toContain('more than one file');
+    const manyFields = await send(
+      parts([
+        { name: '_csrf', value: _csrf },
+        ...Array.from({ length: 40 }, (_, i) => ({ name: `f${i}`, value: 'x' })),
+        { name: 'file', value: exportLines, filename: 'a.csv' },
+      ]),
+    );
+    expect(manyFields.status).toBe(400);
+    expect(manyFields.message).toContain('more form fields than the run page sends');
+    for (const answer of [twoFiles, manyFields]) expect(answer.message).not.toMatch(/larger than/);
+  });
+
+  it('a NUL byte is called a NUL byte (or UTF-16 text), not "not UTF-8"', async () => {
+    const _csrf = await d.formToken(cookie);
+    const nul = await send(
+      parts([
+        { name: '_csrf', value: _csrf },
+        { name: 'file', value: Buffer.from('crm_sync_row,name\n1,a\u0000b\n'), filename: 'nul.csv' },
+      ]),
+    );
+    expect(nul.status).toBe(400);
+    expect(nul.message).toContain('holds a NUL byte (byte 22)');
+    expect(nul.message).not.toContain('not a UTF-8');
+    const utf16 = await send(
+      parts([
+        { name: '_csrf', value: _csrf },
+        {
+          name: 'file',
+          value: Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('crm_sync_row,name\n', 'utf16le')]),
+          filename: 'unicode.csv',
+        },
+      ]),
+    );
+    expect(utf16.message).toContain('is UTF-16 text, not UTF-8: save it as CSV UTF-8');
+    expect(await h.runtime.store.requireRun(runId)).toMatchObject({ status: 'completed', counts: { queued: 0 } });
+  });
 });
 
 describe('download → upload → download (finding: formula-like headers were lost)', () => {
