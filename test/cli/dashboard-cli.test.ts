@@ -20,6 +20,18 @@ describe('crm-sync dashboard', () => {
     expect(res.stderr).toMatch(/needs a token: set CRM_SYNC_DASHBOARD_TOKEN.*--insecure-no-auth/);
   }, 30_000);
 
+  it('refuses a token anyone can guess (32 × "a") before it connects anywhere, without printing it', async () => {
+    const res = await runCli(['--config', h.configPath, 'dashboard', '--port', '0'], {
+      ...h.env,
+      CRM_SYNC_DASHBOARD_TOKEN: 'a'.repeat(32),
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(
+      'the dashboard token (CRM_SYNC_DASHBOARD_TOKEN) is one character repeated, which anyone can guess (make one with: openssl rand -hex 16)',
+    );
+    expect(res.stderr).not.toContain('a'.repeat(32));
+  }, 30_000);
+
   it('on a port in use: exit 2 and one line that says so, no stack trace', async () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
