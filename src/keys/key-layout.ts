@@ -71,7 +71,7 @@
  *
  * Dashboard (src/dashboard):
  *   <p>:dashboard:session:<token fingerprint>:<sha256 of the session id>   string  a session; TTL idle time
- *   <p>:dashboard:auth-failures:<client>                                   the sign-in throttle (@fastify/rate-limit)
+ *   <p>:dashboard:auth-failures:<client>                                   the sign-in throttle (auth-throttle.ts): hash f, i
  *   <p>:dashboard:upload:<token>   string  an upload's answer, read once by the page it redirects to; TTL
  *
  * Workspace names are letters, digits, `-` and `_`, so `<p>:q:{<w>}` and `<p>:ws:{<w>}:…` never
@@ -164,7 +164,7 @@ export function sessionKey(prefix: string, fingerprint: string, sidHash: string)
   return `${sessionKeyBase(prefix)}${fingerprint}:${sidHash}`;
 }
 
-/** @fastify/rate-limit's namespace for failed sign-ins and bearer checks. */
+/** The sign-in throttle's per-client hash: wrong tokens in the window (f), checks in flight (i). */
 export function authFailuresNamespace(prefix: string): string {
   return `${prefix}:dashboard:auth-failures:`;
 }
