@@ -108,6 +108,41 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis losing a run', () =
     expect(byName.size).toBe(n);
   }, 180_000);
 
+  it('restarted without persistence after the file was read: the follower says the same, exits 6, never "nothing was sent"', async () => {
+    redis = await startPrivateRedis();
+    h = await startHarness({ records: 5, latencyMs: 40, redisUrl: redis.url });
+    const tag = `Followed ${Date.now().toString(36)}`;
+    const file = h.file(
+      'followed.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 300 }, (_, i) => [`${tag} ${i + 1}`, 7 + i]),
+      ),
+    );
+    await h.startWorkers({ concurrency: 2 });
+    const cli = startCli(harnessArgs(h, ['import', file, '--op', 'deal.create', '-w', 'acme', '--wait']).args, {
+      ...h.env,
+      CI: 'true',
+    });
+    clis.push(cli);
+    await theRun(h, (r) => r.producerDone && r.counts.succeeded >= 40);
+    await redis.kill(true);
+    await redis.restart();
+    const code = await exitOf(cli, 60_000);
+    const created = [...h.ws.deals.values()].filter((d) => d.name.startsWith(`${tag} `)).length;
+    console.log(`[redis-loss] followed: exit ${code}; ${created} deals created; import said:\n${cli.stderr}`);
+    expect(code).toBe(6);
+    expect(cli.stderr).toMatch(
+      /Redis lost run \S+ while it was under way: Redis lost its data \(restarted without persistence/,
+    );
+    expect(cli.stderr).toMatch(/300 rows had been handed to the workers/);
+    const atLeast = Number(/at least (\d+) rows reached the CRM/.exec(cli.stderr)?.[1]);
+    expect(atLeast).toBeGreaterThan(0);
+    expect(atLeast).toBeLessThanOrEqual(created);
+    expect(cli.stderr).toContain(`crm-sync import ${file} -w acme --op deal.create --upsert --match name --wait`);
+    expect(cli.stderr).not.toMatch(/nothing was sent|no run with id|Rows not yet done were not sent/i);
+  }, 120_000);
+
   it('switched to allkeys-lru mid-run: the workers stop taking jobs with one REDIS_EVICTS line, import --wait exits 6 with it, and the run goes on once noeviction is back', async () => {
     redis = await startPrivateRedis();
     admin = new Redis(redis.url);
