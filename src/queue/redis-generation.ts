@@ -59,7 +59,9 @@ export async function watchRedisGeneration(
       logger.error(
         { lostGeneration: lost, generation: watch.current },
         `Redis lost its data (restarted without persistence?): queued rows and results of runs begun since ${since} are gone; ` +
-          'import those files again. Give Redis AOF persistence (appendonly yes) to survive restarts.',
+          'send them again, files of creates only through a reconciled import (import <file> --op deal.create --upsert --match name), ' +
+          'which leaves the deals they already made alone: a plain import would make them twice. ' +
+          'Give Redis AOF persistence (appendonly yes) to survive restarts.',
       );
     } catch (err) {
       logger.warn({ err: errorMessage(err) }, 'could not check whether Redis kept its data after a reconnect');
