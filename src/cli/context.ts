@@ -22,11 +22,20 @@ export function cliConfig(command: Command): Config {
   return loadConfig(globals.config !== undefined ? { path: globals.config } : {});
 }
 
+/**
+ * Long-running services: their stderr is a log (JSON off a terminal). Every other command is
+ * run by a person, who reads pretty lines wherever stderr goes (src/log: wantsPretty).
+ */
+const SERVICE_COMMANDS = new Set(['worker', 'scheduler', 'dashboard']);
+
 /** Loads config and builds the logger for a command, from the root program's global options. */
 export function cliContext(command: Command): CliContext {
   const globals = command.optsWithGlobals<GlobalOptions>();
   const config = cliConfig(command);
-  const logger = createLogger({ level: globals.logLevel ?? config.logLevel });
+  const logger = createLogger({
+    level: globals.logLevel ?? config.logLevel,
+    audience: SERVICE_COMMANDS.has(command.name()) ? 'service' : 'person',
+  });
   return { config, logger };
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { port, TOKEN_ENV, trustProxy, type DashboardCommandOptions } from './dashboard-arguments.js';
-import { list } from './options.js';
+import { helpFooter, list } from './options.js';
 
 const actions = () => import('./dashboard-action.js');
 
@@ -28,9 +28,11 @@ export function registerDashboardCommand(program: Command): void {
     )
     .addHelpText(
       'after',
-      `\nThe token comes from ${TOKEN_ENV}, or the config's "dashboard": {"tokenEnv"|"tokenFile"}; it must have at least\n` +
-        '32 characters (make one with: openssl rand -hex 16). Browsers sign in at /login; scripts send\n' +
-        '"Authorization: Bearer <token>". /healthz and /readyz are open.',
+      helpFooter(
+        `\nThe token comes from ${TOKEN_ENV}, or the config's "dashboard": {"tokenEnv"|"tokenFile"}; it must have at least ` +
+          '32 characters (make one with: openssl rand -hex 16). Browsers sign in at /login; scripts send ' +
+          '"Authorization: Bearer <token>". /healthz and /readyz are open.',
+      ),
     )
     .action(async (opts: DashboardCommandOptions, command: Command) => (await actions()).runDashboard(opts, command));
 }

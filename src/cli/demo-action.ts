@@ -7,6 +7,7 @@ import type { GlobalOptions } from './context.js';
 
 export async function runDemoCommand(opts: { resultsDir: string }, command: Command): Promise<void> {
   const globals = command.optsWithGlobals<GlobalOptions>();
-  const logger = createLogger({ level: globals.logLevel ?? 'warn' });
+  // The demo's summary is for a person: its warnings read as lines beside it, never as JSON.
+  const logger = createLogger({ level: globals.logLevel ?? 'warn', audience: 'person' });
   await runDemo({ logger, resultsDir: opts.resultsDir });
 }

@@ -6,8 +6,8 @@ export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description(
-      'Run the whole product on embedded defaults: an in-process CRM simulator, a local Redis\n' +
-        '(REDIS_URL, else 127.0.0.1:6379, else a private redis-server), workers, and the files in samples/.\n' +
+      'Run the whole product on embedded defaults: an in-process CRM simulator, a local Redis ' +
+        '(REDIS_URL, else 127.0.0.1:6379, else a private redis-server), workers, and the files in samples/. ' +
         'Some rows fail on purpose; their CSVs are written to ./crm-sync-results.',
     )
     .option('--results-dir <dir>', 'where failed-row CSVs go', 'crm-sync-results')

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { OPERATIONS } from '../crm/operation-names.js';
 import type { ImportOptions } from './import-action.js';
-import { DEFAULT_DB_URL_ENV, positiveInt, sourceFileOptions } from './options.js';
+import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, sourceFileOptions } from './options.js';
 
 // The declaration only: the action loads the pipeline (BullMQ, the CRM client, the database
 // source) when it runs, so `import --help` loads none of it.
@@ -66,23 +66,23 @@ export function registerImportCommand(program: Command): void {
     )
     .addHelpText(
       'after',
-      `
+      helpFooter(
+        `
 Examples:
   crm-sync import deals.csv --op deal.update --workspace acme --wait
   crm-sync import contacts.ndjson --op contact.update -w acme --mapping mapping.json --dry-run
   crm-sync import invites.csv --op team.invite -w acme --work
   some-export | crm-sync import - --op contact.update -w acme --wait
   crm-sync import - --format csv --op deal.update -w acme < deals.csv
-  WAREHOUSE_URL=postgres://… crm-sync import --from-postgres --db-url-env WAREHOUSE_URL \\
-    --query 'select contact_id as id, email, phone as phone_number from crm_contacts_v' \\
-    --row-key id --op contact.update -w acme --reconcile --wait
+  WAREHOUSE_URL=postgres://… crm-sync import --from-postgres \\
+    --db-url-env WAREHOUSE_URL --row-key id \\
+    --query 'select id, email, phone as phone_number from contacts' \\
+    --op contact.update -w acme --reconcile --wait
 
-stdin is kept as a file under resultsDir/stdin (removed with the run's files by retention), so
-runs resume, retry --file and verify read it again. The database URL is never printed, logged
-or stored: runs record the env variable (or file) it came from, the query and the key column.
+Stdin is kept as a file under resultsDir/stdin (removed with the run's files by retention), so runs resume, retry --file and verify read it again. The database URL is never printed, logged or stored: runs record the env variable (or file) it came from, the query and the key column.
 
-Without --wait the command returns once every row is queued; run "crm-sync worker" to process
-them and "crm-sync runs show <id>" to see the outcome.`,
+Without --wait the command runs until its last row is queued, then returns. The queue holds at most a high-water mark of rows, so a file larger than that is read only as fast as workers take rows: keep "crm-sync worker" running, and see the outcome with "crm-sync runs show <id>".`,
+      ),
     )
     .action(async (file: string | undefined, opts: ImportOptions, command: Command) =>
       (await import('./import-action.js')).runImport(file, opts, command),

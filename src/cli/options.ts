@@ -57,3 +57,44 @@ export const sourceFileOptions = {
       'skip columns that map to no field of the operation (listed) instead of refusing the file',
     ),
 };
+
+/** The width help text is written for: a terminal's default. */
+export const HELP_WIDTH = 80;
+
+/**
+ * Text after a command's help (examples, exit codes, notes), fitted to 80 columns: commander
+ * wraps descriptions but prints this as it is. Each line of `text` is one paragraph, item or
+ * example, never a piece of a sentence. Prose wraps at the width; an item like `  2  bad
+ * arguments` wraps under its text; an indented example (a command line) wraps with a shell
+ * continuation (` \`), so it can still be pasted.
+ */
+export function helpFooter(text: string, width = HELP_WIDTH): string {
+  return text
+    .split('\n')
+    .map((line) => {
+      if (line.length <= width) return line;
+      const item = /^(\s*)(\d+\s+|\S+:\s+)?/.exec(line)!;
+      const lead = item[1] ?? '';
+      const example = lead.length > 0 && item[2] === undefined;
+      const hanging = example ? `${lead}  ` : ' '.repeat(item[0].length);
+      return wrapWords(item[0], line.slice(item[0].length), width, hanging, example ? ' \\' : '');
+    })
+    .join('\n');
+}
+
+/** `prefix` (an indent, an item's marker) is kept as written; the rest wraps under `hanging`. */
+function wrapWords(prefix: string, rest: string, width: number, hanging: string, continuation: string): string {
+  const words = rest.trim().split(/ +/);
+  const out: string[] = [];
+  let current = prefix;
+  let fresh = true;
+  for (const word of words) {
+    if (!fresh && current.length + 1 + word.length > width - continuation.length) {
+      out.push(`${current}${continuation}`);
+      current = hanging + word;
+    } else current = fresh ? current + word : `${current} ${word}`;
+    fresh = false;
+  }
+  out.push(current);
+  return out.join('\n');
+}

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { EXIT } from './exit-codes.js';
+import { helpFooter } from './options.js';
 
 const EXIT_HELP = `
 Exit codes:
@@ -13,8 +14,7 @@ Exit codes:
   ${EXIT.REDIS_DATA_LOST}  Redis lost the run's data (restarted without persistence, or evicting keys): rows may have been sent; the message says how to send the rest without duplicates
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
-Environment: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster's seed nodes
-  host:port,host:port; wins over REDIS_URL), CRM_SYNC_PREFIX, CRM_SYNC_LOG_LEVEL.`;
+Environment: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster's seed nodes host:port,host:port; wins over REDIS_URL), CRM_SYNC_PREFIX, CRM_SYNC_LOG_LEVEL, LOG_FORMAT (json or pretty).`;
 
 /** package.json's version: src/cli/ and dist/cli/ both sit two levels below the package root. */
 function packageVersion(): string {
@@ -31,9 +31,18 @@ export function buildProgram(registrations: ReadonlyArray<(program: Command) => 
     .addOption(
       new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']),
     )
-    .addHelpText('after', EXIT_HELP)
+    .addHelpText('after', helpFooter(EXIT_HELP))
     .showHelpAfterError('(add --help for usage)')
+    .helpCommand('help [command]', 'Show the help of a command')
     .exitOverride();
   for (const register of registrations) register(program);
+  // Commands are described in sentences (capital first), options in phrases: the help of every
+  // command and subcommand says "help" the same way.
+  const sameHelp = (command: Command): void => {
+    command.helpOption('-h, --help', 'show this help');
+    if (command.commands.length > 0) command.helpCommand('help [command]', 'Show the help of a command');
+    for (const sub of command.commands) sameHelp(sub);
+  };
+  sameHelp(program);
   return program;
 }

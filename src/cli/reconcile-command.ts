@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { RECONCILE_OPERATIONS } from '../reconcile/resource-fields.js';
 import type { ReconcileOptions } from './reconcile-action.js';
-import { positiveInt, sourceFileOptions } from './options.js';
+import { helpFooter, positiveInt, sourceFileOptions } from './options.js';
 
 const actions = () => import('./reconcile-action.js');
 
@@ -10,7 +10,7 @@ export function registerReconcileCommand(program: Command): void {
     .command('reconcile')
     .argument('<file>', 'CSV, NDJSON or JSON array file')
     .description(
-      'Show what a reconciled import would do, without sending anything: pages the CRM, matches each row\n' +
+      'Show what a reconciled import would do, without sending anything: pages the CRM, matches each row ' +
         '(by id, or by --match key) and counts update / create / skip (unchanged) / not-found / ambiguous / invalid.',
     )
     .addOption(
@@ -33,7 +33,9 @@ export function registerReconcileCommand(program: Command): void {
     .option('--json', 'print the counts as JSON')
     .addHelpText(
       'after',
-      '\nExample:\n  crm-sync reconcile samples/contacts-sync.csv --op contact.update -w acme --match email --out plan.csv',
+      helpFooter(
+        '\nExample:\n  crm-sync reconcile samples/contacts-sync.csv --op contact.update -w acme --match email --out plan.csv',
+      ),
     )
     .action(async (file: string, opts: ReconcileOptions, command: Command) =>
       (await actions()).reconcileCommand(file, opts, command),

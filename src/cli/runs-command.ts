@@ -75,8 +75,8 @@ export function registerRunsCommand(program: Command): void {
   runs
     .command('prune')
     .description(
-      'Retention: archive ended runs older than the cutoff (their full results to <resultsDir>/archive/<id>.ndjson.gz,\n' +
-        'which "runs show" and "runs export" still read) and remove them from Redis; remove CSV files in resultsDir\n' +
+      'Retention: archive ended runs older than the cutoff (their full results to <resultsDir>/archive/<id>.ndjson.gz, ' +
+        'which "runs show" and "runs export" still read) and remove them from Redis; remove CSV files in resultsDir ' +
         'older than the cutoff. Running and blocked runs are never touched. Workers do this on their own every 10 minutes.',
     )
     .option('--older-than <duration>', "cutoff, e.g. 30d, 12h, 90m (default: the config's retention, 30 days)")
@@ -98,8 +98,8 @@ export function registerRunsCommand(program: Command): void {
     .command('cancel')
     .argument('<id>', 'a running or blocked run')
     .description(
-      'Stop a run: rows still waiting in the queue are removed and recorded "cancelled" (exported with\n' +
-        'the failed rows; "runs retry" sends them), rows already being sent finish, and an import still\n' +
+      'Stop a run: rows still waiting in the queue are removed and recorded "cancelled" (exported with ' +
+        'the failed rows; "runs retry" sends them), rows already being sent finish, and an import still ' +
         'reading its file stops within a few seconds. The run ends "cancelled".',
     )
     .option('--reason <text>', 'said in the run and in each cancelled row', 'cancelled by an operator')
@@ -111,9 +111,9 @@ export function registerRunsCommand(program: Command): void {
     .command('resume')
     .argument('<id>', 'a blocked run, or one whose file was not read to the end')
     .description(
-      "Resume a run blocked by a refused API key (fix the key first; this lifts the workspace's block, not an\n" +
-        'operator\'s pause: see "workspace resume"),\n' +
-        'or go on reading the file of a run whose import stopped mid-file (killed, or Redis away too long):\n' +
+      "Resume a run blocked by a refused API key (fix the key first; this lifts the workspace's block, not an " +
+        'operator\'s pause: see "workspace resume"), ' +
+        'or go on reading the file of a run whose import stopped mid-file (killed, or Redis away too long): ' +
         'rows already queued or recorded are passed over, the rest are queued.',
     )
     .action(async (id: string, _opts: unknown, command: Command) => (await actions()).resumeRun(id, command));

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { positiveInt } from './options.js';
+import { helpFooter, positiveInt } from './options.js';
 
 import type { JobsOption } from './schedule-actions.js';
 
@@ -11,27 +11,27 @@ export function registerScheduleCommand(program: Command): void {
     .description('Nightly syncs: install the definitions in jobs/ as schedules, list, run or remove them')
     .addHelpText(
       'after',
-      `
-A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the
-installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler")
-turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.`,
+      helpFooter(
+        `
+A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler") turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.`,
+      ),
     );
   const jobsDir = (cmd: Command) => cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs');
 
-  jobsDir(schedule.command('list').description('definitions and installed schedules with their next tick')).action(
+  jobsDir(schedule.command('list').description('Definitions and installed schedules with their next tick')).action(
     async (opts: JobsOption, command: Command) => (await actions()).listSyncSchedules(opts, command),
   );
 
   jobsDir(
     schedule
       .command('sync')
-      .description('install or update every definition; remove schedules whose definition is gone'),
+      .description('Install or update every definition; remove schedules whose definition is gone'),
   ).action(async (opts: JobsOption, command: Command) => (await actions()).syncInstalledSchedules(opts, command));
 
   schedule
     .command('remove')
     .argument('<name>', 'sync name')
-    .description('remove an installed schedule (the definition file stays)')
+    .description('Remove an installed schedule (the definition file stays)')
     .action(async (name: string, _opts: unknown, command: Command) =>
       (await actions()).removeSyncSchedule(name, _opts, command),
     );
@@ -40,7 +40,7 @@ turns each tick into a reconciled run. History: crm-sync runs list --sync <name>
     schedule
       .command('run')
       .argument('<name>', 'sync name')
-      .description('run a sync now, in this process, and wait for it (workers must be running, or pass --work)')
+      .description('Run a sync now, in this process, and wait for it (workers must be running, or pass --work)')
       .option('--work', 'also process the rows in this process')
       .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
       .option('--json', 'print the summary as JSON'),

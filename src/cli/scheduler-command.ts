@@ -7,7 +7,7 @@ export function registerSchedulerCommand(program: Command): void {
   program
     .command('scheduler')
     .description(
-      'Turn each tick of the installed sync schedules into a reconciled run (rows are sent by "crm-sync worker").\n' +
+      'Turn each tick of the installed sync schedules into a reconciled run (rows are sent by "crm-sync worker"). ' +
         'A sync never overlaps itself: a tick that finds its previous run still going is skipped and recorded.',
     )
     .option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs')

@@ -37,7 +37,11 @@ function waitForSignal(): Promise<NodeJS.Signals> {
 
 /** `crm-sync sim`: runs the CRM simulator until SIGINT/SIGTERM. */
 export async function runSim(o: SimCommandOptions, command: Command): Promise<void> {
-  const logger = createLogger({ level: command.optsWithGlobals<GlobalOptions>().logLevel ?? 'info' });
+  // Started by a person to try the CLI against: its banner and log lines are read, not shipped.
+  const logger = createLogger({
+    level: command.optsWithGlobals<GlobalOptions>().logLevel ?? 'info',
+    audience: 'person',
+  });
   const specs = o.workspace ?? [DEFAULT_WORKSPACE];
   const list = workspaces(o, specs);
   const sim = await startSimulator({

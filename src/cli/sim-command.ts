@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { helpFooter } from './options.js';
 import {
   DEFAULT_WORKSPACE,
   probability,
@@ -15,7 +16,7 @@ export function registerSimCommand(program: Command): void {
   program
     .command('sim')
     .description(
-      'run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)',
+      'Run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)',
     )
     .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), 4010)
     .option('--host <address>', 'interface to listen on', '127.0.0.1')
@@ -42,11 +43,16 @@ export function registerSimCommand(program: Command): void {
     )
     .addHelpText(
       'after',
-      `
+      helpFooter(
+        `
 Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external.
-Example:
+
+Examples:
   crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s
-  SIM_KEY_ACME=... crm-sync sim --workspace acme:env:SIM_KEY_ACME   (the key stays out of the process list)`,
+  SIM_KEY_ACME=... crm-sync sim --workspace acme:env:SIM_KEY_ACME
+
+With name:env:VARIABLE the key stays out of the process list.`,
+      ),
     )
     .action(async (o: SimCommandOptions, command: Command) => (await actions()).runSim(o, command));
 }

@@ -8,9 +8,9 @@ export function registerVerifyCommand(program: Command): void {
     .command('verify')
     .argument('<runId>', 'a finished run')
     .description(
-      'Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift),\n' +
-        'rows that share one record id, and deals just like a created one that no row recorded (suspected duplicates).\n' +
-        'What was sent is the digest kept with each row\'s result (a row corrected by "runs retry --file" is checked\n' +
+      'Page the CRM again and report every succeeded row of a run whose record no longer holds what was sent (drift), ' +
+        'rows that share one record id, and deals just like a created one that no row recorded (suspected duplicates). ' +
+        'What was sent is the digest kept with each row\'s result (a row corrected by "runs retry --file" is checked ' +
         "against the correction); the run's source file, when unchanged, only shows the sent values of drifted fields.",
     )
     .option('-o, --out <file>', 'write the drift (row,line,record_id,field,sent,current) as CSV; "-" for stdout')

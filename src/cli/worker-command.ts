@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import { list, positiveInt } from './options.js';
+import { helpFooter, list, positiveInt } from './options.js';
 import type { WorkerOptions } from './worker-action.js';
 
 export function registerWorkerCommand(program: Command): void {
   program
     .command('worker')
     .description(
-      'Process queued rows: call the CRM, respect its rate limit (shared by all worker processes through Redis),\n' +
+      'Process queued rows: call the CRM, respect its rate limit (shared by all worker processes through Redis), ' +
         'retry what may pass, record a result for every row. Runs until SIGINT/SIGTERM, then finishes in-flight requests.',
     )
     .option('-w, --workspace <names>', 'workspaces to serve, comma-separated (default: all configured)', list)
@@ -17,9 +17,11 @@ export function registerWorkerCommand(program: Command): void {
     .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', 'jobs')
     .addHelpText(
       'after',
-      '\nScale out by starting more worker processes (or containers); they share the limit.\n' +
-        'A worker holds a Redis connection only for workspaces with rows queued (an idle one costs nothing);\n' +
-        'without -w it also serves workspaces added to the config file later, without a restart.',
+      helpFooter(
+        '\nScale out by starting more worker processes (or containers); they share the limit.\n' +
+          'A worker holds a Redis connection only for workspaces with rows queued (an idle one costs nothing); ' +
+          'without -w it also serves workspaces added to the config file later, without a restart.',
+      ),
     )
     .action(async (opts: WorkerOptions, command: Command) =>
       (await import('./worker-action.js')).runWorker(opts, command),

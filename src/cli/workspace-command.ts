@@ -6,9 +6,9 @@ export function registerWorkspaceCommand(program: Command): void {
   const ws = program
     .command('workspace')
     .description(
-      "Pause, resume or show a workspace's queue. An operator's pause and a block by a refused API key are\n" +
-        'kept apart: "workspace resume" lifts only the pause, "runs resume <id>" only the block.\n' +
-        'A workspace whose CRM does not answer (connection refused, DNS, a wrong baseUrl) is held by the\n' +
+      "Pause, resume or show a workspace's queue. An operator's pause and a block by a refused API key are " +
+        'kept apart: "workspace resume" lifts only the pause, "runs resume <id>" only the block. ' +
+        'A workspace whose CRM does not answer (connection refused, DNS, a wrong baseUrl) is held by the ' +
         'circuit breaker: it goes on by itself once a probe gets an answer, or after "workspace resume".',
     );
 
