@@ -68,7 +68,7 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
     {
       level: 'ok',
       subject: 'config',
-      message: `${config.source ?? 'environment'} is valid (${Object.keys(config.workspaces).length} workspaces)`,
+      message: `${config.source ?? 'environment'} is valid (${workspaceCount(Object.keys(config.workspaces).length)})`,
     },
   ];
   const names = options.workspaces?.length ? options.workspaces : Object.keys(config.workspaces);
@@ -169,4 +169,9 @@ async function redisLines(redis: RedisClient, where: string): Promise<CheckLine[
     });
   }
   return lines;
+}
+
+/** `1 workspace`, `2 workspaces`. */
+function workspaceCount(n: number): string {
+  return `${n} workspace${n === 1 ? '' : 's'}`;
 }

@@ -31,6 +31,7 @@ describe('crm-sync check (preflight)', () => {
     const res = await cli(['check', '-w', 'acme']);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^ok {4}config: .* is valid/m);
+    expect(res.stdout).toContain('is valid (1 workspace)');
     // The Redis the suite was pointed at (REDIS_URL, database number and port included), as printed.
     expect(res.stdout).toContain(`\nok    redis: ${redactRedisUrl(TEST_REDIS_URL)} answers (Redis `);
     expect(res.stdout).toMatch(/^ok {4}acme: crm: .* answered like the CRM and accepted the key/m);
