@@ -58,6 +58,8 @@ export interface ImportOptions {
   dbUrlEnv?: string;
   dbUrlFile?: string;
   rowKey?: string;
+  /** A short name for the run (--name), shown by the dashboard. */
+  name?: string;
 }
 
 /**
@@ -211,6 +213,7 @@ async function importSource(
       ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
       ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
       onChecked: noteSource,
+      ...(opts.name !== undefined ? { label: opts.name } : {}),
       dryRun: Boolean(opts.dryRun),
       highWaterMark: opts.highWater ?? 10_000,
       rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { OPERATIONS } from '../crm/operation-names.js';
 import type { ImportOptions } from './import-action.js';
-import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, sourceFileOptions } from './options.js';
+import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, runName, sourceFileOptions } from './options.js';
 
 // The declaration only: the action loads the pipeline (BullMQ, the CRM client, the database
 // source) when it runs, so `import --help` loads none of it.
@@ -41,6 +41,11 @@ export function registerImportCommand(program: Command): void {
       'ride out Redis not answering this long while reading and following, then exit 5 (the run can be resumed)',
       positiveInt,
       60,
+    )
+    .option(
+      '--name <label>',
+      "a short name for the run, shown by the dashboard (default: the file name, or the query's first table)",
+      runName,
     )
     .option('--json', 'print the run as JSON on stdout at the end')
     .option(

@@ -98,3 +98,11 @@ function wrapWords(prefix: string, rest: string, width: number, hanging: string,
   out.push(current);
   return out.join('\n');
 }
+
+/** `import --name`: one line of at most 80 characters, for lists and headings. */
+export function runName(value: string): string {
+  const name = value.trim();
+  if (name === '' || name.length > 80 || /[\r\n]/.test(name))
+    throw new InvalidArgumentError('must be one line of 1 to 80 characters');
+  return name;
+}

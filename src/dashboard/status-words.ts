@@ -205,11 +205,13 @@ export function firstTable(query: string): string | undefined {
 }
 
 /**
- * A run's short name for lists and headings: the sync's name, a query's first table, `stdin`
+ * A run's short name for lists and headings: the name given at import (`--name`), the sync's
+ * name, a query's first table, `stdin`
  * for piped rows (whose file is a spool the run reads from, not a name anyone gave), or the
  * file's base name. The whole source stays on the run page's sub-line.
  */
 export function runLabel(run: Pick<RunRecord, 'source' | 'options' | 'syncName'>): string {
+  if (run.options.label !== undefined) return run.options.label;
   if (run.syncName !== undefined) return `Nightly sync “${run.syncName}”`;
   if (run.options.query !== undefined) {
     const table = firstTable(run.options.query.query);

@@ -17,6 +17,8 @@ export interface ImportFileOptions extends Pick<
   ProducerOptions,
   'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger' | 'redisOutageMs'
 > {
+  /** A short name for the run (`import --name`), shown where it is listed. Default: the source's. */
+  label?: string;
   /**
    * A file's path, or an opened database query (openPostgresSource): both are read by the same
    * decoder; a query's run records the query (not the URL) and its rows' keys.
@@ -55,7 +57,7 @@ export function sourceIdentity(file: string | SourceReader): { sourceSize?: numb
  * comparison with the CRM; see reconcile for that). A file that cannot be read fails the run.
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
-  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, ...rest } =
+  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, label, ...rest } =
     options;
   const { reader, decoder, rows, close } = await ingest(file, {
     op,
@@ -78,7 +80,7 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
         source: sourceLabel(file),
         ...(syncName ? { syncName } : {}),
         options: {
-          ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns }),
+          ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns, label }),
           ...sourceIdentity(file),
           ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
         },

@@ -27,9 +27,12 @@ export function sourceRunOptions(
     mapping?: { mapping: Mapping; raw: unknown } | undefined;
     dryRun?: boolean | undefined;
     ignoreUnknownColumns?: boolean | undefined;
+    /** The run's short name (`import --name`). */
+    label?: string | undefined;
   },
 ): RunOptions {
   return {
+    ...(o.label ? { label: o.label } : {}),
     ...(reader instanceof PostgresSourceReader ? { query: reader.spec } : {}),
     ...(reader.format !== 'postgres' ? { format: reader.format } : {}),
     // The delimiter read with (given or sniffed), so a resume reads the file the same way.

@@ -150,6 +150,8 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
 export interface ReconcileImportOptions extends ReconcileSourceOptions {
   queue: WorkspaceQueue;
   store: RunStore;
+  /** A short name for the run (`import --name`); sourceRunOptions records it. */
+  label?: string;
   /** Set for runs of a nightly sync. Default none. */
   syncName?: string;
   /** Plan and record only: rows that would be sent end `skipped` ("dry run"). Default false. */

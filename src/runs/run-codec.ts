@@ -9,6 +9,7 @@ import { RUN_STATUSES } from '../keys/index.js';
  */
 
 const RunOptionsSchema = z.object({
+  label: z.string().optional(),
   format: z.enum(['csv', 'ndjson', 'json']).optional(),
   delimiter: z.string().optional(),
   ignoreUnknownColumns: z.boolean().optional(),

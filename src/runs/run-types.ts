@@ -48,6 +48,8 @@ export interface RunCounts extends Record<FinalRowStatus, number> {
 
 /** How the run was made, kept so retries can map and validate rows the same way. */
 export interface RunOptions {
+  /** A short name given at import (`import --name`): what lists and pages call the run. */
+  label?: string;
   format?: 'csv' | 'ndjson' | 'json';
   delimiter?: string;
   /** Columns that map to no field were skipped, not refused (--ignore-unknown-columns). */
