@@ -1,5 +1,6 @@
 export {
   runDemo,
+  kindWords,
   DEMO_IMPORTS,
   SAMPLES_DIR,
   SAMPLE_SEED,

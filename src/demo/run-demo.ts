@@ -8,7 +8,13 @@ import type { Operation } from '../crm/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
 import { importFile } from '../queue/index.js';
-import { writeResultsCsv, type RunRecord } from '../runs/index.js';
+import {
+  FINAL_ROW_STATUSES,
+  writeResultsCsv,
+  type FinalRowStatus,
+  type RunCounts,
+  type RunRecord,
+} from '../runs/index.js';
 import { redactRedisUrl } from '../queue/index.js';
 import { findOrStartRedis, openRuntime } from '../runtime/index.js';
 import { startSimulator } from '../sim/index.js';
@@ -135,7 +141,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       }
       const c = final.counts;
       say(
-        `${item.file.padEnd(24)} ${item.op.padEnd(15)} ${String(c.total).padStart(3)} rows: ${c.succeeded} succeeded, ${c.failed} failed, ${c.invalid} invalid  (${item.what})`,
+        `${item.file.padEnd(24)} ${item.op.padEnd(15)} ${String(c.total).padStart(3)} rows: ${kindWords(c)}  (${item.what})`,
       );
       result.runs.push({ run: final, failedCsv, what: item.what });
     }
@@ -155,4 +161,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await started?.stop();
   }
   return result;
+}
+
+/**
+ * `36 succeeded, 2 failed, 2 invalid`, and any other result kind of the run store the run has
+ * (unchanged, uncertain, superseded, cancelled): the summary leaves no row out.
+ */
+export function kindWords(c: RunCounts): string {
+  const always = new Set<FinalRowStatus>(['succeeded', 'failed', 'invalid']);
+  return FINAL_ROW_STATUSES.filter((k) => always.has(k) || c[k] > 0)
+    .map((k) => `${c[k]} ${k === 'skipped' ? 'unchanged' : k}`)
+    .join(', ');
 }
