@@ -75,8 +75,8 @@ describe('error groups', () => {
     expect(lines).toHaveLength(2);
     // Invalid rows are never offered a retry of their own: they need a correction.
     expect(page).toContain('Correct the file first');
-    expect(page).toContain('Retry 12</button>');
-    expect(page).not.toContain('Retry 40</button>');
+    expect(page).toContain('Retry 12 failed rows</button>');
+    expect(page).not.toContain('Retry 40 invalid rows</button>');
   });
 
   it('opens a group as a filter of the rows table and downloads only its rows', async () => {
