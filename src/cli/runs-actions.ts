@@ -94,6 +94,7 @@ export async function retryRunRows(
         ...(opts.file ? { file: opts.file } : {}),
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
+        retentionMs: scope.config.retention.days * 86_400_000,
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {
@@ -155,7 +156,11 @@ export async function deleteRun(id: string, opts: { archive: boolean }, command:
 /** `runs cancel` */
 export async function cancelRunNow(id: string, opts: { reason: string }, command: Command): Promise<void> {
   await withRuntime(command, async ({ runtime: rt }) => {
-    const { run: after, removed } = await cancelRun({
+    const {
+      run: after,
+      removed,
+      inDoubt,
+    } = await cancelRun({
       store: rt.store,
       queueFor: (workspace) => rt.queue(workspace),
       runId: id,
@@ -168,6 +173,12 @@ export async function cancelRunNow(id: string, opts: { reason: string }, command
         `  removed from the queue: ${removed} waiting ${removed === 1 ? 'row' : 'rows'}, recorded cancelled`,
         `  rows workers had taken: recorded cancelled at their next request (requests already sent finish)`,
         `  rows the producer still holds or queues: recorded cancelled as it stops`,
+        ...(inDoubt > 0
+          ? [
+              `  creates in doubt: ${inDoubt} (their answer was lost: they may have made their deal); never recorded "not sent": ` +
+                `each finishes its look-up and is recorded with its deal, or uncertain ("crm-sync runs retry ${id}" resolves those; do not import them again)`,
+            ]
+          : []),
       ].join('\n') + '\n',
     );
     // The summary is the run's final count once those rows have landed, not this moment's.

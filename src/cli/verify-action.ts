@@ -32,12 +32,18 @@ export async function verifyRunCommand(
       const text = opts.json
         ? JSON.stringify(report, null, 2)
         : `verify ${runId}: ${report.checked} rows checked, ${report.matching} match, ${report.drifted} drifted${fields ? ` (${fields})` : ''}, ${report.missing} missing` +
-          `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} deals like a created one that no row recorded (suspected duplicates)` : ''}`;
+          `${report.sharedIds ? `, ${report.sharedIds} rows share a record id` : ''}` +
+          `${report.suspectedDuplicates ? `, ${report.suspectedDuplicates} deals made during this run like a created one that no row of any run recorded (suspected duplicates)` : ''}` +
+          `${report.recordedBeforeSend ? `, ${report.recordedBeforeSend} rows recorded a deal made before the run began (not their own)` : ''}` +
+          lookAlikes(report);
       const note = report.sourceChanged
         ? `\nnote: ${run.source} changed since the run (${report.sourceChanged}): rows were checked against what they sent, and sent values of drifted fields are not shown`
         : '';
       (opts.out === '-' ? process.stderr : process.stdout).write(`${text}${opts.json ? '' : note}\n`);
-      process.exitCode = report.drifted + report.missing + report.sharedIds + report.suspectedDuplicates > 0 ? 1 : 0;
+      // Look-alikes made before the run, and other runs' own deals, are no fault of this run.
+      const faults =
+        report.drifted + report.missing + report.sharedIds + report.suspectedDuplicates + report.recordedBeforeSend;
+      process.exitCode = faults > 0 ? 1 : 0;
     } finally {
       client.close();
       if (out && out !== process.stdout) {
@@ -46,4 +52,13 @@ export async function verifyRunCommand(
       }
     }
   });
+}
+
+/** Deals like the run's that are not its doing: said, never counted as a fault. */
+function lookAlikes(report: { preexistingLookAlikes: number; otherRunsDeals: number }): string {
+  const parts: string[] = [];
+  if (report.preexistingLookAlikes)
+    parts.push(`${report.preexistingLookAlikes} identical deals made before the run (not its doing)`);
+  if (report.otherRunsDeals) parts.push(`${report.otherRunsDeals} identical deals recorded by other runs (theirs)`);
+  return parts.length ? `; also ${parts.join(', ')}` : '';
 }

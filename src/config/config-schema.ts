@@ -48,6 +48,12 @@ export const WorkspaceFileSchema = z
      * lands first. Above any proxy's or load balancer's queue time. Default 30000 ms.
      */
     createSettleMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    /**
+     * Deal fields the CRM's automation may set on a new deal (a workflow that marks deals won,
+     * assigns an owner, moves a stage). A create whose answer was lost looks for a deal equal to
+     * the row in every field it sent but these. Default none: every sent field must match.
+     */
+    automationFields: z.array(z.enum(['value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'tag_ids'])).optional(),
     /** Whole-request timeout of a CRM call; a write on the wire counts as applied 15 s after it. Default 15000 ms. */
     requestTimeoutMs: z.number().int().min(100).max(600_000).default(15_000),
     /**

@@ -22,6 +22,8 @@ export interface WorkspaceConfig {
   rowsPerJob: number;
   /** Wait before looking for a create whose answer was lost (ms). */
   createSettleMs: number;
+  /** Deal fields the CRM's automation may set on a new deal: not compared when looking for a lost create's deal. */
+  automationFields: string[];
   /** Whole-request timeout of a CRM call (ms). */
   requestTimeoutMs: number;
   /** Circuit breaker: unreachable failures in a row that hold the workspace, and its probe period (ms). */
@@ -112,6 +114,7 @@ export function configFromObject(
       listVersion: w.listVersion,
       rowsPerJob: w.rowsPerJob ?? DEFAULT_ROWS_PER_JOB,
       createSettleMs: w.createSettleMs,
+      automationFields: w.automationFields ?? [],
       requestTimeoutMs: w.requestTimeoutMs,
       breaker: w.breaker,
       outageWarningMs: w.outageWarningMs,

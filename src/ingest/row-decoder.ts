@@ -202,9 +202,26 @@ export class RowDecoder {
     const place = { row, line, ...(item.ref !== undefined ? { ref: item.ref } : {}) };
     if (item.kind === 'problem')
       return { ...place, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+    const inDoubt = exportedInDoubt(item.values);
+    if (inDoubt) return { ...place, original, code: 'ROW_INVALID', errors: [{ field: ROW_FIELD, message: inDoubt }] };
     const { payload, errors } = this.decodeValues(item.values);
     return payload !== undefined
       ? { ...place, original, payload }
       : { ...place, original, code: 'ROW_INVALID', errors };
   }
+}
+
+/**
+ * A line of a `runs export` whose row ended `uncertain` (a create that may have made its deal):
+ * imported again, it could make a second deal, so it is refused with what to do instead.
+ * (`runs retry --file` strips the export's columns first: there the row is retried, looking first.)
+ */
+function exportedInDoubt(values: Record<string, unknown>): string | undefined {
+  if (values.crm_sync_result !== 'uncertain') return undefined;
+  const run = typeof values.crm_sync_run_id === 'string' ? values.crm_sync_run_id : '<run>';
+  const row = typeof values.crm_sync_row === 'string' ? values.crm_sync_row : '?';
+  return (
+    `not imported: row ${row} of run ${run} may already have made its deal (crm_sync_result uncertain), ` +
+    `so importing it again could make a second one; "crm-sync runs retry ${run}" looks for its deal first`
+  );
 }

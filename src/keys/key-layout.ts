@@ -21,14 +21,19 @@
  *   <p>:run:{<w>}:<id>:problems    zset    failed, invalid and uncertain rows, score = member = row
  *   <p>:run:{<w>}:<id>:rounds      hash    row → retry round (job generation) of rows `runs retry`
  *                                          requeued; only that round's job may send or record the row
- *   <p>:run:{<w>}:<id>:creating    hash    row → create marker {"s": first send (epoch ms), "d": deal id
- *                                          once known}: a create that may have been applied
+ *   <p>:run:{<w>}:<id>:creating    hash    row → create marker `sentAt|crmClock|kind|dealId|uncertainAt`
+ *                                          (fence-scripts.ts): a create that may have been applied;
+ *                                          TTL = claim retention (createMarkerTtlMs)
  *   <p>:ws:{<w>}:order:<res>:<id>  string  write order of one CRM record: `applied[|inflight|untilMs]`,
  *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
  *                                          sort by creation time); TTL = the ordering window
  *   <p>:ws:{<w>}:create:<fp>       string  owner `<runId>/<row>` of the one create in flight for a content
  *                                          fingerprint; TTL = the request lease (or the settle time)
  *   <p>:ws:{<w>}:claim:<dealId>    string  `<runId>/<row>` that recorded the deal; TTL = claim retention
+ *                                          (createMarkerTtlMs: the config's retention + 2 days)
+ *   <p>:ws:{<w>}:record-clock      string  the CRM's record clock against Redis' from answered creates:
+ *                                          `lo|hi|atMs|resolutionMs` (created_at - Redis time is in
+ *                                          [lo, hi]); TTL = claim retention
  *   <p>:ws:{<w>}:upserted:<hash>   string  the deal an upsert created for a match key (sha1 of
  *                                          `key=value`); TTL = claim retention
  *   <p>:ws:{<w>}:lookup            hash    the workspace's deal-list passes: next start, the pass under

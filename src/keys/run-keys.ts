@@ -87,6 +87,11 @@ export class RunKeys {
     return `${this.workspace(workspace)}:holds`;
   }
 
+  /** The calibrated clock that stamps the workspace's CRM records (FINISH_CREATE): `lo|hi|atMs|resolutionMs`. */
+  recordClock(workspace: string): string {
+    return `${this.workspace(workspace)}:record-clock`;
+  }
+
   /** Which run and row recorded a deal, workspace-wide. */
   dealClaim(workspace: string, dealId: string): string {
     return `${this.workspace(workspace)}:claim:${dealId}`;

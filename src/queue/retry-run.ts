@@ -8,6 +8,7 @@ import {
   superseded,
   unescapeCsvCell,
   wouldBeSuperseded,
+  type RequeuedRow,
   type RowResult,
   type RunRecord,
   type RunStore,
@@ -37,6 +38,8 @@ export interface RetryRunOptions {
    * every write made before it).
    */
   resendSuperseded?: boolean;
+  /** The config's retention: what a create marker put back lives (createMarkerTtlMs). Default 30 days. */
+  retentionMs?: number;
 }
 
 export interface RetrySummary {
@@ -63,6 +66,8 @@ export interface IgnoredLine {
 }
 
 const CHUNK = 500;
+/** A restored marker's send bound is the run's creation, less this for clocks that disagree. */
+const CLOCK_MARGIN_MS = 60_000;
 export const DEFAULT_IGNORED_SAMPLE = 200;
 
 /** Counts every ignored line, keeps the first `limit` with their reasons. */
@@ -128,6 +133,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   const orderAs = options.resendSuperseded ? newRunId() : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
+  const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
   const { run: after, progress } = await runLife({
     store,
     logger,
@@ -145,8 +151,8 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
         return !signal.aborted && (await store.getStatus(runId)) !== 'cancelled';
       };
       const rows = options.file
-        ? fromCorrectedFile(options.file, run, decoder, store, ignored, room, generation)
-        : fromStoredRows(options.rows, run, decoder, store, room, generation);
+        ? fromCorrectedFile(options.file, run, decoder, store, ignored, room, generation, lookFirst)
+        : fromStoredRows(options.rows, run, decoder, store, room, generation, lookFirst);
       return produceRun(order.filter(rows), {
         highWaterMark: highWater,
         queue: options.queue,
@@ -226,6 +232,37 @@ class OrderCheck {
   }
 }
 
+/**
+ * An uncertain create may have made its deal: retried, it looks before it sends, even when its
+ * marker is gone (expired, or Redis lost it). A marker put back says only "sent after the run
+ * began": its look-up takes no deal as the row's own (any deal like it leaves it uncertain) and
+ * sends only once it found none.
+ */
+function lookFirstIfInDoubt(
+  run: RunRecord,
+  store: RunStore,
+  logger: Logger,
+  retentionMs: number | undefined,
+): (rows: RequeuedRow[]) => Promise<void> {
+  if (run.operation !== 'deal.create') return async () => undefined;
+  const fence = new RowFence({
+    redis: store.redis,
+    prefix: store.prefix,
+    workspace: run.workspace,
+    ...(retentionMs !== undefined ? { retentionMs } : {}),
+  });
+  return async (rows) => {
+    const doubt = rows.filter((r) => r.previous === 'uncertain').map((r) => r.row);
+    if (doubt.length === 0) return;
+    const restored = await fence.restoreMarkers(run.id, doubt, Date.parse(run.createdAt) - CLOCK_MARGIN_MS);
+    if (restored > 0)
+      logger.warn(
+        { runId: run.id, rows: restored },
+        'uncertain creates whose marker was gone look for their deal before sending: any deal like them leaves them uncertain',
+      );
+  };
+}
+
 async function* fromStoredRows(
   only: number[] | undefined,
   run: RunRecord,
@@ -233,10 +270,13 @@ async function* fromStoredRows(
   store: RunStore,
   room: () => Promise<boolean>,
   round: number,
+  lookFirst: (rows: RequeuedRow[]) => Promise<void>,
 ): AsyncIterable<IngestedRow> {
   const requeueChunk = async (rows: number[]) => {
     if (!(await room())) return [];
-    return store.requeueRows(run.id, rows, round);
+    const requeued = await store.requeueRows(run.id, rows, round);
+    await lookFirst(requeued);
+    return requeued;
   };
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
@@ -265,6 +305,7 @@ async function* fromCorrectedFile(
   ignored: IgnoredLines,
   room: () => Promise<boolean>,
   round: number,
+  lookFirst: (rows: RequeuedRow[]) => Promise<void>,
 ): AsyncIterable<IngestedRow> {
   const reader = openSource(file);
   let chunk: Array<{ row: number; line: number; original: Record<string, string> }> = [];
@@ -276,6 +317,7 @@ async function* fromCorrectedFile(
       return;
     }
     const requeued = await store.requeueRows(run.id, [...byRow.keys()], round);
+    await lookFirst(requeued);
     const done = new Set(requeued.map((r) => r.row));
     for (const c of chunk) {
       if (!done.has(c.row))

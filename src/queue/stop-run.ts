@@ -1,5 +1,14 @@
 import { CrmSyncError } from '../errors/index.js';
-import { aborted, cancelled, type RowPlace, type RowResult, type RunRecord, type RunStore } from '../runs/index.js';
+import { RunKeys } from '../keys/index.js';
+import {
+  aborted,
+  cancelled,
+  uncertain,
+  type RowPlace,
+  type RowResult,
+  type RunRecord,
+  type RunStore,
+} from '../runs/index.js';
 import { toJobData, type SyncJobData } from './job-data.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -22,6 +31,48 @@ export function stoppedResult(stop: RunStop, place: RowPlace, original: Record<s
   return stop.kind === 'cancelled' ? cancelled(place, stop.reason, original) : aborted(place, stop.reason, original);
 }
 
+/**
+ * The result of a create that was in doubt when its run stopped (its answer was lost: it may
+ * have made its deal) and that will not look for it now: never "not sent".
+ */
+export function stoppedInDoubt(
+  stop: RunStop,
+  place: RowPlace,
+  original: Record<string, string> | undefined,
+): RowResult {
+  return uncertain(
+    place,
+    'CREATE_UNCERTAIN',
+    `may have been created: the run stopped (${stop.reason}) while this create's answer was in doubt, before it looked for its deal; ` +
+      'not sent again: `runs retry` looks for the deal before sending anything (do not import this row again)',
+    original ?? {},
+  );
+}
+
+/** Rows among `rows` of a create run whose create may have been applied (a marker is left). */
+export async function createsInDoubt(
+  store: RunStore,
+  run: Pick<RunRecord, 'id' | 'workspace'>,
+  rows: number[],
+): Promise<Set<number>> {
+  if (rows.length === 0) return new Set();
+  const key = new RunKeys(store.prefix).creating({ id: run.id, workspace: run.workspace });
+  const markers = await store.redis.hmget(key, ...rows.map(String));
+  return new Set(rows.filter((_, i) => markers[i] !== null));
+}
+
+/** What stopping a run did to its queued rows. */
+export interface StopSummary {
+  /** Rows recorded stopped (cancelled, or failed for an abort). */
+  recorded: number;
+  /**
+   * Creates in their settle wait (an answer lost: they may have made their deal). A cancel
+   * leaves their jobs queued so each finishes its look-up (recorded with its deal, uncertain, or
+   * cancelled once the look-up proves nothing was made); an abort records them uncertain.
+   */
+  inDoubt: number;
+}
+
 /** The stop an AbortSignal carries, if it was aborted with one (anything else counts as a cancel). */
 export function stopOf(signal: AbortSignal | undefined): RunStop | undefined {
   if (!signal?.aborted) return undefined;
@@ -37,9 +88,15 @@ export function stopOf(signal: AbortSignal | undefined): RunStop | undefined {
  * cancelled run records its rows cancelled instead of sending them). Safe to repeat. Returns the
  * number of rows it recorded.
  */
-export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: string, stop: RunStop): Promise<number> {
+export async function stopRun(
+  store: RunStore,
+  queue: WorkspaceQueue,
+  runId: string,
+  stop: RunStop,
+): Promise<StopSummary> {
   if (stop.kind === 'cancelled') await store.cancelRun(runId, stop.reason);
   else await store.setStatus(runId, 'failed', stop.reason);
+  const run = await store.requireRun(runId);
   const page = 1000;
   const mine: Array<{ id: string; data: SyncJobData }> = [];
   for (let start = 0; ; start += page) {
@@ -50,7 +107,22 @@ export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: str
     if (jobs.length < page) break;
   }
   let recorded = 0;
+  let inDoubt = 0;
   for (const { id, data } of mine) {
+    // A create in its settle wait may have made its deal: it is never recorded "not sent".
+    const doubt =
+      run.operation === 'deal.create' || run.operation === 'deal.upsert'
+        ? await createsInDoubt(
+            store,
+            run,
+            data.rows.map((r) => r.row),
+          )
+        : new Set<number>();
+    if (doubt.size > 0 && stop.kind === 'cancelled') {
+      // Its job stays: it finishes its look-up (the write fence lets a row with a marker look).
+      inDoubt += doubt.size;
+      continue;
+    }
     // A worker may take the job meanwhile: then removal fails and the worker records the rows.
     const ok = await queue.remove(id).catch(() => 0);
     if (ok !== 1) continue;
@@ -63,11 +135,14 @@ export async function stopRun(store: RunStore, queue: WorkspaceQueue, runId: str
         )
       ).map((r) => r.row),
     );
-    const results = data.rows.filter((r) => !done.has(r.row)).map((r) => stoppedResult(stop, r, r.original));
+    const results = data.rows
+      .filter((r) => !done.has(r.row))
+      .map((r) => (doubt.has(r.row) ? stoppedInDoubt(stop, r, r.original) : stoppedResult(stop, r, r.original)));
     if (results.length > 0) await store.recordResults(runId, results);
+    inDoubt += results.filter((r) => r.status === 'uncertain').length;
     recorded += results.length;
   }
-  return recorded;
+  return { recorded, inDoubt };
 }
 
 export interface CancelRunOptions {
@@ -87,6 +162,11 @@ export interface CancelSummary {
   run: RunRecord;
   /** Rows taken out of the queue and recorded `cancelled` by this call. */
   removed: number;
+  /**
+   * Creates in their settle wait, whose answer was lost (they may have made their deal): left to
+   * finish their look-up, never recorded "not sent"; any left uncertain, `runs retry` resolves.
+   */
+  inDoubt: number;
 }
 
 /**
@@ -104,9 +184,9 @@ export async function cancelRun(options: CancelRunOptions): Promise<CancelSummar
       `run ${runId} is ${run.status}: only a running or blocked run can be cancelled`,
     );
   }
-  const removed = await stopRun(store, options.queueFor(run.workspace), runId, {
+  const stopped = await stopRun(store, options.queueFor(run.workspace), runId, {
     kind: 'cancelled',
     reason: options.reason ?? 'cancelled by an operator',
   });
-  return { run: await store.requireRun(runId), removed };
+  return { run: await store.requireRun(runId), removed: stopped.recorded, inDoubt: stopped.inDoubt };
 }

@@ -4,23 +4,31 @@ import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
 import type { CrmClient, DealCreateFields } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import type { CreateMarker, LookupPassBoard, RowFence } from '../runs/index.js';
+import {
+  RECORD_CLOCK_DRIFT,
+  type CreateMarker,
+  type LookupPassBoard,
+  type RecordClock,
+  type RowFence,
+} from '../runs/index.js';
 import { canonicalFromRecord, canonicalFromRow } from './compare.js';
+import { COMPARABLE_FIELDS } from './resource-fields.js';
 
 export interface DealLookupOptions {
   client: CrmClient;
-  /** Tells which deals some row already recorded (claims are workspace-wide). */
-  fence: Pick<RowFence, 'claimed'>;
+  /** Tells which deals some row already recorded (claims are workspace-wide), and the CRM's record clock. */
+  fence: Pick<RowFence, 'claimed' | 'recordClock'>;
   /** Where the workspace's processes share passes and their last snapshot. */
   board: LookupPassBoard;
   /** Shared rate budget: every list page takes a token first. Default: none. */
   limiter?: { take(): Promise<void> };
   /** Records per page. Default 100. */
   pageSize?: number;
-  /** Slack before the row's send time, when the CRM's clock was measured (its Date header). Default 3000 ms. */
-  measuredSlackMs?: number;
-  /** Slack when it was not (our clock may be far off the CRM's). Default 120 000 ms. */
-  unmeasuredSlackMs?: number;
+  /**
+   * Fields the CRM's automation may set on a new deal (the workspace's `automationFields`): a
+   * deal may differ from the row there and still be its own. Default none.
+   */
+  automationFields?: readonly string[];
   /**
    * Least time between the end of one pass and the start of the next, workspace-wide (the
    * create settle time is the natural choice). Default 30 000 ms. A pass never takes more than
@@ -33,10 +41,13 @@ export interface DealLookupOptions {
 /** What a pass keeps of a deal: enough to match, nothing more (passes can be large). */
 interface DealEntry {
   id: string;
-  name: string;
-  value: string;
   createdAt: number;
+  /** Canonical values in DEAL_FIELDS order, the name normalised. */
+  values: string[];
 }
+
+/** The fields a deal is matched on: every comparable one (`position` is never reported). */
+const DEAL_FIELDS: readonly string[] = COMPARABLE_FIELDS.deals;
 
 /** A finished pass: what it saw, from when it began (Redis clock) and down to which creation time. */
 interface Snapshot {
@@ -46,8 +57,12 @@ interface Snapshot {
 }
 
 export type LookupAnswer =
-  /** Unclaimed deals that match, oldest first. */
-  | { kind: 'found'; ids: string[] }
+  /**
+   * Unclaimed deals equal to the row in every field it sent, oldest first: `ids` created after
+   * the row's send on the CRM's calibrated record clock, `doubtful` inside its uncertainty (or
+   * any, when the clock is unknown or the marker's send time is only a bound): maybe earlier.
+   */
+  | { kind: 'found'; ids: string[]; doubtful: string[] }
   /** No pass can answer yet (one is under way elsewhere, or the next may not start): come back then. */
   | { kind: 'wait'; ms: number };
 
@@ -74,10 +89,11 @@ export function normaliseName(name: string): string {
  * began (its settle time had passed). Creates that no snapshot can answer yet wait for the next
  * pass without spending an attempt, and passes are spaced (`minGapMs`, and never more than a
  * fifth of the time), so a run pages the list a bounded number of times however many of its
- * creates are in doubt. Matching is deliberately loose where a CRM may change what it stored
- * (automation may set a status, stage or owner; names get normalised) and strict where it
- * cannot: the same normalised name, the same value when one was sent, created after this row's
- * own send by the CRM's clock, and claimed by no row of the workspace.
+ * creates are in doubt. A deal matches when it equals the row in every field the row sent (names
+ * as the CRM normalises them; fields the workspace says automation sets are not compared) and no
+ * row of the workspace claimed it; it is the row's own only when it was made after the row's
+ * send on the CRM's record clock calibrated from answered creates (sendWindow), and in doubt
+ * when it falls inside that clock's uncertainty.
  */
 export class DealLookup {
   readonly #o: DealLookupOptions;
@@ -86,7 +102,6 @@ export class DealLookup {
   #last: Snapshot | undefined;
   /** The refresh under way in this process: the next waits for it. */
   #tail: Promise<unknown> = Promise.resolve();
-  #measuring: Promise<void> | undefined;
   /** Passes run by this process, list pages it read, shared snapshots it loaded: for logs and benchmarks. */
   readonly stats = { passes: 0, pages: 0, sharedLoads: 0 };
 
@@ -105,8 +120,7 @@ export class DealLookup {
     settledAt: number,
     signal?: AbortSignal,
   ): Promise<LookupAnswer> {
-    const slack = marker.measured ? (this.#o.measuredSlackMs ?? 3000) : (this.#o.unmeasuredSlackMs ?? 120_000);
-    const from = marker.crmClockAt - slack;
+    const { from, after } = sendWindow(marker, await this.#o.fence.recordClock());
     const fits = (s: Snapshot | undefined): s is Snapshot =>
       s !== undefined && s.startedAt >= settledAt && s.from <= from;
     let snap = this.#last;
@@ -115,23 +129,15 @@ export class DealLookup {
       if (typeof got === 'number') return { kind: 'wait', ms: got };
       snap = got;
     }
-    const name = normaliseName(fields.name);
-    const value = fields.value === undefined ? undefined : canonicalFromRow('value', fields.value);
-    const ids = snap.deals
-      .filter((d) => d.createdAt >= from && d.name === name && (value === undefined || d.value === value))
-      .sort((a, b) => a.createdAt - b.createdAt)
-      .map((d) => d.id);
-    const claimed = await this.#o.fence.claimed(ids);
-    return { kind: 'found', ids: ids.filter((id) => !claimed.has(id)) };
-  }
-
-  /** One one-record page, so the client learns the CRM's clock from its Date header (one at a time). */
-  measureClock(): Promise<void> {
-    this.#measuring ??= (async () => {
-      await this.#o.limiter?.take();
-      await this.#o.client.listPage('deals', { pageNumber: 1, pageSize: 1 });
-    })().finally(() => (this.#measuring = undefined));
-    return this.#measuring;
+    const equal = sentMatcher(fields, this.#o.automationFields ?? []);
+    const alike = snap.deals.filter((d) => d.createdAt >= from && equal(d)).sort((a, b) => a.createdAt - b.createdAt);
+    const claimed = await this.#o.fence.claimed(alike.map((d) => d.id));
+    const free = alike.filter((d) => !claimed.has(d.id));
+    return {
+      kind: 'found',
+      ids: free.filter((d) => d.createdAt > after).map((d) => d.id),
+      doubtful: free.filter((d) => d.createdAt <= after).map((d) => d.id),
+    };
   }
 
   /**
@@ -160,6 +166,7 @@ export class DealLookup {
     const body = await this.#o.board.snapshotBody();
     if (!body) return;
     const snap = decodeSnapshot(await gunzipAsync(body));
+    if (!snap) return;
     if (!this.#last || snap.startedAt > this.#last.startedAt) this.#last = snap;
     this.stats.sharedLoads++;
   }
@@ -187,7 +194,11 @@ export class DealLookup {
         for (const d of page.records) {
           const createdAt = Date.parse(d.created_at);
           if (createdAt >= from)
-            deals.push({ id: d.id, name: normaliseName(d.name), value: canonicalFromRecord('value', d), createdAt });
+            deals.push({
+              id: d.id,
+              createdAt,
+              values: DEAL_FIELDS.map((f) => (f === 'name' ? normaliseName(d.name) : canonicalFromRecord(f, d))),
+            });
         }
       }
     } catch (err) {
@@ -219,23 +230,59 @@ function encodeSnapshot(s: Snapshot): string {
   return JSON.stringify({
     startedAt: s.startedAt,
     from: s.from,
-    deals: s.deals.map((d) => [d.id, d.name, d.value, d.createdAt]),
+    fields: DEAL_FIELDS,
+    deals: s.deals.map((d) => [d.id, d.createdAt, d.values]),
   });
 }
 
 const snapshotSchema = z.object({
   startedAt: z.number(),
   from: z.number(),
-  deals: z.array(z.tuple([z.string(), z.string(), z.string(), z.number()])),
+  fields: z.array(z.string()),
+  deals: z.array(z.tuple([z.string(), z.number(), z.array(z.string())])),
 });
 
-function decodeSnapshot(raw: Buffer): Snapshot {
-  const s = snapshotSchema.parse(JSON.parse(raw.toString('utf8')));
+/** A snapshot of another version (other fields kept) is not used: this process runs its own pass. */
+function decodeSnapshot(raw: Buffer): Snapshot | undefined {
+  const parsed = snapshotSchema.safeParse(JSON.parse(raw.toString('utf8')));
+  if (!parsed.success || parsed.data.fields.join() !== DEAL_FIELDS.join()) return undefined;
+  const s = parsed.data;
   return {
     startedAt: s.startedAt,
     from: s.from,
-    deals: s.deals.map(([id, name, value, createdAt]) => ({ id, name, value, createdAt })),
+    deals: s.deals.map(([id, createdAt, values]) => ({ id, createdAt, values })),
   };
+}
+
+/**
+ * Which creation times (CRM record clock, ms) could be the row's own deal's, and after which one
+ * a deal was surely made after the row's send. The record clock is Redis' shifted by some o in
+ * [lo, hi] (calibrated from answered creates); created_at may be truncated to its resolution.
+ * A deal stamped c was made at Redis time in [c - hi, c + resolution - lo]: surely after the
+ * send (sentAt) when c > sentAt + hi, surely before it when c < sentAt + lo - resolution. An old
+ * calibration widens by RECORD_CLOCK_DRIFT of its age. With no calibration, or a marker whose
+ * sentAt is only a bound, no deal is surely after the send, and (no calibration) none surely before.
+ */
+export function sendWindow(marker: CreateMarker, clock: RecordClock | undefined): { from: number; after: number } {
+  if (!clock) return { from: 0, after: Number.POSITIVE_INFINITY };
+  const drift = Math.ceil(clock.ageMs * RECORD_CLOCK_DRIFT);
+  const from = Math.floor(marker.sentAt + clock.lo - clock.resolutionMs - drift);
+  return { from, after: marker.exact ? marker.sentAt + clock.hi + drift : Number.POSITIVE_INFINITY };
+}
+
+/**
+ * Equal to the row in every field it sent, as the CRM stores it: names normalised (spaces
+ * collapsed, case folded), the rest canonical; fields the CRM's automation may set are not
+ * compared, nor `position` (never reported).
+ */
+function sentMatcher(fields: DealCreateFields, automation: readonly string[]): (d: DealEntry) => boolean {
+  const wanted: Array<[number, string]> = [];
+  DEAL_FIELDS.forEach((f, i) => {
+    const v = (fields as Record<string, unknown>)[f];
+    if (v === undefined || automation.includes(f)) return;
+    wanted.push([i, f === 'name' ? normaliseName(String(v)) : canonicalFromRow(f, v)]);
+  });
+  return (d) => wanted.every(([i, v]) => d.values[i] === v);
 }
 
 const gzipAsync = promisify(gzip);

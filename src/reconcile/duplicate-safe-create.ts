@@ -126,7 +126,7 @@ export class DuplicateSafeCreate {
     };
     // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
     for (let turn = 0; turn < 2; turn++) {
-      const begin = await this.#o.fence.beginCreate(w, fp, await this.#crmClock(), match);
+      const begin = await this.#o.fence.beginCreate(w, fp, this.#o.client.crmClock(), match);
       switch (begin.kind) {
         case 'has-result':
         case 'exists':
@@ -155,8 +155,11 @@ export class DuplicateSafeCreate {
   ): Promise<CreateOutcome> {
     const { w, fp } = c;
     let id: string;
+    let stamp: { createdAt: number; resolutionMs: number } | undefined;
     try {
-      id = (await this.#o.client.createDeal(fields, signal ? { signal } : {})).id;
+      const deal = await this.#o.client.createDeal(fields, signal ? { signal } : {});
+      id = deal.id;
+      stamp = stampOf(deal.created_at);
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         id = err.recordId; // created, but the answer is off-spec: the deal exists all the same
@@ -173,7 +176,7 @@ export class DuplicateSafeCreate {
         throw err;
       }
     }
-    return this.#record(c, id, 'answer', marker);
+    return this.#record(c, id, 'answer', marker, stamp);
   }
 
   async #resolve(
@@ -200,8 +203,9 @@ export class DuplicateSafeCreate {
       return { kind: 'wait', ms: answer.ms };
     }
     const found = answer.ids;
-    if (found.length === 1) return this.#record(c, found[0]!, 'lookup', marker);
-    if (found.length === 0) {
+    const doubtful = answer.doubtful;
+    if (found.length === 1 && doubtful.length === 0) return this.#record(c, found[0]!, 'lookup', marker);
+    if (found.length === 0 && doubtful.length === 0) {
       this.#logger.info(
         { runId: w.runId, row: w.row },
         'create in doubt: no deal made by it after the settle time, sending it again',
@@ -210,10 +214,10 @@ export class DuplicateSafeCreate {
       return 'not-applied';
     }
     await this.#o.fence.releaseCreate(w, fp, marker, true);
-    const message = `may have been created: ${found.length} unclaimed deals match it (${found.slice(0, 5).join(', ')}); not sent again`;
+    const message = uncertainMessage(found, doubtful, marker);
     this.#logger.warn(
-      { runId: w.runId, row: w.row, candidates: found.length },
-      'create uncertain: several deals match',
+      { runId: w.runId, row: w.row, after: found.length, maybeBefore: doubtful.length },
+      'create uncertain: deals equal to it were found that cannot be told apart from its own',
     );
     return { kind: 'result', result: uncertain(row, UNCERTAIN, message, row.original) };
   }
@@ -227,6 +231,7 @@ export class DuplicateSafeCreate {
     dealId: string,
     how: 'answer' | 'lookup',
     marker: CreateMarker,
+    stamp?: { createdAt: number; resolutionMs: number },
   ): Promise<CreateOutcome> {
     const { w, row, fp } = c;
     const message =
@@ -245,7 +250,7 @@ export class DuplicateSafeCreate {
             `may have been created; the matching deal ${dealId} was recorded by another row meanwhile`,
             row.original,
           );
-    const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match);
+    const done = await this.#o.fence.finishCreate(w, fp, dealId, success, conflict, marker, c.match, stamp);
     if (done.kind === 'refused' && done.reason === 'exists') {
       // Another job of this row recorded it first (a resolving job beside a redelivered one).
       this.#logger.warn(
@@ -275,12 +280,28 @@ export class DuplicateSafeCreate {
       );
     return { kind: 'recorded', status: 'succeeded' };
   }
+}
 
-  /** The CRM's clock for the marker; measured once with a one-record page if no answer has shown it yet. */
-  async #crmClock(): Promise<{ at: number; measured: boolean }> {
-    const clock = this.#o.client.crmClock();
-    if (clock.measured) return clock;
-    await this.#o.lookup.measureClock().catch(() => undefined);
-    return this.#o.client.crmClock();
-  }
+/** An answered deal's created_at, to calibrate the record clock; its resolution from its form. */
+function stampOf(createdAt: string): { createdAt: number; resolutionMs: number } | undefined {
+  const at = Date.parse(createdAt);
+  if (Number.isNaN(at)) return undefined;
+  return { createdAt: at, resolutionMs: /:\d\d[.,]\d/.test(createdAt) ? 1 : 1000 };
+}
+
+/** Why a row in doubt is left uncertain, naming its candidates. */
+function uncertainMessage(after: string[], doubtful: string[], marker: CreateMarker): string {
+  const all = [...after, ...doubtful];
+  const named = `${all.slice(0, 5).join(', ')}${all.length > 5 ? ', …' : ''}`;
+  const head =
+    all.length === 1
+      ? `may have been created: 1 unclaimed deal matches it (${named})`
+      : `may have been created: ${all.length} unclaimed deals match it (${named})`;
+  const why =
+    doubtful.length === 0
+      ? 'more than one was made after its send'
+      : !marker.exact
+        ? 'its marker was lost, so its send time is not known'
+        : `${doubtful.length === all.length && all.length === 1 ? 'it was' : `${doubtful.length} of them were`} made too close to its send to tell which came first (or the CRM's record clock is not calibrated yet)`;
+  return `${head}; ${why}; not sent again: \`runs retry\` looks again`;
 }

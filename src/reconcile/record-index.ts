@@ -19,6 +19,8 @@ export interface BuildIndexOptions {
   beforeFetch?: () => Promise<void>;
   /** Called after each page with the pages and records read so far. Default none. */
   onPage?: (progress: { pages: number; records: number }) => void;
+  /** Also keep each record's created_at (verify tells when a deal was made). Default false. */
+  keepCreatedAt?: boolean;
 }
 
 /**
@@ -33,6 +35,8 @@ export class RecordIndex {
   pages = 0;
   readonly #byId = new Map<string, string>();
   readonly #byKey = new Map<string, string | string[]>();
+  /** created_at (epoch ms) by id, when asked to keep it. */
+  #created: Map<string, number> | undefined;
 
   constructor(resource: ListResource, matchKey = 'id') {
     this.resource = resource;
@@ -42,6 +46,7 @@ export class RecordIndex {
   /** Pages the whole list (until the empty page, retrying 429 and transient failures). */
   static async build(client: CrmClient, options: BuildIndexOptions): Promise<RecordIndex> {
     const index = new RecordIndex(options.resource, options.matchKey ?? 'id');
+    if (options.keepCreatedAt) index.#created = new Map();
     const pages = client.pages(options.resource, {
       pageSize: options.pageSize ?? 100,
       ...(options.version ? { version: options.version } : {}),
@@ -64,6 +69,7 @@ export class RecordIndex {
   add(record: AnyRecord): void {
     const packed = packRecord(this.resource, record);
     this.#byId.set(record.id, packed);
+    this.#created?.set(record.id, Date.parse(record.created_at));
     if (this.matchKey === 'id') return;
     const key = recordKey(record, this.matchKey);
     if (key === '') return;
@@ -76,6 +82,11 @@ export class RecordIndex {
   /** Every record, in no particular order. */
   *all(): IterableIterator<IndexedRecord> {
     for (const packed of this.#byId.values()) yield unpackRecord(this.resource, packed);
+  }
+
+  /** When the record was made (epoch ms, the CRM's record clock); undefined unless kept. */
+  createdAt(id: string): number | undefined {
+    return this.#created?.get(id);
   }
 
   byId(id: string): IndexedRecord | undefined {

@@ -5,7 +5,8 @@ import type { CrmClient, ListResource, Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/index.js';
 import { sourceIdentity, type RequestBudget } from '../queue/index.js';
-import { escapeCsvCell, type RunStore } from '../runs/index.js';
+import { RunKeys } from '../keys/index.js';
+import { RowFence, escapeCsvCell, type RecordClock, type RunRecord, type RunStore } from '../runs/index.js';
 import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
 import { checkDigest, digestHolds } from './sent-digest.js';
 import { normaliseName } from './deal-lookup.js';
@@ -38,11 +39,17 @@ export interface VerifyResult {
   /** Succeeded rows whose record id another row of the run also recorded. */
   sharedIds: number;
   /**
-   * In a deal.create or deal.upsert run: deals just like (normalised name and value) a deal a row
-   * recorded, that no row of the run recorded — a duplicate was made, or an identical deal came
-   * from elsewhere. Two identical rows with a deal each are not counted.
+   * In a deal.create or deal.upsert run: this run's suspected duplicates — deals made while the
+   * run ran, equal to a row's sent fields, that no row of any run recorded. Two identical rows
+   * with a deal each are not counted. Exit 1.
    */
   suspectedDuplicates: number;
+  /** Deals like a row's that were made before the run began (a person's, an earlier import's): not this run's doing. */
+  preexistingLookAlikes: number;
+  /** Deals like a row's that a row of another run recorded (the same file run twice): that run's own. */
+  otherRunsDeals: number;
+  /** Succeeded rows whose deal was made before the run began: a deal that cannot be the row's own. Exit 1. */
+  recordedBeforeSend: number;
   listPages: number;
   /** How the source changed since the run, when it did: its values were not read (digests only). */
   sourceChanged?: string;
@@ -123,8 +130,10 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   // Only the rows the run sent are compared, so other columns are no reason to stop here.
   const decoder = new RowDecoder({ op: kind.mapOp, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true });
 
+  const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const index = await RecordIndex.build(options.client, {
     resource: kind.resource,
+    keepCreatedAt: createsDeals,
     ...(options.pageSize ? { pageSize: options.pageSize } : {}),
     ...(budget ? { beforeFetch: () => budget.take() } : {}),
   });
@@ -137,13 +146,16 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     byField: {},
     sharedIds: 0,
     suspectedDuplicates: 0,
+    preexistingLookAlikes: 0,
+    otherRunsDeals: 0,
+    recordedBeforeSend: 0,
     listPages: index.pages,
     ...(changed !== undefined ? { sourceChanged: changed } : {}),
   };
   const rowsById = new Map<string, number>();
   for (const r of rows.values()) rowsById.set(r.recordId, (rowsById.get(r.recordId) ?? 0) + 1);
-  // Deals like one a row recorded that no row recorded: one was made twice (or came from elsewhere).
-  const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
+  // Deals like one a row recorded that no row of this run recorded: sorted into this run's
+  // suspected duplicates, deals made before it, and other runs' deals (RunWindow).
   const dealsByContent = createsDeals ? groupByContent(index.all()) : new Map<string, IndexedRecord[]>();
   const recordedByContent = new Map<string, Set<string>>();
   for (const r of createsDeals ? rows.values() : []) {
@@ -152,6 +164,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     const ids = recordedByContent.get(contentKey(record)) ?? new Set<string>();
     recordedByContent.set(contentKey(record), ids.add(record.id));
   }
+  const window = createsDeals ? await RunWindow.of(store, run) : undefined;
   // A database run's rows are named by their key, next to the line (its row number).
   const keyed = query?.keyColumn !== undefined;
   const write = async (cells: Array<string | number | undefined>, ref?: string) => {
@@ -176,13 +189,30 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     }
     const key = createsDeals ? contentKey(record) : undefined;
     const recorded = key === undefined ? undefined : recordedByContent.get(key);
-    const strays = key && recorded ? (dealsByContent.get(key) ?? []).filter((d) => !recorded.has(d.id)) : [];
-    if (key && strays.length > 0) {
+    // Like the row in every field it sent (its digest), where a digest was kept.
+    const alike = (d: IndexedRecord) =>
+      r.sent === undefined || checkDigest(kind.resource, r.sent, d)?.drifted.length === 0;
+    const strays =
+      key && recorded ? (dealsByContent.get(key) ?? []).filter((d) => !recorded.has(d.id) && alike(d)) : [];
+    if (window && key && strays.length > 0) {
       // Reported once per content, on the first of its rows.
       recordedByContent.delete(key);
-      outcome.suspectedDuplicates += strays.length;
-      const ids = strays.map((d) => d.id).join(';');
-      await write([r.row, r.line, r.recordId, '(duplicate)', 'no other deal like it', ids], r.ref);
+      const sorted = await window.sort(
+        strays.map((d) => d.id),
+        index,
+      );
+      outcome.preexistingLookAlikes += sorted.before.length;
+      outcome.otherRunsDeals += sorted.otherRuns.length;
+      outcome.suspectedDuplicates += sorted.duplicates.length;
+      if (sorted.duplicates.length > 0)
+        await write(
+          [r.row, r.line, r.recordId, '(duplicate)', 'no other deal like it', sorted.duplicates.join(';')],
+          r.ref,
+        );
+    }
+    if (window?.surelyBefore(index.createdAt(r.recordId))) {
+      outcome.recordedBeforeSend++;
+      await write([r.row, r.line, r.recordId, '(created)', 'after the row was sent', 'before the run began'], r.ref);
     }
     const changes = r.sent !== undefined ? digestChanges(kind.resource, r.sent, record, fields) : undefined;
     const drift = changes ?? (fields ? diffFields(kind.resource, fields, record, ['id', 'position']) : []);
@@ -243,6 +273,52 @@ function sourceChange(source: string, size: number | undefined, mtime: number | 
   const when = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : 'gone');
   return `size ${size} → ${now.sourceSize ?? 'gone'} bytes, modified ${when(mtime)} → ${when(now.sourceMtimeMs)}`;
 }
+
+/**
+ * When the run ran, on the CRM's record clock (calibrated from answered creates, RecordClock),
+ * and which row of which run recorded a deal (the workspace's claims).
+ */
+class RunWindow {
+  private constructor(
+    private readonly store: RunStore,
+    private readonly run: RunRecord,
+    /** Record-clock bounds: a deal stamped before `from` was surely made before the run began. */
+    private readonly from: number,
+  ) {}
+
+  static async of(store: RunStore, run: RunRecord): Promise<RunWindow> {
+    const fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
+    const clock: RecordClock | undefined = await fence.recordClock().catch(() => undefined);
+    const began = Date.parse(run.createdAt);
+    // Without a calibration, the CRM's clock may be off ours by anything up to a few minutes.
+    const from = clock ? began + clock.lo - clock.resolutionMs : began - UNCALIBRATED_MARGIN_MS;
+    return new RunWindow(store, run, from);
+  }
+
+  surelyBefore(createdAt: number | undefined): boolean {
+    return createdAt !== undefined && createdAt < this.from;
+  }
+
+  /** Unrecorded look-alikes: made before the run, recorded by another run's row, or this run's duplicates. */
+  async sort(
+    ids: string[],
+    index: RecordIndex,
+  ): Promise<{ before: string[]; otherRuns: string[]; duplicates: string[] }> {
+    const keys = new RunKeys(this.store.prefix);
+    const owners = await this.store.redis.mget(...ids.map((id) => keys.dealClaim(this.run.workspace, id)));
+    const out = { before: [] as string[], otherRuns: [] as string[], duplicates: [] as string[] };
+    ids.forEach((id, i) => {
+      const owner = owners[i];
+      if (owner && !owner.startsWith(`${this.run.id}/`)) out.otherRuns.push(id);
+      else if (this.surelyBefore(index.createdAt(id))) out.before.push(id);
+      else out.duplicates.push(id);
+    });
+    return out;
+  }
+}
+
+/** How far the CRM's record clock may be from ours when no answered create calibrated it. */
+const UNCALIBRATED_MARGIN_MS = 300_000;
 
 /** What identical creates share in the CRM: the normalised name and the value. */
 function contentKey(record: IndexedRecord): string {

@@ -127,8 +127,11 @@ return 1
  * earlier attempt of the row may have created the deal: resolve, do not POST; the lock is taken
  * unless the marker already names the deal), {'wait', ms} (an identical create of another row
  * is in flight, or its settle and lookup), {'has-result'} or {'refused', why}.
- * A marker is `sentAtMs|crmClockMs|measured(0/1)|dealId|uncertainAtMs` (dealId empty until
- * known; uncertainAtMs set when a lookup left the row uncertain, so a later look needs a newer pass).
+ * A marker is `sentAtMs|crmClockMs|kind|dealId|uncertainAtMs` (dealId empty until known;
+ * uncertainAtMs set when a lookup left the row uncertain, so a later look needs a newer pass).
+ * `kind` 0/1: sentAtMs is this attempt's send (1: the CRM's Date header was known then); 2: a
+ * marker `runs retry` put back for a row in doubt whose own had gone, and sentAtMs is only a
+ * time before its send (RESTORE_CREATE).
  */
 export const BEGIN_CREATE = new LuaScript(`${NOW_MS}
 local row, round, token = ARGV[1], ARGV[2], ARGV[3]
@@ -165,13 +168,28 @@ return {'send', marker}
  * KEYS[12] the deal's claim. ARGV[1] now (ISO), ARGV[2] row, ARGV[3] round, ARGV[4] token,
  * ARGV[5] owner, ARGV[6] deal id, ARGV[7] encoded success, ARGV[8] encoded conflict (failed),
  * ARGV[9] claim ttl ms, ARGV[10] the sentAt of the marker this attempt set ('' if none), ARGV[11]
- * '1' when KEYS[13] is an upsert's match-key record, which then names the deal.
+ * '1' when KEYS[13] is an upsert's match-key record, which then names the deal. KEYS[14] the
+ * workspace's record clock; ARGV[12] the deal's created_at (ms) when the CRM answered this
+ * attempt's POST ('' otherwise), ARGV[13] the resolution of that stamp (ms), ARGV[14] the
+ * record clock's ttl ms.
+ *
+ * An answered create calibrates the clock that stamps the CRM's records: the deal was stamped
+ * after the marker's sentAt and before now (both Redis' clock), so created_at minus the Redis
+ * clock lies in [created_at - now, created_at + resolution - sentAt]. The record clock keeps the
+ * intersection of such intervals (`lo|hi|atMs|resolution`), each widened by RECORD_CLOCK_DRIFT
+ * of its age; a sample outside it (a clock that stepped) or an old calibration
+ * (RECORD_CLOCK_FRESH_MS) starts it again from the sample.
  *
  * Returns {'recorded'}, {'conflict', owner of the claim} (another row had recorded this deal:
  * the row fails, nothing is overwritten), or {'refused', why}. A refused writer whose lock is
  * gone still leaves the deal id in the row's marker, so the row's new owner records that deal
  * instead of creating another.
  */
+/** A record clock calibrated longer ago than this starts again from the next sample. */
+export const RECORD_CLOCK_FRESH_MS = 7 * 86_400_000;
+/** How far two clocks may drift apart, as a share of the time since they were compared (100 ppm). */
+export const RECORD_CLOCK_DRIFT = 0.0001;
+
 export const FINISH_CREATE = new LuaScript(`${PRELUDE}
 ${BUCKET}
 ${COUNT_FIELDS}
@@ -198,6 +216,26 @@ else
   if ARGV[11] == '1' then redis.call('SET', KEYS[13], deal, 'PX', ARGV[9]) end
   put_result(row, ARGV[7], true, nil)
   answer = {'recorded'}
+  if ARGV[12] ~= '' and ARGV[10] ~= '' then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local c, res = tonumber(ARGV[12]), tonumber(ARGV[13])
+    local lo, hi = c - now, c + res - tonumber(ARGV[10])
+    local cur = redis.call('GET', KEYS[14])
+    if cur then
+      local clo, chi, cat, cres = string.match(cur, '^(%-?%d+)|(%-?%d+)|(%d+)|(%d+)$')
+      clo, chi, cat, cres = tonumber(clo), tonumber(chi), tonumber(cat), tonumber(cres)
+      if clo and now - cat < ${RECORD_CLOCK_FRESH_MS} then
+        -- The stored bounds hold as they were when taken: clocks drift apart since.
+        local drift = math.ceil((now - cat) * ${RECORD_CLOCK_DRIFT})
+        clo, chi = clo - drift, chi + drift
+        if math.max(lo, clo) <= math.min(hi, chi) then
+          lo, hi, res = math.max(lo, clo), math.min(hi, chi), math.max(res, cres)
+        end
+      end
+    end
+    redis.call('SET', KEYS[14], lo .. '|' .. hi .. '|' .. now .. '|' .. res, 'PX', ARGV[14])
+  end
 end
 redis.call('HDEL', KEYS[10], row)
 if redis.call('GET', KEYS[11]) == owner then redis.call('DEL', KEYS[11]) end
@@ -237,4 +275,22 @@ local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
+`);
+
+/**
+ * KEYS[1] create markers. ARGV[1] marker ttl ms, ARGV[2] the time before every send of these
+ * rows (the run's creation, Redis' clock ms), ARGV[3..] rows. A row of a create run that ended
+ * in doubt and is retried must look for its deal before it sends anything: if its marker is
+ * gone (expired, or Redis lost it), one is put back with kind 2, whose lookup takes no deal
+ * as its own (any candidate leaves it uncertain) but proves by finding none that nothing was
+ * made. Returns how many were put back.
+ */
+export const RESTORE_CREATE = new LuaScript(`
+local n = 0
+for i = 3, #ARGV do
+  n = n + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[2] .. '|' .. ARGV[2] .. '|2|')
+end
+-- Only ever lengthened: workers set the life their retention gives on every marker.
+if n > 0 and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
 `);

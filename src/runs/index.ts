@@ -28,7 +28,10 @@ export {
   type BeginCreate,
   type CreateMarker,
   type FinishCreate,
+  type RecordClock,
+  createMarkerTtlMs,
 } from './row-fence.js';
+export { RECORD_CLOCK_DRIFT } from './fence-scripts.js';
 export {
   writeResultsCsv,
   escapeCsvCell,

@@ -7,6 +7,7 @@ import {
   FINISH_CREATE,
   HOLD_CREATE,
   RELEASE_CREATE,
+  RESTORE_CREATE,
   SETTLE_UPDATE,
 } from './fence-scripts.js';
 import type { LuaScript } from './lua-script.js';
@@ -43,7 +44,12 @@ export interface RowFenceOptions {
   leaseMs?: number;
   /** How long a record remembers the last row applied to it. Default 24 h. */
   orderWindowMs?: number;
-  /** How long a deal's claim (which row recorded it) and a create's marker live. Default 7 days. */
+  /**
+   * How long runs are kept (the config's retention): a create's marker and a deal's claim live
+   * as long as the run can be retried (createMarkerTtlMs). Default 30 days.
+   */
+  retentionMs?: number;
+  /** Overrides the life retentionMs gives markers and claims (tests compress time). */
   claimTtlMs?: number;
 }
 
@@ -79,6 +85,11 @@ export interface CreateMarker {
   crmClockAt: number;
   /** The estimate came from the CRM's `Date` header (else it is the worker's own clock). */
   measured: boolean;
+  /**
+   * False for a marker `runs retry` put back after the row's own was gone: `sentAt` is then
+   * only a time before the row's send (its run's creation), so no deal can be shown to be its own.
+   */
+  exact: boolean;
   /** The deal the attempt created, when its answer arrived but could not be recorded. */
   dealId?: string;
   /** Redis clock when a lookup left the create uncertain (ms): a later look needs a newer pass. */
@@ -95,6 +106,32 @@ export type BeginCreate =
 
 export type FinishCreate =
   { kind: 'recorded' } | { kind: 'conflict'; claimedBy: string } | { kind: 'refused'; reason: RefusalReason };
+
+/**
+ * The calibrated clock that stamps the CRM's records (created_at), relative to Redis' clock:
+ * created_at = Redis time + o for some o in [lo, hi] (ms). From answered creates (FINISH_CREATE).
+ */
+export interface RecordClock {
+  lo: number;
+  hi: number;
+  /** The resolution of created_at stamps (1 ms, or 1000 for whole seconds). */
+  resolutionMs: number;
+  /** How old the calibration is (ms). */
+  ageMs: number;
+}
+
+const DEFAULT_RETENTION_MS = 30 * 86_400_000;
+/** Runs are pruned by a periodic housekeeping after retention: markers outlive that by this much. */
+const MARKER_MARGIN_MS = 2 * 86_400_000;
+
+/**
+ * The one place a create marker's (and a deal claim's) life is derived: as long as its run can
+ * be retried, i.e. the retention after which housekeeping archives and removes the run, plus a
+ * margin for the housekeeping's period. A marker set by a retry on the last day lives as long again.
+ */
+export function createMarkerTtlMs(retentionMs: number = DEFAULT_RETENTION_MS): number {
+  return retentionMs + MARKER_MARGIN_MS;
+}
 
 const SEQ_ROW_WIDTH = 7;
 
@@ -252,6 +289,7 @@ export class RowFence {
     conflict: RowResult,
     marker?: CreateMarker,
     match?: string,
+    stamp?: { createdAt: number; resolutionMs: number },
   ): Promise<FinishCreate> {
     const k = this.#keys;
     const ref = this.#ref(w.runId);
@@ -266,6 +304,7 @@ export class RowFence {
       k.createLock(this.#workspace, lockId),
       k.dealClaim(this.#workspace, dealId),
       this.#upsertedKey(match),
+      this.#recordClockKey(),
     ];
     const args = [
       new Date().toISOString(),
@@ -279,6 +318,9 @@ export class RowFence {
       this.#claimTtlMs,
       marker ? String(marker.sentAt) : '',
       match ? '1' : '0',
+      stamp && marker?.exact ? String(stamp.createdAt) : '',
+      stamp ? String(stamp.resolutionMs) : '1',
+      this.#claimTtlMs,
     ];
     const [kind, arg = ''] = await this.#run(FINISH_CREATE, keys, args);
     if (kind === 'recorded') return { kind };
@@ -293,6 +335,25 @@ export class RowFence {
   async releaseCreate(w: RowWriter, fingerprint: string, marker: CreateMarker, keepMarker = false): Promise<void> {
     const keys = [this.#keys.creating(this.#ref(w.runId)), this.#keys.createLock(this.#workspace, fingerprint)];
     await this.#run(RELEASE_CREATE, keys, [w.row, ownerOf(w), String(marker.sentAt), keepMarker ? '1' : '0']);
+  }
+
+  /**
+   * `runs retry` of rows whose create may have been applied: a row whose marker is gone gets one
+   * back (not exact, sent after `since`), so it looks for its deal before sending. How many.
+   */
+  async restoreMarkers(runId: string, rows: readonly number[], since: number): Promise<number> {
+    if (rows.length === 0) return 0;
+    const key = this.#keys.creating(this.#ref(runId));
+    return Number(await RESTORE_CREATE.run(this.#redis, [key], [this.#claimTtlMs, Math.floor(since), ...rows]));
+  }
+
+  /** The workspace's calibrated record clock, or undefined before any answered create showed it. */
+  async recordClock(): Promise<RecordClock | undefined> {
+    const [raw, [sec, usec]] = await Promise.all([this.#redis.get(this.#recordClockKey()), this.#redis.time()]);
+    const m = /^(-?\d+)\|(-?\d+)\|(\d+)\|(\d+)$/.exec(raw ?? '');
+    if (!m) return undefined;
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    return { lo: Number(m[1]), hi: Number(m[2]), resolutionMs: Number(m[4]), ageMs: Math.max(0, now - Number(m[3])) };
   }
 
   /** Keeps the fingerprint's lock for `ms` (an uncertain answer: identical rows wait for the lookup). */
@@ -331,6 +392,10 @@ export class RowFence {
   /** A run of this fence's workspace (the fence serves one workspace's queue). */
   #ref(runId: string): RunRef {
     return { id: runId, workspace: this.#workspace };
+  }
+
+  #recordClockKey(): string {
+    return this.#keys.recordClock(this.#workspace);
   }
 
   /** The match key's record, or (no match) a key of the same workspace that is never read. */
@@ -399,7 +464,12 @@ function ownerOf(w: RowWriter): string {
 
 function parseMarker(text: string): CreateMarker {
   const [sentAt = '', crmClockAt = '', measured = '', dealId = '', uncertainAt = ''] = text.split('|');
-  const marker: CreateMarker = { sentAt: Number(sentAt), crmClockAt: Number(crmClockAt), measured: measured === '1' };
+  const marker: CreateMarker = {
+    sentAt: Number(sentAt),
+    crmClockAt: Number(crmClockAt),
+    measured: measured === '1',
+    exact: measured !== '2',
+  };
   if (dealId !== '') marker.dealId = dealId;
   if (uncertainAt !== '') marker.uncertainAt = Number(uncertainAt);
   return marker;

@@ -117,6 +117,8 @@ export interface RequeuedRow {
   /** The source row's key (RowResult.ref). */
   ref?: string;
   original: Record<string, string>;
+  /** What the row's result was before the retry took it (an `uncertain` create looks before it sends). */
+  previous: RowResult['status'];
 }
 
 const DEFAULT_PREFIX = 'crm-sync';
@@ -500,7 +502,7 @@ export class RunStore {
       )) as string[];
       for (let i = 0; i + 1 < reply.length; i += 2) {
         const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');
-        const entry: RequeuedRow = { row: result.row, original: result.original ?? {} };
+        const entry: RequeuedRow = { row: result.row, original: result.original ?? {}, previous: result.status };
         if (result.line !== undefined) entry.line = result.line;
         if (result.ref !== undefined) entry.ref = result.ref;
         requeued.push(entry);

@@ -3,8 +3,8 @@ import type { RunStore } from '../runs/index.js';
 
 /**
  * Stops a sync's run: status failed with the reason; rows still waiting in the queue are
- * removed and recorded `failed` (RUN_ABORTED). See stopRun. Returns the rows recorded.
+ * removed and recorded `failed` (RUN_ABORTED), creates in doubt `uncertain`. See stopRun. Returns the rows recorded.
  */
-export function abortRun(store: RunStore, queue: WorkspaceQueue, runId: string, reason: string): Promise<number> {
-  return stopRun(store, queue, runId, { kind: 'aborted', reason });
+export async function abortRun(store: RunStore, queue: WorkspaceQueue, runId: string, reason: string): Promise<number> {
+  return (await stopRun(store, queue, runId, { kind: 'aborted', reason })).recorded;
 }

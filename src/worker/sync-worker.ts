@@ -351,6 +351,18 @@ export class SyncWorker {
    */
   async #cancelledRun(job: SyncJob, data: SyncJobData, token: string): Promise<boolean> {
     if ((await this.#options.store.getStatus(data.runId)) !== 'cancelled') return false;
+    // A create whose answer was lost may have made its deal: never recorded "not sent". Its job
+    // goes on to look for the deal (the fence lets a row with a marker look, and never POST).
+    if (
+      !isInviteBatch(data) &&
+      (
+        await this.#fence.createsInDoubt(
+          data.runId,
+          data.rows.map((r) => r.row),
+        )
+      ).size > 0
+    )
+      return false;
     await this.#recordCancelled(job, data.runId, token, data.rows);
     return true;
   }

@@ -204,6 +204,8 @@ export class WorkspaceRoster {
         ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
         retry: ws.retry,
         createSettleMs: ws.createSettleMs,
+        retentionMs: this.#config.retention.days * 86_400_000,
+        automationFields: ws.automationFields,
         breaker: ws.breaker,
         outageWarningMs: ws.outageWarningMs,
         writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,

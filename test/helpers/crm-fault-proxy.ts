@@ -30,6 +30,8 @@ export type FaultRule = FaultAction & {
   times?: number;
   /** Also rewrite the JSON request body before the action (e.g. automation, then a dropped answer). Default none. */
   rewrite?: (json: unknown) => unknown;
+  /** Also wait this long before forwarding (network latency of this request), then the action. Default 0. */
+  delayMs?: number;
 };
 
 /**
@@ -69,6 +71,10 @@ export interface CrmFaultProxy {
   setRules(rules: FaultRule[]): void;
   /** Shifts the `Date` header and every `created_at`/`updated_at` of every answer by `ms`. */
   skewClockMs: number;
+  /** Shifts only `created_at`/`updated_at` by `ms` on top (a CRM whose records are stamped by another clock). */
+  skewRecordsMs: number;
+  /** False: answers carry no `Date` header (the client has no clock signal from it). Default true. */
+  dateHeader: boolean;
   /** Every request seen, in arrival order. */
   readonly requests: readonly ProxiedRequest[];
   /** Requests forwarded upstream that match `method` (default any) and `path` (default any). */
@@ -179,12 +185,15 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     });
 
   const skewAnswer = (headers: IncomingHttpHeaders, body: Buffer): Buffer => {
-    if (proxy.skewClockMs === 0) return body;
-    const date = Date.parse(headers.date ?? '');
-    headers.date = new Date((Number.isNaN(date) ? Date.now() : date) + proxy.skewClockMs).toUTCString();
-    if (!/json/i.test(headers['content-type'] ?? '')) return body;
+    if (!proxy.dateHeader) delete headers.date;
+    else if (proxy.skewClockMs !== 0) {
+      const date = Date.parse(headers.date ?? '');
+      headers.date = new Date((Number.isNaN(date) ? Date.now() : date) + proxy.skewClockMs).toUTCString();
+    }
+    const shift = proxy.skewClockMs + proxy.skewRecordsMs;
+    if (shift === 0 || !/json/i.test(headers['content-type'] ?? '')) return body;
     try {
-      return Buffer.from(JSON.stringify(shiftTimestamps(JSON.parse(body.toString('utf8')), proxy.skewClockMs)));
+      return Buffer.from(JSON.stringify(shiftTimestamps(JSON.parse(body.toString('utf8')), shift)));
     } catch {
       return body; // not JSON after all: pass it as it came
     }
@@ -194,6 +203,8 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     // 'close' before the answer finished = the client went away (timeout, reset).
     let clientGone = false;
     res.on('close', () => (clientGone = !res.writableFinished));
+    // node:http adds a Date header of its own unless told not to.
+    res.sendDate = proxy.dateHeader;
     let body = await readBody(req);
     const rule = take(entry.method, entry.path);
 
@@ -203,7 +214,7 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
       res.writeHead(502, {
         'content-type': 'application/json; charset=utf-8',
         'content-length': payload.length,
-        date: new Date(Date.now() + proxy.skewClockMs).toUTCString(),
+        ...(proxy.dateHeader ? { date: new Date(Date.now() + proxy.skewClockMs).toUTCString() } : {}),
       });
       res.end(payload);
       return;
@@ -211,6 +222,7 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     if (rule && 'rewriteBody' in rule)
       body = Buffer.from(JSON.stringify(rule.rewriteBody(JSON.parse(body.toString('utf8')))));
     if (rule?.rewrite) body = Buffer.from(JSON.stringify(rule.rewrite(JSON.parse(body.toString('utf8')))));
+    if (rule?.delayMs) await sleep(rule.delayMs, undefined, { signal: holds.signal });
     if (rule && 'holdRequest' in rule) await sleep(rule.holdRequest, undefined, { signal: holds.signal });
 
     entry.forwardedAt = Date.now();
@@ -265,6 +277,8 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     setRules,
     unspent: () => rules.reduce((sum, { rule, left }) => sum + (rule.times === undefined ? 0 : left), 0),
     skewClockMs: options.skewClockMs ?? 0,
+    skewRecordsMs: 0,
+    dateHeader: true,
     requests,
     count: (method, path) =>
       requests.filter(

@@ -34,14 +34,27 @@ describe('duplicate-safe deal creates', () => {
     }
 
     expect(h.ws.stats.drops).toBeGreaterThan(100); // the fault really fired
-    expect(done.counts).toMatchObject({ total: 1000, succeeded: 1000, failed: 0 });
+    // A lost answer whose deal was stamped within the record clock's uncertainty of its send
+    // (here the simulator answers in a millisecond or two) cannot be told from a person's made
+    // just before: that row ends uncertain, naming its deal, and is never sent again.
+    const results = await resultsByRow(h, done.id);
+    const inDoubt = results.filter((r) => r.status === 'uncertain');
+    console.log(`[creates] 1,000 at 20% commit-then-drop: ${h.ws.stats.drops} drops, ${inDoubt.length} rows uncertain`);
+    expect(done.counts).toMatchObject({ total: 1000, succeeded: 1000 - inDoubt.length, failed: 0 });
+    expect(inDoubt.length).toBeLessThan(h.ws.stats.drops);
     expect(h.ws.deals.size).toBe(before + 1000);
     const names = new Set([...h.ws.deals.values()].map((d) => d.name));
     expect(names.size).toBe(h.ws.deals.size);
-    // Every row recorded a distinct deal, and it is the one with the row's name.
-    const results = await resultsByRow(h, done.id);
-    expect(new Set(results.map((r) => r.recordId)).size).toBe(1000);
-    for (const r of results) expect(h.ws.deals.get(r.recordId!)?.name).toBe(`Dup-safe deal ${r.row}`);
+    // Every succeeded row recorded a distinct deal, the one with the row's name; an uncertain row names its own.
+    const ids = results.filter((r) => r.status === 'succeeded').map((r) => r.recordId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of results) {
+      if (r.status === 'succeeded') expect(h.ws.deals.get(r.recordId!)?.name).toBe(`Dup-safe deal ${r.row}`);
+      else {
+        const own = [...h.ws.deals.values()].find((d) => d.name === `Dup-safe deal ${r.row}`)!;
+        expect(r.message).toContain(own.id);
+      }
+    }
   }, 60_000);
 
   it('a create requeued after a 429 does not page the deal list (only a possibly committed attempt does)', async () => {
@@ -70,8 +83,18 @@ describe('duplicate-safe deal creates', () => {
   /** A lookup as a worker process builds it; `ws` names a board of its own unless two share it. */
   function lookupFor(client: CrmClient, ws: string, more: Partial<DealLookupOptions> = {}): DealLookup {
     const board = new LookupPassBoard({ redis: h.runtime.redis, prefix: h.config.prefix, workspace: ws });
-    return new DealLookup({ client, board, fence: { claimed: async () => new Set() }, minGapMs: 0, ...more });
+    return new DealLookup({
+      client,
+      board,
+      fence: { claimed: async () => new Set(), recordClock },
+      minGapMs: 0,
+      ...more,
+    });
   }
+  /** The simulator stamps with this machine's clock, which is also Redis' here: offset 0, 1 ms wide. */
+  const recordClock = async () => ({ lo: 0, hi: 1, resolutionMs: 1, ageMs: 0 });
+  /** A marker whose send was a little before now (the deals below are made after it). */
+  const markerAt = (sentAt = Date.now() - 10) => ({ sentAt, crmClockAt: sentAt, measured: true, exact: true });
   const found = (answer: LookupAnswer) => {
     if (answer.kind !== 'found') throw new Error(`expected an answer, got a wait of ${answer.ms} ms`);
     return answer.ids;
@@ -89,18 +112,26 @@ describe('duplicate-safe deal creates', () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
     const claimed = new Set<string>();
     const lookup = lookupFor(client, 'lookup-match', {
-      fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))) },
+      fence: { claimed: async (ids) => new Set(ids.filter((id) => claimed.has(id))), recordClock },
+      automationFields: ['status'],
     });
+    const strict = lookupFor(client, 'lookup-match');
     try {
-      const sentAt = Date.now();
+      const marker = markerAt();
       // A CRM that collapses double spaces and whose automation set another status.
       const made = h.ws.createDeal({ name: 'Possibly  created'.replace('  ', ' '), value: 5, status: 'won' });
-      const marker = { sentAt, crmClockAt: sentAt, measured: true };
       const fields = { name: 'possibly  Created', value: 5, status: 'in_progress' as const };
       expect(found(await lookup.find(fields, marker, 0))).toEqual([made.id]);
       expect(found(await lookup.find({ ...fields, value: 6 }, marker, 0))).toEqual([]);
-      // Created before this row's send (less the slack): a person's deal, not ours.
-      expect(found(await lookup.find(fields, { ...marker, crmClockAt: sentAt + 3_600_000 }, 0))).toEqual([]);
+      // Without status among the workspace's automation fields, the status it sent differs: not its deal.
+      expect(await strict.find(fields, marker, 0)).toMatchObject({ ids: [], doubtful: [] });
+      // Created before this row's send: a person's deal, not ours (not even in doubt).
+      expect(await lookup.find(fields, markerAt(Date.now() + 3_600_000), 0)).toMatchObject({ ids: [], doubtful: [] });
+      // Within the clock's uncertainty of the send: in doubt, never taken as its own.
+      expect(await lookup.find(fields, markerAt(made.created_at ? Date.parse(made.created_at) : 0), 0)).toMatchObject({
+        ids: [],
+        doubtful: [made.id],
+      });
       claimed.add(made.id);
       expect(found(await lookup.find(fields, marker, 0))).toEqual([]);
       // Every one of these creates had settled before the first pass began: that pass answers all.
@@ -123,7 +154,7 @@ describe('duplicate-safe deal creates', () => {
     const client = createCrmClient(h.config, 'acme', silentLogger);
     const lookup = lookupFor(client, 'lookup-together');
     try {
-      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const marker = markerAt();
       const names = Array.from({ length: 20 }, (_, i) => `Shared pass ${i}`);
       for (const name of names) h.ws.createDeal({ name, value: 1 });
       const answers = await Promise.all(names.map((name) => lookup.find({ name, value: 1 }, marker, Date.now())));
@@ -139,7 +170,7 @@ describe('duplicate-safe deal creates', () => {
     const clients = [createCrmClient(h.config, 'acme', silentLogger), createCrmClient(h.config, 'acme', silentLogger)];
     const [a, b] = clients.map((c) => lookupFor(c, 'lookup-shared', { minGapMs: 4000 })) as [DealLookup, DealLookup];
     try {
-      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const marker = markerAt();
       const first = h.ws.createDeal({ name: 'Shared across processes', value: 3 });
       const pagesBefore = h.ws.stats.listPages;
       expect(found(await a.find({ name: 'Shared across processes', value: 3 }, marker, Date.now()))).toEqual([
@@ -180,10 +211,15 @@ describe('duplicate-safe deal creates', () => {
     });
     // The "killed" process: granted the pass, never finishes it.
     expect((await board.ask(0, 'dead-process')).kind).toBe('run');
-    const lookup = new DealLookup({ client, board, fence: { claimed: async () => new Set() }, minGapMs: 0 });
+    const lookup = new DealLookup({
+      client,
+      board,
+      fence: { claimed: async () => new Set(), recordClock },
+      minGapMs: 0,
+    });
     try {
       const deal = h.ws.createDeal({ name: 'After a dead pass', value: 8 });
-      const marker = { sentAt: Date.now(), crmClockAt: Date.now(), measured: true };
+      const marker = markerAt();
       const first = await lookup.find({ name: 'After a dead pass', value: 8 }, marker, Date.now());
       expect(first).toMatchObject({ kind: 'wait' });
       await new Promise((r) => setTimeout(r, 350));
