@@ -90,9 +90,18 @@ describe('every result kind of the run store', () => {
     expect(body).not.toMatch(/Retry all [\d,]+ failed rows/);
   });
 
+  it('"Retry" sends again exactly the kinds it names', async () => {
+    const res = await d.post(`/runs/${runId}/retry`, { scope: 'failed' });
+    expect(res.statusCode).toBe(303);
+    const after = await d.h.runtime.store.requireRun(runId);
+    expect(after.counts).toMatchObject({ failed: 0, uncertain: 0, cancelled: 0, invalid: COUNT.invalid });
+    expect(after.counts.queued).toBe(WAITING + COUNT.failed + COUNT.uncertain + COUNT.cancelled);
+  });
+
   it('the Workspaces page counts waiting rows, as the run page does', async () => {
     const body = (await d.get('/workspaces')).body;
-    expect(body).toMatch(new RegExp(`data-waiting-rows>${WAITING}<`));
+    const waiting = (await d.h.runtime.store.requireRun(runId)).counts.queued;
+    expect(body).toMatch(new RegExp(`data-waiting-rows>${n(waiting)}<`));
   });
 
   it('a paused workspace: no time left is claimed, the pause reason is said once', async () => {
