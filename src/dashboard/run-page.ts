@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import {
   describeError,
   durationWords,
@@ -227,8 +228,9 @@ export function runPageBody(data: RunPageData): SafeHtml {
   const id = encodeURIComponent(run.id);
   const problems = problemCount(run);
   const name = runLabel(run);
-  // The whole source (a path, a query) under the short name, when the name does not say it all.
-  const whole = run.syncName === undefined && name !== run.source ? run.source : '';
+  // The whole source (a query, a spooled stdin file, a named run's file) under a short name
+  // that is not simply the file's name.
+  const whole = run.syncName === undefined && name !== basename(run.source) ? run.source : '';
   const retryable = problems > 0 && canRetry(run);
   const cancellable = run.status === 'running' || run.status === 'blocked';
   return html`<p><a href="/">← All runs</a></p>
