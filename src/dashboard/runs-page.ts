@@ -90,7 +90,7 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
   return html`<h1>Runs</h1>
 <p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
 <form class="filters" method="get" action="/">
-  <label>Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, file or sync name"></label>
+  <label>Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, name, file or sync"></label>
   <label>Status<select name="status">${STATUS_CHOICES.map(
     ([value, label]) =>
       html`<option value="${value}"${(filter.status ?? '') === value ? html` selected` : ''}>${label}</option>`,

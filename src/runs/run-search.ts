@@ -33,7 +33,9 @@ export interface SearchRunsResult {
 const PAGE = 500;
 
 export function runMatches(run: RunRecord, needle: string): boolean {
-  return [run.id, basename(run.source), run.source, run.syncName ?? ''].some((v) => v.toLowerCase().includes(needle));
+  return [run.id, basename(run.source), run.source, run.syncName ?? '', run.options.label ?? ''].some((v) =>
+    v.toLowerCase().includes(needle),
+  );
 }
 
 /**

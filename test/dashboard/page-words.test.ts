@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pausedWords } from '../../src/dashboard/queue-presence.js';
 import { firstTable, runLabel } from '../../src/dashboard/status-words.js';
-import { normaliseMessage } from '../../src/runs/index.js';
+import { normaliseMessage, runMatches, type RunRecord } from '../../src/runs/index.js';
 
 describe('error-group masking', () => {
   it("masks a row's values, not the message's own quotes", () => {
@@ -48,5 +48,12 @@ describe('a run short label', () => {
       options: { format: 'ndjson' as const },
     };
     expect(runLabel(run)).toBe('stdin (ndjson)');
+  });
+});
+
+describe('searching runs', () => {
+  it('finds a run by its label (import --name)', () => {
+    const run = { id: 'r1', source: '/tmp/x.csv', options: { label: 'Q4 owners' } } as unknown as RunRecord;
+    expect(runMatches(run, 'q4 own')).toBe(true);
   });
 });
