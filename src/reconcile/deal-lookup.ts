@@ -265,7 +265,7 @@ function decodeSnapshot(raw: Buffer): Snapshot | undefined {
  */
 export function sendWindow(marker: CreateMarker, clock: RecordClock | undefined): { from: number; after: number } {
   if (!clock) return { from: 0, after: Number.POSITIVE_INFINITY };
-  const drift = Math.ceil(clock.ageMs * RECORD_CLOCK_DRIFT);
+  const drift = Math.floor(clock.ageMs * RECORD_CLOCK_DRIFT);
   const from = Math.floor(marker.sentAt + clock.lo - clock.resolutionMs - drift);
   return { from, after: marker.exact ? marker.sentAt + clock.hi + drift : Number.POSITIVE_INFINITY };
 }

@@ -227,7 +227,7 @@ else
       clo, chi, cat, cres = tonumber(clo), tonumber(chi), tonumber(cat), tonumber(cres)
       if clo and now - cat < ${RECORD_CLOCK_FRESH_MS} then
         -- The stored bounds hold as they were when taken: clocks drift apart since.
-        local drift = math.ceil((now - cat) * ${RECORD_CLOCK_DRIFT})
+        local drift = math.floor((now - cat) * ${RECORD_CLOCK_DRIFT})
         clo, chi = clo - drift, chi + drift
         if math.max(lo, clo) <= math.min(hi, chi) then
           lo, hi, res = math.max(lo, clo), math.min(hi, chi), math.max(res, cres)

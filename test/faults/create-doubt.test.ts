@@ -1,0 +1,352 @@
+import { createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunKeys } from '../../src/keys/index.js';
+import { cancelRun, retryRun } from '../../src/queue/index.js';
+import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { verifyRun } from '../../src/reconcile/index.js';
+import { createCrmClient } from '../../src/runtime/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { cliFor } from '../helpers/run-cli.js';
+
+/*
+ * Creates whose answer was lost take only their own deal (issue 30, items 1-5): a person's
+ * identical deal made before the row's send is never taken, with or without a Date header; a
+ * near twin that differs in one sent field is never a candidate; a marker that is gone makes
+ * `runs retry` look before it sends; a cancel in the settle wait never says "not sent" of a
+ * create that may have made its deal, and its export cannot be imported into a duplicate; a
+ * CRM whose records are stamped by a clock 120 s behind its Date header makes no duplicate;
+ * verify tells this run's duplicates from other runs' deals and deals made before it.
+ */
+
+const POST_DEALS = { method: 'POST', path: /\/v2\/deals$/ };
+/** Network latency of a faulted POST, well outside the record clock's uncertainty (a few ms here). */
+const LATE = { delayMs: 40 };
+const ANY_DEAL_POST = /\/v2\/deals$/;
+
+function dealsNamed(h: Harness, prefix: string) {
+  return [...h.ws.deals.values()].filter((d) => d.name.toLowerCase().startsWith(prefix.toLowerCase()));
+}
+
+/** One create answered, so the workspace's record clock is calibrated. */
+async function calibrate(h: Harness): Promise<void> {
+  const file = h.file(`calibrate-${Date.now()}.csv`, csv(['name', 'value'], [[`Calibration ${Date.now()}`, 1]]));
+  const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
+  if (run.counts.succeeded !== 1) throw new Error('the calibrating create did not succeed');
+}
+
+/** Our POST is applied under another name (so it is no candidate) and its answer is lost. */
+function appliedElsewhere(times = 1) {
+  return {
+    ...POST_DEALS,
+    applyAndDrop: true as const,
+    times,
+    ...LATE,
+    rewrite: (b: unknown) => {
+      const deal = (b as { deal: { name: string } }).deal;
+      return { deal: { ...deal, name: `${deal.name} elsewhere` } };
+    },
+  };
+}
+
+async function verify(h: Harness, runId: string) {
+  const client = createCrmClient(h.config, 'acme', silentLogger);
+  try {
+    return await verifyRun({ runId, store: h.runtime.store, client });
+  } finally {
+    client.close();
+  }
+}
+
+describe("a person's identical deal made before the row's send", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 21, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
+    await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
+    await calibrate(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it.each([
+    [500, true],
+    [2700, true],
+    [30_000, true],
+    [500, false],
+    [2700, false],
+    [30_000, false],
+  ])('made %i ms before (Date header: %s) is never recorded by the row', async (ms, dateHeader) => {
+    const name = `Before ${ms} ${dateHeader ? 'dated' : 'undated'}`;
+    const theirs = h.ws.createDeal({ name, value: 31 });
+    theirs.created_at = new Date(Date.now() - ms).toISOString();
+    h.proxy!.dateHeader = dateHeader;
+    h.proxy!.setRules([appliedElsewhere()]);
+    const posts = h.proxy!.count('POST', ANY_DEAL_POST);
+    try {
+      const run = await h.waitForRun(
+        (
+          await h.importFile(
+            h.file(`before-${ms}-${dateHeader}.csv`, csv(['name', 'value'], [[name, 31]])),
+            'deal.create',
+          )
+        ).id,
+        20_000,
+      );
+      const [result] = await resultsByRow(h, run.id);
+      expect(h.proxy!.unspent()).toBe(0); // the lost answer happened
+      expect(result?.recordId).not.toBe(theirs.id);
+      // Made before the send: not a candidate at all, so the lookup proved nothing was made and sent again.
+      expect(result).toMatchObject({ status: 'succeeded' });
+      expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(2);
+      expect(await verify(h, run.id)).toMatchObject({ recordedBeforeSend: 0, suspectedDuplicates: 0 });
+    } finally {
+      h.proxy!.dateHeader = true;
+      h.proxy!.setRules([]);
+    }
+  });
+});
+
+describe('no clock signal at all', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    // No Date header, and no create of this workspace was ever answered: the record clock is unknown.
+    h = await startHarness({ records: 2, seed: 22, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
+    h.proxy!.dateHeader = false;
+    await h.startWorkers({ concurrency: 2, sweepIntervalMs: 300 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a candidate that may predate the send leaves the row uncertain, naming it; nothing is sent again', async () => {
+    const theirs = h.ws.createDeal({ name: 'Unclocked W', value: 32 });
+    theirs.created_at = new Date(Date.now() - 30_000).toISOString();
+    h.proxy!.setRules([appliedElsewhere()]);
+    const run = await h.waitForRun(
+      (await h.importFile(h.file('unclocked.csv', csv(['name', 'value'], [['Unclocked W', 32]])), 'deal.create')).id,
+      20_000,
+    );
+    const [result] = await resultsByRow(h, run.id);
+    expect(h.proxy!.unspent()).toBe(0);
+    expect(result).toMatchObject({ status: 'uncertain', code: 'CREATE_UNCERTAIN' });
+    expect(result!.message).toContain(theirs.id);
+    expect(h.proxy!.count('POST', ANY_DEAL_POST)).toBe(1);
+  });
+});
+
+describe('near twins under 502s and lost answers', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      records: 2,
+      seed: 23,
+      createSettleMs: 300,
+      requestTimeoutMs: 1500,
+      retry: { attempts: 10, backoffMs: 10 },
+    });
+    await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
+    await calibrate(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('200 pairs alike but for their status: every row has a deal with its own fields, and none is uncertain over its twin', async () => {
+    const rows: Array<[string, number, string]> = [];
+    for (let i = 0; i < 200; i++) rows.push([`Near twin ${i}`, 100 + i, 'won'], [`Near twin ${i}`, 100 + i, 'lost']);
+    const file = h.file('twins.csv', csv(['name', 'value', 'status'], rows));
+    h.ws.resetStats();
+    h.ws.setFaults({ errorRate: 0.3, commitThenDropRate: 0.3 });
+    let run: RunRecord;
+    try {
+      run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 90_000);
+    } finally {
+      h.ws.setFaults(null);
+    }
+    const results = await resultsByRow(h, run.id);
+    const deals = dealsNamed(h, 'Near twin ');
+    const inDoubt = results.filter((r) => r.status === 'uncertain');
+    console.log(
+      `[create-doubt] near twins: ${h.ws.stats.drops} answers lost, ${deals.length} deals for 400 rows, ${inDoubt.length} uncertain`,
+    );
+    expect(h.ws.stats.drops).toBeGreaterThan(50); // the faults fired
+    expect(deals).toHaveLength(400); // no duplicate
+    expect(run.counts.succeeded + run.counts.uncertain).toBe(400);
+    const byId = new Map(deals.map((d) => [d.id, d]));
+    for (const r of results) {
+      const [name, value, status] = rows[r.row - 1]!;
+      const own = deals.filter((d) => d.name === name && d.value === value && d.status === status);
+      if (r.status === 'succeeded') {
+        // The deal it recorded has every field it sent.
+        expect(byId.get(r.recordId!)).toMatchObject({ name, value, status });
+      } else {
+        // Uncertain only over a deal equal to it (its own, made too close to its send to tell): never its twin.
+        const named = deals.filter((d) => r.message?.includes(d.id));
+        expect(named.length).toBeGreaterThan(0);
+        for (const d of named) expect(own.map((o) => o.id)).toContain(d.id);
+      }
+    }
+  }, 120_000);
+});
+
+describe('a marker that is gone before runs retry', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 24, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
+    await h.startWorkers({ concurrency: 2, sweepIntervalMs: 300 });
+    await calibrate(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('lives as long as the run can be retried, and once gone (expiry stood in for) runs retry looks first: 0 extra POSTs', async () => {
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE }]);
+    const drops = () => h.proxy!.requests.filter((q) => q.outcome === 'dropped').length;
+    const started = await h.importFile(h.file('expire.csv', csv(['name', 'value'], [['Expire X', 33]])), 'deal.create');
+    for (let i = 0; i < 400 && drops() === 0; i++) await sleep(5);
+    // A person's identical deal, after our send: two candidates, the row ends uncertain.
+    const theirs = h.ws.createDeal({ name: 'Expire X', value: 33 }).id;
+    const run = await h.waitForRun(started.id, 20_000);
+    expect((await resultsByRow(h, run.id))[0]).toMatchObject({ status: 'uncertain' });
+    const markers = new RunKeys(h.config.prefix).creating(run);
+    // The marker outlives the run's retention (30 days by default), not 7 days.
+    expect(await h.runtime.redis.pttl(markers)).toBeGreaterThan(30 * 86_400_000);
+    const posts = h.proxy!.count('POST', ANY_DEAL_POST);
+
+    // The marker expires (stood in for by removing it); the person's deal goes too.
+    await h.runtime.redis.hdel(markers, '1');
+    h.ws.deals.delete(theirs);
+    await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    const again = await h.waitForRun(run.id, 20_000, (r) => r.counts.queued === 0 && r.status !== 'running');
+    const [result] = await resultsByRow(h, again.id);
+    // It looked, found a deal like it, and cannot tell whether it made it: uncertain, naming it, not sent.
+    expect(result).toMatchObject({ status: 'uncertain' });
+    expect(result!.message).toContain(dealsNamed(h, 'Expire X')[0]!.id);
+    expect(result!.message).toMatch(/marker was lost/);
+    expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
+    expect(dealsNamed(h, 'Expire X')).toHaveLength(1);
+  }, 40_000);
+});
+
+describe('a cancel while creates wait out their settle time', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 25, crmProxy: true, createSettleMs: 2500, requestTimeoutMs: 1500 });
+    await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
+    await calibrate(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('never records a create that may have made its deal "not sent"; the export imported again makes no duplicate', async () => {
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 20, ...LATE }]);
+    const rows = Array.from({ length: 20 }, (_, i) => [`Settling Y ${i}`, 40 + i]);
+    const started = await h.importFile(h.file('settling.csv', csv(['name', 'value'], rows)), 'deal.create');
+    for (let i = 0; i < 1000 && h.proxy!.unspent() > 0; i++) await sleep(10);
+    expect(h.proxy!.unspent()).toBe(0); // all 20 applied, all answers lost: each waits out its settle time
+    // A person makes 5 of the same deals meanwhile: those rows will not be able to tell theirs.
+    const persons = Array.from({ length: 5 }, (_, i) => h.ws.createDeal({ name: `Settling Y ${i}`, value: 40 + i }).id);
+    const cancel = await cancelRun({ store: h.runtime.store, queueFor: (w) => h.runtime.queue(w), runId: started.id });
+    // Those waiting in the queue (the rest are between attempts in a worker: they learn of the cancel there).
+    expect(cancel.inDoubt).toBeGreaterThan(0);
+    expect(cancel.removed).toBe(0);
+    const run = await h.waitForRun(started.id, 20_000, (r) => r.counts.queued === 0);
+    const results = await resultsByRow(h, run.id);
+    const deals = dealsNamed(h, 'Settling Y').filter((d) => !persons.includes(d.id));
+    expect(deals).toHaveLength(20);
+    // Each finished its look-up: recorded with its deal, or uncertain naming it, never cancelled.
+    expect(results.filter((r) => r.status === 'cancelled')).toHaveLength(0);
+    for (const r of results) {
+      const own = deals.find((d) => d.name === `Settling Y ${r.row - 1}`)!;
+      if (r.row > 5) expect(r).toMatchObject({ status: 'succeeded', recordId: own.id });
+      else expect(r).toMatchObject({ status: 'uncertain', message: expect.stringContaining(own.id) });
+    }
+    expect((await h.runtime.store.requireRun(run.id)).status).toBe('cancelled');
+
+    // The failed-rows export, imported again as it is: no row in doubt can make a second deal.
+    const path = h.file('settling-failed.csv', '');
+    const out = createWriteStream(path);
+    await writeResultsCsv(h.runtime.store, run.id, out, { problemsOnly: true });
+    out.end();
+    await finished(out);
+    const again = await h.waitForRun(
+      (await h.importFile(path, 'deal.create', { ignoreUnknownColumns: true })).id,
+      20_000,
+    );
+    expect(again.counts).toMatchObject({ total: 5, invalid: 5, succeeded: 0 });
+    const [refused] = await resultsByRow(h, again.id);
+    expect(refused!.errors?.[0]?.message).toMatch(/may already have made its deal.*runs retry/);
+    expect(dealsNamed(h, 'Settling Y')).toHaveLength(25);
+  }, 60_000);
+});
+
+describe('a CRM whose records are stamped by a clock 120 s behind its Date header', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 26, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
+    h.proxy!.skewRecordsMs = -120_000;
+    await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
+    await calibrate(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('calibrates on what its records say: lost answers are found, 0 duplicates', async () => {
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 15, ...LATE }]);
+    const rows = Array.from({ length: 40 }, (_, i) => [`Two clocks Z ${i}`, 50 + i]);
+    const run = await h.waitForRun(
+      (await h.importFile(h.file('two-clocks.csv', csv(['name', 'value'], rows)), 'deal.create')).id,
+      30_000,
+    );
+    const results = await resultsByRow(h, run.id);
+    expect(h.proxy!.unspent()).toBe(0);
+    expect(dealsNamed(h, 'Two clocks Z')).toHaveLength(40);
+    expect(run.counts).toMatchObject({ total: 40, succeeded: 40 });
+    expect(new Set(results.map((r) => r.recordId)).size).toBe(40);
+  }, 40_000);
+});
+
+describe('verify of a file imported twice', () => {
+  let h: Harness;
+  const cli = cliFor(() => h);
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 27, createSettleMs: 300 });
+    await h.startWorkers({ concurrency: 4 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("two correct runs exit 0: each counts the other's deals as theirs, and a person's earlier deal as made before", async () => {
+    const theirs = h.ws.createDeal({ name: 'Twice V 0', value: 60 });
+    theirs.created_at = new Date(Date.now() - 3_600_000).toISOString();
+    const file = h.file(
+      'twice-v.csv',
+      csv(
+        ['name', 'value'],
+        Array.from({ length: 10 }, (_, i) => [`Twice V ${i % 5}`, 60]),
+      ),
+    );
+    const first = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
+    const second = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
+    for (const run of [first, second]) {
+      const report = await verify(h, run.id);
+      expect(report).toMatchObject({ checked: 10, suspectedDuplicates: 0, recordedBeforeSend: 0, otherRunsDeals: 10 });
+      expect(report.preexistingLookAlikes).toBe(1);
+      const verified = await cli(['verify', run.id]);
+      expect(verified.code).toBe(0);
+      expect(verified.stdout).toMatch(/10 identical deals recorded by other runs/);
+    }
+    // A deal made during the run that no row recorded is this run's suspected duplicate: exit 1.
+    h.ws.createDeal({ name: 'Twice V 1', value: 60 });
+    const report = await verify(h, second.id);
+    expect(report.suspectedDuplicates).toBe(1);
+    expect((await cli(['verify', second.id])).code).toBe(1);
+  }, 60_000);
+});
