@@ -153,6 +153,9 @@ async function importSource(
   const runtime = await openRuntime(config, logger);
   // What Redis holds now: if the run is gone later, a different generation says Redis lost it.
   const generation = await currentGeneration(runtime.redis, config.prefix).catch(() => undefined);
+  // Evictions from now on (Redis switched to evicting mid-run) end the follow with REDIS_EVICTS.
+  const health = new RedisHealthWatch(runtime.store, opts.workspace);
+  await health.begin().catch(() => undefined);
   let pool: WorkerPool | null = null;
   try {
     if (opts.work && !opts.dryRun)
@@ -247,7 +250,7 @@ async function importSource(
       ? await followRun(runtime.store, run.id, {
           quiet: Boolean(opts.json),
           ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
-          ...(opts.dryRun ? {} : { presence, health: new RedisHealthWatch(runtime.store, opts.workspace) }),
+          ...(opts.dryRun ? {} : { presence, health }),
         })
       : run.status === 'cancelled'
         ? // Cancelled while it read: its last line counts the rows still landing once they have.
@@ -275,7 +278,7 @@ async function importSource(
     const lastSeenAt = lastSeen !== undefined && lastSeen === last?.lastSeen ? last.lastSeenAt : seen.at;
     const facts: RunGoneFacts = {
       runId,
-      cause: await goneCause(runtime.store, config.prefix, generation),
+      cause: await goneCause(runtime.store, config.prefix, generation, health),
       importCommand: importCommandOf(source, opts),
       ...(lastSeen ? { lastSeen } : {}),
       ...(lastSeenAt ? { lastSeenAt } : {}),
@@ -335,7 +338,16 @@ function newer(a: RunRecord | undefined, b: RunRecord | undefined): RunRecord | 
 }
 
 /** Why the run is gone: Redis lost its generation, evicts keys, or neither can be told. */
-async function goneCause(store: RunStore, prefix: string, generation: string | undefined): Promise<GoneCause> {
+async function goneCause(
+  store: RunStore,
+  prefix: string,
+  generation: string | undefined,
+  health: RedisHealthWatch,
+): Promise<GoneCause> {
+  // Evictions seen since the start come first: the generation marker may be one of the keys evicted.
+  await health.look().catch(() => undefined);
+  if (health.evicted)
+    return { kind: 'evicted', policy: health.evicted.policy, evictedKeys: health.evicted.evictedKeys };
   if (generation !== undefined && (await redisLostDataSince(store.redis, prefix, generation))) return { kind: 'lost' };
   const eviction = await readEviction(store.redis);
   if (eviction && (evicts(eviction) || eviction.evictedKeys > 0))

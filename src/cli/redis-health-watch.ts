@@ -1,5 +1,5 @@
 import { probeKey } from '../keys/index.js';
-import { evicts, isRedisFull, readEviction } from '../queue/index.js';
+import { evicts, isRedisFull, readEviction, type EvictionState } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**
@@ -11,12 +11,21 @@ import type { RunStore } from '../runs/index.js';
 export class RedisHealthWatch {
   #said = '';
   readonly #key: string;
+  /** `evicted_keys` when the watch began: more since means keys of the run may be gone. */
+  #baseline: number | undefined;
+  /** Set once Redis evicted keys since the watch began (the run may never finish). */
+  evicted: EvictionState | undefined;
 
   constructor(
     private readonly store: RunStore,
     workspace: string,
   ) {
     this.#key = probeKey(store.prefix, workspace);
+  }
+
+  /** Reads `evicted_keys` now, so evictions from here on are told apart from older ones. */
+  async begin(): Promise<void> {
+    this.#baseline ??= (await readEviction(this.store.redis))?.evictedKeys;
   }
 
   /** Looks once; answers the line to print, if what Redis says changed. */
@@ -32,6 +41,10 @@ export class RedisHealthWatch {
         );
     }
     const eviction = await readEviction(this.store.redis);
+    if (eviction) {
+      this.#baseline ??= eviction.evictedKeys;
+      if (eviction.evictedKeys > this.#baseline) this.evicted = eviction;
+    }
     if (eviction && evicts(eviction))
       why.push(
         `Redis evicts keys (maxmemory-policy ${eviction.policy}) [REDIS_EVICTS]: workers stop taking jobs, and queued rows or results may be lost. ` +

@@ -55,7 +55,9 @@ export function runGoneWords(facts: RunGoneFacts): string {
         ? `Redis evicts keys (maxmemory-policy ${facts.cause.policy}, ${facts.cause.evictedKeys} keys evicted) [REDIS_EVICTS]`
         : 'Redis lost its data, or the run was deleted';
   const lines = [
-    `Redis lost run ${runId} while it was under way: ${why}. Its record, queued rows and results are gone, so the run cannot finish.`,
+    facts.cause.kind === 'evicted'
+      ? `Redis lost keys of run ${runId} while it was under way: ${why}. Its queued rows, results or its place in the run lists may be among them, so the run may never finish.`
+      : `Redis lost run ${runId} while it was under way: ${why}. Its record, queued rows and results are gone, so the run cannot finish.`,
   ];
   if (run) {
     const c = run.counts;

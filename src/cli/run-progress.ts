@@ -60,6 +60,18 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
       if (line !== undefined) process.stderr.write(`${bar ? '\n' : ''}${line}\n`);
       const redisLine = await options.health?.look().catch(() => undefined);
       if (redisLine !== undefined) process.stderr.write(`${bar ? '\n' : ''}${redisLine}\n`);
+      // Evicted keys may be this run's queued rows, results or index entries: it may never end
+      // (it stayed "running" at 6,350 of 12,000 for good). Workers that can still find it end it too.
+      const evicted = options.health?.evicted;
+      if (evicted) {
+        bar?.stop();
+        throw new RunGoneError({
+          runId,
+          lastSeen: run,
+          lastSeenAt: new Date(),
+          cause: { kind: 'evicted', policy: evicted.policy, evictedKeys: evicted.evictedKeys },
+        });
+      }
     }
     const rate = ((done(run) - startDone) / Math.max(1, Date.now() - started)) * 1000;
     if (bar) {

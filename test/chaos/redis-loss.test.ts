@@ -240,6 +240,52 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis losing a run', () =
     expect(rowless).toEqual([]);
   }, 120_000);
 
+  it('allkeys-lru evicting for real under import --wait: exit 6 naming REDIS_EVICTS, one line per worker, no flood of rowless results', async () => {
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url);
+    h = await startHarness({ records: 3000, seed: 8, latencyMs: 10, redisUrl: redis.url });
+    const { logger, lines } = captureLogger('info');
+    // The production period (5 s): jobs whose data went are taken meanwhile.
+    await h.startWorkers({ concurrency: 8, logger });
+    const deals = [...h.ws.deals.values()];
+    const file = h.file(
+      'lru.csv',
+      csv(
+        ['id', 'name', 'value'],
+        deals.map((d, i) => [d.id, d.name, 600 + i]),
+      ),
+    );
+    const cli = startCli(harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--wait']).args, {
+      ...h.env,
+      CI: 'true',
+    });
+    clis.push(cli);
+    await theRun(h, (r) => r.producerDone && r.counts.succeeded >= 50);
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await admin.config('SET', 'maxmemory', String(Math.max(1024 * 1024, Math.floor(used * 0.8))));
+    const code = await exitOf(cli, 60_000);
+    await sleep(1000);
+    const evicted = Number(/evicted_keys:(\d+)/.exec(await admin.info('stats'))?.[1]);
+    const rowless = lines.filter((l) => /row number >= 1/.test(`${String(l.err)} ${l.msg}`));
+    const evictLines = lines.filter((l) => /REDIS_EVICTS/.test(l.msg) && l.level === 50);
+    const warnings = lines.filter((l) => l.level === 40);
+    console.log(
+      `[redis-loss] allkeys-lru: exit ${code}; evicted ${evicted} keys; ${evictLines.length} REDIS_EVICTS lines, ${rowless.length} rowless-result lines, ${warnings.length} warnings; said:\n${cli.stdout}${cli.stderr}`,
+    );
+    expect(evicted).toBeGreaterThan(0);
+    expect(code).toBe(6);
+    expect(`${cli.stdout}${cli.stderr}`).toMatch(/REDIS_EVICTS/);
+    expect(cli.stderr).toMatch(
+      /Redis lost keys of run \S+ while it was under way: Redis evicts keys \(maxmemory-policy allkeys-lru/,
+    );
+    expect(cli.stderr).toMatch(/at least \d+ rows reached the CRM/);
+    expect(`${cli.stdout}${cli.stderr}`).not.toMatch(/nothing was sent|no run with id/i);
+    expect(evictLines.length).toBeGreaterThanOrEqual(1);
+    expect(evictLines.length).toBeLessThanOrEqual(2);
+    expect(rowless).toEqual([]);
+  }, 120_000);
+
   it('runs resume right after the import exits 5 (Redis away mid-file) works at once, and finishes the run with one result per row', async () => {
     redis = await startPrivateRedis({ appendOnly: true });
     h = await startHarness({ records: 600, seed: 6, redisUrl: redis.url });
