@@ -189,9 +189,10 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     }
     const key = createsDeals ? contentKey(record) : undefined;
     const recorded = key === undefined ? undefined : recordedByContent.get(key);
-    // Like the row in every field it sent (its digest), where a digest was kept.
+    // Like the row in every field it sent (its digest, where one was kept); the name as the CRM
+    // normalises it, which the content key already compared.
     const alike = (d: IndexedRecord) =>
-      r.sent === undefined || checkDigest(kind.resource, r.sent, d)?.drifted.length === 0;
+      r.sent === undefined || checkDigest(kind.resource, r.sent, d)?.drifted.every((f) => f === 'name') === true;
     const strays =
       key && recorded ? (dealsByContent.get(key) ?? []).filter((d) => !recorded.has(d.id) && alike(d)) : [];
     if (window && key && strays.length > 0) {
