@@ -1,4 +1,4 @@
-import { workerCount } from '../queue/index.js';
+import { pausedWords, workerCount } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**
@@ -26,7 +26,7 @@ export class QueuePresenceWatch {
     if (holds.blocked) why.push(`workspace ${ws} is blocked: ${holds.blocked.reason}`);
     if (holds.paused)
       why.push(
-        `workspace ${ws} is paused by an operator (${holds.paused.reason}); lift it with: crm-sync workspace resume -w ${ws}`,
+        `workspace ${ws} is ${pausedWords(holds.paused.reason)}; lift it with: crm-sync workspace resume -w ${ws}`,
       );
     if (holds.unreachable) why.push(`workspace ${ws} is held: ${holds.unreachable.reason}`);
     if (workers === 0)

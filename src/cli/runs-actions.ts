@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
+import { cancelRun, pausedWords, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
 import {
   ArchivedRuns,
   archivePath,
@@ -223,7 +223,7 @@ export async function resumeRun(id: string, command: Command): Promise<void> {
     );
     if (paused)
       process.stdout.write(
-        `the workspace stays paused by an operator (${paused.reason}): crm-sync workspace resume -w ${run.workspace}\n`,
+        `the workspace stays ${pausedWords(paused.reason)}: crm-sync workspace resume -w ${run.workspace}\n`,
       );
   });
 }

@@ -1,4 +1,4 @@
-import { workerCount } from '../queue/index.js';
+import { pausedWords, workerCount } from '../queue/index.js';
 import type { RunRecord } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { html, type SafeHtml } from './html.js';
@@ -35,13 +35,4 @@ export async function queuePresenceNotice(
     notice: lines.length === 0 ? '' : html`<div class="notice warn" role="status">${lines}</div>`,
     held: holds.paused !== undefined || holds.unreachable !== undefined,
   };
-}
-
-/**
- * `paused by an operator`, `paused from the dashboard`, `paused by an operator: <reason>`: a
- * reason that already says "paused" (the default one does) is not repeated after the words.
- */
-export function pausedWords(reason: string): string {
-  if (reason.trim() === '') return 'paused by an operator';
-  return /\bpaused\b/i.test(reason) ? reason : `paused by an operator: ${reason}`;
 }

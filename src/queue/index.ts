@@ -58,6 +58,8 @@ export {
   blockWorkspace,
   resumeWorkspace,
   pauseWorkspace,
+  pausedWords,
+  DEFAULT_PAUSE_REASON,
   unpauseWorkspace,
   holdUnreachable,
   liftUnreachable,

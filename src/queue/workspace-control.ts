@@ -52,9 +52,22 @@ export async function resumeWorkspace(args: WorkspaceArgs): Promise<string[]> {
   return resumed;
 }
 
+/** The reason an operator's pause is given when none is named. */
+export const DEFAULT_PAUSE_REASON = 'paused by an operator';
+
+/**
+ * A pause in words after "workspace acme is": `paused by an operator`, `paused from the
+ * dashboard`, `paused by an operator: nightly maintenance`. A reason that already says "paused"
+ * (the default one does) is not repeated after it.
+ */
+export function pausedWords(reason: string): string {
+  if (reason.trim() === '') return DEFAULT_PAUSE_REASON;
+  return /\bpaused\b/i.test(reason) ? reason : `${DEFAULT_PAUSE_REASON}: ${reason}`;
+}
+
 /** An operator's pause (`workspace pause`, the dashboard): workers take none of its rows until `unpauseWorkspace`. */
 export async function pauseWorkspace(args: WorkspaceArgs & { reason?: string }): Promise<void> {
-  await args.store.setHold(args.workspace, 'paused', args.reason ?? 'paused by an operator');
+  await args.store.setHold(args.workspace, 'paused', args.reason ?? DEFAULT_PAUSE_REASON);
   await args.queue.pause();
 }
 

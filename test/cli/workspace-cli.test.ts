@@ -122,7 +122,7 @@ describe('pauses that mean one thing each (child processes)', () => {
       const resumed = await cli(['runs', 'resume', id]);
       expect(resumed.code).toBe(0);
       expect(resumed.stdout).toContain(`runs resumed: ${id}`);
-      expect(resumed.stdout).toContain('stays paused by an operator (maintenance window)');
+      expect(resumed.stdout).toContain('stays paused by an operator: maintenance window');
       const paused = await status();
       expect(paused).toMatchObject({ queuePaused: true, paused: { reason: 'maintenance window' } });
       expect(paused.blocked).toBeUndefined();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pausedWords } from '../../src/dashboard/queue-presence.js';
+import { pausedWords } from '../../src/queue/index.js';
 import { firstTable, runLabel } from '../../src/dashboard/status-words.js';
 import { normaliseMessage, runMatches, type RunRecord } from '../../src/runs/index.js';
 
