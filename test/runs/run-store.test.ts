@@ -311,7 +311,7 @@ describe('requeue', () => {
     expect((await store.finishProducing(run.id)).status).toBe('completed');
 
     const some = await store.requeueRows(run.id, [1, 3, 42], 1);
-    expect(some).toEqual([{ row: 3, line: 4, original: { id: '3', name: 'Deal 3' } }]);
+    expect(some).toEqual([{ row: 3, line: 4, original: { id: '3', name: 'Deal 3' }, previous: 'failed' }]);
     let current = await store.requireRun(run.id);
     expect(current.status).toBe('running');
     expect(current.finishedAt).toBeUndefined();
