@@ -36,6 +36,8 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
   const { store, logger } = options;
   let baseline: number | undefined;
   let holding = false;
+  /** Runs held by a process that stopped before the policy came back are taken up at our first look. */
+  let lookedForHeld = false;
   let busy = false;
 
   const tick = async (): Promise<void> => {
@@ -47,9 +49,11 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
       baseline ??= state.evictedKeys;
       const evicted = state.evictedKeys - baseline;
       if (!evicts(state) && evicted <= 0) {
-        if (holding) await release(state);
+        if (holding || !lookedForHeld) await release(state);
+        lookedForHeld = true;
         return;
       }
+      lookedForHeld = true;
       if (!holding) {
         holding = true;
         logger.error(
@@ -71,13 +75,14 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
   };
 
   const release = async (state: EvictionState): Promise<void> => {
+    const held = holding;
     holding = false;
-    for (const w of options.workers()) void w.worker.resume();
-    const held = await runsOf('blocked');
+    if (held) for (const w of options.workers()) void w.worker.resume();
     let resumed = 0;
-    for (const run of held)
+    for (const run of await runsOf('blocked'))
       if (run.reason?.includes(EVICTION_TAG) && (await store.resumeRun(run.id).catch(() => false))) resumed += 1;
-    logger.info({ policy: state.policy, resumed }, 'Redis evicts no keys any more: taking jobs again');
+    if (held || resumed > 0)
+      logger.info({ policy: state.policy, resumed }, 'Redis evicts no keys any more: taking jobs again');
   };
 
   const runsOf = async (status: 'running' | 'blocked'): Promise<RunRecord[]> => {
