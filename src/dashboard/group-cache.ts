@@ -12,7 +12,7 @@ export class GroupCache {
 
   static signature(run: RunRecord): string {
     const c = run.counts;
-    return `${c.failed}/${c.invalid}/${c.uncertain}/${c.queued}/${run.finishedAt ?? ''}`;
+    return `${c.failed}/${c.invalid}/${c.uncertain}/${c.cancelled}/${c.queued}/${run.finishedAt ?? ''}`;
   }
 
   async get(run: RunRecord, compute: () => Promise<ProblemGroups>): Promise<ProblemGroups> {
