@@ -5,6 +5,7 @@ import { RedisHealthWatch } from '../../src/cli/redis-health-watch.js';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
 import { captureLogger } from '../helpers/log-capture.js';
+import { startCli } from '../helpers/run-cli.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 /*
@@ -110,4 +111,33 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
       await pool.close();
     }
   }, 90_000);
+
+  it('crm-sync worker started into a full Redis waits with one line (no stack trace, no exit), starts once it has room, and stops on SIGTERM', async () => {
+    await fill();
+    const worker = startCli(['--config', h.configPath, '--log-level', 'info', 'worker', '-w', 'acme'], h.env);
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!/waits to start until Redis has room/.test(worker.stdout + worker.stderr) && Date.now() < deadline)
+        await sleep(100);
+      await sleep(1500);
+      const whileFull = worker.stdout + worker.stderr;
+      const exitedWhileFull = worker.child.exitCode;
+      await admin.config('SET', 'maxmemory', '0');
+      const started = Date.now() + 20_000;
+      while (!/Redis has room again: the worker started/.test(worker.stdout + worker.stderr) && Date.now() < started)
+        await sleep(100);
+      const said = worker.stdout + worker.stderr;
+      worker.child.kill('SIGTERM');
+      const code = await worker.exited;
+      console.log(`[redis-full-first] worker CLI: exit ${code}; said while full:\n${whileFull}`);
+      expect(exitedWhileFull).toBeNull();
+      expect(whileFull.match(/waits to start until Redis has room/g)).toHaveLength(1);
+      expect(whileFull).not.toMatch(/unexpected error|\n\s+at /);
+      expect(said).toMatch(/Redis has room again: the worker started/);
+      expect(code).toBe(0);
+    } finally {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
+      await admin.config('SET', 'maxmemory', '0');
+    }
+  }, 60_000);
 });
