@@ -3,6 +3,7 @@ import {
   describeError,
   durationWords,
   formatDuration,
+  isProblem,
   type ProblemGroups,
   type RowResult,
   type RunRecord,
@@ -156,6 +157,14 @@ function filtersForm(run: RunRecord, filter: ProblemFilter): SafeHtml {
 </form>`;
 }
 
+/** `Failed and invalid rows`, or the problem kinds the run has: `Failed, invalid and cancelled rows`. */
+function problemsTitle(run: RunRecord): string {
+  const kinds = resultCounts(run).filter((k) => isProblem(k.kind) && k.value > 0);
+  const words = kinds.length > 0 ? kinds.map((k) => k.label.toLowerCase()) : ['failed', 'invalid'];
+  const title = andList(words);
+  return `${title.charAt(0).toUpperCase()}${title.slice(1)} rows`;
+}
+
 function problemsSection(data: RunPageData): SafeHtml {
   const { run, problems, page, filter, csrf } = data;
   const id = encodeURIComponent(run.id);
@@ -165,9 +174,9 @@ function problemsSection(data: RunPageData): SafeHtml {
   const filtered = isFiltered(filter);
   const empty = filtered ? `No failed or invalid row matches these filters${further}.` : 'No failed or invalid rows.';
   if (problems.total === 0 && !filtered && page === 1) {
-    return html`<h2 id="problems">Failed and invalid rows</h2><p class="muted">${empty}</p>`;
+    return html`<h2 id="problems">${problemsTitle(run)}</h2><p class="muted">${empty}</p>`;
   }
-  return html`<h2 id="problems">Failed and invalid rows</h2>
+  return html`<h2 id="problems">${problemsTitle(run)}</h2>
 ${filtersForm(run, filter)}
 <form method="post" action="/runs/${id}/retry">
 ${hidden(csrf)}

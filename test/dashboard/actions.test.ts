@@ -44,7 +44,8 @@ describe('pages', () => {
   it('shows a run: counts, failed rows with line, error, HTTP status and values, HTML-escaped', async () => {
     const page = await d.get(`/runs/${badStageRun}`);
     expect(page.statusCode).toBe(200);
-    expect(page.body).toContain('Failed and invalid rows');
+    // The rows table is titled by the problem kinds the run has: here failed rows only.
+    expect(page.body).toContain('<h2 id="problems">Failed rows</h2>');
     expect(page.body).toContain('value="2"'); // row checkbox
     expect(page.body).toContain('422');
     expect(page.body).toContain('stg_missing');

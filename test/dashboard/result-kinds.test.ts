@@ -69,6 +69,11 @@ describe('every result kind of the run store', () => {
     expect(body).toMatch(new RegExp(`data-kind="total"[^>]*><b>${n(sum + WAITING)}</b>`));
   });
 
+  it('titles the rows table with the problem kinds the run has', async () => {
+    const body = (await d.get(`/runs/${runId}`)).body;
+    expect(body).toContain('<h2 id="problems">Failed, invalid, uncertain and cancelled rows</h2>');
+  });
+
   it('is a line of the run in the runs list', async () => {
     const body = (await d.get('/')).body;
     for (const kind of FINAL_ROW_STATUSES) {
