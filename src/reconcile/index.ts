@@ -43,4 +43,4 @@ export {
   type CreateOutcome,
   type CreateRow,
 } from './duplicate-safe-create.js';
-export { DealLookup, normaliseName, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';
+export { DealLookup, normaliseName, sendWindow, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';
