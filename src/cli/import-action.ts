@@ -181,7 +181,8 @@ async function importSource(
           .setStatus(
             producing.runId,
             'failed',
-            `interrupted (${signal}) while reading the ${typeof source === 'string' ? 'file' : 'query'}; rows not read were not sent: import it again`,
+            `interrupted (${signal}) while reading the ${typeof source === 'string' ? 'file' : 'query'}; rows not read were not sent: ` +
+              afterInterrupt(producing.runId, op, source, opts),
           )
           .catch(() => undefined);
       }
@@ -353,6 +354,28 @@ async function goneCause(
   if (eviction && (evicts(eviction) || eviction.evictedKeys > 0))
     return { kind: 'evicted', policy: eviction.policy, evictedKeys: eviction.evictedKeys };
   return { kind: 'unknown' };
+}
+
+/**
+ * How to send the rest of an interrupted import without sending twice what went: a file goes on
+ * with `runs resume` (rows with a result are passed over); a reconciled run sends only what still
+ * differs; creates from a query go again only reconciled (a plain import would make every deal
+ * that went a second time).
+ */
+function afterInterrupt(
+  runId: string,
+  op: Operation | ReconcileOperation,
+  source: string | PostgresSourceReader,
+  opts: ImportOptions,
+): string {
+  if (op === 'deal.upsert' || opts.reconcile || opts.match !== undefined)
+    return 'run the same reconciled import again (it sends only what still differs)';
+  if (typeof source === 'string' && op !== 'team.invite') return `go on from there with: crm-sync runs resume ${runId}`;
+  if (op === 'deal.create')
+    return `send the rest with a reconciled import, never a plain one (deals that went would be made twice): ${importCommandOf(source, opts)} --op deal.create --upsert --match name`;
+  if (op === 'team.invite')
+    return 'import only the addresses the team does not have yet (invitations that went out would go out again)';
+  return 'import it again';
 }
 
 /** The import's source and reading options as a command line, for advice on sending the rest. */
