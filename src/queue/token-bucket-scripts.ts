@@ -34,8 +34,8 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
  * (0.1 % once the ceiling was measured, PAUSE), faster the longer it holds above it (the limit
  * was raised). Grants are counted (`g`) for PAUSE's measure.
  *
- * Returns {wait, offset...}: the granted requests' send times as ms from now; with none
- * granted, `wait` is the ms until the first would fall within the horizon.
+ * Returns {wait, now, offset...}: Redis's now (ms) and the granted requests' send times as ms
+ * from it; with none granted, `wait` is the ms until the first would fall within the horizon.
  */
 export const CLAIM = new LuaScript(`${NOW}
 local interval, tolerance, n, horizon = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -72,7 +72,7 @@ if win > 0 then
   end
   if len + n > cap then head = redis.call('LRANGE', KEYS[3], 0, n - 1) end
 end
-local out, next_at = {'0'}, now
+local out, next_at = {'0', string.format('%.3f', now)}, now
 for i = 1, n do
   local at = tat - tolerance
   if at < now then at = now end
@@ -104,7 +104,10 @@ if win > 0 then
   redis.call('LTRIM', KEYS[3], -cap, -1)
   redis.call('PEXPIRE', KEYS[3], math.ceil(fresh[#fresh] - now + win) + 1000)
 end
-if learning then redis.call('HINCRBY', KEYS[2], 'g', #fresh) end
+if learning then
+  redis.call('HINCRBY', KEYS[2], 'g', #fresh)
+  redis.call('HSETNX', KEYS[2], 'since', string.format('%.3f', now))
+end
 return out
 `);
 
@@ -118,8 +121,9 @@ return out
  * measures: the CRM was saturated from then to now, so what it accepted meanwhile, per second,
  * is its rate (exact for a token bucket, low for a sliding window that a pause left idle). The
  * ceiling becomes that measure and the rate 97 % of it (`measured`). Otherwise the first cut
- * halves the rate (growth from the start overshoots up to about twice; the ceiling stays
- * unknown, so growth goes on until a measure), and later ones take 10 % off (3 % once measured:
+ * halves the rate (growth from the start overshoots up to about twice), or takes it to 97 % of
+ * what was accepted since the first request (`since`) if that is less; the ceiling stays
+ * unknown, so growth goes on until a measure. Later ones take 10 % off (3 % once measured:
  * the rate crept up to the limit again), the rate at the cut becoming the ceiling. Returns the rate (0 with a known limit).
  *
  * `g` counts grants, some of them for times still ahead: those (TAT ahead of now, at the rate)
@@ -132,7 +136,7 @@ if resume > tat then redis.call('SET', KEYS[1], string.format('%.3f', resume), '
 if ARGV[3] ~= '1' then return '0' end
 redis.call('HSET', KEYS[2], 'hold', string.format('%.3f', resume))
 local r = redis.call('HINCRBY', KEYS[2], 'r', 1)
-local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured')
+local st = redis.call('HMGET', KEYS[2], 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate then return '0' end
 local pending = 0
@@ -151,7 +155,12 @@ if span >= 800 and span <= tonumber(ARGV[6]) then
   rate = math.max(tonumber(ARGV[5]), est * 0.97)
   measured = '1'
 elseif cut == 0 and ceiling == 0 then
-  rate = math.max(tonumber(ARGV[5]), rate / 2)
+  -- What the CRM accepted since the first request is an upper bound of its rate (a bucket that
+  -- started full gave its credit on top), often a closer one than half the rate at the 429.
+  local since = tonumber(st[9]) or now
+  local est = rate / 2
+  if now - since >= 1000 then est = math.min(est, (sent - r) * 1000 / (now - since) * 0.97) end
+  rate = math.max(tonumber(ARGV[5]), est)
 elseif measured == '1' then
   -- Crept up to the limit again: it is about the rate now; a little below it holds.
   ceiling = rate

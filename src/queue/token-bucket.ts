@@ -16,7 +16,7 @@ export interface SharedTokenBucketOptions {
   rateKey?: string;
   /** The rate a workspace with nothing learned yet starts from (requests/s). Default 10. */
   initialRate?: number;
-  /** How far ahead send times are claimed. Default 1000 ms with a known limit, 250 ms learning. */
+  /** How far ahead send times are claimed. Default 1000 ms with a known limit, 100 ms learning. */
   horizonMs?: number;
   /** Most send times claimed in one call. Default 64. */
   maxBatch?: number;
@@ -24,7 +24,7 @@ export interface SharedTokenBucketOptions {
    * With a known limit: how late a request may leave after its granted send time (the event
    * loop, the Redis reply). The limit's window is kept this much longer than `durationMs`, and a
    * send time missed by more is given up (a new one is claimed), so that no `durationMs` window
-   * holds more than `max` sends. Default 1.5 % of `durationMs`, 5 to 50 ms.
+   * holds more than `max` sends. Default 2 % of `durationMs`, 5 to 50 ms.
    */
   marginMs?: number;
 }
@@ -32,15 +32,17 @@ export interface SharedTokenBucketOptions {
 /** 429s within this long of a cut come from requests sent before it: they cut nothing more. */
 const CUT_COOLDOWN_MS = 1000;
 /** Two 429s at most this far apart measure the CRM's rate between them (PAUSE). */
-const MEASURE_SPAN_MS = 3000;
+const MEASURE_SPAN_MS = 10_000;
 /** A learned rate never falls below this (requests/s): the budget must not stall a workspace. */
 const MIN_RATE = 0.5;
 
-/** A send time claimed: when to send (local ms), and the earliest the grant can be (`earliest`). */
+/** A send time claimed: when to send, on this process's clock (epoch ms). */
 interface Slot {
   at: number;
-  earliest: number;
 }
+
+/** A clock sample older than this gives way to any newer one (clocks drift apart). */
+const CLOCK_SAMPLE_MS = 10_000;
 
 interface Waiter {
   resolve(): void;
@@ -71,6 +73,11 @@ export class SharedTokenBucket {
   readonly #waiting: Waiter[] = [];
   /** Send times claimed but not handed out (their waiter went away), local epoch ms. */
   #spare: Slot[] = [];
+  /**
+   * Redis's clock minus this process's (ms), from the claim with the shortest round trip lately:
+   * a grant is sent at its own time on Redis's clock, however late the reply that carried it.
+   */
+  #clock: { offset: number; error: number; at: number } | undefined;
   #claiming = false;
   #retry: NodeJS.Timeout | undefined;
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
@@ -84,12 +91,13 @@ export class SharedTokenBucket {
     const { limit } = options;
     // Learning, the interval comes from Redis (0 says so), and no burst is allowed: above an
     // unknown limit a burst is only more 429s.
-    this.#margin = limit ? (options.marginMs ?? Math.min(50, Math.max(5, limit.durationMs * 0.015))) : 0;
+    this.#margin = limit ? (options.marginMs ?? Math.min(50, Math.max(5, limit.durationMs * 0.02))) : 0;
     this.#window = limit ? limit.durationMs + this.#margin : 0;
     // Paced at the rate the window allows, so the log rarely has to hold a request back.
     this.#interval = limit ? this.#window / limit.max : 0;
     this.#tolerance = limit ? (Math.ceil(limit.max / 10) - 1) * this.#interval : 0;
-    this.#horizon = options.horizonMs ?? (limit ? 1000 : 250);
+    // Learning, other processes' slots already granted still go after a 429: a short horizon.
+    this.#horizon = options.horizonMs ?? (limit ? 1000 : 100);
     this.#rateKey = options.rateKey ?? `${options.key}:rate`;
     this.#logKey = `${options.key}:log`;
   }
@@ -161,11 +169,12 @@ export class SharedTokenBucket {
       ],
     )
       .then((reply) => {
-        const [wait = 0, ...offsets] = (reply as string[]).map(Number);
-        // Offsets are from Redis's now, read between asking and the reply: counted from after
-        // it, a send time is only ever later than granted, and at most the round trip later.
-        const base = Date.now();
-        for (const off of offsets) this.#spare.push({ at: base + off, earliest: asked + off });
+        const [wait = 0, redisNow = 0, ...offsets] = (reply as string[]).map(Number);
+        // Offsets are from Redis's now: placed on this process's clock through the offset
+        // between the two, not from when the reply came (a reply held up in a busy event loop
+        // would send its whole batch late, and late sends bunch up against on-time ones).
+        const base = redisNow - this.#learnClock(asked, Date.now(), redisNow);
+        for (const off of offsets) this.#spare.push({ at: base + off });
         if (offsets.length === 0) this.#retryIn(wait);
       })
       .catch((err: unknown) => {
@@ -206,16 +215,28 @@ export class SharedTokenBucket {
   }
 
   /**
-   * A send time gone by too far to use. Known limit: more than half the margin after the
-   * earliest its grant can be, so every take resolves within the margin of its grant and the
-   * log's windows hold, with the other half left for the way to the wire. (A Redis reply slower
-   * than a quarter of the margin widens it, or every slot would be missed.) Learning: one
+   * A send time gone by too far to use. Known limit: more than half the margin late, so every
+   * take resolves within half the margin of its grant (on Redis's clock, within the clock
+   * sample's error) and the other half is left for the way to the wire: the log's windows hold. Learning: one
    * interval late (none: the rate is Redis's), as a burst would follow.
    */
   #missed(slot: Slot, now: number): boolean {
     if (!this.#o.limit) return slot.at < now;
-    const trip = slot.at - slot.earliest;
-    return now - slot.earliest > Math.max(this.#margin / 2, trip + this.#margin / 4);
+    return now - slot.at > this.#margin / 2;
+  }
+
+  /**
+   * Redis's clock minus this process's, sampled by a claim asked at `asked` and answered at
+   * `answered` (Redis read its clock in between: the error is at most half the round trip).
+   */
+  #learnClock(asked: number, answered: number, redisNow: number): number {
+    const error = (answered - asked) / 2;
+    let c = this.#clock;
+    if (!c || error <= c.error || answered - c.at > CLOCK_SAMPLE_MS) {
+      c = { offset: redisNow - (asked + answered) / 2, error, at: answered };
+      this.#clock = c;
+    }
+    return c.offset;
   }
 
   #settle(w: Waiter, err?: unknown): void {

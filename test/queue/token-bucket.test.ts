@@ -116,7 +116,7 @@ describe('SharedTokenBucket', () => {
       redis,
     ];
     // A take resolves within the margin of its grant as long as a Redis reply takes under three
-    // quarters of it: 20 ms leaves a busy machine room (the default here would be 7.5 ms).
+    // quarters of it: 20 ms leaves a busy machine room (the default here would be 12.5 ms).
     const buckets = conns.map((c) => new SharedTokenBucket({ redis: c, key, limit, marginMs: 20 }));
     try {
       // A first window (the bucket's burst), steady sending, an idle spell that refills the
