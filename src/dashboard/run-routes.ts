@@ -248,13 +248,14 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     async (request, reply) => {
       const run = await scope.run(store, request.params.id);
       // What `runs cancel` does: waiting rows recorded cancelled, rows in flight finish.
-      const { removed } = await cancelRun({
+      const { removed, inDoubt } = await cancelRun({
         store,
         queueFor: (workspace) => runtime.queue(workspace),
         runId: run.id,
         reason: 'cancelled from the dashboard',
       });
-      if (wantsJson(request)) return { cancelled: run.id, cancelledRows: removed };
+      // Creates in doubt are never "not sent": they finish their look-up (recorded with their deal, or uncertain).
+      if (wantsJson(request)) return { cancelled: run.id, cancelledRows: removed, createsInDoubt: inDoubt };
       const n = `&n=${removed}`;
       return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=cancel${n}`, 303);
     },
