@@ -90,7 +90,10 @@ function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
     );
   if (op === 'deal.upsert' || run.options.reconcile)
     throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
-  if (op === 'team.invite') throw why('invite rows are batched out of file order; import the file again');
+  if (op === 'team.invite')
+    throw why(
+      'invite rows are batched out of file order; import only the addresses the team does not have yet (invitations that went out would go out again)',
+    );
   if (run.options.dryRun) throw why('it was a dry run; run it again');
   if (run.options.query)
     throw why(
