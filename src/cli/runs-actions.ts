@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, pausedWords, resumeProducer, resumeWorkspace, retryRun } from '../queue/index.js';
+import {
+  cancelRun,
+  pausedWords,
+  resumeProducer,
+  resumeWorkspace,
+  retryRun,
+  writtenLaterWords,
+  type RetrySummary,
+} from '../queue/index.js';
 import {
   ArchivedRuns,
   archivePath,
@@ -109,7 +117,7 @@ export async function retryRunRows(
         );
       }
       process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
-      process.stdout.write(writtenLaterWords(id, summary.writtenLater));
+      process.stdout.write(retryWrittenLaterLines(id, summary.writtenLater));
       if (!opts.work && !opts.wait && summary.progress.queued > 0) await warnIfNoWorkers(runtime.store, run.workspace);
       for (const i of summary.ignored.slice(0, 20))
         process.stdout.write(`  ignored line ${i.line}${i.row ? ` (row ${i.row})` : ''}: ${i.reason}\n`);
@@ -229,14 +237,9 @@ export async function resumeRun(id: string, command: Command): Promise<void> {
 }
 
 /** What a retry did with rows a later run had already written: said before anything is sent. */
-export function writtenLaterWords(id: string, w: { skipped: number; resent: number }): string {
-  const lines: string[] = [];
-  if (w.skipped > 0)
-    lines.push(
-      `${w.skipped} rows not sent again: later runs already wrote every field they would change ` +
-        `(they end superseded; "crm-sync runs retry ${id} --resend-superseded" writes them over the later values)`,
-    );
-  if (w.resent > 0)
-    lines.push(`${w.resent} rows a later run had written are sent as new writes: their values become the latest`);
-  return lines.map((l) => `${l}\n`).join('');
+export function retryWrittenLaterLines(id: string, w: RetrySummary['writtenLater']): string {
+  const hint = `"crm-sync runs retry ${id} --resend-superseded" writes them over the later values`;
+  return writtenLaterWords(w, hint)
+    .map((l) => `${l}\n`)
+    .join('');
 }

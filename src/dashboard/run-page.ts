@@ -8,6 +8,7 @@ import {
   type RowResult,
   type RunRecord,
 } from '../runs/index.js';
+import { writtenLaterWords, type RetrySummary } from '../queue/index.js';
 import { canRetry, errorGroupsSection } from './error-groups.js';
 import { html, query, type SafeHtml } from './html.js';
 import { isFiltered, type ProblemFilter } from './problem-search.js';
@@ -228,7 +229,7 @@ function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
     c.invalid > 0
       ? html`<p class="muted">${n(c.invalid)} invalid row${c.invalid === 1 ? ' is' : 's are'} not retried: ${c.invalid === 1 ? 'it needs' : 'they need'} a correction first. Download the failed rows, fix them, upload the file below.</p>`
       : '';
-  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit" title="${kindsWords(kinds)}">Retry ${n(sendable)} ${names} row${sendable === 1 ? '' : 's'}</button></form>` : ''}
+  return html`${sendable > 0 ? html`<form method="post" action="/runs/${id}/retry">${hidden(csrf)}<input type="hidden" name="scope" value="failed"><button class="primary" type="submit" title="${kindsWords(kinds)}">Retry ${n(sendable)} ${names} row${sendable === 1 ? '' : 's'}</button>${RESEND_CHECKBOX}</form>` : ''}
   ${invalidNote}`;
 }
 
@@ -266,7 +267,7 @@ ${data.chart ?? ''}
       ? html`<form method="post" action="/runs/${id}/upload" enctype="multipart/form-data" class="actions upload">
     ${hidden(csrf)}
     <label>Corrected CSV <input type="file" name="file" accept=".csv,text/csv" required></label>
-    <button type="submit">Upload and retry</button>
+    <button type="submit">Upload and retry</button>${RESEND_CHECKBOX}
     <span class="muted">Download the failed rows, fix them in a spreadsheet, keep the crm_sync_ columns, upload.</span>
   </form>`
       : ''
@@ -277,6 +278,13 @@ ${problemsSection(data)}`;
 }
 
 /**
+ * Rows a later run has written in full are not sent again unless the operator ticks this
+ * (issue 31: a retry that will not send a row says so, and lets the operator choose).
+ */
+const RESEND_CHECKBOX = html`<label class="muted"><input type="checkbox" name="resendSuperseded" value="1"> also send rows a later run wrote since, over its values</label>`;
+export const RESEND_HINT = 'tick "also send rows a later run wrote since" to write them over the later values';
+
+/**
  * The answer to an upload: what was sent again and which lines of the file were not used (the
  * first ones, with their reason, and how many in all).
  */
@@ -285,12 +293,14 @@ export function uploadResultBody(
   retried: number,
   shown: Array<{ row: number | null; line: number; reason: string }>,
   ignoredCount: number,
+  writtenLater: RetrySummary['writtenLater'],
 ): SafeHtml {
   const n = (v: number) => v.toLocaleString('en-US');
+  const later = writtenLaterWords(writtenLater, RESEND_HINT);
   return html`<p><a href="/runs/${encodeURIComponent(run.id)}">← Back to the run</a></p>
 <h1>Corrected file received</h1>
-<div class="notice ${ignoredCount === 0 ? 'ok' : 'warn'}">
-  ${n(retried)} row${retried === 1 ? '' : 's'} sent again. ${ignoredCount === 0 ? 'Every line of the file was used.' : `${n(ignoredCount)} line${ignoredCount === 1 ? ' was' : 's were'} ignored:`}
+<div class="notice ${ignoredCount === 0 && writtenLater.skipped === 0 ? 'ok' : 'warn'}">
+  ${n(retried)} row${retried === 1 ? '' : 's'} sent again. ${later.join(' ')} ${ignoredCount === 0 ? 'Every line of the file was used.' : `${n(ignoredCount)} line${ignoredCount === 1 ? ' was' : 's were'} ignored:`}
 </div>
 ${
   ignoredCount > 0

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, resumeWorkspace, retryRun } from '../queue/index.js';
+import { cancelRun, resumeWorkspace, retryRun, writtenLaterWords } from '../queue/index.js';
 import {
   groupProblems,
   problemRowsWhere,
@@ -20,7 +20,7 @@ import { runChart, runWorkspaceChart } from './activity-chart.js';
 import { GroupCache } from './group-cache.js';
 import { problemCount } from './status-words.js';
 import { queuePresenceNotice } from './queue-presence.js';
-import { runPageBody, type SearchStep } from './run-page.js';
+import { RESEND_HINT, runPageBody, type SearchStep } from './run-page.js';
 import type { SessionAuth } from './session-auth.js';
 import { clientGone, type WorkLimiter } from './work-limiter.js';
 import type { WorkspaceScope } from './workspace-scope.js';
@@ -70,8 +70,11 @@ function noticeFor(q: Record<string, string | undefined>): SafeHtml | undefined 
   const n = intParam(q.n, 0, 0);
   const rows = `${n.toLocaleString('en-US')} row${n === 1 ? '' : 's'}`;
   switch (q.done) {
-    case 'retry':
-      return html`<div class="notice ok">${rows} sent again. The page refreshes while they run.</div>`;
+    case 'retry': {
+      const later = { skipped: intParam(q.later, 0, 0), resent: intParam(q.resent, 0, 0) };
+      const words = writtenLaterWords(later, RESEND_HINT).join(' ');
+      return html`<div class="notice ${later.skipped > 0 ? 'warn' : 'ok'}">${rows} sent again. ${words} The page refreshes while they run.</div>`;
+    }
     case 'cancel':
       return html`<div class="notice ok">Run cancelled${q.n !== undefined ? `; ${rows} will not be sent` : ''}.</div>`;
     case 'resume':
@@ -88,6 +91,8 @@ interface RetryBody {
   group?: unknown;
   /** `failed`: every failed and uncertain row (the "Retry all" button). */
   scope?: unknown;
+  /** The form's checkbox: rows a later run wrote are sent as new writes (RetryRunOptions). */
+  resendSuperseded?: unknown;
 }
 
 /**
@@ -236,9 +241,12 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
         store,
         logger: runtime.logger,
         ...(rows ? { rows } : {}),
+        resendSuperseded: request.body?.resendSuperseded === '1' || request.body?.resendSuperseded === 'on',
       });
-      if (wantsJson(request)) return { run: summary.run, progress: summary.progress };
-      return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}`, 303);
+      const { writtenLater } = summary;
+      if (wantsJson(request)) return { run: summary.run, progress: summary.progress, writtenLater };
+      const later = `&later=${writtenLater.skipped}&resent=${writtenLater.resent}`;
+      return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}${later}`, 303);
     },
   );
 

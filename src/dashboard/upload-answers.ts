@@ -16,14 +16,15 @@ const UploadAnswerSchema = z.object({
   retried: z.number().int().nonnegative(),
   ignored: z.array(z.object({ row: z.number().int().nullable(), line: z.number().int(), reason: z.string() })),
   ignoredCount: z.number().int().nonnegative(),
+  /** Rows a later run had written in full: not sent (`skipped`), or sent as new writes (`resent`). */
+  writtenLater: z
+    .object({ skipped: z.number().int().nonnegative(), resent: z.number().int().nonnegative() })
+    .default({ skipped: 0, resent: 0 }),
 });
 export type StoredUploadAnswer = z.infer<typeof UploadAnswerSchema>;
+export type UploadAnswerInput = z.input<typeof UploadAnswerSchema>;
 
-export async function saveUploadAnswer(
-  redis: RedisClient,
-  prefix: string,
-  answer: StoredUploadAnswer,
-): Promise<string> {
+export async function saveUploadAnswer(redis: RedisClient, prefix: string, answer: UploadAnswerInput): Promise<string> {
   const token = randomBytes(16).toString('base64url');
   await redis.set(uploadAnswerKey(prefix, token), JSON.stringify(answer), 'EX', ANSWER_TTL_SECONDS);
   return token;

@@ -117,13 +117,16 @@ async function receive(
   request: FastifyRequest,
   file: string,
   maxBytes: number,
-): Promise<{ csrf: unknown; gotFile: boolean }> {
+): Promise<{ csrf: unknown; gotFile: boolean; resendSuperseded: boolean }> {
   let csrf: unknown;
   let gotFile = false;
+  let resendSuperseded = false;
   try {
     for await (const part of request.parts({ limits: { fileSize: maxBytes, files: 1 } })) {
       if (part.type === 'field') {
         if (part.fieldname === '_csrf') csrf = part.value;
+        // The form's checkbox: rows a later run wrote are sent as new writes over its values.
+        if (part.fieldname === 'resendSuperseded') resendSuperseded = part.value === 'on' || part.value === '1';
       } else if (part.fieldname === 'file' && !gotFile) {
         gotFile = true;
         await pipeline(part.file, createWriteStream(file));
@@ -140,7 +143,7 @@ async function receive(
     // busboy's own errors (no boundary, cut-off part, bad header) are plain Errors: the client's fault.
     throw new CrmSyncError('USAGE', MALFORMED, { cause: err });
   }
-  return { csrf, gotFile };
+  return { csrf, gotFile, resendSuperseded };
 }
 
 /** What an upload's slot produced; the answer is sent from it once the slot is free. */
@@ -161,7 +164,7 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
       const dir = await mkdtemp(join(tmpdir(), 'crm-sync-upload-'));
       const file = join(dir, 'corrected.csv');
       try {
-        const { csrf, gotFile } = await receive(request, file, options.maxUploadBytes);
+        const { csrf, gotFile, resendSuperseded } = await receive(request, file, options.maxUploadBytes);
         // Checked after the parts are read: the browser may send the token after the file.
         if (!checkFormToken(auth, request, csrf)) return { kind: 'bad-form-token' };
         if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
@@ -173,6 +176,7 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
           file,
           logger: runtime.logger,
           ignoredSampleSize: IGNORED_SHOWN,
+          resendSuperseded,
         });
         const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));
         return { kind: 'done', summary, ignored };
@@ -186,12 +190,19 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
     if (answer.kind === 'bad-form-token') return refuse(reply, 403, FORM_TOKEN_MESSAGE);
     const { summary, ignored } = answer;
     if (wantsJson(request))
-      return { run: summary.run, progress: summary.progress, ignored, ignoredCount: summary.ignoredCount };
+      return {
+        run: summary.run,
+        progress: summary.progress,
+        ignored,
+        ignoredCount: summary.ignoredCount,
+        writtenLater: summary.writtenLater,
+      };
     const token = await saveUploadAnswer(runtime.redis, runtime.config.prefix, {
       runId: run.id,
       retried: summary.progress.read,
       ignored,
       ignoredCount: summary.ignoredCount,
+      writtenLater: summary.writtenLater,
     });
     return reply.redirect(`/runs/${encodeURIComponent(run.id)}/uploads/${token}`, 303);
   });
@@ -208,7 +219,7 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
         );
       }
       if (wantsJson(request)) return answer;
-      const body = uploadResultBody(run, answer.retried, answer.ignored, answer.ignoredCount);
+      const body = uploadResultBody(run, answer.retried, answer.ignored, answer.ignoredCount, answer.writtenLater);
       return sendPage(
         reply,
         page({

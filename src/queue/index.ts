@@ -88,7 +88,7 @@ export {
   type CancelRunOptions,
   type CancelSummary,
 } from './stop-run.js';
-export { retryRun, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
+export { retryRun, writtenLaterWords, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
 export {
   PRODUCER_HEARTBEAT_MS,
   PRODUCER_SILENCE_MS,

@@ -173,6 +173,25 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
 }
 
 /**
+ * What a retry did with rows a later run had already written, in words, said with its answer
+ * (CLI and dashboard): `resendHint` says how to send them anyway.
+ */
+export function writtenLaterWords(w: RetrySummary['writtenLater'], resendHint: string): string[] {
+  const lines: string[] = [];
+  if (w.skipped > 0)
+    lines.push(
+      `${w.skipped} row${w.skipped === 1 ? '' : 's'} not sent again: later runs already wrote every field ` +
+        `${w.skipped === 1 ? 'it' : 'they'} would change (superseded; ${resendHint}).`,
+    );
+  if (w.resent > 0)
+    lines.push(
+      `${w.resent} row${w.resent === 1 ? '' : 's'} a later run had written ${w.resent === 1 ? 'is' : 'are'} ` +
+        'sent as new writes: their values become the latest.',
+    );
+  return lines;
+}
+
+/**
  * Before a retried update row is queued: did a later run already write every field it would
  * change? Then sending it would put older values back, and the retry says so up front —
  * it records the row `superseded` at once (default), or counts it as resent.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryRun } from '../../src/queue/index.js';
-import { writtenLaterWords } from '../../src/cli/runs-actions.js';
+import { retryWrittenLaterLines } from '../../src/cli/runs-actions.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 /*
@@ -50,7 +50,7 @@ describe('runs retry of rows a later run wrote', () => {
     const writes = h.ws.stats.writes.dealUpdate;
     const summary = await retryRun({ runId: runA.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
     expect(summary.writtenLater).toEqual({ skipped: 3, resent: 0 });
-    expect(writtenLaterWords(runA.id, summary.writtenLater)).toMatch(
+    expect(retryWrittenLaterLines(runA.id, summary.writtenLater)).toMatch(
       new RegExp(
         `^3 rows not sent again: later runs already wrote every field .*runs retry ${runA.id} --resend-superseded`,
       ),
@@ -83,7 +83,9 @@ describe('runs retry of rows a later run wrote', () => {
       resendSuperseded: true,
     });
     expect(summary.writtenLater).toEqual({ skipped: 0, resent: 3 });
-    expect(writtenLaterWords(runA.id, summary.writtenLater)).toMatch(/^3 rows a later run had written are sent as new/);
+    expect(retryWrittenLaterLines(runA.id, summary.writtenLater)).toMatch(
+      /^3 rows a later run had written are sent as new/,
+    );
     const done = await h.waitForRun(runA.id, 30_000);
     expect(done.counts).toMatchObject({ total: 6, succeeded: 6, superseded: 0, failed: 0 });
     for (const [i, d] of deals.entries())
