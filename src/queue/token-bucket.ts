@@ -41,6 +41,8 @@ interface Slot {
   at: number;
 }
 
+/** Learning, a spare send time this far gone is not used: a burst would follow. */
+const LEARNING_LATE_MS = 10;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
 
@@ -217,11 +219,12 @@ export class SharedTokenBucket {
   /**
    * A send time gone by too far to use. Known limit: more than half the margin late, so every
    * take resolves within half the margin of its grant (on Redis's clock, within the clock
-   * sample's error) and the other half is left for the way to the wire: the log's windows hold. Learning: one
-   * interval late (none: the rate is Redis's), as a burst would follow.
+   * sample's error) and the other half is left for the way to the wire: the log's windows hold.
+   * Learning: a spare slot more than a few ms gone (a burst would follow); one just due, placed
+   * on this clock a little in the past by the clock sample, is used.
    */
   #missed(slot: Slot, now: number): boolean {
-    if (!this.#o.limit) return slot.at < now;
+    if (!this.#o.limit) return now - slot.at > LEARNING_LATE_MS;
     return now - slot.at > this.#margin / 2;
   }
 
