@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cancelRun } from '../../src/queue/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
-import { cliFor } from '../helpers/run-cli.js';
+import { cliFor, harnessArgs, startCli } from '../helpers/run-cli.js';
 
 // Issue 31, item 1: a cancel stops a run at its next request, not at its next job. Rows of jobs a
 // worker already took are recorded `cancelled` by the write fence; only requests already on the
@@ -17,21 +17,30 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function startRun(): Promise<{ h: Harness; id: string }> {
+async function harness(): Promise<Harness> {
   h = await startHarness({
     records: ROWS,
     knownRateLimit: { max: 10, durationMs: 1000 },
     workspace: { rowsPerJob: 10 },
   });
+  return h;
+}
+
+async function sending(h: Harness, requests: number): Promise<void> {
+  const until = Date.now() + 20_000;
+  while (h.ws.stats.requests < requests) {
+    if (Date.now() > until) throw new Error('the run did not start sending');
+    await sleep(20);
+  }
+}
+
+async function startRun(): Promise<{ h: Harness; id: string }> {
+  const h = await harness();
   const rows = [...h.ws.deals.values()].map((d) => [d.id, `Renamed ${d.id}`]);
   const run = await h.importFile(h.file('rename.csv', csv(['id', 'name'], rows)), 'deal.update');
   await h.startWorkers({ concurrency: CONCURRENCY });
   // Under way: every job slot holds a job of ten rows, most of them not sent yet.
-  const until = Date.now() + 20_000;
-  while (h.ws.stats.requests < 12) {
-    if (Date.now() > until) throw new Error('the run did not start sending');
-    await sleep(20);
-  }
+  await sending(h, 12);
   return { h, id: run.id };
 }
 
@@ -69,5 +78,24 @@ describe('cancel stops at the next request', () => {
     expect(out.stdout).toContain(`${final.counts.succeeded} succeeded`);
     expect(out.stdout).toContain(`, ${final.counts.cancelled} cancelled`);
     expect(out.stdout).not.toContain('still queued');
+  }, 60_000);
+
+  it("an import that works its own queue, cancelled from elsewhere, ends on the run's final counts", async () => {
+    const h = await harness();
+    const rows = [...h.ws.deals.values()].map((d) => [d.id, `Renamed ${d.id}`]);
+    const file = h.file('work.csv', csv(['id', 'name'], rows));
+    const run = harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--work', '--concurrency', '4']);
+    const importing = startCli(run.args, run.env);
+    await sending(h, 12);
+    const { runs } = await h.runtime.store.listRuns({ workspace: 'acme', limit: 1 });
+    const id = runs[0]!.id;
+    await cancelRun({ store: h.runtime.store, queueFor: (w) => h.runtime.queue(w), runId: id });
+    expect(await importing.exited).toBe(1);
+    const final = await h.waitForRun(id, 20_000, (r) => r.counts.queued === 0);
+    // Its last lines are the run as it ended, not the moment its status changed.
+    expect(importing.stdout).toContain(`${final.counts.succeeded} succeeded`);
+    expect(importing.stdout).toContain(`, ${final.counts.cancelled} cancelled`);
+    expect(importing.stdout).not.toContain('still queued');
+    expect(final.counts.succeeded + final.counts.cancelled).toBe(ROWS);
   }, 60_000);
 });
