@@ -15,7 +15,8 @@
  *    learned — the successes of its first second, and the time to 0.95.
  *
  * The simulator meters with a token bucket of one second's capacity (it starts full).
- * BENCH_KNOWN_ONLY=1 runs part 1 alone; BENCH_DUMP=<path> writes its arrival times.
+ * BENCH_KNOWN_ONLY=1 runs part 1 alone, BENCH_COLD_ONLY=1 parts 2 and 3; BENCH_DUMP=<path>
+ * writes part 1's arrival times.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -88,7 +89,7 @@ const okAfter = (r: Round, ms: number) =>
   r.arrivals.filter((a) => a.status >= 200 && a.status < 300 && a.at - r.start >= ms).length;
 
 console.log('\n1. known limit');
-for (const processes of PROCESSES) {
+for (const processes of process.env.BENCH_COLD_ONLY ? [] : PROCESSES) {
   const b = benchConfig(viaProxy, { max: LIMIT, durationMs: 1000 });
   const r = await round(b, processes, `known-${processes}`);
   const times = r.arrivals.map((a) => a.at);

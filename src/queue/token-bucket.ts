@@ -16,7 +16,7 @@ export interface SharedTokenBucketOptions {
   rateKey?: string;
   /** The rate a workspace with nothing learned yet starts from (requests/s). Default 10. */
   initialRate?: number;
-  /** How far ahead send times are claimed. Default 1000 ms with a known limit, 100 ms learning. */
+  /** How far ahead send times are claimed. Default 1000 ms with a known limit, 50 ms learning. */
   horizonMs?: number;
   /** Most send times claimed in one call. Default 64. */
   maxBatch?: number;
@@ -99,7 +99,7 @@ export class SharedTokenBucket {
     this.#interval = limit ? this.#window / limit.max : 0;
     this.#tolerance = limit ? (Math.ceil(limit.max / 10) - 1) * this.#interval : 0;
     // Learning, other processes' slots already granted still go after a 429: a short horizon.
-    this.#horizon = options.horizonMs ?? (limit ? 1000 : 100);
+    this.#horizon = options.horizonMs ?? (limit ? 1000 : 50);
     this.#rateKey = options.rateKey ?? `${options.key}:rate`;
     this.#logKey = `${options.key}:log`;
   }
