@@ -174,8 +174,8 @@ return {'send', marker}
  * record clock's ttl ms.
  *
  * An answered create calibrates the clock that stamps the CRM's records: the deal was stamped
- * after the marker's sentAt and before now (both Redis' clock), so created_at minus the Redis
- * clock lies in [created_at - now, created_at + resolution - sentAt]. The record clock keeps the
+ * after the marker's sentAt and before now (both Redis' clock, whole ms), so created_at minus the
+ * Redis clock lies in [created_at - now - 1, created_at + resolution - sentAt]. The record clock keeps the
  * intersection of such intervals (`lo|hi|atMs|resolution`), each widened by RECORD_CLOCK_DRIFT
  * of its age; a sample outside it (a clock that stepped) or an old calibration
  * (RECORD_CLOCK_FRESH_MS) starts it again from the sample.
@@ -220,7 +220,8 @@ else
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     local c, res = tonumber(ARGV[12]), tonumber(ARGV[13])
-    local lo, hi = c - now, c + res - tonumber(ARGV[10])
+    -- TIME and the marker's sentAt are whole ms rounded down: now may be 1 ms short of the truth.
+    local lo, hi = c - now - 1, c + res - tonumber(ARGV[10])
     local cur = redis.call('GET', KEYS[14])
     if cur then
       local clo, chi, cat, cres = string.match(cur, '^(%-?%d+)|(%-?%d+)|(%d+)|(%d+)$')
