@@ -179,7 +179,8 @@ export async function cancelRunNow(id: string, opts: { reason: string }, command
       [
         `run ${id} cancelled:`,
         `  removed from the queue: ${removed} waiting ${removed === 1 ? 'row' : 'rows'}, recorded cancelled`,
-        `  rows workers had taken: recorded cancelled at their next request (requests already sent finish)`,
+        `  rows workers had taken: recorded cancelled at their next request`,
+        `    (requests already on the wire finish)`,
         `  rows the producer still holds or queues: recorded cancelled as it stops`,
         ...(inDoubt > 0
           ? [

@@ -84,8 +84,9 @@ export function stopOf(signal: AbortSignal | undefined): RunStop | undefined {
 /**
  * Moves the run to its stopped status, then removes every job of the run still waiting in the
  * queue and records its rows as stopped, so no further row is sent and every row still ends
- * with a result. Jobs already taken by a worker finish (a worker that takes a job of a
- * cancelled run records its rows cancelled instead of sending them). Safe to repeat. Returns the
+ * with a result. Jobs already taken by a worker stop at their next request (the write fence
+ * refuses a row of a cancelled run, and the job records its unsent rows cancelled); a worker
+ * that takes a job of a cancelled run records its rows cancelled instead of sending them. Safe to repeat. Returns the
  * number of rows it recorded.
  */
 export async function stopRun(
@@ -160,7 +161,10 @@ export interface CancelRunOptions {
 export interface CancelSummary {
   /** The run as it stands after the cancel (status `cancelled`; rows in flight may still land). */
   run: RunRecord;
-  /** Rows taken out of the queue and recorded `cancelled` by this call. */
+  /**
+   * Rows taken out of the queue and recorded `cancelled` by this call: not all the run ends
+   * with, as rows of jobs already taken and rows the producer still holds follow.
+   */
   removed: number;
   /**
    * Creates in their settle wait, whose answer was lost (they may have made their deal): left to
@@ -171,7 +175,8 @@ export interface CancelSummary {
 
 /**
  * Cancels a running or blocked run (the CLI's `runs cancel`, the dashboard's button): rows
- * still waiting are removed and recorded `cancelled`, rows in flight finish, and a producer
+ * still waiting are removed and recorded `cancelled`, jobs already taken stop at their next
+ * request (requests on the wire finish), and a producer
  * still reading the file stops at its next step (it learns from the run's status). A run that
  * has already ended is refused with RUN_STATE.
  */
