@@ -86,8 +86,8 @@ export function stopOf(signal: AbortSignal | undefined): RunStop | undefined {
  * queue and records its rows as stopped, so no further row is sent and every row still ends
  * with a result. Jobs already taken by a worker stop at their next request (the write fence
  * refuses a row of a cancelled run, and the job records its unsent rows cancelled); a worker
- * that takes a job of a cancelled run records its rows cancelled instead of sending them. Safe to repeat. Returns the
- * number of rows it recorded.
+ * that takes a job of a cancelled run records its rows cancelled instead of sending them.
+ * Safe to repeat. Returns the number of rows it recorded.
  */
 export async function stopRun(
   store: RunStore,
