@@ -24,7 +24,7 @@ const KIND_WORDS: Record<FinalRowStatus, { label: string; tone: CountTone; tip: 
   failed: { label: 'Failed', tone: 'bad', tip: 'the CRM refused them or could not be reached; retryable' },
   invalid: { label: 'Invalid', tone: 'bad', tip: 'refused before sending: correct the file, then upload it' },
   uncertain: { label: 'Uncertain', tone: 'bad', tip: 'a create that may have been applied; a retry looks first' },
-  superseded: { label: 'Superseded', tone: '', tip: 'not sent: a later row for the same record was applied first' },
+  superseded: { label: 'Superseded', tone: '', tip: 'not sent: later rows already wrote every field it would change' },
   cancelled: { label: 'Cancelled', tone: 'warn', tip: 'not sent because the run was cancelled; retryable' },
 };
 

@@ -41,7 +41,10 @@ export const ERROR_CODES = {
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
   RUN_CANCELLED: 'The run was cancelled (runs cancel) before this row was sent; runs retry sends it',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',
-  ROW_SUPERSEDED: 'Not sent: later rows wrote every field this row would change and were applied first, so its older values must not follow them',
+  ROW_SUPERSEDED:
+    'Not sent: later rows wrote every field this row would change and were applied first, so its older values must not follow them',
+  ROW_WRITTEN_LATER:
+    'Not sent again by a retry: later runs had written every field this row would change (runs retry --resend-superseded sends it as a new write)',
   CREATE_UNCERTAIN:
     'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',

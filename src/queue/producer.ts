@@ -29,8 +29,6 @@ export interface ProducerOptions {
   rowsPerJob?: number;
   /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
   generation?: number;
-  /** Every update row's place in write order (QueuedRow.orderAs). Default: the run's own. */
-  orderAs?: string;
   /** Validate and record only; send nothing (valid rows end `skipped`, "dry run"). Default false. */
   dryRun?: boolean;
   /** The rows were already counted as queued (a retry, after `requeueRows`). Default false. */
@@ -77,7 +75,8 @@ export interface RowOutcome {
 }
 
 /** What the producer consumes: an ingested row, optionally with a decided outcome. */
-export type ProducedRow = IngestedRow & { outcome?: RowOutcome };
+/** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
+export type ProducedRow = IngestedRow & { outcome?: RowOutcome; orderAs?: string };
 
 interface PendingJob {
   name: SyncJobName;
@@ -104,7 +103,6 @@ export async function produceRun(
   const generation = options.generation ?? 0;
   // A retry's rows carry its round: the run store lets only that round's job write them.
   const round = generation === 0 ? {} : { round: generation };
-  const orderAs = options.orderAs !== undefined ? { orderAs: options.orderAs } : {};
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
   const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
@@ -244,6 +242,7 @@ export async function produceRun(
       }
     } else {
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
+      const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }

@@ -5,8 +5,8 @@ import {
   isExportMetaColumn,
   newRunId,
   RowFence,
-  superseded,
   unescapeCsvCell,
+  writtenLater,
   wouldBeSuperseded,
   type RequeuedRow,
   type RowResult,
@@ -14,7 +14,7 @@ import {
   type RunStore,
 } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { jobsForRows, produceRun, waitForRoom, type ProducerProgress } from './producer.js';
+import { jobsForRows, produceRun, waitForRoom, type ProducedRow, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -130,7 +130,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   // store, what fences the rows' earlier jobs off.
   const generation = Date.now();
   // A resend orders after every write made before this moment (a run id is such a place).
-  const orderAs = options.resendSuperseded ? newRunId() : undefined;
+  const orderAs = options.resendSuperseded ? newRunId(await store.serverTime(run.workspace)) : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
   const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
@@ -152,7 +152,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
       };
       const rows = options.file
         ? fromCorrectedFile(options.file, run, decoder, store, ignored, room, generation, lookFirst)
-        : fromStoredRows(options.rows, run, decoder, store, room, generation, lookFirst);
+        : fromStoredRows(options.rows, run, decoder, store, room, generation, lookFirst, orderAs !== undefined);
       return produceRun(order.filter(rows), {
         highWaterMark: highWater,
         queue: options.queue,
@@ -164,7 +164,6 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
         ...(run.options.inviteBatchSize ? { inviteBatchSize: run.options.inviteBatchSize } : {}),
         rowsPerJob,
         logger,
-        ...(orderAs ? { orderAs } : {}),
       });
     },
   });
@@ -211,15 +210,19 @@ class OrderCheck {
     this.#fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
   }
 
-  async *filter(rows: AsyncIterable<IngestedRow>): AsyncIterable<IngestedRow> {
+  async *filter(rows: AsyncIterable<IngestedRow>): AsyncIterable<ProducedRow> {
     for await (const row of rows) {
-      if (await this.#keep(row)) yield row;
+      const keep = await this.#keep(row);
+      // Only a row a later run wrote in full is resent as a new write: the others keep their
+      // run's place, so their fields a later run wrote stay the later run's.
+      if (keep === 'resend' && this.orderAs !== undefined) yield { ...row, orderAs: this.orderAs };
+      else if (keep) yield row;
       if (this.#results.length >= CHUNK) await this.#flush();
     }
     await this.#flush();
   }
 
-  async #keep(row: IngestedRow): Promise<boolean> {
+  async #keep(row: IngestedRow): Promise<boolean | 'resend'> {
     const p = row.payload;
     if (!p || p.op === 'deal.create' || p.op === 'team.invite') return true;
     const fields = Object.keys(p.fields).filter((f) => (p.fields as Record<string, unknown>)[f] !== undefined);
@@ -228,15 +231,16 @@ class OrderCheck {
     if (!wouldBeSuperseded(fields, UPDATE_REQUIRED_FIELDS[p.op], later)) return true;
     if (this.orderAs) {
       this.resent++;
-      return true;
+      return 'resend';
     }
     this.skipped++;
     const runs = [...new Set(later.map((l) => l.by.split('#')[0]))].join(', ');
     this.#results.push(
-      superseded(
+      writtenLater(
         row,
         `not sent again: later rows (run ${runs}) wrote every field this row would change; ` +
           `"runs retry ${this.run.id} --resend-superseded" sends it as a new write over them`,
+        row.original,
       ),
     );
     return false;
@@ -290,10 +294,11 @@ async function* fromStoredRows(
   room: () => Promise<boolean>,
   round: number,
   lookFirst: (rows: RequeuedRow[]) => Promise<void>,
+  resend: boolean,
 ): AsyncIterable<IngestedRow> {
   const requeueChunk = async (rows: number[]) => {
     if (!(await room())) return [];
-    const requeued = await store.requeueRows(run.id, rows, round);
+    const requeued = await store.requeueRows(run.id, rows, round, resend);
     await lookFirst(requeued);
     return requeued;
   };
@@ -314,6 +319,15 @@ async function* fromStoredRows(
     chunk = [];
   }
   for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r, r.line ?? 0, r.original);
+  if (!resend) return;
+  // A resend also takes the rows an earlier retry did not send because a later run had
+  // written them (they are not problems, so the walk above does not see them).
+  const later: number[] = [];
+  for await (const r of store.iterateResults(run.id, { batchSize: CHUNK }))
+    if (r.status === 'superseded' && r.code === 'ROW_WRITTEN_LATER') later.push(r.row);
+  for (let i = 0; i < later.length; i += CHUNK)
+    for (const r of await requeueChunk(later.slice(i, i + CHUNK)))
+      yield toIngested(decoder, r, r.line ?? 0, r.original);
 }
 
 async function* fromCorrectedFile(

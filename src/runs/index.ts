@@ -71,6 +71,7 @@ export {
   cancelled,
   aborted,
   superseded,
+  writtenLater,
   uncertain,
   placeOf,
   type RowPlace,

@@ -69,7 +69,8 @@ export function encodeResult(result: RowResult): string {
     stored.e = result.errors.map((e) => [e.field, e.message]);
   // Only rows someone may fix and re-import keep their source values: this is what lets a
   // million-row run fit in Redis.
-  if (isProblem(result.status) && result.original !== undefined) stored.o = result.original;
+  if ((isProblem(result.status) || result.code === 'ROW_WRITTEN_LATER') && result.original !== undefined)
+    stored.o = result.original;
   if (result.status === 'succeeded' && result.sent !== undefined) stored.v = result.sent;
   return STATUS_CHAR[result.status] + JSON.stringify(stored);
 }

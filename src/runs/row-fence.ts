@@ -42,7 +42,11 @@ export interface RowFenceOptions {
    * plus a margin for a network that delivers late. Default 30 000 ms.
    */
   leaseMs?: number;
-  /** How long a record remembers the last row applied to it. Default 24 h. */
+  /**
+   * How long a record remembers the last row applied to each field. Default: as long as a run
+   * can be retried (createMarkerTtlMs of retentionMs): a retry a week later must still not put
+   * an older value over a later run's.
+   */
   orderWindowMs?: number;
   /**
    * How long runs are kept (the config's retention): a create's marker and a deal's claim live
@@ -165,7 +169,7 @@ export class RowFence {
     this.#keys = new RunKeys(options.prefix ?? 'crm-sync');
     this.#workspace = options.workspace;
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.#orderWindowMs = options.orderWindowMs ?? 24 * 3600_000;
+    this.#orderWindowMs = options.orderWindowMs ?? createMarkerTtlMs(options.retentionMs);
     this.#claimTtlMs = options.claimTtlMs ?? createMarkerTtlMs(options.retentionMs);
   }
 

@@ -97,6 +97,14 @@ export function superseded(place: RowPlace, message: string): RowResult {
   return { ...base(place), status: 'superseded', code: 'ROW_SUPERSEDED', message };
 }
 
+/**
+ * Not sent again by a retry: later runs had written every field the row would change. Keeps the
+ * row's values, so `runs retry --resend-superseded` can still send it as a new write.
+ */
+export function writtenLater(place: RowPlace, message: string, original: Original): RowResult {
+  return { ...base(place), status: 'superseded', code: 'ROW_WRITTEN_LATER', message, original };
+}
+
 /** A create whose outcome could not be established; never re-sent blindly. */
 export function uncertain(place: RowPlace, code: string, message: string, original: Original): RowResult {
   return { ...base(place), status: 'uncertain', code, message, original };

@@ -360,8 +360,10 @@ return 1
 
 /**
  * KEYS[6] results bucket base, KEYS[7] problems zset, KEYS[8] rows' retry rounds hash.
- * ARGV[1] now (ISO), ARGV[2] the retry's round (its job generation), then row numbers.
- * Failed, invalid and uncertain rows among them lose their result, count as queued again and
+ * ARGV[1] now (ISO), ARGV[2] the retry's round (its job generation), ARGV[3] '1' to take also
+ * rows an earlier retry did not send because a later run had written them (superseded, code
+ * ROW_WRITTEN_LATER: a resend), then row numbers.
+ * Failed, invalid, uncertain and cancelled rows among them lose their result, count as queued again and
  * take the new round, so only the retry's job may send them or record their result (an older
  * job of the row, or the sweep acting for one, is refused); the run goes back to running when
  * any row moved. Returns pairs of row and the removed encoded result, so the caller still has
@@ -372,11 +374,15 @@ ${BUCKET}
 local NAMES = { i = 'invalid', f = 'failed', u = 'uncertain', c = 'cancelled' }
 local moved = {}
 local queued = 0
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local row = ARGV[i]
   local results = bucket(row)
   local previous = redis.call('HGET', results, row)
   local p = previous and NAMES[string.sub(previous, 1, 1)]
+  if previous and ARGV[3] == '1' and string.sub(previous, 1, 1) == 'p'
+    and string.find(previous, '"c":"ROW_WRITTEN_LATER"', 1, true) then
+    p = 'superseded'
+  end
   if p then
     redis.call('HDEL', results, row)
     redis.call('ZREM', KEYS[7], row)

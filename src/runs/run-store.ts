@@ -9,7 +9,7 @@
  */
 import type { RedisClient } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { type LuaScript } from './lua-script.js';
+import { LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
 import { newRunId } from './run-id.js';
@@ -123,6 +123,10 @@ export interface RequeuedRow {
 
 const DEFAULT_PREFIX = 'crm-sync';
 const DEFAULT_BATCH = 1000;
+/** KEYS[1] a key of the workspace (routes the call to its node on a cluster). Redis's clock, ms. */
+const SERVER_TIME = new LuaScript(`local t = redis.call('TIME')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`);
+
 /** Rows per Lua call: large enough to amortise round trips, small enough not to stall Redis. */
 const SCRIPT_CHUNK = 1000;
 
@@ -145,8 +149,18 @@ export class RunStore {
     return this.keys.prefix;
   }
 
+  /**
+   * Redis's clock (the workspace's node on a cluster). Run ids are write order across runs
+   * (RowFence seqOf), so they are stamped by the one clock every process shares: an importing
+   * host whose clock runs ahead must not make its run outrank runs made after it.
+   */
+  async serverTime(workspace: string): Promise<Date> {
+    const ms = await SERVER_TIME.run(this.redis, [this.keys.workspace(workspace)], []);
+    return new Date(Number(ms));
+  }
+
   async createRun(input: CreateRunInput): Promise<RunRecord> {
-    const now = input.createdAt ?? new Date();
+    const now = input.createdAt ?? (await this.serverTime(input.workspace));
     const run: RunRecord = {
       id: newRunId(now),
       workspace: input.workspace,
@@ -303,8 +317,6 @@ export class RunStore {
     return (await this.script(TOUCH_PRODUCER, id, null, [new Date().toISOString()])) as RunStatus;
   }
 
-  /** The run's status alone (one HGET), or null when there is no such run. */
-  async getStatus(id: string): Promise<RunStatus | null> {
   /**
    * Who produces the run (`host/pid/start`), or `exited@<ISO>` once its producer stopped: a
    * resume need not wait out the producer's silence (resume-producer.ts).
@@ -319,6 +331,8 @@ export class RunStore {
     return ref === null ? null : this.redis.hget(this.keys.run(ref), 'producer');
   }
 
+  /** The run's status alone (one HGET), or null when there is no such run. */
+  async getStatus(id: string): Promise<RunStatus | null> {
     const ref = await this.refOrNull(id);
     return ref === null ? null : ((await this.redis.hget(this.keys.run(ref), 'status')) as RunStatus | null);
   }
@@ -488,7 +502,16 @@ export class RunStore {
    * move to retry round `round`, the generation of the jobs that will carry them: jobs of an
    * earlier round can no longer send them or record their result.
    */
-  async requeueRows(id: string, rows: number[] | undefined, round: number): Promise<RequeuedRow[]> {
+  /**
+   * `writtenLater`: also rows an earlier retry did not send because a later run had written
+   * them (code ROW_WRITTEN_LATER), for a resend. Default false.
+   */
+  async requeueRows(
+    id: string,
+    rows: number[] | undefined,
+    round: number,
+    writtenLater = false,
+  ): Promise<RequeuedRow[]> {
     if (!Number.isSafeInteger(round) || round < 1)
       throw new CrmSyncError('USAGE', `a retry round is a positive integer, got ${round}`);
     const { ref } = await this.require(id);
@@ -498,7 +521,7 @@ export class RunStore {
         REQUEUE_ROWS,
         id,
         (ref) => [this.keys.resultsBase(ref), this.keys.problems(ref), this.keys.rounds(ref)],
-        [new Date().toISOString(), round, ...chunk],
+        [new Date().toISOString(), round, writtenLater ? '1' : '0', ...chunk],
       )) as string[];
       for (let i = 0; i + 1 < reply.length; i += 2) {
         const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');

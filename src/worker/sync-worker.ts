@@ -732,6 +732,12 @@ export class SyncWorker {
   /** BullMQ's errors: a lock lost as a job finished is said as such, not as a connection error. */
   #onWorkerError(err: Error): void {
     const message = errorMessage(err);
+    // BullMQ's job fetch (a write) refused for room: the guard pauses this worker with one line,
+    // instead of a warning per fetch in a tight loop (hundreds of thousands a minute).
+    if (isRedisFull(err)) {
+      this.#full.onError(err);
+      return;
+    }
     if (/could not renew lock for job/.test(message)) {
       this.#logger.debug({ err: message }, 'lock renewal refused (JobLockWatch has cancelled the job)');
       return;
@@ -744,27 +750,9 @@ export class SyncWorker {
       );
       return;
     }
-    // BullMQ's job fetch (a write) refused for room: the guard pauses this worker with one line,
-    // instead of a warning per fetch in a tight loop (hundreds of thousands a minute).
-    if (isRedisFull(err)) {
-      this.#full.onError(err);
-      return;
-    }
     this.#logger.warn({ err: message }, 'worker connection error (retrying)');
   }
 
-  #countResult(operation: string, status: RowResult['status'], runId: string): void {
-    if (status === 'succeeded') this.#count(operation, '2xx', 'succeeded', 1, runId);
-    else if (status === 'failed') this.#count(operation, null, 'failed', 1, runId);
-  }
-
-  #onSuccess(): void {
-    this.#outage.onSuccess();
-    this.#breaker.onAnswer();
-  }
-}
-
-/** Bound of close()'s forced steps together (BullMQ's forced close and the queue's close). */
   #jobDataGone = false;
 
   /**
@@ -780,6 +768,27 @@ export class SyncWorker {
     );
   }
 
+  #countResult(operation: string, status: RowResult['status'], runId: string): void {
+    if (status === 'succeeded') this.#count(operation, '2xx', 'succeeded', 1, runId);
+    else if (status === 'failed') this.#count(operation, null, 'failed', 1, runId);
+  }
+
+  #onSuccess(): void {
+    this.#outage.onSuccess();
+    this.#breaker.onAnswer();
+  }
+}
+
+/** False for job data whose hash Redis dropped (every field read back empty). */
+function intactJobData(data: SyncJobData): boolean {
+  return (
+    typeof data.runId === 'string' &&
+    Array.isArray(data.rows) &&
+    data.rows.every((r) => Number.isInteger((r as { row?: unknown } | undefined)?.row))
+  );
+}
+
+/** Bound of close()'s forced steps together (BullMQ's forced close and the queue's close). */
 const FORCED_STEP_MS = 2000;
 
 /** Resolves with the promise's value, or 'timeout' after `ms` (the promise is left to settle). */
@@ -791,15 +800,6 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
   try {
     return await Promise.race([promise.catch(() => undefined as T), timeout]);
   } finally {
-/** False for job data whose hash Redis dropped (every field read back empty). */
-function intactJobData(data: SyncJobData): boolean {
-  return (
-    typeof data.runId === 'string' &&
-    Array.isArray(data.rows) &&
-    data.rows.every((r) => Number.isInteger((r as { row?: unknown } | undefined)?.row))
-  );
-}
-
     clearTimeout(timer);
   }
 }

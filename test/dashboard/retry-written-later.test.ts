@@ -86,7 +86,14 @@ describe('a retry of rows a later run wrote, on the dashboard', () => {
     expect(answer.body).toContain('2 rows a later run had written are sent as new writes');
     const done = await d.h.waitForRun(runA.id);
     expect(done.counts).toMatchObject({ succeeded: 4, superseded: 0, failed: 0 });
-    for (const [i, x] of deals.entries()) expect(d.h.ws.deals.get(x.id)).toMatchObject({ name: `resend A ${i}` });
+    // The two deals B wrote in full take A's values; the other two keep B's name and value (B
+    // wrote them later) and get A's stage, which B did not write.
+    for (const [i, x] of deals.entries())
+      expect(d.h.ws.deals.get(x.id)).toMatchObject(
+        i < 2
+          ? { name: `resend A ${i}`, value: 10 + i }
+          : { name: `resend B ${i}`, value: 20 + i, stage_id: d.h.ws.stages[0]!.id },
+      );
   });
 
   it('the Retry button answers the same way', async () => {

@@ -65,7 +65,7 @@ describe('runs retry of rows a later run wrote', () => {
       // Every field holds its latest writer's value: B's name everywhere, B's value on the first three.
       expect(now).toMatchObject({ name: `skip B ${i}`, value: i < 3 ? 200 + i : 100 + i });
       if (i < 3) {
-        expect(results[i]).toMatchObject({ status: 'superseded', code: 'ROW_SUPERSEDED' });
+        expect(results[i]).toMatchObject({ status: 'superseded', code: 'ROW_WRITTEN_LATER' });
         expect(results[i]!.message).toMatch(/^not sent again: later rows \(run .+\) wrote every field/);
       } else {
         expect(results[i]).toMatchObject({ status: 'succeeded' });
@@ -74,7 +74,7 @@ describe('runs retry of rows a later run wrote', () => {
     }
   }, 60_000);
 
-  it('with resendSuperseded sends every row as a new write that becomes the latest', async () => {
+  it('with resendSuperseded sends the rows a later run wrote in full as new writes; the others keep their place', async () => {
     const { deals, runA } = await failedRunThenLaterRun(10, 'resend');
     const summary = await retryRun({
       runId: runA.id,
@@ -88,9 +88,34 @@ describe('runs retry of rows a later run wrote', () => {
     );
     const done = await h.waitForRun(runA.id, 30_000);
     expect(done.counts).toMatchObject({ total: 6, succeeded: 6, superseded: 0, failed: 0 });
-    for (const [i, d] of deals.entries())
-      expect(h.ws.deals.get(d.id)).toMatchObject({ name: `resend A ${i}`, value: 100 + i });
     const results = await resultsByRow(h, runA.id);
-    for (const r of results) expect(r.message).toMatch(/^sent as a new write \(runs retry --resend-superseded\)/);
+    for (const [i, d] of deals.entries()) {
+      if (i < 3) {
+        // Written in full by B, resent: A's values are the latest now.
+        expect(h.ws.deals.get(d.id)).toMatchObject({ name: `resend A ${i}`, value: 100 + i });
+        expect(results[i]!.message).toMatch(/^sent as a new write \(runs retry --resend-superseded\)/);
+      } else {
+        // B wrote only the name: the row keeps its place, sends its value, and B's name stays.
+        expect(h.ws.deals.get(d.id)).toMatchObject({ name: `resend B ${i}`, value: 100 + i });
+        expect(results[i]!.message).toMatch(/^sent value; name sent as the later row wrote it/);
+      }
+    }
+  }, 60_000);
+
+  it('the advice a default retry gives works afterwards: --resend-superseded takes the rows it did not send', async () => {
+    const { deals, runA } = await failedRunThenLaterRun(20, 'advice');
+    const queue = h.runtime.queue('acme');
+    const first = await retryRun({ runId: runA.id, queue, store: h.runtime.store });
+    expect(first.writtenLater.skipped).toBe(3);
+    await h.waitForRun(runA.id, 30_000);
+    const again = await retryRun({ runId: runA.id, queue, store: h.runtime.store, resendSuperseded: true });
+    expect(again.progress.read).toBe(3);
+    expect(again.writtenLater).toEqual({ skipped: 0, resent: 3 });
+    const done = await h.waitForRun(runA.id, 30_000);
+    expect(done.counts).toMatchObject({ total: 6, succeeded: 6, superseded: 0, failed: 0, queued: 0 });
+    for (const [i, d] of deals.entries())
+      expect(h.ws.deals.get(d.id)).toMatchObject(
+        i < 3 ? { name: `advice A ${i}`, value: 100 + i } : { name: `advice B ${i}`, value: 100 + i },
+      );
   }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { RowFence, RunStore, seqOf, type RowResult, type RowWriter } from '../../src/runs/index.js';
 import { testRedis } from './redis-fixture.js';
 
@@ -162,6 +162,32 @@ describe('write order of one record, per field', () => {
     await fence.settleUpdate(deal('pf-e'), seqOf(runId, 2), false);
     const older = await fence.beginUpdate(await attempt(runId, 1), deal('pf-e'), { status: 'lost' });
     expect(older).toMatchObject({ kind: 'send', fields: { status: 'lost' }, writtenLater: [] });
+  });
+
+  it('a record remembers its fields as long as a run can be retried (retention), not a day', async () => {
+    const runId = await runWithRows(1);
+    await fence.beginUpdate(await attempt(runId, 1), deal('pf-life'), { value: 1 });
+    await fence.settleUpdate(deal('pf-life'), seqOf(runId, 1), true);
+    const pttl = await redis.pttl(`${prefix}:ws:{acme}:order:deals:pf-life`);
+    // The default retention is 30 days; a retry on its last day must still meet later writes.
+    expect(pttl).toBeGreaterThan(30 * 86_400_000);
+  });
+
+  it('run ids are stamped by Redis, so a host whose clock runs ahead cannot outrank later runs', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 60_000);
+    let ahead: string;
+    try {
+      ahead = await runWithRows(1);
+    } finally {
+      vi.useRealTimers();
+    }
+    await sleep(5);
+    const later = await runWithRows(1);
+    expect(later > ahead).toBe(true);
+    await fence.beginUpdate(await attempt(ahead, 1), deal('pf-skew'), { value: 1 });
+    await fence.settleUpdate(deal('pf-skew'), seqOf(ahead, 1), true);
+    expect((await fence.beginUpdate(await attempt(later, 1), deal('pf-skew'), { value: 2 })).kind).toBe('send');
   });
 
   it("reads a record's order stored by an earlier version (one string) as a write of every field", async () => {
