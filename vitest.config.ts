@@ -9,6 +9,7 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    reporters: process.env.CI ? ['default'] : ['default'],
+    // The slowest-files table ends every run (CI's log included), so a file that grows slow shows.
+    reporters: ['default', './test/helpers/slowest-files-reporter.ts'],
   },
 });
