@@ -217,15 +217,16 @@ export class SharedTokenBucket {
   }
 
   /**
-   * A send time gone by too far to use. Known limit: more than half the margin late, so every
-   * take resolves within half the margin of its grant (on Redis's clock, within the clock
-   * sample's error) and the other half is left for the way to the wire: the log's windows hold.
+   * A send time gone by too far to use. Known limit: more than a third of the margin late, so
+   * every take resolves within that of its grant (on Redis's clock, within the clock sample's
+   * error) and the rest is left for the way to the wire (the write fence's call, the HTTP
+   * client): the log's windows hold.
    * Learning: a spare slot more than a few ms gone (a burst would follow); one just due, placed
    * on this clock a little in the past by the clock sample, is used.
    */
   #missed(slot: Slot, now: number): boolean {
     if (!this.#o.limit) return now - slot.at > LEARNING_LATE_MS;
-    return now - slot.at > this.#margin / 2;
+    return now - slot.at > this.#margin / 3;
   }
 
   /**
