@@ -44,7 +44,13 @@ describe('bounds', () => {
   }, 70_000);
 
   it('a row rate-limited on every start gives up after maxStartedAttempts instead of looping forever', async () => {
-    h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 1000 } });
+    // The workers are told a limit far above the CRM's, so starts keep meeting 429s (a learned
+    // rate measures the CRM's 1/s after two 429s and would meet few).
+    h = await startHarness({
+      records: 10,
+      simRateLimit: { max: 1, windowMs: 1000 },
+      knownRateLimit: { max: 50, durationMs: 1000 },
+    });
     await h.startWorkers({ concurrency: 4, maxStartedAttempts: 2 });
     const deals = [...h.ws.deals.values()].slice(0, 6);
     const file = h.file(
