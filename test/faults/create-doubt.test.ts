@@ -3,7 +3,7 @@ import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys } from '../../src/keys/index.js';
-import { cancelRun, retryRun } from '../../src/queue/index.js';
+import { retryRun } from '../../src/queue/index.js';
 import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { verifyRun } from '../../src/reconcile/index.js';
@@ -234,6 +234,7 @@ describe('a marker that is gone before runs retry', () => {
 
 describe('a cancel while creates wait out their settle time', () => {
   let h: Harness;
+  const cli = cliFor(() => h);
   beforeAll(async () => {
     h = await startHarness({ records: 2, seed: 25, crmProxy: true, createSettleMs: 2500, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
@@ -251,10 +252,14 @@ describe('a cancel while creates wait out their settle time', () => {
     expect(h.proxy!.unspent()).toBe(0); // all 20 applied, all answers lost: each waits out its settle time
     // A person makes 5 of the same deals meanwhile: those rows will not be able to tell theirs.
     const persons = Array.from({ length: 5 }, (_, i) => h.ws.createDeal({ name: `Settling Y ${i}`, value: 40 + i }).id);
-    const cancel = await cancelRun({ store: h.runtime.store, queueFor: (w) => h.runtime.queue(w), runId: started.id });
-    // Those waiting in the queue (the rest are between attempts in a worker: they learn of the cancel there).
-    expect(cancel.inDoubt).toBeGreaterThan(0);
-    expect(cancel.removed).toBe(0);
+    // `runs cancel`, as an operator runs it: the creates in doubt are said, never "not sent".
+    const cancelled = await cli(['runs', 'cancel', started.id]);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(/removed from the queue: 0 waiting rows/);
+    expect(cancelled.stdout).toMatch(
+      /creates in doubt: \d+ \(their answer was lost: they may have made their deal\); never recorded "not sent"/,
+    );
+    expect(cancelled.stdout).toMatch(/runs retry/);
     const run = await h.waitForRun(started.id, 20_000, (r) => r.counts.queued === 0);
     const results = await resultsByRow(h, run.id);
     const deals = dealsNamed(h, 'Settling Y').filter((d) => !persons.includes(d.id));
