@@ -1,13 +1,13 @@
 // What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
 // and help are declared there).
-import { rmSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Operation } from '../crm/operation-names.js';
 import {
+  openFileSource,
   openQuerySource,
+  openStdinSource,
   readMappingFile,
-  spoolStdin,
-  type PostgresSourceReader,
+  type Source,
   type SourceFormat,
 } from '../ingest/index.js';
 import {
@@ -66,11 +66,7 @@ export interface ImportOptions {
  * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
  * not fit together are USAGE errors; the URL is read from its env variable or file here.
  */
-async function openImportSource(
-  file: string | undefined,
-  opts: ImportOptions,
-  resultsDir: string,
-): Promise<string | PostgresSourceReader> {
+async function openImportSource(file: string | undefined, opts: ImportOptions, resultsDir: string): Promise<Source> {
   const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;
   if (!opts.fromPostgres) {
     const stray = dbOptions.find((o) => opts[o] !== undefined);
@@ -80,11 +76,15 @@ async function openImportSource(
         'USAGE',
         'name the file to import, "-" for stdin, or read a database with --from-postgres',
       );
-    if (file !== '-') return file;
+    const read = {
+      ...(opts.format ? { format: opts.format } : {}),
+      ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+    };
+    if (file !== '-') return openFileSource(file, read);
     const format = opts.format ?? 'ndjson';
-    const path = await spoolStdin(process.stdin, resultsDir, format);
-    process.stderr.write(`stdin (${format}) kept as ${path}: the run reads it from there\n`);
-    return path;
+    const stdin = await openStdinSource(process.stdin, resultsDir, { ...read, format });
+    process.stderr.write(`stdin (${format}) kept as ${stdin.label}: the run reads it from there\n`);
+    return stdin;
   }
   if (file !== undefined)
     throw new CrmSyncError('USAGE', `--from-postgres reads rows from --query, not from ${JSON.stringify(file)}`);
@@ -114,17 +114,14 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
   const op = importOperation(opts);
   const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
   const source = await openImportSource(file, opts, config.resultsDir);
-  const spooled = file === '-' && typeof source === 'string' ? source : undefined;
   let runStarted = false;
   try {
     await importSource(source, op, mapping, opts, { config, logger }, () => (runStarted = true));
   } catch (err) {
     // A copy of stdin that no run reads (columns refused, Redis down) is not kept until
     // retention: piped rows may be personal data.
-    if (spooled && !runStarted) {
-      rmSync(spooled, { force: true });
-      process.stderr.write(`no run read ${spooled}: removed\n`);
-    }
+    const note = await source.close({ used: runStarted });
+    if (note !== undefined) process.stderr.write(`${note}\n`);
     throw err;
   }
 }
@@ -143,7 +140,7 @@ function importOperation(opts: ImportOptions): Operation | ReconcileOperation {
 }
 
 async function importSource(
-  source: string | PostgresSourceReader,
+  source: Source,
   op: Operation | ReconcileOperation,
   mapping: ReturnType<typeof readMappingFile> | undefined,
   opts: ImportOptions,
@@ -181,7 +178,7 @@ async function importSource(
           .setStatus(
             producing.runId,
             'failed',
-            `interrupted (${signal}) while reading the ${typeof source === 'string' ? 'file' : 'query'}; rows not read were not sent: ` +
+            `interrupted (${signal}) while reading the ${source.noun}; rows not read were not sent: ` +
               afterInterrupt(producing.runId, op, source, opts),
           )
           .catch(() => undefined);
@@ -213,8 +210,6 @@ async function importSource(
       queue: runtime.queue(opts.workspace),
       store: runtime.store,
       ...(mapping ? { mapping } : {}),
-      ...(opts.format ? { format: opts.format } : {}),
-      ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
       ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
       onChecked: noteSource,
       ...(opts.name !== undefined ? { label: opts.name } : {}),
@@ -365,12 +360,12 @@ async function goneCause(
 function afterInterrupt(
   runId: string,
   op: Operation | ReconcileOperation,
-  source: string | PostgresSourceReader,
+  source: Source,
   opts: ImportOptions,
 ): string {
   if (op === 'deal.upsert' || opts.reconcile || opts.match !== undefined)
     return 'run the same reconciled import again (it sends only what still differs)';
-  if (typeof source === 'string' && op !== 'team.invite') return `go on from there with: crm-sync runs resume ${runId}`;
+  if (source.resumable && op !== 'team.invite') return `go on from there with: crm-sync runs resume ${runId}`;
   if (op === 'deal.create')
     return `send the rest with a reconciled import, never a plain one (deals that went would be made twice): ${importCommandOf(source, opts)} --op deal.create --upsert --match name`;
   if (op === 'team.invite')
@@ -379,9 +374,9 @@ function afterInterrupt(
 }
 
 /** The import's source and reading options as a command line, for advice on sending the rest. */
-function importCommandOf(source: string | PostgresSourceReader, opts: ImportOptions): string {
+function importCommandOf(source: Source, opts: ImportOptions): string {
   const parts = ['crm-sync import'];
-  parts.push(typeof source === 'string' ? shellWord(source) : '--from-postgres --query <the same query>');
+  parts.push(source.commandWords(shellWord));
   parts.push('-w', shellWord(opts.workspace));
   if (opts.mapping) parts.push('--mapping', shellWord(opts.mapping));
   if (opts.format) parts.push('--format', opts.format);

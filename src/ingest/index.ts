@@ -12,7 +12,17 @@ export {
   type SourceRecord,
 } from './source-types.js';
 export { openSource } from './open-source.js';
-export { spoolStdin, STDIN_SPOOL_DIR } from './stdin-spool.js';
+export { spoolStdin, openStdinSource, STDIN_SPOOL_DIR } from './stdin-spool.js';
+export { type Source, type SourceFacts, type RecordedSource } from './source.js';
+export { FileSource, openFileSource, fileIdentity } from './file-source.js';
+export { asSource, reopenSource, resumeRefusal, sourceChange } from './recorded-source.js';
+export {
+  openSourceSpec,
+  resolveSpecFile,
+  sourceSpecText,
+  type SourceSpec,
+  type SourceSpecContext,
+} from './source-spec.js';
 export {
   PostgresSourceReader,
   openPostgresSource,

@@ -3,6 +3,7 @@ import Cursor from 'pg-cursor';
 import { readSecret, type Secret } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { setField } from './records.js';
+import type { Source, SourceFacts } from './source.js';
 import { DEFAULT_MAX_COLUMNS, type SourceItem, type SourceReader } from './source-types.js';
 
 /** Where a database URL is read from, as an API key is: an env variable or a file (never the URL itself). */
@@ -125,9 +126,12 @@ function urlSourceText(source: DatabaseUrlSource): string {
  * stopped early, or failed). Failures are DB_UNREACHABLE (connecting, authenticating, the
  * connection lost) or DB_QUERY (the query itself); their messages never hold the URL or password.
  */
-export class PostgresSourceReader implements SourceReader {
+export class PostgresSourceReader implements SourceReader, Source {
   readonly format = 'postgres' as const;
   readonly totalBytes = 0;
+  readonly noun = 'query' as const;
+  /** A query need not give the same rows in the same order again: its runs are never resumed. */
+  readonly resumable = false;
   readonly spec: QuerySourceSpec;
   /** What the run's `source` says: safe to show and log (the URL's origin, not the URL). */
   readonly label: string;
@@ -150,6 +154,29 @@ export class PostgresSourceReader implements SourceReader {
 
   get columns(): string[] {
     return this.#columns;
+  }
+
+  /** The query is its own reader: each iteration runs it afresh. */
+  get reader(): SourceReader {
+    return this;
+  }
+
+  get keyColumn(): string | undefined {
+    return this.spec.keyColumn;
+  }
+
+  /** The query and where its URL comes from, never the URL. */
+  facts(): SourceFacts {
+    return { query: this.spec };
+  }
+
+  commandWords(): string {
+    return '--from-postgres --query <the same query>';
+  }
+
+  /** Nothing outlives a read: each iteration's connection is closed when it ends. */
+  close(): Promise<string | undefined> {
+    return Promise.resolve(undefined);
   }
 
   /** Bytes are not counted for a query (its size is not known ahead). */

@@ -3,7 +3,8 @@ import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CrmSyncError } from '../errors/index.js';
-import type { SourceFormat } from './source-types.js';
+import { FileSource } from './file-source.js';
+import type { ReadSourceOptions, SourceFormat } from './source-types.js';
 
 /** Under resultsDir: where `import -` keeps what it read, so the run's source is a file like any other. */
 export const STDIN_SPOOL_DIR = 'stdin';
@@ -36,4 +37,16 @@ export async function spoolStdin(
     });
   }
   return path;
+}
+
+/**
+ * stdin as a Source: spooled to a file first (spoolStdin), which the run then reads like any
+ * other file. Closed unused (no run reads it), the copy is removed.
+ */
+export async function openStdinSource(
+  input: NodeJS.ReadableStream,
+  resultsDir: string,
+  options: ReadSourceOptions & { format: SourceFormat },
+): Promise<FileSource> {
+  return new FileSource(await spoolStdin(input, resultsDir, options.format), options, true);
 }

@@ -1,15 +1,16 @@
-import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
 import {
+  asSource,
+  fileIdentity,
   ingest,
   type Mapping,
-  type PostgresSourceReader,
   type RowDecoder,
+  type Source,
   type SourceFormat,
   type SourceReader,
 } from '../ingest/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { produceSource, sourceLabel, sourceRunOptions } from './produce-source.js';
+import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
 import type { WorkspaceQueue } from './workspace-queue.js';
 
@@ -20,10 +21,10 @@ export interface ImportFileOptions extends Pick<
   /** A short name for the run (`import --name`), shown where it is listed. Default: the source's. */
   label?: string;
   /**
-   * A file's path, or an opened database query (openPostgresSource): both are read by the same
-   * decoder; a query's run records the query (not the URL) and its rows' keys.
+   * A file's path (read with `format` and `delimiter`), or an opened Source (stdin, a database
+   * query): all are read by the same decoder; the run records what the source says of itself.
    */
-  file: string | PostgresSourceReader;
+  file: string | Source;
   op: Operation;
   workspace: string;
   queue: WorkspaceQueue;
@@ -41,16 +42,8 @@ export interface ImportFileOptions extends Pick<
   onProgress?: (progress: ProducerProgress, reader: SourceReader) => void;
 }
 
-/** What a resume checks to be sure it reads the same file (nothing for a query: it is never resumed). */
-export function sourceIdentity(file: string | SourceReader): { sourceSize?: number; sourceMtimeMs?: number } {
-  if (typeof file !== 'string') return {};
-  try {
-    const st = statSync(file);
-    return st.isFile() ? { sourceSize: st.size, sourceMtimeMs: Math.floor(st.mtimeMs) } : {};
-  } catch {
-    return {};
-  }
-}
+/** A file's size and mtime now, as a run records them (verify compares them): see fileIdentity. */
+export const sourceIdentity = fileIdentity;
 
 /**
  * One-off import: every row of the file (or query) is validated and, when valid, queued as it is (no
@@ -59,14 +52,13 @@ export function sourceIdentity(file: string | SourceReader): { sourceSize?: numb
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, label, ...rest } =
     options;
-  const { reader, decoder, rows, close } = await ingest(file, {
+  const source = asSource(file, { ...(format ? { format } : {}), ...(delimiter ? { delimiter } : {}) });
+  const { reader, decoder, rows, close } = await ingest(source.reader, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),
-    ...(format ? { format } : {}),
-    ...(delimiter ? { delimiter } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
     // A database source's key column names the row; the source reads it, no field takes it.
-    ...(typeof file !== 'string' && file.spec.keyColumn !== undefined ? { extraColumns: [file.spec.keyColumn] } : {}),
+    ...(source.keyColumn !== undefined ? { extraColumns: [source.keyColumn] } : {}),
   });
   try {
     onChecked?.(reader, decoder);
@@ -77,11 +69,10 @@ export async function importFile(options: ImportFileOptions): Promise<{ run: Run
       run: {
         workspace,
         operation: op,
-        source: sourceLabel(file),
+        source: source.label,
         ...(syncName ? { syncName } : {}),
         options: {
-          ...sourceRunOptions(reader, { mapping, dryRun: options.dryRun, ignoreUnknownColumns, label }),
-          ...sourceIdentity(file),
+          ...sourceRunOptions(source, { mapping, dryRun: options.dryRun, ignoreUnknownColumns, label }),
           ...(options.inviteBatchSize ? { inviteBatchSize: options.inviteBatchSize } : {}),
         },
       },

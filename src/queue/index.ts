@@ -77,7 +77,7 @@ export {
   DEFAULT_PRODUCER_OUTAGE_MS,
   type RideOutOptions,
 } from './ride-out-redis.js';
-export { produceSource, sourceLabel, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
+export { produceSource, sourceRunOptions, type ProduceSourceOptions } from './produce-source.js';
 export { runLife, finishRun, type RunLifeOptions, type WhenProducingFails } from './run-life.js';
 export {
   cancelRun,

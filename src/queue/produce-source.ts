@@ -1,4 +1,4 @@
-import { PostgresSourceReader, type Mapping, type SourceReader } from '../ingest/index.js';
+import type { Mapping, Source, SourceReader } from '../ingest/index.js';
 import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
@@ -19,10 +19,10 @@ export interface ProduceSourceOptions extends Omit<
 
 /**
  * Run options every source-based run records, so a retry maps rows the same way and a resume
- * reads the file the same way (a database run records its query instead, without the URL).
+ * reads the source the same way (what the source itself records: Source.facts).
  */
 export function sourceRunOptions(
-  reader: SourceReader,
+  source: Source,
   o: {
     mapping?: { mapping: Mapping; raw: unknown } | undefined;
     dryRun?: boolean | undefined;
@@ -33,20 +33,11 @@ export function sourceRunOptions(
 ): RunOptions {
   return {
     ...(o.label ? { label: o.label } : {}),
-    ...(reader instanceof PostgresSourceReader ? { query: reader.spec } : {}),
-    ...(reader.format !== 'postgres' ? { format: reader.format } : {}),
-    // The delimiter read with (given or sniffed), so a resume reads the file the same way.
-    ...(reader.delimiter !== undefined ? { delimiter: reader.delimiter } : {}),
+    ...source.facts(),
     ...(o.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
     ...(o.mapping ? { mapping: o.mapping.raw } : {}),
     ...(o.dryRun ? { dryRun: true } : {}),
   };
-}
-
-/** What a run's `source` says: the file's path, or a database query's label (never its URL). */
-export function sourceLabel(source: string | SourceReader): string {
-  if (typeof source === 'string') return source;
-  return source instanceof PostgresSourceReader ? source.label : source.format;
 }
 
 /**

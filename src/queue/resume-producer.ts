@@ -1,7 +1,6 @@
-import { statSync } from 'node:fs';
 import type { Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { ingest, parseMapping, type IngestedRow } from '../ingest/index.js';
+import { ingest, parseMapping, reopenSource, resumeRefusal, sourceChange, type IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { PRODUCER_SILENCE_MS, producerGone } from './producer-heartbeat.js';
@@ -41,12 +40,11 @@ export async function resumeProducer(
   const through = run.producedRow ?? 0;
   const mapping =
     run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
-  const { reader, rows, close } = await ingest(run.source, {
+  // The source read as the run read it (its recorded format and delimiter).
+  const { reader, rows, close } = await ingest(reopenSource(run).reader, {
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-    ...(run.options.format ? { format: run.options.format } : {}),
-    ...(run.options.delimiter ? { delimiter: run.options.delimiter } : {}),
   });
   try {
     return await runLife({
@@ -95,10 +93,8 @@ function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
       'invite rows are batched out of file order; import only the addresses the team does not have yet (invitations that went out would go out again)',
     );
   if (run.options.dryRun) throw why('it was a dry run; run it again');
-  if (run.options.query)
-    throw why(
-      'its rows came from a database query, which would not give the same rows in the same order again; import (or sync) again: a reconciled run sends only what still differs',
-    );
+  const refused = resumeRefusal(run);
+  if (refused !== undefined) throw why(refused);
   if (run.status === 'cancelled')
     throw why('it was cancelled; its cancelled rows go again with: crm-sync runs retry ' + run.id);
   const seen = Date.parse(run.producerSeenAt ?? run.createdAt);
@@ -107,21 +103,8 @@ function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
       `its producer is still alive (last seen ${Math.round((Date.now() - seen) / 1000)} s ago); wait for it, or for the workers to fail the run once it stops`,
     );
   }
-  let size: number | undefined;
-  let mtime: number | undefined;
-  try {
-    const st = statSync(run.source);
-    size = st.size;
-    mtime = Math.floor(st.mtimeMs);
-  } catch {
-    throw why(`its file ${run.source} cannot be read any more`);
-  }
-  if (
-    (run.options.sourceSize !== undefined && size !== run.options.sourceSize) ||
-    (run.options.sourceMtimeMs !== undefined && mtime !== run.options.sourceMtimeMs)
-  ) {
-    throw why(`${run.source} changed since the run began; import the new file as a run of its own`);
-  }
+  const changed = sourceChange(run);
+  if (changed !== undefined) throw why(changed);
   return op;
 }
 

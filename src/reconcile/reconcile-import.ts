@@ -1,21 +1,19 @@
 import { once } from 'node:events';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import {
+  asSource,
   checkSource,
   type CheckedSource,
   columnsUpFront,
-  openSource,
   type Mapping,
-  type PostgresSourceReader,
   type RowDecoder,
+  type Source,
   type SourceFormat,
   type SourceReader,
 } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import {
   produceSource,
-  sourceIdentity,
-  sourceLabel,
   sourceRunOptions,
   type ProducerProgress,
   type RunStop,
@@ -29,8 +27,8 @@ import { RecordIndex } from './record-index.js';
 import { DEFAULT_MATCH_KEY, RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
 
 export interface ReconcileSourceOptions {
-  /** A file's path, or an opened database query (openPostgresSource): planned alike. */
-  file: string | PostgresSourceReader;
+  /** A file's path (read with `format` and `delimiter`), or an opened Source (stdin, a database query): planned alike. */
+  file: string | Source;
   op: ReconcileOperation;
   workspace: string;
   /** Client of the workspace; its listVersion decides v1/v2 unless `listVersion` is given. */
@@ -86,22 +84,19 @@ export async function buildIndexFor(
 }
 
 /**
- * Opens the file (or takes the opened query) and checks it against the reconcile's one decoder (columns, key column, an
+ * Opens the source and checks it against the reconcile's one decoder (columns, key column, an
  * empty file) before a run exists or a page of the CRM is read.
  */
 async function openChecked(
   options: ReconcileSourceOptions,
-): Promise<{ reader: SourceReader; decoder: RowDecoder } & CheckedSource> {
+): Promise<{ source: Source; reader: SourceReader; decoder: RowDecoder } & CheckedSource> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const reader =
-    typeof options.file === 'string'
-      ? openSource(options.file, {
-          ...(options.format ? { format: options.format } : {}),
-          ...(options.delimiter ? { delimiter: options.delimiter } : {}),
-        })
-      : options.file;
-  const refColumn = typeof options.file === 'string' ? undefined : options.file.spec.keyColumn;
-  const planning = { op: options.op, matchKey, refColumn, ...mappingOf(options) };
+  const source = asSource(options.file, {
+    ...(options.format ? { format: options.format } : {}),
+    ...(options.delimiter ? { delimiter: options.delimiter } : {}),
+  });
+  const reader = source.reader;
+  const planning = { op: options.op, matchKey, refColumn: source.keyColumn, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
   const checked = await checkSource(reader, decoder);
   try {
@@ -111,7 +106,7 @@ async function openChecked(
     await checked.close();
     throw err;
   }
-  return { reader, decoder, ...checked };
+  return { source, reader, decoder, ...checked };
 }
 
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
@@ -194,7 +189,7 @@ export interface ReconcileImportResult {
 export async function reconcileImport(options: ReconcileImportOptions): Promise<ReconcileImportResult> {
   const logger = options.logger ?? silentLogger;
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const { reader, decoder, items, close } = await openChecked({ ...options, matchKey });
+  const { source, reader, decoder, items, close } = await openChecked({ ...options, matchKey });
   const counts = emptyPlanCounts();
   let index: IndexStats = { pages: 0, records: 0, ms: 0 };
   const unmatched = new AbortController();
@@ -214,9 +209,9 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     run: {
       workspace: options.workspace,
       operation: options.op,
-      source: sourceLabel(options.file),
+      source: source.label,
       ...(options.syncName ? { syncName: options.syncName } : {}),
-      options: { ...sourceRunOptions(reader, options), ...sourceIdentity(options.file), reconcile: true, matchKey },
+      options: { ...sourceRunOptions(source, options), reconcile: true, matchKey },
     },
     rows: async (created, stop) => {
       let built;

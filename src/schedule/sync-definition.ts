@@ -1,8 +1,14 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
-import { openQuerySource, type PostgresSourceReader } from '../ingest/index.js';
+import {
+  openSourceSpec,
+  resolveSpecFile,
+  sourceSpecText,
+  type Source,
+  type SourceSpecContext,
+} from '../ingest/index.js';
 import { RECONCILE_OPERATIONS } from '../reconcile/index.js';
 
 /** Sync names become BullMQ scheduler ids and Redis key parts. */
@@ -157,65 +163,25 @@ export function resolvePath(def: SyncDefinition, path: string): string {
   return isAbsolute(path) ? path : resolve(def.dir, path);
 }
 
-function globToRegExp(pattern: string): RegExp {
-  const body = pattern
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replaceAll('*', '[^/]*')
-    .replaceAll('?', '[^/]');
-  return new RegExp(`^${body}$`);
+/** How the spec functions find the definition's files and name it in messages. */
+function specContext(def: SyncDefinition): SourceSpecContext {
+  return { syncName: def.name, file: def.file, resolvePath: (path) => resolvePath(def, path) };
 }
 
 /** A short text for the source: the file path or glob, or the query's label (never the URL). */
 export function sourceText(def: SyncDefinition): string {
-  if (typeof def.source === 'string') return def.source;
-  const { urlEnv, urlFile, query } = def.source.postgres;
-  return `postgres (${urlEnv !== undefined ? `$${urlEnv}` : (urlFile ?? '')}): ${query.replace(/\s+/g, ' ').trim()}`;
+  return sourceSpecText(def.source);
 }
 
 /**
  * What a run of the sync reads: the newest file matching its source, or its query opened on
  * the connection string read now from its env variable or file (SECRET_MISSING when it is not there).
  */
-export function openSyncSource(
-  def: SyncDefinition,
-  env: NodeJS.ProcessEnv = process.env,
-): string | PostgresSourceReader {
-  if (typeof def.source === 'string') return resolveSource(def);
-  const { urlFile, ...rest } = def.source.postgres;
-  return openQuerySource(
-    { ...rest, ...(urlFile !== undefined ? { urlFile: resolvePath(def, urlFile) } : {}) },
-    `database URL of sync "${def.name}"`,
-    env,
-  );
+export function openSyncSource(def: SyncDefinition, env: NodeJS.ProcessEnv = process.env): Source {
+  return openSourceSpec(def.source, specContext(def), env);
 }
 
 /** The file a run reads: the source itself, or the newest file matching its glob. */
 export function resolveSource(def: SyncDefinition): string {
-  if (typeof def.source !== 'string')
-    throw new CrmSyncError('USAGE', `sync ${def.name} reads a database query, not a file`);
-  const path = resolvePath(def, def.source);
-  const name = basename(path);
-  if (!/[*?]/.test(name)) return path;
-  const dir = dirname(path);
-  if (/[*?]/.test(dir))
-    throw new CrmSyncError(
-      'SYNC_DEFINITION_INVALID',
-      `${def.file}: source: wildcards are allowed in the file name only`,
-    );
-  const re = globToRegExp(name);
-  let newest: { path: string; mtime: number } | undefined;
-  let entries: string[];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    entries = [];
-  }
-  for (const entry of entries) {
-    if (!re.test(entry)) continue;
-    const full = join(dir, entry);
-    const st = statSync(full);
-    if (st.isFile() && (!newest || st.mtimeMs > newest.mtime)) newest = { path: full, mtime: st.mtimeMs };
-  }
-  if (!newest) throw new CrmSyncError('INPUT_UNREADABLE', `sync ${def.name}: no file matches ${path}`);
-  return newest.path;
+  return resolveSpecFile(def.source, specContext(def));
 }
