@@ -1,4 +1,4 @@
-import { parseMapping, RowDecoder, type SourceReader } from '../ingest/index.js';
+import { parseMapping, recordedKeyColumn, RowDecoder, type SourceReader } from '../ingest/index.js';
 import { describeError, placeWords, type RunRecord, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
@@ -43,11 +43,12 @@ export function ignoredColumnsOf(run: RunRecord): string[] {
   try {
     const mapping =
       run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;
+    const keyColumn = recordedKeyColumn(run);
     const decoder = new RowDecoder({
       op: run.operation,
       ...(mapping ? { mapping } : {}),
       ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-      ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
+      ...(keyColumn !== undefined ? { extraColumns: [keyColumn] } : {}),
     });
     return decoder.ignoredColumns(run.columns);
   } catch {

@@ -15,7 +15,7 @@ export { openSource } from './open-source.js';
 export { spoolStdin, openStdinSource, STDIN_SPOOL_DIR } from './stdin-spool.js';
 export { type Source, type SourceFacts, type RecordedSource } from './source.js';
 export { FileSource, openFileSource, fileIdentity } from './file-source.js';
-export { asSource, reopenSource, resumeRefusal, sourceChange } from './recorded-source.js';
+export { asSource, recordedKeyColumn, reopenSource, resumeRefusal, sourceChange } from './recorded-source.js';
 export {
   openSourceSpec,
   resolveSpecFile,

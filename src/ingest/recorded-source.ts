@@ -32,6 +32,11 @@ export function sourceChange(recorded: RecordedSource): string | undefined {
   return undefined;
 }
 
+/** The column a run's rows are named by besides the fields (a query's key column), read from its record. */
+export function recordedKeyColumn(recorded: Pick<RecordedSource, 'options'>): string | undefined {
+  return recorded.options.query?.keyColumn;
+}
+
 /** A resumable run's source read again as the run read it (format, delimiter); check resumeRefusal first. */
 export function reopenSource(recorded: RecordedSource): Source {
   const { format, delimiter } = recorded.options;

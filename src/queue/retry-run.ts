@@ -1,6 +1,6 @@
 import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { openSource, parseMapping, RowDecoder, type IngestedRow } from '../ingest/index.js';
+import { openSource, parseMapping, recordedKeyColumn, RowDecoder, type IngestedRow } from '../ingest/index.js';
 import {
   isExportMetaColumn,
   newRunId,
@@ -114,13 +114,14 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   }
   const mapping =
     run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
+  const keyColumn = recordedKeyColumn(run);
   // The run's own decoder: rows are re-validated exactly as the run's first pass did.
   const decoder = new RowDecoder({
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
     // A database run's key column is kept with each row's values, and is no field.
-    ...(run.options.query?.keyColumn !== undefined ? { extraColumns: [run.options.query.keyColumn] } : {}),
+    ...(keyColumn !== undefined ? { extraColumns: [keyColumn] } : {}),
   });
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
   const logger = options.logger ?? silentLogger;
