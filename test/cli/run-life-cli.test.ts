@@ -63,15 +63,19 @@ describe('runs cancel (child processes, as an operator runs them)', () => {
     );
     expect(h.ws.stats.requests).toBe(before);
 
-    const shown = await cli(['runs', 'show', id]);
+    // Three commands that change nothing (the cancel is refused): started together, they cost
+    // one CLI start of wall time.
+    const [shown, exported, again] = await Promise.all([
+      cli(['runs', 'show', id]),
+      cli(['runs', 'export', id, '--failed', '--out', '-']),
+      cli(['runs', 'cancel', id]),
+    ]);
     expect(shown.code).toBe(1);
     expect(shown.stdout).toMatch(/status: cancelled .*wrong file/);
     expect(shown.stdout).toContain('5 cancelled');
-    const exported = await cli(['runs', 'export', id, '--failed', '--out', '-']);
     expect(exported.stdout.trim().split('\n')).toHaveLength(6);
 
     // An ended run cannot be cancelled again: usage error, nothing changes.
-    const again = await cli(['runs', 'cancel', id]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/is cancelled: only a running or blocked run can be cancelled \[RUN_STATE\]/);
 
@@ -100,8 +104,14 @@ describe('runs cancel (child processes, as an operator runs them)', () => {
       'the import to create its run',
     );
 
-    const cancelled = await cli(['runs', 'cancel', run.id]);
-    expect(cancelled.code).toBe(0);
+    // `runs cancel` waits (up to its settle bound, 15 s) for the run's final count, and the
+    // producer, blocked reading the FIFO, can only settle it once the next rows come: so the
+    // cancel runs on while the test waits for it to be recorded and then writes them.
+    const cancelling = cli(['runs', 'cancel', run.id]);
+    await waitFor(
+      async () => ((await h.runtime.store.requireRun(run.id)).status === 'cancelled' ? true : undefined),
+      'the cancel to be recorded',
+    );
     // The producer sees the cancel within its watch interval (0.5 s), at its next row.
     await sleep(2500);
     out.write(
@@ -116,7 +126,9 @@ describe('runs cancel (child processes, as an operator runs them)', () => {
         .join('\n'),
     );
     out.end();
-    const done = await importing;
+    const [cancelled, done] = await Promise.all([cancelling, importing]);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(/status: cancelled/);
     expect(done.code).toBe(1);
     expect(done.stdout).toMatch(/status: cancelled/);
     const after = await h.runtime.store.requireRun(run.id);
