@@ -245,7 +245,11 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       });
       const { writtenLater } = summary;
       if (wantsJson(request)) return { run: summary.run, progress: summary.progress, writtenLater };
-      const later = `&later=${writtenLater.skipped}&resent=${writtenLater.resent}`;
+      // Said only when the retry met rows a later run wrote (the notice's extra sentence).
+      const later =
+        writtenLater.skipped + writtenLater.resent > 0
+          ? `&later=${writtenLater.skipped}&resent=${writtenLater.resent}`
+          : '';
       return reply.redirect(`/runs/${encodeURIComponent(run.id)}?done=retry&n=${summary.progress.read}${later}`, 303);
     },
   );

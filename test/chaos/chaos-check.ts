@@ -122,3 +122,22 @@ export function duplicateDealNames(h: Harness, prefix: string): number {
   for (const n of seen.values()) extra += n - 1;
   return extra;
 }
+
+/**
+ * What creates under faults must leave: every row succeeded on a deal of its own (no id shared)
+ * or is uncertain naming exactly its own deal — a lost answer whose deal was stamped too close
+ * to its send to tell from a person's made just before (the simulator stamps within a few ms of
+ * the send). `nameOf` is the deal name a row creates. Returns how many rows are uncertain.
+ */
+export function expectOwnDealsOnly(h: Harness, results: RowResult[], nameOf: (row: number) => string): number {
+  expect(results.filter((r) => r.status !== 'succeeded' && r.status !== 'uncertain')).toEqual([]);
+  const uncertain = results.filter((r) => r.status === 'uncertain');
+  for (const r of uncertain) {
+    const named = [...h.ws.deals.values()].filter((d) => r.message?.includes(d.id));
+    expect(named.map((d) => d.name)).toEqual([nameOf(r.row)]);
+  }
+  const recorded = results.filter((r) => r.status === 'succeeded');
+  expect(new Set(recorded.map((r) => r.recordId)).size).toBe(recorded.length);
+  for (const r of recorded) expect(h.ws.deals.get(r.recordId!)?.name).toBe(nameOf(r.row));
+  return uncertain.length;
+}

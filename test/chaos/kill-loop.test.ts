@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { csv } from '../helpers/pipeline.js';
-import { SCALE, chaosFixture, checkChaos, duplicateDealNames, killLoop } from './chaos-check.js';
+import { SCALE, chaosFixture, checkChaos, duplicateDealNames, expectOwnDealsOnly, killLoop } from './chaos-check.js';
 
 /**
  * Worker processes killed with SIGKILL every 1.5–3 s while the simulator answers 10% of
@@ -74,10 +74,12 @@ describe('chaos: worker kill -9 loop under the CRM fault mix', () => {
         duplicates,
       });
       expect(kills).toBeGreaterThanOrEqual(2);
-      expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
+      // A create whose answer a kill or a drop lost, and whose own deal was stamped too close to
+      // its send to tell from a person's made just before (the simulator stamps within a few ms),
+      // ends uncertain naming that one deal: never recorded, never sent twice, never another's.
+      const uncertain = expectOwnDealsOnly(h, results, (row) => `${tag} ${row}`);
+      console.log(`[chaos] creates: ${uncertain} of ${n} rows uncertain over their own deal`);
       expect(h.ws.deals.size).toBe(before + n);
-      expect(new Set(results.map((r) => r.recordId)).size).toBe(n);
-      for (const r of results) expect(h.ws.deals.get(r.recordId!)?.name).toBe(`${tag} ${r.row}`);
     },
     240_000 * SCALE,
   );

@@ -8,7 +8,14 @@ import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { verifyRun } from '../../src/reconcile/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import {
+  csv,
+  resultsByRow,
+  startHarness,
+  type Harness,
+  calibrateRecordClock,
+  FAULTED_POST_LATENCY,
+} from '../helpers/pipeline.js';
 import { cliFor } from '../helpers/run-cli.js';
 
 /*
@@ -22,22 +29,14 @@ import { cliFor } from '../helpers/run-cli.js';
  */
 
 const POST_DEALS = { method: 'POST', path: /\/v2\/deals$/ };
-/** Network latency of a faulted POST, well outside the record clock's uncertainty (a few ms here). */
-const LATE = { delayMs: 150 };
+const LATE = FAULTED_POST_LATENCY;
 const ANY_DEAL_POST = /\/v2\/deals$/;
 
 function dealsNamed(h: Harness, prefix: string) {
   return [...h.ws.deals.values()].filter((d) => d.name.toLowerCase().startsWith(prefix.toLowerCase()));
 }
 
-/** One create answered, so the workspace's record clock is calibrated. */
-async function calibrate(h: Harness): Promise<void> {
-  // A few: the clock is known to within the fastest of their round trips.
-  const rows = Array.from({ length: 5 }, (_, i) => [`Calibration ${Date.now()} ${i}`, 1]);
-  const file = h.file(`calibrate-${Date.now()}.csv`, csv(['name', 'value'], rows));
-  const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
-  if (run.counts.succeeded !== 5) throw new Error('the calibrating creates did not succeed');
-}
+const calibrate = calibrateRecordClock;
 
 /** Our POST is applied under another name (so it is no candidate) and its answer is lost. */
 function appliedElsewhere(times = 1) {

@@ -9,7 +9,14 @@ import type { RunRecord } from '../../src/runs/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { verifyRun } from '../../src/reconcile/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import {
+  csv,
+  resultsByRow,
+  startHarness,
+  type Harness,
+  calibrateRecordClock,
+  FAULTED_POST_LATENCY,
+} from '../helpers/pipeline.js';
 import { reconcile } from '../reconcile/fixtures.js';
 
 /*
@@ -22,21 +29,9 @@ import { reconcile } from '../reconcile/fixtures.js';
  */
 
 const POST_DEALS = { method: 'POST', path: /\/v2\/deals$/ };
-/**
- * Network latency of a faulted POST: the simulator stamps a deal within a millisecond or two of
- * the send, inside the record clock's measured uncertainty, where a lost answer's deal cannot
- * be told from a person's made just before (the row ends uncertain: see the tests of that).
- */
-const LATE = { delayMs: 150 };
+const LATE = FAULTED_POST_LATENCY;
 
-/** One create answered, so the workspace's record clock is calibrated (a workspace's very first creates have none). */
-async function calibrate(h: Harness): Promise<void> {
-  // A few: the clock is known to within the fastest of their round trips.
-  const rows = Array.from({ length: 5 }, (_, i) => [`Calibration ${Date.now()} ${i}`, 1]);
-  const file = h.file(`calibrate-${Date.now()}.csv`, csv(['name', 'value'], rows));
-  const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
-  if (run.counts.succeeded !== 5) throw new Error('the calibrating creates did not succeed');
-}
+const calibrate = calibrateRecordClock;
 
 function dealsNamed(h: Harness, prefix: string) {
   return [...h.ws.deals.values()].filter((d) => d.name.toLowerCase().startsWith(prefix.toLowerCase()));

@@ -211,3 +211,22 @@ export function csv(header: string[], rows: Array<Array<string | number>>): stri
   const q = (v: string | number) => `"${String(v).replaceAll('"', '""')}"`;
   return [header.map(q).join(','), ...rows.map((r) => r.map(q).join(','))].join('\n') + '\n';
 }
+
+/**
+ * Network latency for a faulted create POST (fault proxy `delayMs`): the simulator stamps a deal
+ * within a millisecond or two of the send, inside the record clock's measured uncertainty, where
+ * a lost answer's deal cannot be told from a person's made just before (the row ends uncertain).
+ */
+export const FAULTED_POST_LATENCY = { delayMs: 150 };
+
+/**
+ * A few creates answered, so the workspace's record clock is calibrated (a workspace's very
+ * first creates have none, and a lost answer's deal then leaves its row uncertain).
+ */
+export async function calibrateRecordClock(h: Harness): Promise<void> {
+  // A few: the clock is known to within the fastest of their round trips.
+  const rows = Array.from({ length: 5 }, (_, i) => [`Calibration ${Date.now()} ${i}`, 1]);
+  const file = h.file(`calibrate-${Date.now()}.csv`, csv(['name', 'value'], rows));
+  const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
+  if (run.counts.succeeded !== 5) throw new Error('the calibrating creates did not succeed');
+}
