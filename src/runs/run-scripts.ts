@@ -120,9 +120,12 @@ end
  * Sequences are fixed-width strings that sort in row order (row-fence.ts: seqOf).
  */
 export const ORDER = `
+-- What a script changes is written back alone (write_order): \`dirty\` names the fields, \`read\`
+-- is the in-flight entry as read (a different table, or nil, means it changed).
 local function read_order(key)
-  local st = { fields = {}, star = '', inflight = nil }
+  local st = { fields = {}, star = '', inflight = nil, dirty = {}, kind = 'none' }
   local kind = redis.call('TYPE', key).ok
+  st.kind = kind
   if kind == 'string' then
     local v = redis.call('GET', key)
     local a, i, u = string.match(v, '^([^|]*)|([^|]*)|(%d+)$')
@@ -147,6 +150,7 @@ local function read_order(key)
       st.fields[string.sub(name, 3)] = { s = s, v = val }
     end
   end
+  st.read = st.inflight
   return st
 end
 
@@ -161,35 +165,44 @@ end
 -- row's write of that field already counts. No fields: an earlier version's write of every field.
 local function apply_write(st, seq, fields)
   if not fields then
-    if seq > st.star then st.star = seq end
+    if seq > st.star then
+      st.star = seq
+      st.dirty['*'] = true
+    end
     return
   end
   for name, val in pairs(fields) do
-    if seq > field_seq(st, name) then st.fields[name] = { s = seq, v = val } end
+    if seq > field_seq(st, name) then
+      st.fields[name] = { s = seq, v = val }
+      st.dirty[name] = true
+    end
   end
 end
 
 local function write_order(key, st, window_ms)
-  local kind = redis.call('TYPE', key).ok
-  if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', key) end
+  -- An earlier version's string is rewritten whole as a hash; a hash gets only what changed.
+  local whole = st.kind ~= 'hash'
+  if st.kind == 'string' then redis.call('DEL', key) end
   local out = {}
   for name, f in pairs(st.fields) do
-    out[#out + 1] = 'f:' .. name
-    out[#out + 1] = f.s .. '|' .. f.v
+    if whole or st.dirty[name] then
+      out[#out + 1] = 'f:' .. name
+      out[#out + 1] = f.s .. '|' .. f.v
+    end
   end
-  if st.star ~= '' then
+  if st.star ~= '' and (whole or st.dirty['*']) then
     out[#out + 1] = '*'
     out[#out + 1] = st.star
   end
-  if st.inflight then
+  local moved = whole or st.inflight ~= st.read
+  if st.inflight and moved then
     out[#out + 1] = '~'
     out[#out + 1] = cjson.encode(st.inflight)
+  elseif moved and not whole then
+    redis.call('HDEL', key, '~')
   end
-  redis.call('DEL', key)
-  if #out > 0 then
-    redis.call('HSET', key, unpack(out))
-    redis.call('PEXPIRE', key, window_ms)
-  end
+  if #out > 0 then redis.call('HSET', key, unpack(out)) end
+  if #out > 0 or moved then redis.call('PEXPIRE', key, window_ms) end
 end
 
 -- A write on the wire whose lease ran out counts as applied: its request may still land.
