@@ -90,16 +90,7 @@ async function serve(upstreamPort: number): Promise<void> {
 if (process.argv[2] === 'serve' && process.argv[1] === new URL(import.meta.url).pathname)
   await serve(Number(process.argv[3]));
 
-/** Most arrivals within any half-open span of `windowMs` (what a sliding-window limit counts). */
-export function busiestWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
+export { busiestWindow } from '../test/helpers/busiest-window.js';
 
 /**
  * The first moment (ms after `start`) at which the requests answered 2xx within the preceding

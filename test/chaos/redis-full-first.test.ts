@@ -6,7 +6,7 @@ import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/
 import { startWorkerPool, type WorkerPool } from '../../src/worker/index.js';
 import { captureLogger } from '../helpers/log-capture.js';
 import { startCli } from '../helpers/run-cli.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { resultsByRow, startHarness, type Harness, dealValuesFile } from '../helpers/pipeline.js';
 
 /*
  * Redis full (maxmemory, noeviction) when no job is being processed: the first thing refused is
@@ -49,13 +49,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
     const second = captureLogger('info');
     try {
       const deals = [...h.ws.deals.values()];
-      const file = h.file(
-        'full-first.csv',
-        csv(
-          ['id', 'name', 'value'],
-          deals.map((d, i) => [d.id, d.name, 5000 + i]),
-        ),
-      );
+      const file = dealValuesFile(h, 'full-first.csv', 5000, deals);
       const run = await h.importFile(file, 'deal.update');
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 20);
       const sync = pool.active.get('acme');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { startWorkerPool } from '../../src/worker/index.js';
 import { captureLogger } from '../helpers/log-capture.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { resultsByRow, startHarness, type Harness, dealValuesFile } from '../helpers/pipeline.js';
 
 /*
  * Redis at maxmemory (noeviction) refuses writes. No row may be sent while its result cannot be
@@ -31,13 +31,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full', () => {
     const pool = await startWorkerPool({ config: h.config, logger, concurrency: 4, closeTimeoutMs: 2000 });
     try {
       const deals = [...h.ws.deals.values()];
-      const file = h.file(
-        'full.csv',
-        csv(
-          ['id', 'name', 'value'],
-          deals.map((d, i) => [d.id, d.name, 7000 + i]),
-        ),
-      );
+      const file = dealValuesFile(h, 'full.csv', 7000, deals);
       const run = await h.importFile(file, 'deal.update');
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 40);
       // Full: nothing that needs memory can be written any more.

@@ -6,7 +6,7 @@ import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/
 import type { RunRecord } from '../../src/runs/index.js';
 import type { WorkerPool } from '../../src/worker/index.js';
 import { captureLogger } from '../helpers/log-capture.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { csv, resultsByRow, startHarness, type Harness, dealValuesFile } from '../helpers/pipeline.js';
 import { harnessArgs, runCli, startCli, type RunningCli } from '../helpers/run-cli.js';
 
 /*
@@ -150,13 +150,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis losing a run', () =
     const { logger, lines } = captureLogger('info');
     const pool: WorkerPool = await h.startWorkers({ concurrency: 4, logger, evictionCheckMs: 200 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file(
-      'evict.csv',
-      csv(
-        ['id', 'name', 'value'],
-        deals.map((d, i) => [d.id, d.name, 9000 + i]),
-      ),
-    );
+    const file = dealValuesFile(h, 'evict.csv', 9000, deals);
     const cli = startCli(harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--wait']).args, {
       ...h.env,
       CI: 'true',
@@ -200,13 +194,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis losing a run', () =
     const { logger, lines } = captureLogger('info');
     await h.startWorkers({ concurrency: 4, logger, evictionCheckMs: 200 });
     const deals = [...h.ws.deals.values()];
-    const file = h.file(
-      'evicted.csv',
-      csv(
-        ['id', 'name', 'value'],
-        deals.map((d, i) => [d.id, d.name, 3000 + i]),
-      ),
-    );
+    const file = dealValuesFile(h, 'evicted.csv', 3000, deals);
     const run = await h.importFile(file, 'deal.update');
     await h.waitForRun(run.id, 30_000, (r) => r.counts.succeeded >= 50);
     // Evict for real, but only keys of no run: volatile-lru takes keys with a TTL, and filler keys
@@ -248,13 +236,7 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis losing a run', () =
     // The production period (5 s): jobs whose data went are taken meanwhile.
     await h.startWorkers({ concurrency: 8, logger });
     const deals = [...h.ws.deals.values()];
-    const file = h.file(
-      'lru.csv',
-      csv(
-        ['id', 'name', 'value'],
-        deals.map((d, i) => [d.id, d.name, 600 + i]),
-      ),
-    );
+    const file = dealValuesFile(h, 'lru.csv', 600, deals);
     const cli = startCli(harnessArgs(h, ['import', file, '--op', 'deal.update', '-w', 'acme', '--wait']).args, {
       ...h.env,
       CI: 'true',

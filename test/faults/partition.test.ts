@@ -17,6 +17,7 @@ import {
   resultsByRow,
   startHarness,
   type Harness,
+  dealValuesFile,
 } from '../helpers/pipeline.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
@@ -204,13 +205,7 @@ describe('a worker whose Redis link is left half-open', () => {
     const pool = await workerBehind(h, proxy);
     try {
       const deals = [...h.ws.deals.values()];
-      const file = h.file(
-        'half-open.csv',
-        csv(
-          ['id', 'name', 'value'],
-          deals.map((d, i) => [d.id, d.name, 5000 + i]),
-        ),
-      );
+      const file = dealValuesFile(h, 'half-open.csv', 5000, deals);
       const run = await h.importFile(file, 'deal.update');
       await h.waitForRun(run.id, 20_000, (r) => r.counts.succeeded >= 20);
       proxy.blackhole();

@@ -230,3 +230,19 @@ export async function calibrateRecordClock(h: Harness): Promise<void> {
   const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
   if (run.counts.succeeded !== 5) throw new Error('the calibrating creates did not succeed');
 }
+
+/** An update file setting each deal's value to `base + i` (its id and name carried as they are). */
+export function dealValuesFile(
+  h: Pick<Harness, 'file'>,
+  name: string,
+  base: number,
+  deals: ReadonlyArray<{ id: string; name: string }>,
+): string {
+  return h.file(
+    name,
+    csv(
+      ['id', 'name', 'value'],
+      deals.map((d, i) => [d.id, d.name, base + i]),
+    ),
+  );
+}

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SharedTokenBucket } from '../../src/queue/token-bucket.js';
+import { busiestWindow } from '../helpers/busiest-window.js';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys: string[] = [];
@@ -14,17 +15,6 @@ function bucketKey(): string {
   const key = `crm-sync-test-bucket-${randomBytes(4).toString('hex')}`;
   keys.push(key);
   return key;
-}
-
-/** Most requests granted within any `windowMs` span of the given times. */
-function busiestWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i]! - sorted[j]! >= windowMs) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
 }
 
 /** Takes `n` tokens through `bucket`, `parallel` at a time (rows of concurrent jobs); returns when each was granted. */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CrmOutageWatch } from '../../src/worker/crm-outage-watch.js';
 import { captureLogger } from '../helpers/log-capture.js';
-import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { startHarness, type Harness, dealValuesFile } from '../helpers/pipeline.js';
 
 describe('CRM outage lines', () => {
   it('warns once when requests keep failing past the threshold, with counts, and says when the CRM answers again', async () => {
@@ -50,16 +50,7 @@ describe('a worker whose CRM keeps failing', () => {
     const { logger, lines } = captureLogger('info');
     await h.startWorkers({ logger, concurrency: 2 });
     const deals = [...h.ws.deals.values()].slice(0, 20);
-    const run = await h.importFile(
-      h.file(
-        'outage.csv',
-        csv(
-          ['id', 'name', 'value'],
-          deals.map((d, i) => [d.id, d.name, 500 + i]),
-        ),
-      ),
-      'deal.update',
-    );
+    const run = await h.importFile(dealValuesFile(h, 'outage.csv', 500, deals), 'deal.update');
     const warned = () => lines.find((l) => l.level === 40 && /has not answered a request successfully/.test(l.msg));
     for (let i = 0; i < 200 && !warned(); i++) await sleep(50);
     expect(warned()).toMatchObject({ requestsFailed: expect.any(Number), rowsWaiting: 20 });
