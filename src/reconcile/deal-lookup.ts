@@ -111,6 +111,16 @@ export class DealLookup {
   }
 
   /**
+   * What of a row's fields the lookup tells deals apart by: those the CRM reports, less those
+   * its automation may set. Creates meet on these (createFingerprint), so two rows the lookup
+   * cannot tell apart are never in doubt at the same time.
+   */
+  comparable(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+    const ignored = new Set(this.#o.automationFields ?? []);
+    return Object.fromEntries(Object.entries(fields).filter(([k]) => DEAL_FIELDS.includes(k) && !ignored.has(k)));
+  }
+
+  /**
    * `settledAt` (Redis clock): by then the create, if applied at all, was applied (its send plus
    * the settle time); a pass begun after it can answer. CRM errors propagate (the caller retries).
    */

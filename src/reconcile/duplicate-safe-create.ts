@@ -62,10 +62,12 @@ export type CreateOutcome =
   | { kind: 'exists'; dealId: string };
 
 /**
- * Identical content in one workspace (the fields a create sends, names normalised): identical
- * rows, concurrent runs and upserts of the same deal meet on it and create one at a time.
+ * Identical content in one workspace, as the lookup can tell deals apart (DealLookup.comparable:
+ * the fields the CRM reports, names normalised): identical rows, concurrent runs and upserts of
+ * the same deal meet on it and create one at a time. Rows that differ only in a field the CRM
+ * never reports (`position`) meet too: their lost answers' deals could not be told apart.
  */
-export function createFingerprint(fields: DealCreateFields): string {
+export function createFingerprint(fields: Readonly<Record<string, unknown>>): string {
   const canonical = Object.entries(fields)
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => [k, k === 'name' ? normaliseName(String(v)) : canonicalFromRow(k, v)] as const)
@@ -116,7 +118,10 @@ export class DuplicateSafeCreate {
     signal?: AbortSignal,
     match?: string,
   ): Promise<CreateOutcome> {
-    const fp = match === undefined ? createFingerprint(fields) : `m-${createHash('sha1').update(match).digest('hex')}`;
+    const fp =
+      match === undefined
+        ? createFingerprint(this.#o.lookup.comparable(fields))
+        : `m-${createHash('sha1').update(match).digest('hex')}`;
     const c: CreateContext = {
       w,
       row,

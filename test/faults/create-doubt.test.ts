@@ -191,6 +191,39 @@ describe('near twins under 502s and lost answers', () => {
       }
     }
   }, 120_000);
+
+  it("100 pairs alike but for position, which the CRM never reports: the twins meet on one lock, none takes the other's deal", async () => {
+    const rows: Array<[string, number, number]> = [];
+    for (let i = 0; i < 100; i++) rows.push([`Position twin ${i}`, 100 + i, 1], [`Position twin ${i}`, 100 + i, 2]);
+    const file = h.file('position-twins.csv', csv(['name', 'value', 'position'], rows));
+    h.ws.resetStats();
+    h.ws.setFaults({ errorRate: 0.3, commitThenDropRate: 0.3 });
+    let run: RunRecord;
+    try {
+      run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 90_000);
+    } finally {
+      h.ws.setFaults(null);
+    }
+    const results = await resultsByRow(h, run.id);
+    const deals = dealsNamed(h, 'Position twin ');
+    console.log(
+      `[create-doubt] position twins: ${h.ws.stats.drops} answers lost, ${deals.length} deals for 200 rows, ` +
+        `${results.filter((r) => r.status === 'uncertain').length} uncertain`,
+    );
+    expect(h.ws.stats.drops).toBeGreaterThan(20); // the faults fired
+    expect(deals).toHaveLength(200); // no duplicate
+    // Each pair made one deal at each position: none was sent twice in its twin's place.
+    for (let i = 0; i < 100; i++)
+      expect(
+        deals
+          .filter((d) => d.name === `Position twin ${i}`)
+          .map((d) => d.position)
+          .sort(),
+      ).toEqual([1, 2]);
+    const byId = new Map(deals.map((d) => [d.id, d]));
+    for (const r of results.filter((x) => x.status === 'succeeded'))
+      expect(byId.get(r.recordId!)?.position).toBe(rows[r.row - 1]![2]);
+  }, 120_000);
 });
 
 describe('a marker that is gone before runs retry', () => {
