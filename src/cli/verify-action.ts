@@ -4,7 +4,7 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { workspaceRequestBudget } from '../queue/index.js';
-import { verifyRun } from '../reconcile/index.js';
+import { verifyRun, type VerifyResult } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { withRuntime } from './context.js';
 
@@ -55,10 +55,16 @@ export async function verifyRunCommand(
 }
 
 /** Deals like the run's that are not its doing: said, never counted as a fault. */
-function lookAlikes(report: { preexistingLookAlikes: number; otherRunsDeals: number }): string {
+function lookAlikes(
+  report: Pick<VerifyResult, 'preexistingLookAlikes' | 'otherRunsDeals' | 'madeAfterRun' | 'inDoubtDeals'>,
+): string {
   const parts: string[] = [];
   if (report.preexistingLookAlikes)
     parts.push(`${report.preexistingLookAlikes} identical deals made before the run (not its doing)`);
   if (report.otherRunsDeals) parts.push(`${report.otherRunsDeals} identical deals recorded by other runs (theirs)`);
+  if (report.madeAfterRun)
+    parts.push(`${report.madeAfterRun} identical deals made after the run ended (not its doing)`);
+  if (report.inDoubtDeals)
+    parts.push(`${report.inDoubtDeals} deals its uncertain rows may have made ("runs retry" looks for them again)`);
   return parts.length ? `; also ${parts.join(', ')}` : '';
 }

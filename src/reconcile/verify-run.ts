@@ -48,6 +48,10 @@ export interface VerifyResult {
   preexistingLookAlikes: number;
   /** Deals like a row's that a row of another run recorded (the same file run twice): that run's own. */
   otherRunsDeals: number;
+  /** Deals like a row's made after the run ended (a person's, a later import's): not this run's doing. */
+  madeAfterRun: number;
+  /** Deals an `uncertain` row of this run names (maybe its own; `runs retry` looks again): not duplicates. */
+  inDoubtDeals: number;
   /** Succeeded rows whose deal was made before the run began: a deal that cannot be the row's own. Exit 1. */
   recordedBeforeSend: number;
   listPages: number;
@@ -95,8 +99,11 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
 
   const rows = new Map<number, SentRow>();
+  // Words of the uncertain rows' messages, which name the deals each may have made.
+  const doubtWords = new Set<string>();
   let undigested = 0;
   for await (const result of store.iterateResults(runId)) {
+    if (result.status === 'uncertain') for (const w of result.message?.split(/[\s(),;:]+/) ?? []) doubtWords.add(w);
     if (result.status !== 'succeeded' || result.recordId === undefined) continue;
     rows.set(result.row, {
       row: result.row,
@@ -148,6 +155,8 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     suspectedDuplicates: 0,
     preexistingLookAlikes: 0,
     otherRunsDeals: 0,
+    madeAfterRun: 0,
+    inDoubtDeals: 0,
     recordedBeforeSend: 0,
     listPages: index.pages,
     ...(changed !== undefined ? { sourceChanged: changed } : {}),
@@ -164,7 +173,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     const ids = recordedByContent.get(contentKey(record)) ?? new Set<string>();
     recordedByContent.set(contentKey(record), ids.add(record.id));
   }
-  const window = createsDeals ? await RunWindow.of(store, run) : undefined;
+  const window = createsDeals ? await RunWindow.of(store, run, doubtWords) : undefined;
   // A database run's rows are named by their key, next to the line (its row number).
   const keyed = query?.keyColumn !== undefined;
   const write = async (cells: Array<string | number | undefined>, ref?: string) => {
@@ -204,6 +213,8 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       );
       outcome.preexistingLookAlikes += sorted.before.length;
       outcome.otherRunsDeals += sorted.otherRuns.length;
+      outcome.madeAfterRun += sorted.after.length;
+      outcome.inDoubtDeals += sorted.inDoubt.length;
       outcome.suspectedDuplicates += sorted.duplicates.length;
       if (sorted.duplicates.length > 0)
         await write(
@@ -285,15 +296,21 @@ class RunWindow {
     private readonly run: RunRecord,
     /** Record-clock bounds: a deal stamped before `from` was surely made before the run began. */
     private readonly from: number,
+    /** ...and one stamped after `until` surely after it ended (Infinity while it runs). */
+    private readonly until: number,
+    /** Words of the run's uncertain rows' messages, which name the deals each may have made. */
+    private readonly doubtWords: ReadonlySet<string>,
   ) {}
 
-  static async of(store: RunStore, run: RunRecord): Promise<RunWindow> {
+  static async of(store: RunStore, run: RunRecord, doubtWords: ReadonlySet<string>): Promise<RunWindow> {
     const fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
     const clock: RecordClock | undefined = await fence.recordClock().catch(() => undefined);
     const began = Date.parse(run.createdAt);
+    const ended = run.finishedAt !== undefined ? Date.parse(run.finishedAt) : Infinity;
     // Without a calibration, the CRM's clock may be off ours by anything up to a few minutes.
     const from = clock ? began + clock.lo - clock.resolutionMs : began - UNCALIBRATED_MARGIN_MS;
-    return new RunWindow(store, run, from);
+    const until = clock ? ended + clock.hi + clock.resolutionMs : ended + UNCALIBRATED_MARGIN_MS;
+    return new RunWindow(store, run, from, until, doubtWords);
   }
 
   surelyBefore(createdAt: number | undefined): boolean {
@@ -304,14 +321,23 @@ class RunWindow {
   async sort(
     ids: string[],
     index: RecordIndex,
-  ): Promise<{ before: string[]; otherRuns: string[]; duplicates: string[] }> {
+  ): Promise<{ before: string[]; after: string[]; otherRuns: string[]; inDoubt: string[]; duplicates: string[] }> {
     const keys = new RunKeys(this.store.prefix);
     const owners = await this.store.redis.mget(...ids.map((id) => keys.dealClaim(this.run.workspace, id)));
-    const out = { before: [] as string[], otherRuns: [] as string[], duplicates: [] as string[] };
+    const out: Record<'before' | 'after' | 'otherRuns' | 'inDoubt' | 'duplicates', string[]> = {
+      before: [],
+      after: [],
+      otherRuns: [],
+      inDoubt: [],
+      duplicates: [],
+    };
     ids.forEach((id, i) => {
       const owner = owners[i];
+      const createdAt = index.createdAt(id);
       if (owner && !owner.startsWith(`${this.run.id}/`)) out.otherRuns.push(id);
-      else if (this.surelyBefore(index.createdAt(id))) out.before.push(id);
+      else if (this.surelyBefore(createdAt)) out.before.push(id);
+      else if (createdAt !== undefined && createdAt > this.until) out.after.push(id);
+      else if (this.doubtWords.has(id)) out.inDoubt.push(id);
       else out.duplicates.push(id);
     });
     return out;

@@ -382,8 +382,20 @@ describe('verify of a file imported twice', () => {
       expect(verified.code).toBe(0);
       expect(verified.stdout).toMatch(/10 identical deals recorded by other runs/);
     }
-    // A deal made during the run that no row recorded is this run's suspected duplicate: exit 1.
+    // A person's identical deal made after both runs ended is neither run's doing: exit 0.
+    await sleep(50);
     h.ws.createDeal({ name: 'Twice V 1', value: 60 });
+    for (const run of [first, second]) {
+      const report = await verify(h, run.id);
+      expect(report).toMatchObject({ suspectedDuplicates: 0, madeAfterRun: 1 });
+      const verified = await cli(['verify', run.id]);
+      expect(verified.code).toBe(0);
+      expect(verified.stdout).toMatch(/1 identical deals made after the run ended/);
+    }
+    // A deal made during the run that no row recorded is this run's suspected duplicate: exit 1.
+    const during = h.ws.createDeal({ name: 'Twice V 2', value: 60 });
+    const mid = (Date.parse(second.createdAt) + Date.parse(second.finishedAt!)) / 2;
+    during.created_at = new Date(mid).toISOString();
     const report = await verify(h, second.id);
     expect(report.suspectedDuplicates).toBe(1);
     expect((await cli(['verify', second.id])).code).toBe(1);
