@@ -296,7 +296,10 @@ class RunWindow {
     private readonly run: RunRecord,
     /** Record-clock bounds: a deal stamped before `from` was surely made before the run began. */
     private readonly from: number,
-    /** ...and one stamped after `until` surely after it ended (Infinity while it runs). */
+    /**
+     * ...and one stamped after `until` was made after it ended, later than any of its requests
+     * can have landed (the write lease after its end; Infinity while it runs).
+     */
     private readonly until: number,
     /** Words of the run's uncertain rows' messages, which name the deals each may have made. */
     private readonly doubtWords: ReadonlySet<string>,
@@ -309,7 +312,10 @@ class RunWindow {
     const ended = run.finishedAt !== undefined ? Date.parse(run.finishedAt) : Infinity;
     // Without a calibration, the CRM's clock may be off ours by anything up to a few minutes.
     const from = clock ? began + clock.lo - clock.resolutionMs : began - UNCALIBRATED_MARGIN_MS;
-    const until = clock ? ended + clock.hi + clock.resolutionMs : ended + UNCALIBRATED_MARGIN_MS;
+    // A request delivered late lands after the run ended (the gap no client closes): a deal up to
+    // a write lease after the end may still be the run's duplicate.
+    const late = ended + fence.leaseMs;
+    const until = clock ? late + clock.hi + clock.resolutionMs : late + UNCALIBRATED_MARGIN_MS;
     return new RunWindow(store, run, from, until, doubtWords);
   }
 

@@ -382,9 +382,10 @@ describe('verify of a file imported twice', () => {
       expect(verified.code).toBe(0);
       expect(verified.stdout).toMatch(/10 identical deals recorded by other runs/);
     }
-    // A person's identical deal made after both runs ended is neither run's doing: exit 0.
-    await sleep(50);
-    h.ws.createDeal({ name: 'Twice V 1', value: 60 });
+    // A person's identical deal made a while after both runs ended (after any of their requests
+    // could have landed: a write lease, 30 s) is neither run's doing: exit 0.
+    const later = h.ws.createDeal({ name: 'Twice V 1', value: 60 });
+    later.created_at = new Date(Date.parse(second.finishedAt!) + 60_000).toISOString();
     for (const run of [first, second]) {
       const report = await verify(h, run.id);
       expect(report).toMatchObject({ suspectedDuplicates: 0, madeAfterRun: 1 });
