@@ -5,9 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys } from '../../src/keys/index.js';
 import { retryRun } from '../../src/queue/index.js';
 import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
-import { silentLogger } from '../../src/log/index.js';
-import { verifyRun } from '../../src/reconcile/index.js';
-import { createCrmClient } from '../../src/runtime/index.js';
 import {
   csv,
   resultsByRow,
@@ -17,6 +14,7 @@ import {
   FAULTED_POST_LATENCY,
 } from '../helpers/pipeline.js';
 import { cliFor } from '../helpers/run-cli.js';
+import { POST_DEALS, dealsNamed, verify } from './create-fixtures.js';
 
 /*
  * Creates whose answer was lost take only their own deal (issue 30, items 1-5): a person's
@@ -28,15 +26,7 @@ import { cliFor } from '../helpers/run-cli.js';
  * verify tells this run's duplicates from other runs' deals and deals made before it.
  */
 
-const POST_DEALS = { method: 'POST', path: /\/v2\/deals$/ };
-const LATE = FAULTED_POST_LATENCY;
 const ANY_DEAL_POST = /\/v2\/deals$/;
-
-function dealsNamed(h: Harness, prefix: string) {
-  return [...h.ws.deals.values()].filter((d) => d.name.toLowerCase().startsWith(prefix.toLowerCase()));
-}
-
-const calibrate = calibrateRecordClock;
 
 /** Our POST is applied under another name (so it is no candidate) and its answer is lost. */
 function appliedElsewhere(times = 1) {
@@ -44,7 +34,7 @@ function appliedElsewhere(times = 1) {
     ...POST_DEALS,
     applyAndDrop: true as const,
     times,
-    ...LATE,
+    ...FAULTED_POST_LATENCY,
     rewrite: (b: unknown) => {
       const deal = (b as { deal: { name: string } }).deal;
       return { deal: { ...deal, name: `${deal.name} elsewhere` } };
@@ -52,21 +42,12 @@ function appliedElsewhere(times = 1) {
   };
 }
 
-async function verify(h: Harness, runId: string) {
-  const client = createCrmClient(h.config, 'acme', silentLogger);
-  try {
-    return await verifyRun({ runId, store: h.runtime.store, client });
-  } finally {
-    client.close();
-  }
-}
-
 describe("a person's identical deal made before the row's send", () => {
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness({ records: 2, seed: 21, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -138,6 +119,17 @@ describe('no clock signal at all', () => {
   });
 });
 
+/** A create file imported under 30 % unapplied 5xx and 30 % applied-and-dropped answers. */
+async function createsUnderFaults(h: Harness, file: string): Promise<RunRecord> {
+  h.ws.resetStats();
+  h.ws.setFaults({ errorRate: 0.3, commitThenDropRate: 0.3 });
+  try {
+    return await h.waitForRun((await h.importFile(file, 'deal.create')).id, 90_000);
+  } finally {
+    h.ws.setFaults(null);
+  }
+}
+
 describe('near twins under 502s and lost answers', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -149,7 +141,7 @@ describe('near twins under 502s and lost answers', () => {
       retry: { attempts: 10, backoffMs: 10 },
     });
     await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -159,14 +151,7 @@ describe('near twins under 502s and lost answers', () => {
     const rows: Array<[string, number, string]> = [];
     for (let i = 0; i < 200; i++) rows.push([`Near twin ${i}`, 100 + i, 'won'], [`Near twin ${i}`, 100 + i, 'lost']);
     const file = h.file('twins.csv', csv(['name', 'value', 'status'], rows));
-    h.ws.resetStats();
-    h.ws.setFaults({ errorRate: 0.3, commitThenDropRate: 0.3 });
-    let run: RunRecord;
-    try {
-      run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 90_000);
-    } finally {
-      h.ws.setFaults(null);
-    }
+    const run = await createsUnderFaults(h, file);
     const results = await resultsByRow(h, run.id);
     const deals = dealsNamed(h, 'Near twin ');
     const inDoubt = results.filter((r) => r.status === 'uncertain');
@@ -196,14 +181,7 @@ describe('near twins under 502s and lost answers', () => {
     const rows: Array<[string, number, number]> = [];
     for (let i = 0; i < 100; i++) rows.push([`Position twin ${i}`, 100 + i, 1], [`Position twin ${i}`, 100 + i, 2]);
     const file = h.file('position-twins.csv', csv(['name', 'value', 'position'], rows));
-    h.ws.resetStats();
-    h.ws.setFaults({ errorRate: 0.3, commitThenDropRate: 0.3 });
-    let run: RunRecord;
-    try {
-      run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 90_000);
-    } finally {
-      h.ws.setFaults(null);
-    }
+    const run = await createsUnderFaults(h, file);
     const results = await resultsByRow(h, run.id);
     const deals = dealsNamed(h, 'Position twin ');
     console.log(
@@ -231,14 +209,14 @@ describe('a marker that is gone before runs retry', () => {
   beforeAll(async () => {
     h = await startHarness({ records: 2, seed: 24, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 2, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
   });
 
   it('lives as long as the run can be retried, and once gone (expiry stood in for) runs retry looks first: 0 extra POSTs', async () => {
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY }]);
     const drops = () => h.proxy!.requests.filter((q) => q.outcome === 'dropped').length;
     const started = await h.importFile(h.file('expire.csv', csv(['name', 'value'], [['Expire X', 33]])), 'deal.create');
     for (let i = 0; i < 400 && drops() === 0; i++) await sleep(5);
@@ -272,14 +250,14 @@ describe('a cancel while creates wait out their settle time', () => {
   beforeAll(async () => {
     h = await startHarness({ records: 2, seed: 25, crmProxy: true, createSettleMs: 2500, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
   });
 
   it('never records a create that may have made its deal "not sent"; the export imported again makes no duplicate', async () => {
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 20, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 20, ...FAULTED_POST_LATENCY }]);
     const rows = Array.from({ length: 20 }, (_, i) => [`Settling Y ${i}`, 40 + i]);
     const started = await h.importFile(h.file('settling.csv', csv(['name', 'value'], rows)), 'deal.create');
     for (let i = 0; i < 1000 && h.proxy!.unspent() > 0; i++) await sleep(10);
@@ -330,14 +308,14 @@ describe('a CRM whose records are stamped by a clock 120 s behind its Date heade
     h = await startHarness({ records: 2, seed: 26, crmProxy: true, createSettleMs: 300, requestTimeoutMs: 1500 });
     h.proxy!.skewRecordsMs = -120_000;
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
   });
 
   it('calibrates on what its records say: lost answers are found, 0 duplicates', async () => {
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 15, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 15, ...FAULTED_POST_LATENCY }]);
     const rows = Array.from({ length: 40 }, (_, i) => [`Two clocks Z ${i}`, 50 + i]);
     const run = await h.waitForRun(
       (await h.importFile(h.file('two-clocks.csv', csv(['name', 'value'], rows)), 'deal.create')).id,

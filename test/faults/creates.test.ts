@@ -6,9 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys, bullPrefix } from '../../src/keys/index.js';
 import { queueName, retryRun } from '../../src/queue/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
-import { silentLogger } from '../../src/log/index.js';
-import { verifyRun } from '../../src/reconcile/index.js';
-import { createCrmClient } from '../../src/runtime/index.js';
 import {
   csv,
   resultsByRow,
@@ -18,6 +15,7 @@ import {
   FAULTED_POST_LATENCY,
 } from '../helpers/pipeline.js';
 import { reconcile } from '../reconcile/fixtures.js';
+import { POST_DEALS, dealsNamed, verify } from './create-fixtures.js';
 
 /*
  * Duplicate-safe creates against a CRM that misbehaves on purpose (a fault proxy in front of
@@ -27,15 +25,6 @@ import { reconcile } from '../reconcile/fixtures.js';
  * CRM holds, not only what the run says: 0 excess deals, 0 ids shared by two rows, 0 deals
  * taken over from a person.
  */
-
-const POST_DEALS = { method: 'POST', path: /\/v2\/deals$/ };
-const LATE = FAULTED_POST_LATENCY;
-
-const calibrate = calibrateRecordClock;
-
-function dealsNamed(h: Harness, prefix: string) {
-  return [...h.ws.deals.values()].filter((d) => d.name.toLowerCase().startsWith(prefix.toLowerCase()));
-}
 
 /** Results by kind, deals the CRM holds, ids shared by two rows: printed and returned. */
 async function report(h: Harness, label: string, run: RunRecord, prefix: string) {
@@ -52,15 +41,6 @@ async function report(h: Harness, label: string, run: RunRecord, prefix: string)
 }
 
 /** `crm-sync verify` of a run, through the library. */
-async function verify(h: Harness, runId: string) {
-  const client = createCrmClient(h.config, 'acme', silentLogger);
-  try {
-    return await verifyRun({ runId, store: h.runtime.store, client });
-  } finally {
-    client.close();
-  }
-}
-
 describe('duplicate-safe creates under CRM faults', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -74,7 +54,7 @@ describe('duplicate-safe creates under CRM faults', () => {
       workspace: { automationFields: ['status'] },
     });
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -108,7 +88,7 @@ describe('duplicate-safe creates under CRM faults', () => {
   it('two identical rows, the second applied and its answer dropped: the lookup records the unclaimed deal', async () => {
     h.proxy!.setRules([
       { ...POST_DEALS, holdAnswer: 800, times: 1 },
-      { ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE },
+      { ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY },
     ]);
     const file = h.file(
       'pair-drop.csv',
@@ -156,7 +136,7 @@ describe('duplicate-safe creates under CRM faults', () => {
     const posts = () => h.proxy!.count('POST', /\/v2\/deals$/);
     const dropsBefore = h.proxy!.requests.filter((q) => q.outcome === 'dropped').length;
     const postsBefore = posts();
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY }]);
     const file = h.file('twin-u.csv', csv(['name', 'value'], [['Twin U', 21]]));
     const started = await h.importFile(file, 'deal.create');
     // A person makes the same deal while our answer is lost, before the row looks (settle 300 ms).
@@ -212,7 +192,7 @@ describe('duplicate-safe creates under CRM faults', () => {
       { rewrite: (b: unknown) => ({ deal: { ...(b as { deal: { name: string } }).deal, name: 'Spaces G' } }) },
     ],
   ])('%s: a dropped answer is found by the lookup, no second deal', async (label, name, extra) => {
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE, ...extra }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY, ...extra }]);
     const file = h.file(`drop-${name.length}.csv`, csv(['name', 'value', 'status'], [[name, 14, 'in_progress']]));
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const stored = name.replace('  ', ' ');
@@ -293,7 +273,7 @@ describe('a create whose last attempt loses the answer of an applied POST', () =
       retry: { attempts: 2, backoffMs: 20 },
     });
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -302,7 +282,7 @@ describe('a create whose last attempt loses the answer of an applied POST', () =
   it('does not end failed: after the settle time the row looks for its deal and records it', async () => {
     h.proxy!.setRules([
       { ...POST_DEALS, fail502: true, times: 1 },
-      { ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE },
+      { ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY },
     ]);
     const run = await h.waitForRun(
       (await h.importFile(h.file('last.csv', csv(['name', 'value'], [['LastAtt', 5]])), 'deal.create')).id,
@@ -323,7 +303,7 @@ describe('a create held in the network past the client timeout, shorter than the
   beforeAll(async () => {
     h = await startHarness({ records: 3, seed: 5, crmProxy: true, createSettleMs: 3000, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -350,7 +330,7 @@ describe('two upserts of the same deals at once', () => {
   beforeAll(async () => {
     h = await startHarness({ records: 2, seed: 10, crmProxy: true, createSettleMs: 300 });
     await h.startWorkers({ concurrency: 4 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -373,7 +353,7 @@ describe('two upserts of the same deals at once', () => {
       ),
     );
     // Some creates are applied and their answers lost: they hold their key through the lookup.
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 4, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 4, ...FAULTED_POST_LATENCY }]);
     // Both plan before either creates anything: every name is missing for both.
     const [a, b] = await Promise.all([
       reconcile(h, first, { op: 'deal.upsert', matchKey: 'name' }),
@@ -456,14 +436,14 @@ describe('a CRM whose clock is 120 s behind ours', () => {
     // Behind from the first answer on, as a real CRM's clock is: created_at and Date alike.
     h.proxy!.skewClockMs = -120_000;
     await h.startWorkers({ concurrency: 2 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
   });
   afterAll(async () => {
     await h?.close();
   });
 
   it('a dropped answer is found by the lookup in the window of its own clock, no second deal', async () => {
-    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, applyAndDrop: true, times: 1, ...FAULTED_POST_LATENCY }]);
     const file = h.file('skew.csv', csv(['name', 'value'], [['Skew E', 14]]));
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);
     const r = await report(h, 'a CRM clock 120 s behind', run, 'Skew E');
@@ -480,7 +460,7 @@ describe('a worker killed after the CRM applied its create', () => {
     h = await startHarness({ records: 2, seed: 6, crmProxy: true, createSettleMs: 300 });
     // The tests' short lock: BullMQ's stall check is throttled fleet-wide by the last pool's lock time.
     const pool = await h.startWorkers({ concurrency: 2, lockDurationMs: 1500 });
-    await calibrate(h);
+    await calibrateRecordClock(h);
     await pool.close();
   });
   afterAll(async () => {
@@ -513,7 +493,7 @@ describe('a worker killed after the CRM applied its create', () => {
 
   it('the next worker finds the deal instead of creating a second one', async () => {
     // The CRM applies the POST; its answer is held while the worker process is killed -9.
-    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1, ...FAULTED_POST_LATENCY }]);
     const worker = workerProcess();
     try {
       const file = h.file('killed.csv', csv(['name', 'value'], [['Killed J', 17]]));
@@ -543,7 +523,7 @@ describe('a worker killed after the CRM applied its create', () => {
     'killed %i ms after its create was answered: one deal, one id that never changes',
     async (ms) => {
       const name = `Answered L ${ms}`;
-      h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 0, times: 1, ...LATE }]);
+      h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 0, times: 1, ...FAULTED_POST_LATENCY }]);
       const worker = workerProcess();
       try {
         const run = await h.importFile(
@@ -579,7 +559,7 @@ describe('a worker killed after the CRM applied its create', () => {
   it('a job that stalled past the limit with its create applied ends with the deal recorded, not failed', async () => {
     // The worker dies with the answer in the network; the stall check that finds its job is a
     // worker allowing no stalls, so BullMQ fails the job ("stalled more than allowable limit").
-    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1, ...LATE }]);
+    h.proxy!.setRules([{ ...POST_DEALS, holdAnswer: 20_000, times: 1, ...FAULTED_POST_LATENCY }]);
     const worker = workerProcess();
     const name = 'Stalled M';
     try {
