@@ -17,7 +17,7 @@ export interface QueuedRow {
   /**
    * The row's place in its records' write order when it is not its run's: `runs retry
    * --resend-superseded` gives its rows a new place after every earlier write, so they become
-   * the records' latest. A run-id-like token (RowFence seqOf). Default: the row's run.
+   * the records' latest (resendPlace: a place after every earlier write, naming the run). Default: the row's run.
    */
   orderAs?: string;
 }

@@ -3,7 +3,8 @@ import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, recordedKeyColumn, RowDecoder, type IngestedRow } from '../ingest/index.js';
 import {
   isExportMetaColumn,
-  newRunId,
+  resendPlace,
+  runOfSeq,
   RowFence,
   unescapeCsvCell,
   writtenLater,
@@ -131,7 +132,7 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
   // store, what fences the rows' earlier jobs off.
   const generation = Date.now();
   // A resend orders after every write made before this moment (a run id is such a place).
-  const orderAs = options.resendSuperseded ? newRunId(await store.serverTime(run.workspace)) : undefined;
+  const orderAs = options.resendSuperseded ? resendPlace(await store.serverTime(run.workspace), run.id) : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
   const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
   const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
@@ -235,7 +236,7 @@ class OrderCheck {
       return 'resend';
     }
     this.skipped++;
-    const runs = [...new Set(later.map((l) => l.by.split('#')[0]))].join(', ');
+    const runs = [...new Set(later.map((l) => runOfSeq(l.by)))].join(', ');
     this.#results.push(
       writtenLater(
         row,

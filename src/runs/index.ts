@@ -19,6 +19,9 @@ export {
 export {
   RowFence,
   seqOf,
+  resendPlace,
+  seqInWords,
+  runOfSeq,
   wouldBeSuperseded,
   type RowFenceOptions,
   type RowWriter,

@@ -12,6 +12,7 @@ import {
 } from './fence-scripts.js';
 import type { LuaScript } from './lua-script.js';
 import { encodeResult } from './result-codec.js';
+import { newRunId } from './run-id.js';
 import { RunKeys, type RunRef } from '../keys/index.js';
 import type { OrderSettlement, RefusalReason } from './run-store.js';
 import type { RowResult } from './run-types.js';
@@ -145,6 +146,29 @@ const SEQ_ROW_WIDTH = 7;
  */
 export function seqOf(runId: string, row: number): string {
   return `${runId}#${row.toString(36).padStart(SEQ_ROW_WIDTH, '0')}`;
+}
+
+/**
+ * The place in write order of a resend (`runs retry --resend-superseded`): after every write
+ * made before `now` (a run id stamped then sorts there), and naming the run whose row it is, so
+ * a row it supersedes can say which run's row wrote the field.
+ */
+export function resendPlace(now: Date, runId: string): string {
+  return `${newRunId(now)}~${runId}`;
+}
+
+/** A seq in words: `row 11 of run …`, or `row 11 of run … (resent)` for a resend's. */
+export function seqInWords(seq: string): string {
+  const [place = '', row36 = ''] = seq.split('#');
+  const [stamp = '', resentRun] = place.split('~');
+  return `row ${parseInt(row36, 36)} of run ${resentRun ?? stamp}${resentRun ? ' (resent)' : ''}`;
+}
+
+/** The run whose row a seq is (a resend's names its run). */
+export function runOfSeq(seq: string): string {
+  const [place = ''] = seq.split('#');
+  const [stamp = '', resentRun] = place.split('~');
+  return resentRun ?? stamp;
 }
 
 /**

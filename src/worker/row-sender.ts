@@ -17,6 +17,7 @@ import {
   type RecordRef,
   type RowFence,
   type RowResult,
+  seqInWords,
   type RowWriter,
   type WrittenLater,
 } from '../runs/index.js';
@@ -170,17 +171,11 @@ function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?
   }
 }
 
-/** A seq (`<runId>#<row base 36>`) in words. */
-function rowOf(seq: string): string {
-  const [runId = '', row36 = ''] = seq.split('#');
-  return `row ${parseInt(row36, 36)} of run ${runId}`;
-}
-
 /** Which later rows wrote which fields: `status by row 11 of run …; owner_id by row 12 of run …`. */
 function laterWrites(writtenLater: readonly WrittenLater[]): string {
   const byRow = new Map<string, string[]>();
   for (const { field, by } of writtenLater) byRow.set(by, [...(byRow.get(by) ?? []), field]);
-  return [...byRow].map(([by, fields]) => `${fields.join(', ')} by ${rowOf(by)}`).join('; ');
+  return [...byRow].map(([by, fields]) => `${fields.join(', ')} by ${seqInWords(by)}`).join('; ');
 }
 
 /**

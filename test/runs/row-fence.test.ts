@@ -1,6 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { RowFence, RunStore, seqOf, type RowResult, type RowWriter } from '../../src/runs/index.js';
+import {
+  RowFence,
+  RunStore,
+  resendPlace,
+  seqInWords,
+  seqOf,
+  type RowResult,
+  type RowWriter,
+} from '../../src/runs/index.js';
 import { testRedis } from './redis-fixture.js';
 
 /*
@@ -188,6 +196,15 @@ describe('write order of one record, per field', () => {
     await fence.beginUpdate(await attempt(ahead, 1), deal('pf-skew'), { value: 1 });
     await fence.settleUpdate(deal('pf-skew'), seqOf(ahead, 1), true);
     expect((await fence.beginUpdate(await attempt(later, 1), deal('pf-skew'), { value: 2 })).kind).toBe('send');
+  });
+
+  it("a resend's place orders after earlier runs and names its own run in words", async () => {
+    const earlier = await runWithRows(12);
+    await sleep(5);
+    const place = resendPlace(await store.serverTime('acme'), earlier);
+    expect(seqOf(place, 11) > seqOf(earlier, 999_999)).toBe(true);
+    expect(seqInWords(seqOf(place, 11))).toBe(`row 11 of run ${earlier} (resent)`);
+    expect(seqInWords(seqOf(earlier, 11))).toBe(`row 11 of run ${earlier}`);
   });
 
   it("reads a record's order stored by an earlier version (one string) as a write of every field", async () => {
