@@ -173,7 +173,7 @@ export class DuplicateSafeCreate {
         throw err;
       } else {
         // It may exist: identical rows wait on the lock through the settle time and the lookup.
-        await this.#o.fence.holdCreate(w, fp, this.#settleMs + this.#o.fence.leaseMs);
+        await this.#o.fence.holdCreate(w, fp, this.#settleMs + this.#o.fence.leaseMs, marker);
         this.#logger.info(
           { runId: w.runId, row: w.row, err: errorMessage(err) },
           'create answer lost: it may have been applied; the row looks for its deal after the settle time',
@@ -198,7 +198,9 @@ export class DuplicateSafeCreate {
       await this.#o.fence.holdCreate(w, fp, wait + this.#o.fence.leaseMs);
       return { kind: 'wait', ms: wait };
     }
-    // An uncertain row looks again only in a pass begun after it was left uncertain: the pass
+    // Only a pass begun after the answer was lost can answer (a request the CRM took in late
+    // was applied before the CRM dropped its answer, not necessarily within the settle time);
+    // an uncertain row looks again only in a pass begun after it was left uncertain: the pass
     // that found several candidates may be the newest, and someone may have told them apart since.
     const settledAt = Math.max(marker.sentAt + this.#settleMs, (marker.uncertainAt ?? 0) + 1);
     const answer = await this.#o.lookup.find(fields, marker, settledAt, signal);

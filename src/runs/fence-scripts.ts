@@ -128,7 +128,8 @@ return 1
  * unless the marker already names the deal), {'wait', ms} (an identical create of another row
  * is in flight, or its settle and lookup), {'has-result'} or {'refused', why}.
  * A marker is `sentAtMs|crmClockMs|kind|dealId|uncertainAtMs` (dealId empty until known;
- * uncertainAtMs set when a lookup left the row uncertain, so a later look needs a newer pass).
+ * uncertainAtMs set when the answer was lost or a lookup left the row uncertain: a later look
+ * needs a pass begun after it).
  * `kind` 0/1: sentAtMs is this attempt's send (1: the CRM's Date header was known then); 2: a
  * marker `runs retry` put back for a row in doubt whose own had gone, and sentAtMs is only a
  * time before its send (RESTORE_CREATE).
@@ -267,14 +268,25 @@ return 1
 `);
 
 /**
- * KEYS[1] the create lock. ARGV[1] owner, ARGV[2] ms. After an uncertain answer the row keeps
- * the lock through the settle time, so an identical row waits for its lookup instead of
- * creating a second deal meanwhile.
+ * KEYS[1] the create lock, KEYS[2] create markers. ARGV[1] owner, ARGV[2] ms, ARGV[3] row,
+ * ARGV[4] the marker's sentAt ('' to leave the marker as it is). After an uncertain answer the
+ * row keeps the lock through the settle time, so an identical row waits for its lookup instead
+ * of creating a second deal meanwhile. With ARGV[4] the answer was just lost: the marker (if
+ * still this attempt's) is stamped now, so its lookup takes only a pass begun after the loss was
+ * seen — a CRM that applied the create did so before it dropped the answer, however late the
+ * request reached it, so such a pass lists the deal.
  */
-export const HOLD_CREATE = new LuaScript(`
+export const HOLD_CREATE = new LuaScript(`${NOW_MS}
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if ARGV[4] ~= '' then
+  local m = redis.call('HGET', KEYS[2], ARGV[3])
+  if m and string.match(m, '^(%d+)|') == ARGV[4] then
+    local s, c, k, d = string.match(m, '^(%d+)|(%-?%d+)|(%d)|([^|]*)')
+    redis.call('HSET', KEYS[2], ARGV[3], s .. '|' .. c .. '|' .. k .. '|' .. d .. '|' .. now_ms())
+  end
+end
 return 1
 `);
 

@@ -97,7 +97,10 @@ export interface CreateMarker {
   exact: boolean;
   /** The deal the attempt created, when its answer arrived but could not be recorded. */
   dealId?: string;
-  /** Redis clock when a lookup left the create uncertain (ms): a later look needs a newer pass. */
+  /**
+   * Redis clock when the attempt's answer was lost or a lookup left the create uncertain (ms):
+   * a later look needs a pass begun after it (the deal, if made, was made before then).
+   */
   uncertainAt?: number;
 }
 
@@ -384,12 +387,16 @@ export class RowFence {
     return { lo: Number(m[1]), hi: Number(m[2]), resolutionMs: Number(m[4]), ageMs: Math.max(0, now - Number(m[3])) };
   }
 
-  /** Keeps the fingerprint's lock for `ms` (an uncertain answer: identical rows wait for the lookup). */
-  async holdCreate(w: RowWriter, fingerprint: string, ms: number): Promise<void> {
+  /**
+   * Keeps the fingerprint's lock for `ms` (an uncertain answer: identical rows wait for the
+   * lookup). With `lost`, the attempt's answer was just lost: its marker is stamped so the
+   * lookup waits for a pass begun after this moment (CreateMarker.uncertainAt).
+   */
+  async holdCreate(w: RowWriter, fingerprint: string, ms: number, lost?: CreateMarker): Promise<void> {
     await this.#run(
       HOLD_CREATE,
-      [this.#keys.createLock(this.#workspace, fingerprint)],
-      [ownerOf(w), Math.max(1, Math.round(ms))],
+      [this.#keys.createLock(this.#workspace, fingerprint), this.#keys.creating(this.#ref(w.runId))],
+      [ownerOf(w), Math.max(1, Math.round(ms)), w.row, lost ? String(lost.sentAt) : ''],
     );
   }
 

@@ -180,6 +180,30 @@ describe('duplicate-safe creates under CRM faults', () => {
     expect((await verify(h, run.id)).suspectedDuplicates).toBe(1);
   });
 
+  it('a create that reached the CRM after the settle time and lost its answer waits for a pass begun after the loss: one deal each', async () => {
+    // Two one-row runs at once. The first POST to arrive is applied after 0.4 s and its answer
+    // cut; the second is held 1.2 s on its way in (past the 300 ms settle time, inside the
+    // 1.5 s request timeout), then applied and its answer cut. The first row's lookup pages the
+    // list before the second deal exists: that pass began after the second row's settle time
+    // and covers deals from before its send, but began before the row saw its answer lost — it
+    // must not answer for it.
+    h.proxy!.setRules([
+      { ...POST_DEALS, applyAndDrop: true, times: 1, delayMs: 400 },
+      { ...POST_DEALS, applyAndDrop: true, times: 1, delayMs: 1200 },
+    ]);
+    const late = h.file('late-drop-a.csv', csv(['name', 'value'], [['Late drop A', 21]]));
+    const early = h.file('late-drop-b.csv', csv(['name', 'value'], [['Late drop B', 22]]));
+    const ids = await Promise.all([h.importFile(late, 'deal.create'), h.importFile(early, 'deal.create')]);
+    const runs = await Promise.all(ids.map((r) => h.waitForRun(r.id, 20_000)));
+    expect(h.proxy!.unspent()).toBe(0); // both faults happened
+    for (const [i, name] of ['Late drop A', 'Late drop B'].entries()) {
+      const r = await report(h, `answer lost, one request 1.2 s late (${name})`, runs[i]!, name);
+      expect(runs[i]!.counts).toMatchObject({ total: 1, succeeded: 1 });
+      expect(r.deals).toBe(1);
+      expect(r.results[0]?.recordId).toBe(dealsNamed(h, name)[0]?.id);
+    }
+  });
+
   it.each([
     [
       'automation that marks new deals won',
