@@ -44,7 +44,21 @@ export interface RowSenderOptions {
   fence: RowFence;
   creates: DuplicateSafeCreate;
   logger: Logger;
+  /** The workspace's request budget: an update takes its token after the fence let it go. */
+  budget: { take(signal?: AbortSignal): Promise<void> };
+  /**
+   * The longest an update waits for its token while it holds its record's write lease: past
+   * it, the lease is given back unused and the row waits its turn again. It must leave the
+   * request its whole timeout inside the lease. Default RATE_WAIT_MS.
+   */
+  rateWaitMs?: number;
 }
+
+/**
+ * Half the write lease's margin over the request timeout (workspace-roster: timeout + 15 s):
+ * a token wait this long plus a whole request still end inside the lease.
+ */
+export const RATE_WAIT_MS = 7_500;
 
 type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
 
@@ -99,6 +113,17 @@ export class RowSender {
     const begin = await this.o.fence.beginUpdate(w, record, payload.fields, UPDATE_REQUIRED_FIELDS[payload.op]);
     switch (begin.kind) {
       case 'send': {
+        // The token is taken here, after the fence, so the request leaves at its grant's time:
+        // taken before, a slow fence call (a loaded machine, a busy Redis) would send it late,
+        // bunched against on-time ones, and a CRM counting a sliding window would see more than
+        // the limit in one. The wait is bounded, since the record's lease is held meanwhile.
+        const token = await this.#takeToken(signal);
+        if (token !== 'taken') {
+          await this.o.fence.settleUpdate(record, begin.seq, false);
+          if (token === 'aborted') return { kind: 'lost', reason: String(signal?.reason) };
+          if (token === 'late') return { kind: 'wait', ms: 0 };
+          return { kind: 'error', err: token.err };
+        }
         // Fields a later row already wrote are left out: sending them would put older values back.
         const fields = begin.fields as UpdatePayload['fields'];
         const sent = { ...payload, fields } as UpdatePayload;
@@ -115,6 +140,19 @@ export class RowSender {
         return { kind: 'wait', ms: Math.min(begin.ms, RECHECK_MS) };
       default:
         return begin;
+    }
+  }
+
+  /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
+  async #takeToken(signal: AbortSignal | undefined): Promise<'taken' | 'late' | 'aborted' | { err: unknown }> {
+    const deadline = AbortSignal.timeout(this.o.rateWaitMs ?? RATE_WAIT_MS);
+    try {
+      await this.o.budget.take(signal ? AbortSignal.any([signal, deadline]) : deadline);
+      return 'taken';
+    } catch (err) {
+      if (signal?.aborted) return 'aborted';
+      if (deadline.aborted) return 'late';
+      return { err };
     }
   }
 

@@ -210,7 +210,13 @@ export class SyncWorker {
       ...(options.createSettleMs !== undefined ? { settleMs: options.createSettleMs } : {}),
       logger: this.#logger,
     });
-    this.#sender = new RowSender({ client: options.client, fence: this.#fence, creates, logger: this.#logger });
+    this.#sender = new RowSender({
+      client: options.client,
+      fence: this.#fence,
+      creates,
+      logger: this.#logger,
+      budget: this.#bucket,
+    });
     const concurrency = options.concurrency ?? 8;
     this.queue = openWorkspaceQueue({
       connection: options.connection,
@@ -490,7 +496,8 @@ export class SyncWorker {
     writer: RowWriter,
     signal: AbortSignal | undefined,
   ): Promise<RowOutcome> {
-    await this.#takeToken(job, signal);
+    // An update takes its token in the sender, once the write fence lets it go (RowSender).
+    if (r.payload.op === 'deal.create') await this.#takeToken(job, signal);
     const sent = await this.#sender.send(writer, r, signal);
     switch (sent.kind) {
       case 'result':

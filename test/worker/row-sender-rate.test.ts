@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/index.js';
+import { CrmClient } from '../../src/crm/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import type { QueuedRow } from '../../src/queue/index.js';
+import { DealLookup, DuplicateSafeCreate } from '../../src/reconcile/index.js';
+import { LookupPassBoard, RowFence, RunStore, type RowWriter } from '../../src/runs/index.js';
+import { startSimulator } from '../../src/sim/index.js';
+import { RowSender } from '../../src/worker/row-sender.js';
+import { testRedis } from '../runs/redis-fixture.js';
+
+/*
+ * Issue 31, item 13: an update takes its rate token after the write fence let it go, so the
+ * request leaves at its grant's time (a slow fence call no longer sends it late, bunched against
+ * on-time ones). The wait holds the record's write lease, so it is bounded: past `rateWaitMs`
+ * the lease is given back unused and the row waits its turn. Real Redis, the simulator over HTTP;
+ * the budget is the test's, to hold a token back at will.
+ */
+const { redis, prefix, cleanup } = testRedis();
+const store = new RunStore({ redis, prefix });
+const fence = new RowFence({ redis, prefix, workspace: 'acme', leaseMs: 5000 });
+let sim: Awaited<ReturnType<typeof startSimulator>>;
+let client: CrmClient;
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    port: 0,
+    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 3, seed: 4, rateLimit: null }],
+  });
+  client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
+});
+afterAll(async () => {
+  client?.close();
+  await sim?.close();
+  await cleanup();
+});
+
+/** A budget that hands out a token only when the test says so, noting what the fence held then. */
+function heldBudget() {
+  const waiting: Array<() => void> = [];
+  return {
+    waiting,
+    take(signal?: AbortSignal): Promise<void> {
+      return new Promise((resolve, reject) => {
+        waiting.push(resolve);
+        signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+      });
+    },
+  };
+}
+
+function sender(budget: { take(signal?: AbortSignal): Promise<void> }, rateWaitMs: number): RowSender {
+  const board = new LookupPassBoard({ redis, prefix, workspace: 'acme' });
+  const lookup = new DealLookup({ client, board, fence });
+  const creates = new DuplicateSafeCreate({ client, fence, lookup, logger: silentLogger });
+  return new RowSender({ client, fence, creates, logger: silentLogger, budget, rateWaitMs });
+}
+
+/** Row `row` of a run of its own, updating the simulator's deal number `deal`. */
+async function writer(row: number, deal: number): Promise<{ w: RowWriter; r: QueuedRow; runId: string }> {
+  const run = await store.createRun({ workspace: 'acme', operation: 'deal.update', source: 'rate.csv' });
+  await store.addQueued(run.id, 1);
+  const w: RowWriter = { runId: run.id, row, round: 0, lockKey: `${prefix}:lock:${run.id}:${row}`, token: 't' };
+  await redis.set(w.lockKey, w.token);
+  const id = [...sim.workspace('acme').deals.keys()][deal]!;
+  const r = { row, line: row + 1, payload: { op: 'deal.update', id, fields: { name: `Rate ${row}` } } } as QueuedRow;
+  return { w, r, runId: run.id };
+}
+
+describe('an update takes its rate token after the write fence', () => {
+  it('asks for the token while it holds the record, and sends once it has it', async () => {
+    const budget = heldBudget();
+    const { w, r } = await writer(1, 0);
+    const id = (r.payload as { id: string }).id;
+    const before = sim.workspace('acme').stats.requests;
+    const sending = sender(budget, 5000).send(w, r, undefined);
+    while (budget.waiting.length === 0) await new Promise((s) => setTimeout(s, 5));
+    // The fence let it go: another row of the record waits for this write, and nothing was sent yet.
+    const other = await writer(2, 0);
+    expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'x' })).kind).toBe('wait');
+    expect(sim.workspace('acme').stats.requests).toBe(before);
+    budget.waiting[0]!();
+    const out = await sending;
+    expect(out).toMatchObject({ kind: 'result', result: { status: 'succeeded', recordId: id } });
+    expect(sim.workspace('acme').stats.requests).toBe(before + 1);
+    expect(sim.workspace('acme').deals.get(id)?.name).toBe('Rate 1');
+  });
+
+  it('a token not had within rateWaitMs gives the lease back unused: the row waits, nothing is sent', async () => {
+    const budget = heldBudget();
+    const { w, r } = await writer(3, 1);
+    const id = (r.payload as { id: string }).id;
+    const before = sim.workspace('acme').stats.requests;
+    const out = await sender(budget, 150).send(w, r, undefined);
+    expect(out).toEqual({ kind: 'wait', ms: 0 });
+    expect(sim.workspace('acme').stats.requests).toBe(before);
+    // The record is free at once (the write settled unapplied), not after the 5 s lease.
+    const other = await writer(4, 1);
+    expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'y' })).kind).toBe('send');
+  });
+
+  it('an abort while waiting for the token ends the attempt as lost, and frees the record', async () => {
+    const budget = heldBudget();
+    const { w, r } = await writer(5, 2);
+    const id = (r.payload as { id: string }).id;
+    const abort = new AbortController();
+    const sending = sender(budget, 5000).send(w, r, abort.signal);
+    while (budget.waiting.length === 0) await new Promise((s) => setTimeout(s, 5));
+    abort.abort(new Error('lock lost'));
+    expect(await sending).toMatchObject({ kind: 'lost' });
+    const other = await writer(6, 2);
+    expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'z' })).kind).toBe('send');
+  });
+});
