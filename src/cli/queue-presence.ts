@@ -1,4 +1,4 @@
-import { pausedWords, workerCount } from '../queue/index.js';
+import { whyRowsWait, type WaitReason } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**
@@ -18,27 +18,28 @@ export class QueuePresenceWatch {
   /** Looks once; answers the line to print, if what holds the rows changed. */
   async look(): Promise<string | undefined> {
     const ws = this.workspace;
-    const [holds, workers] = await Promise.all([
-      this.store.holds(ws),
-      workerCount(this.store.redis, this.store.prefix, ws).catch(() => -1),
-    ]);
-    const why: string[] = [];
-    if (holds.blocked) why.push(`workspace ${ws} is blocked: ${holds.blocked.reason}`);
-    if (holds.paused)
-      why.push(
-        `workspace ${ws} is ${pausedWords(holds.paused.reason)}; lift it with: crm-sync workspace resume -w ${ws}`,
-      );
-    if (holds.unreachable) why.push(`workspace ${ws} is held: ${holds.unreachable.reason}`);
-    if (workers === 0)
-      why.push(
-        `no worker serves workspace ${ws}'s queue: its rows wait until one starts. ` +
-          `Start one with "crm-sync worker -w ${ws}", or run this command with --work.`,
-      );
-    const now = why.join('\n');
+    const now = (await whyRowsWait(this.store, ws)).map((why) => words(ws, why)).join('\n');
     if (now === this.#said) return undefined;
     const before = this.#said;
     this.#said = now;
     if (now === '') return before === '' ? undefined : `workspace ${ws}: rows are being taken again`;
     return now;
+  }
+}
+
+/** One reason in plain words, with the command that lifts it. */
+function words(ws: string, why: WaitReason): string {
+  switch (why.kind) {
+    case 'blocked':
+      return `workspace ${ws} is blocked: ${why.reason}`;
+    case 'paused':
+      return `workspace ${ws} is ${why.reason}; lift it with: crm-sync workspace resume -w ${ws}`;
+    case 'unreachable':
+      return `workspace ${ws} is held: ${why.reason}`;
+    case 'no-worker':
+      return (
+        `no worker serves workspace ${ws}'s queue: its rows wait until one starts. ` +
+        `Start one with "crm-sync worker -w ${ws}", or run this command with --work.`
+      );
   }
 }

@@ -68,6 +68,7 @@ export {
 } from './workspace-control.js';
 export { WorkBoard, type WorkBoardOptions } from './work-board.js';
 export { PoolPresence, workerCount, type PoolAnnouncement, type PoolPresenceOptions } from './pool-presence.js';
+export { whyRowsWait, type WaitReason } from './why-waiting.js';
 export { importFile, sourceIdentity, type ImportFileOptions } from './import-file.js';
 export { resumeProducer, type ResumeProducerOptions } from './resume-producer.js';
 export {
