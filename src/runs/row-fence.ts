@@ -10,7 +10,7 @@ import {
   RESTORE_CREATE,
   SETTLE_UPDATE,
 } from './fence-scripts.js';
-import type { LuaScript } from './lua-script.js';
+import type { LuaScript } from '../redis/index.js';
 import { encodeResult } from './result-codec.js';
 import { newRunId } from './run-id.js';
 import { RunKeys, type RunRef } from '../keys/index.js';
