@@ -490,6 +490,7 @@ function ownerOf(w: RowWriter): string {
   return `${w.runId}/${w.row}`;
 }
 
+/** A create marker as the scripts answer it; its format and the Lua codec: commands/includes/create-marker.lua. */
 function parseMarker(text: string): CreateMarker {
   const [sentAt = '', crmClockAt = '', measured = '', dealId = '', uncertainAt = ''] = text.split('|');
   const marker: CreateMarker = {
