@@ -4,7 +4,7 @@
 // process starting meanwhile sees either the old dist/ or the new one, never half of one.
 // Plain node (no tsx): it runs before anything else is built.
 import { spawnSync } from 'node:child_process';
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,13 @@ if (compiled.status !== 0) {
   rmSync(fresh, { recursive: true, force: true });
   console.error(`build: tsc failed (exit ${compiled.status ?? compiled.signal}); dist/ left as it was`);
   process.exit(1);
+}
+// tsc emits only JavaScript: the Lua scripts (src/redis/commands) are read beside their loader at
+// run time, so they go to the same place under dist/.
+for (const rel of readdirSync(join(root, 'src'), { recursive: true })) {
+  if (!String(rel).endsWith('.lua')) continue;
+  mkdirSync(dirname(join(fresh, rel)), { recursive: true });
+  copyFileSync(join(root, 'src', rel), join(fresh, rel));
 }
 writeFileSync(join(fresh, STAMP_FILE.slice('dist/'.length)), `${stamp}\n`);
 if (existsSync(dist)) renameSync(dist, old);

@@ -4,6 +4,7 @@ import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Config } from '../config/index.js';
 import { connectConfiguredRedis } from '../queue/index.js';
+import { LuaScript } from '../redis/index.js';
 
 export interface AuthThrottleOptions {
   /** Wrong tokens a client may send per window (and checks it may have at once). Default 10. */
@@ -33,43 +34,14 @@ export interface AuthThrottle {
 
 // The client's record is a hash: `f` wrong tokens in the window, `i` checks in flight. A check
 // may start only while f + i < max, so however many requests arrive at once, at most `max`
-// tokens are ever compared before the f of a window reaches max. A string key (what the
-// rate-limit plugin this replaces kept there) is dropped on first use.
+// tokens are ever compared before the f of a window reaches max (acquire-auth-attempt-1.lua).
 
 /** Returns {verdict, failures, ttlMs}: verdict 0 locked, 1 busy (all places in flight), 2 go. */
-const ACQUIRE = `
-if redis.call('TYPE', KEYS[1]).ok == 'string' then redis.call('DEL', KEYS[1]) end
-local max = tonumber(ARGV[1])
-local f = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
-local i = tonumber(redis.call('HGET', KEYS[1], 'i') or '0')
-local ttl = redis.call('PTTL', KEYS[1])
-if f >= max then return {0, f, ttl} end
-if f + i >= max then return {1, f, ttl} end
-redis.call('HINCRBY', KEYS[1], 'i', 1)
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  ttl = tonumber(ARGV[2])
-end
-return {2, f, ttl}
-`;
-
-/** A wrong token: its place stays taken for the window, which starts with the first one. Returns {failures, ttlMs}. */
-const FAILED = `
-if redis.call('HINCRBY', KEYS[1], 'i', -1) < 0 then redis.call('HSET', KEYS[1], 'i', 0) end
-local f = redis.call('HINCRBY', KEYS[1], 'f', 1)
-if f == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {f, redis.call('PTTL', KEYS[1])}
-`;
-
-/** A right token gives its place back (never into a window that has ended); nothing left, no key. */
-const SUCCEEDED = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local i = redis.call('HINCRBY', KEYS[1], 'i', -1)
-if i < 0 then redis.call('HSET', KEYS[1], 'i', 0) end
-local f = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
-if f == 0 and i <= 0 then redis.call('DEL', KEYS[1]) end
-return 1
-`;
+const ACQUIRE = LuaScript.load('acquire-auth-attempt-1');
+/** A wrong token: its place stays taken for the window. Returns {failures, ttlMs}. */
+const FAILED = LuaScript.load('fail-auth-attempt-1');
+/** A right token gives its place back (never into a window that has ended). */
+const SUCCEEDED = LuaScript.load('pass-auth-attempt-1');
 
 /** How often a request whose client has every place in flight looks again, and for how long. */
 const BUSY_POLL_MS = 20;
@@ -111,7 +83,7 @@ export async function registerAuthThrottle(
       const key = `${namespace}${client}`;
       const deadline = Date.now() + BUSY_WAIT_MS;
       for (;;) {
-        const [verdict, , ttlMs] = (await redis.eval(ACQUIRE, 1, key, String(max), String(windowMs))) as number[];
+        const [verdict, , ttlMs] = (await ACQUIRE.run(redis, [key], [String(max), String(windowMs)])) as number[];
         if (verdict === 0) return { allowed: false, waitSeconds: seconds(ttlMs ?? windowMs) };
         if (verdict === 2) break;
         // Every place is taken by a check still running: one comes back in milliseconds.
@@ -121,10 +93,10 @@ export async function registerAuthThrottle(
       return {
         allowed: true,
         async succeeded() {
-          await redis.eval(SUCCEEDED, 1, key);
+          await SUCCEEDED.run(redis, [key], []);
         },
         async failed() {
-          const [failures, ttlMs] = (await redis.eval(FAILED, 1, key, String(windowMs))) as number[];
+          const [failures, ttlMs] = (await FAILED.run(redis, [key], [String(windowMs)])) as number[];
           // The count goes up one at a time in Redis: exactly one failure sees it reach the limit.
           if (failures !== max) return;
           const lockedSeconds = seconds(ttlMs ?? windowMs);

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
+import { LuaScript, scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
 import { sessionKey, sessionKeyBase } from '../keys/index.js';
-import { LuaScript } from '../runs/index.js';
 
 export interface SessionStoreOptions {
   redis: RedisClient;
@@ -19,18 +18,7 @@ export interface SessionStoreOptions {
  * Verify and slide in one step: the record holds its absolute end (epoch ms); a live session's
  * key lives the idle time more, never past that end.
  */
-const TOUCH = new LuaScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local untilMs = tonumber(v)
-local now = tonumber(ARGV[1])
-if untilMs == nil or untilMs <= now then
-  redis.call('DEL', KEYS[1])
-  return 0
-end
-redis.call('PEXPIRE', KEYS[1], math.min(tonumber(ARGV[2]), untilMs - now))
-return 1
-`);
+const TOUCH = LuaScript.load('touch-session-1');
 
 /**
  * Server-side sign-ins (OWASP session management): the browser's cookie carries only a random

@@ -8,7 +8,8 @@
  * keys without a tag are touched by single commands. Layout version 2 (`<p>:layout`); version 1
  * had no tags and is renamed by migrate-layout.ts.
  *
- * The run store (src/runs, state changes in Lua: run-scripts.ts, fence-scripts.ts):
+ * The run store (src/runs, state changes in Lua: src/redis/commands/*.lua, loaded by run-scripts.ts
+ * and fence-scripts.ts):
  *   <p>:run:{<w>}:<id>             hash    run record: flat fields (status, counts total/queued/
  *                                          succeeded/failed/skipped/invalid, producerDone '0'|'1',
  *                                          createdAt, createdMs, finishedAt, firstFinishedAt (set once: the
@@ -21,12 +22,17 @@
  *   <p>:run:{<w>}:<id>:problems    zset    failed, invalid and uncertain rows, score = member = row
  *   <p>:run:{<w>}:<id>:rounds      hash    row → retry round (job generation) of rows `runs retry`
  *                                          requeued; only that round's job may send or record the row
- *   <p>:run:{<w>}:<id>:creating    hash    row → create marker `sentAt|crmClock|kind|dealId|uncertainAt`
- *                                          (fence-scripts.ts): a create that may have been applied;
+ *   <p>:run:{<w>}:<id>:creating    hash    row → create marker `sentAt|crmClock|kind|dealId[|uncertainAt]`
+ *                                          (codec: commands/includes/create-marker.lua, parseMarker in
+ *                                          row-fence.ts): a create that may have been applied;
  *                                          TTL = claim retention (createMarkerTtlMs)
- *   <p>:ws:{<w>}:order:<res>:<id>  string  write order of one CRM record: `applied[|inflight|untilMs]`,
- *                                          where a seq is `<runId>#<row, base36, 7 wide>` (run ids
- *                                          sort by creation time); TTL = the ordering window
+ *   <p>:ws:{<w>}:order:<res>:<id>  hash    write order of one CRM record, per field: `f:<field>` →
+ *                                          `<seq>|<value JSON>`, `~` → the write on the wire (JSON),
+ *                                          `*` → a seq that wrote every field (an earlier version's
+ *                                          string `applied[|inflight|untilMs]` is read as that);
+ *                                          a seq is `<runId>#<row, base36, 7 wide>` (run ids sort by
+ *                                          creation time); TTL = the ordering window
+ *                                          (commands/includes/write-order.lua)
  *   <p>:ws:{<w>}:create:<fp>       string  owner `<runId>/<row>` of the one create in flight for a content
  *                                          fingerprint; TTL = the request lease (or the settle time)
  *   <p>:ws:{<w>}:claim:<dealId>    string  `<runId>/<row>` that recorded the deal; TTL = claim retention

@@ -13,7 +13,7 @@ type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
  * The statuses whose indexes every script gets as KEYS[2..5]. The `cancelled` index is derived
- * inside the scripts from the `running` one (PRELUDE in run-scripts.ts), so the KEYS layout the
+ * inside the scripts from the `running` one (src/redis/commands/includes/run-status.lua), so the KEYS layout the
  * fence scripts share did not have to move when it was added.
  */
 const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];

@@ -1,6 +1,5 @@
-import type { RedisClient } from '../redis/index.js';
 import { runSeriesKey } from '../keys/index.js';
-import { LuaScript } from '../runs/index.js';
+import { LuaScript, type RedisClient } from '../redis/index.js';
 import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
 
 /*
@@ -28,39 +27,8 @@ export type RunIncrements = [number, number, number, number];
 /** Where each field goes in RunIncrements (SERIES_FIELDS order, which the script's value keeps). */
 export const FIELD_INDEX: Record<SeriesField, 0 | 1 | 2 | 3> = { requests: 0, rateLimited: 1, failed: 2, succeeded: 3 };
 
-/**
- * KEYS: the series hash of each run. ARGV[1] the bucket, ARGV[2] most buckets kept, ARGV[3] the
- * TTL (s), then four increments per key (one key a call: see addToRunSeries).
- */
-const ADD = new LuaScript(`
-local b = tonumber(ARGV[1])
-local keep = tonumber(ARGV[2])
-for i, key in ipairs(KEYS) do
-  local last = tonumber(redis.call('HGET', key, 'last'))
-  if last == nil or b > last then
-    if last ~= nil then
-      -- The window moves on: remove the buckets that fell out of it (by the bound, only these can exist).
-      for old = last - keep + 1, math.min(last, b - keep) do redis.call('HDEL', key, string.format('%d', old)) end
-    end
-    redis.call('HSET', key, 'last', ARGV[1])
-    last = b
-  end
-  -- A bucket already out of the window (a clock far behind) is dropped, never stored.
-  if b > last - keep then
-    local o = 3 + (i - 1) * 4
-    local v = redis.call('HGET', key, ARGV[1])
-    local n = { 0, 0, 0, 0 }
-    if v then
-      local k = 1
-      for part in string.gmatch(v, '%d+') do n[k] = tonumber(part); k = k + 1 end
-    end
-    for k = 1, 4 do n[k] = n[k] + tonumber(ARGV[o + k]) end
-    redis.call('HSET', key, ARGV[1], string.format('%d,%d,%d,%d', n[1], n[2], n[3], n[4]))
-  end
-  redis.call('EXPIRE', key, ARGV[3])
-end
-return #KEYS
-`);
+/** Adds one bucket's increments to a run's series, dropping what fell out of its window. */
+const ADD = LuaScript.load('add-run-series-1');
 
 /**
  * Adds one flush's increments of each run into `bucket` (MetricsRecorder calls it once a second).

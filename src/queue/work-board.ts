@@ -1,21 +1,10 @@
 import { QueueKeys } from 'bullmq';
-import type { RedisClient } from '../redis/index.js';
 import { bullPrefix, workBoardKey } from '../keys/index.js';
-import { LuaScript } from '../runs/index.js';
+import { LuaScript, type RedisClient } from '../redis/index.js';
 import { queueName } from './queue-names.js';
 
-/**
- * Removes the workspace only if no one signalled since the caller read `ARGV[2]`: a producer
- * bumps the count after adding its jobs, so a settle that raced an enqueue fails and the
- * workspace stays listed. KEYS[1] the board, ARGV[1] workspace, ARGV[2] the count read before
- * the caller found the queue empty.
- */
-const SETTLE = new LuaScript(`
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return 1
-end
-return 0`);
+/** Removes the workspace unless it was signalled since its count was read (the .lua file says why). */
+const SETTLE = LuaScript.load('settle-work-1');
 
 export interface WorkBoardOptions {
   /** A connected ioredis client, owned by the caller. */

@@ -47,7 +47,7 @@ export {
   isExportMetaColumn,
   type WriteResultsCsvOptions,
 } from './results-csv.js';
-export { LuaScript } from './lua-script.js';
+export { LuaScript } from '../redis/index.js';
 export { RUN_STATUSES } from '../keys/index.js';
 export {
   LookupPassBoard,

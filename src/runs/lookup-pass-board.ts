@@ -1,5 +1,4 @@
-import type { RedisClient } from '../redis/index.js';
-import { LuaScript } from './lua-script.js';
+import { LuaScript, type RedisClient } from '../redis/index.js';
 import { RunKeys } from '../keys/index.js';
 
 /**
@@ -14,52 +13,13 @@ import { RunKeys } from '../keys/index.js';
  * tell whether a create settled before the pass began.
  */
 
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
-
-/** KEYS[1] board. ARGV: from, token, leaseMs, ttlMs. Returns {'run', from, now} or {'wait', ms, now}. */
-const ASK = new LuaScript(`${NOW}
-local f = redis.call('HMGET', KEYS[1], 'next', 'want', 'holder', 'leaseUntil')
-local from = tonumber(ARGV[1])
-local want = tonumber(f[2])
-if want == nil or from < want then
-  want = from
-  redis.call('HSET', KEYS[1], 'want', want)
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-local lease = tonumber(f[4]) or 0
-if f[3] and lease > now then return {'wait', lease - now, now} end
-local nxt = tonumber(f[1]) or 0
-if now < nxt then return {'wait', nxt - now, now} end
-redis.call('HSET', KEYS[1], 'holder', ARGV[2], 'leaseUntil', now + tonumber(ARGV[3]), 'passStartedAt', now, 'passFrom', want)
-redis.call('HDEL', KEYS[1], 'want')
-return {'run', want, now}
-`);
-
-/** KEYS[1] board. ARGV: token, leaseMs. 1 while the token still holds the pass. */
-const RENEW = new LuaScript(`${NOW}
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'leaseUntil', now + tonumber(ARGV[2]))
-return 1
-`);
-
-/**
- * KEYS[1] board, KEYS[2] snapshot. ARGV: token, gapMs, body ('' = none), ttlMs. Ends the pass:
- * the next may start gapMs from now; its deals become the workspace's snapshot. 0 when the
- * token had lost the pass (its lease ran out and another process took over).
- */
-const FINISH = new LuaScript(`${NOW}
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
-local p = redis.call('HMGET', KEYS[1], 'passStartedAt', 'passFrom')
-redis.call('HDEL', KEYS[1], 'holder', 'leaseUntil', 'passStartedAt', 'passFrom')
-redis.call('HSET', KEYS[1], 'next', now + tonumber(ARGV[2]))
-if ARGV[3] ~= '' then
-  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
-  redis.call('HSET', KEYS[1], 'snapStartedAt', p[1], 'snapFrom', p[2])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1
-`);
+// The board's scripts (src/redis/commands/*-lookup-pass-*.lua; Redis's clock, includes/redis-clock.lua).
+/** Asks for a pass: {'run', from, now} or {'wait', ms, now}. */
+const ASK = LuaScript.load('ask-lookup-pass-1');
+/** 1 while the token still holds the pass (its lease is moved on). */
+const RENEW = LuaScript.load('renew-lookup-pass-1');
+/** Ends the pass; its deals become the snapshot. 0 when the token had lost it. */
+const FINISH = LuaScript.load('finish-lookup-pass-2');
 
 export interface LookupPassBoardOptions {
   redis: RedisClient;

@@ -10,7 +10,7 @@ import {
   RESTORE_CREATE,
   SETTLE_UPDATE,
 } from './fence-scripts.js';
-import type { LuaScript } from './lua-script.js';
+import type { LuaScript } from '../redis/index.js';
 import { encodeResult } from './result-codec.js';
 import { newRunId } from './run-id.js';
 import { RunKeys, type RunRef } from '../keys/index.js';
@@ -497,6 +497,7 @@ function ownerOf(w: RowWriter): string {
   return `${w.runId}/${w.row}`;
 }
 
+/** A create marker as the scripts answer it; its format and the Lua codec: commands/includes/create-marker.lua. */
 function parseMarker(text: string): CreateMarker {
   const [sentAt = '', crmClockAt = '', measured = '', dealId = '', uncertainAt = ''] = text.split('|');
   const marker: CreateMarker = {

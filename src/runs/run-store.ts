@@ -7,9 +7,8 @@
  * counts a row twice and no reader sees a half-applied batch. The `rounds`, `creating`, `ws:`
  * keys are the write fence's (row-fence.ts, fence-scripts.ts; docs/architecture.md).
  */
-import type { RedisClient } from '../redis/index.js';
+import type { LuaScript, RedisClient } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { LuaScript } from './lua-script.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
 import { RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
 import { newRunId } from './run-id.js';
@@ -22,15 +21,17 @@ import {
   CANCEL_RUN,
   FAIL_IF_PRODUCER_GONE,
   FINISH_PRODUCING,
+  LIFT_HOLD,
   RECORD_RESULTS,
   REQUEUE_ROWS,
   RESUME_RUN,
+  SERVER_TIME,
+  SET_PRODUCER,
   SET_STATUS,
   SOURCE_READ,
   TOUCH_PRODUCER,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
-import { SET_PRODUCER } from './producer-scripts.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
 
 export interface RunStoreOptions {
@@ -123,10 +124,6 @@ export interface RequeuedRow {
 
 const DEFAULT_PREFIX = 'crm-sync';
 const DEFAULT_BATCH = 1000;
-/** KEYS[1] a key of the workspace (routes the call to its node on a cluster). Redis's clock, ms. */
-const SERVER_TIME = new LuaScript(`local t = redis.call('TIME')
-return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`);
-
 /** Rows per Lua call: large enough to amortise round trips, small enough not to stall Redis. */
 const SCRIPT_CHUNK = 1000;
 
@@ -404,12 +401,10 @@ export class RunStore {
    * queue must stay paused). Atomic, so two lifts never both see the other still there.
    */
   async liftHold(workspace: string, kind: HoldKind): Promise<{ lifted: boolean; stillHeld: boolean }> {
-    const [removed, left] = (await this.redis.eval(
-      "local n = redis.call('HDEL', KEYS[1], ARGV[1]) return { n, redis.call('HLEN', KEYS[1]) }",
-      1,
-      this.keys.workspaceHolds(workspace),
-      kind,
-    )) as [number, number];
+    const [removed, left] = (await LIFT_HOLD.run(this.redis, [this.keys.workspaceHolds(workspace)], [kind])) as [
+      number,
+      number,
+    ];
     return { lifted: removed === 1, stillHeld: left > 0 };
   }
 
@@ -643,7 +638,7 @@ export class RunStore {
   }
 }
 
-/** The counts in the order the scripts return them (COUNT_FIELDS in run-scripts.ts). */
+/** The counts in the order the scripts return them (COUNTS in src/redis/commands/includes/row-results.lua). */
 const COUNT_NAMES = [
   'total',
   'queued',

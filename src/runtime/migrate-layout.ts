@@ -12,15 +12,10 @@ import {
   workBoardKey,
 } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
-import { isCluster, scanKeys, type RedisClient } from '../redis/index.js';
-import { LuaScript } from '../runs/lua-script.js';
+import { isCluster, LuaScript, scanKeys, type RedisClient } from '../redis/index.js';
 
 /** RENAME that does nothing when the source is gone (a migration run again after a crash). */
-const RENAME_IF_EXISTS = new LuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('RENAME', KEYS[1], KEYS[2])
-return 1
-`);
+const RENAME_IF_EXISTS = LuaScript.load('rename-if-exists-2');
 
 export interface MigrateLayoutOptions {
   /** Where the migration says what it did. Default: silent. */

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../redis/index.js';
+import { LuaScript, type RedisClient } from '../redis/index.js';
 import { syncLockKey } from '../keys/index.js';
 
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
+/** Removes the lock while it is still this holder's. */
+const RELEASE = LuaScript.load('release-sync-lock-1');
+/** Renews the lock while it is still this holder's: 1 renewed, 0 lost. */
+const EXTEND = LuaScript.load('extend-sync-lock-1');
 
 /**
  * One holder per sync at a time, across scheduler processes. The lock expires on its own if
@@ -55,7 +57,7 @@ export class SyncLock {
 
   async release(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#redis.eval(RELEASE, 1, this.#key, this.#token);
+    await RELEASE.run(this.#redis, [this.#key], [this.#token]);
   }
 
   async #renew(): Promise<void> {
@@ -64,7 +66,7 @@ export class SyncLock {
     this.#renewing = true;
     const sent = Date.now();
     try {
-      const reply = await this.#redis.eval(EXTEND, 1, this.#key, this.#token, this.#ttlMs);
+      const reply = await EXTEND.run(this.#redis, [this.#key], [this.#token, this.#ttlMs]);
       if (Number(reply) === 1) this.#validSince = sent;
       else this.#lose('the sync lock expired and was taken over or removed');
     } catch (err) {

@@ -54,6 +54,9 @@ describe('the npm package', () => {
         'dist/index.js',
         'dist/index.d.ts',
         'dist/cli.js',
+        // Read beside their loader at module load: without them nothing imports.
+        'dist/redis/commands/record-results-8.lua',
+        'dist/redis/commands/includes/run-status.lua',
         'bin/crm-sync.js',
         'schema/crm-sync.config.schema.json',
         'LICENSE',
