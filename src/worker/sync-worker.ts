@@ -31,7 +31,7 @@ import {
   type SyncJobName,
   type WorkspaceQueue,
 } from '../queue/index.js';
-import { DealLookup, DuplicateSafeCreate } from '../reconcile/index.js';
+import { DealLookup, DuplicateSafeCreate } from './creates/index.js';
 import {
   LookupPassBoard,
   RowFence,
