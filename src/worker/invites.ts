@@ -2,7 +2,8 @@ import { RateLimitError } from 'bullmq';
 import type { InviteBatchJobData } from '../queue/index.js';
 import { placeOf, succeeded, type RowResult } from '../runs/index.js';
 import { decideInvites } from './answer-decision.js';
-import { splitInviteBatch, type SyncJob } from './job-rewrite.js';
+import { splitInviteBatch } from './job-rewrite.js';
+import type { SyncJob } from './sync-job.js';
 import { failureResult } from './row-results.js';
 import { JobLostError, type WorkerCore } from './worker-core.js';
 

@@ -1,20 +1,12 @@
-import { DelayedError, type Job } from 'bullmq';
-import type {
-  InviteBatchJobData,
-  QueuedRow,
-  RowBatchJobData,
-  SyncJobData,
-  SyncJobName,
-  WorkspaceQueue,
-} from '../queue/index.js';
+import { DelayedError } from 'bullmq';
+import type { InviteBatchJobData, QueuedRow, RowBatchJobData, WorkspaceQueue } from '../queue/index.js';
 import { jitter } from './row-results.js';
+import type { SyncJob } from './sync-job.js';
 
 /*
  * Jobs a job turns into. Every new job's id derives from its parent and the rows it holds, so
  * a re-run of the parent (a lost lock, a stalled job) adds nothing new.
  */
-
-export type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
 
 /**
  * Rows of a batch continued as jobs of their own. `backoffMs`: they failed transiently and

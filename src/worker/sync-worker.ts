@@ -11,12 +11,12 @@ import {
 import { annotateBatchSpan } from '../telemetry/index.js';
 import { processInvites } from './invites.js';
 import type { JobLockWatch } from './job-locks.js';
-import type { SyncJob } from './job-rewrite.js';
 import type { RedisFullGuard } from './redis-full-guard.js';
 import { processRows } from './row-jobs.js';
 import type { SyncWorkerOptions } from './sync-worker-options.js';
 import type { WorkerCore } from './worker-core.js';
-import { buildWorkerParts, type SyncJobWorker, type SyncWorkerParts } from './worker-parts.js';
+import type { SyncJob, SyncJobWorker } from './sync-job.js';
+import { buildWorkerParts, type SyncWorkerParts } from './worker-parts.js';
 
 /**
  * Processes one workspace's queue. Safe under at-least-once delivery and partitions: every

@@ -6,7 +6,7 @@ import { cancelled, type RowFence, type RowWriter, type RunStore } from '../runs
 import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';
 import type { CrmOutageWatch } from './crm-outage-watch.js';
-import type { SyncJob } from './job-rewrite.js';
+import type { SyncJob } from './sync-job.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import type { RowSender } from './row-sender.js';
 import type { WorkerMetrics } from './worker-metrics.js';

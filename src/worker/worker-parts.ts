@@ -20,12 +20,11 @@ import { FailedJobSweep } from './failed-job-sweep.js';
 import { JobLockWatch } from './job-locks.js';
 import { RedisFullGuard } from './redis-full-guard.js';
 import { RowSender } from './row-sender.js';
+import type { SyncJobWorker } from './sync-job.js';
 import type { SyncWorkerOptions } from './sync-worker-options.js';
 import { WorkerCore } from './worker-core.js';
 import { WorkerMetrics } from './worker-metrics.js';
 import { WorkspacePause } from './workspace-pause.js';
-
-export type SyncJobWorker = Worker<SyncJobData, unknown, SyncJobName>;
 
 /** A SyncWorker's parts, built from its options; the BullMQ worker once its processor is known. */
 export interface SyncWorkerParts {

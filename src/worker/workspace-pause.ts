@@ -2,7 +2,7 @@ import type { Logger } from '../log/index.js';
 import { blockWorkspace, type SharedTokenBucket, type WorkspaceQueue } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 import type { PauseVerdict } from './answer-decision.js';
-import type { SyncJob } from './job-rewrite.js';
+import type { SyncJob } from './sync-job.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface WorkspacePauseOptions {
