@@ -45,7 +45,7 @@ export interface ErrorDecision {
 }
 
 /** Floor for a 429's pause: a Retry-After of 0 or a past date must not spin the job through its starts. */
-export const MIN_RATE_LIMIT_PAUSE_MS = 500;
+const MIN_RATE_LIMIT_PAUSE_MS = 500;
 /** A 429 without Retry-After. */
 const DEFAULT_RATE_LIMIT_PAUSE_MS = 1000;
 
