@@ -42,6 +42,11 @@ const refId = (ref: unknown): string =>
   ref !== null && typeof ref === 'object' && 'id' in ref ? text((ref as { id: unknown }).id) : '';
 
 /** The canonical value of one comparable field as a row would send it. */
+/** Names as a CRM may store them: Unicode-normalised, whitespace collapsed, case folded. */
+export function normaliseName(name: string): string {
+  return name.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
+}
+
 export function canonicalFromRow(field: string, value: unknown): string {
   if (field === 'tag_ids')
     return Array.isArray(value) ? tagSet(value) : tagSet(value === undefined || value === null ? [] : [value]);

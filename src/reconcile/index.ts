@@ -10,7 +10,14 @@ export {
   writeOperation,
   type ReconcileOperation,
 } from './resource-fields.js';
-export { diffFields, canonicalFromRow, canonicalFromRecord, type FieldChange, type IndexedRecord } from './compare.js';
+export {
+  diffFields,
+  canonicalFromRow,
+  normaliseName,
+  canonicalFromRecord,
+  type FieldChange,
+  type IndexedRecord,
+} from './compare.js';
 export { RecordIndex, type BuildIndexOptions } from './record-index.js';
 export {
   planRows,
@@ -36,11 +43,3 @@ export {
 } from './reconcile-import.js';
 export { sentDigest, checkDigest, digestHolds, type DigestCheck } from './sent-digest.js';
 export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';
-export {
-  DuplicateSafeCreate,
-  createFingerprint,
-  type DuplicateSafeCreateOptions,
-  type CreateOutcome,
-  type CreateRow,
-} from './duplicate-safe-create.js';
-export { DealLookup, normaliseName, sendWindow, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';

@@ -7,9 +7,8 @@ import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/in
 import { sourceIdentity, type RequestBudget } from '../queue/index.js';
 import { RunKeys } from '../keys/index.js';
 import { RowFence, escapeCsvCell, type RecordClock, type RunRecord, type RunStore } from '../runs/index.js';
-import { canonicalFromRow, diffFields, showCanonical, type IndexedRecord } from './compare.js';
+import { canonicalFromRow, diffFields, normaliseName, showCanonical, type IndexedRecord } from './compare.js';
 import { checkDigest, digestHolds } from './sent-digest.js';
-import { normaliseName } from './deal-lookup.js';
 import { RecordIndex } from './record-index.js';
 
 export interface VerifyRunOptions {

@@ -1,4 +1,3 @@
-import type { Job } from 'bullmq';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -7,14 +6,11 @@ import {
   toJobData,
   type InviteRow,
   type QueuedRow,
-  type SyncJobData,
-  type SyncJobName,
   type WorkspaceQueue,
 } from '../queue/index.js';
 import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
-
-type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
+import type { SyncJob } from './sync-job.js';
 
 export interface FailedJobSweepOptions {
   workspace: string;

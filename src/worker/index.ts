@@ -1,2 +1,3 @@
-export { SyncWorker, type SyncWorkerOptions } from './sync-worker.js';
+export { SyncWorker } from './sync-worker.js';
+export type { SyncWorkerOptions } from './sync-worker-options.js';
 export { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from './worker-pool.js';

@@ -1,8 +1,5 @@
-import type { Worker } from 'bullmq';
 import type { Logger } from '../log/index.js';
-import type { SyncJobData, SyncJobName } from '../queue/index.js';
-
-type SyncJobWorker = Worker<SyncJobData, unknown, SyncJobName>;
+import type { SyncJobWorker } from './sync-job.js';
 
 export interface JobLockWatchOptions {
   /** BullMQ's lock duration of the worker (ms). */

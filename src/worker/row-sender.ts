@@ -8,7 +8,8 @@ import {
 } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
-import { sentDigest, type DuplicateSafeCreate } from '../reconcile/index.js';
+import { sentDigest } from '../reconcile/index.js';
+import type { DuplicateSafeCreate } from './creates/index.js';
 import {
   placeOf,
   succeeded,

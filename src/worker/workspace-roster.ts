@@ -6,7 +6,8 @@ import type { MetricsRecorder } from '../metrics/index.js';
 import { WorkBoard } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 import { createCrmClient } from '../runtime/index.js';
-import { SyncWorker, type SyncWorkerOptions } from './sync-worker.js';
+import { SyncWorker } from './sync-worker.js';
+import type { SyncWorkerOptions } from './sync-worker-options.js';
 
 /** The per-workspace settings every SyncWorker of the pool shares (the pool's own options). */
 export type SharedWorkerOptions = Pick<

@@ -3,7 +3,7 @@ import { Secret } from '../../src/config/index.js';
 import { CrmClient } from '../../src/crm/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import type { QueuedRow } from '../../src/queue/index.js';
-import { DealLookup, DuplicateSafeCreate } from '../../src/reconcile/index.js';
+import { DealLookup, DuplicateSafeCreate } from '../../src/worker/creates/index.js';
 import { LookupPassBoard, RowFence, RunStore, type RowWriter } from '../../src/runs/index.js';
 import { startSimulator } from '../../src/sim/index.js';
 import { RowSender } from '../../src/worker/row-sender.js';

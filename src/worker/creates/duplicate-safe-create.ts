@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../crm/index.js';
-import { errorMessage, type ErrorCode } from '../errors/index.js';
-import { silentLogger, type Logger } from '../log/index.js';
+import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCreateFields } from '../../crm/index.js';
+import { errorMessage, type ErrorCode } from '../../errors/index.js';
+import { silentLogger, type Logger } from '../../log/index.js';
 import {
   failed,
   succeeded,
@@ -10,10 +10,9 @@ import {
   type RowFence,
   type RowResult,
   type RowWriter,
-} from '../runs/index.js';
-import { canonicalFromRow } from './compare.js';
-import { type DealLookup, normaliseName } from './deal-lookup.js';
-import { sentDigest } from './sent-digest.js';
+} from '../../runs/index.js';
+import { canonicalFromRow, normaliseName, sentDigest } from '../../reconcile/index.js';
+import type { DealLookup } from './deal-lookup.js';
 
 export interface DuplicateSafeCreateOptions {
   client: CrmClient;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log/index.js';
-import type { CrmClient } from '../../src/crm/index.js';
-import { DealLookup, type DealLookupOptions, type LookupAnswer } from '../../src/reconcile/index.js';
-import { LookupPassBoard } from '../../src/runs/index.js';
-import { createCrmClient } from '../../src/runtime/index.js';
-import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import { silentLogger } from '../../../src/log/index.js';
+import type { CrmClient } from '../../../src/crm/index.js';
+import { DealLookup, type DealLookupOptions, type LookupAnswer } from '../../../src/worker/creates/index.js';
+import { LookupPassBoard } from '../../../src/runs/index.js';
+import { createCrmClient } from '../../../src/runtime/index.js';
+import { csv, resultsByRow, startHarness, type Harness } from '../../helpers/pipeline.js';
 
 describe('duplicate-safe deal creates', () => {
   let h: Harness;

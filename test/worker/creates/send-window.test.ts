@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { sendWindow } from '../../src/reconcile/index.js';
+import { sendWindow } from '../../../src/worker/creates/index.js';
 
 /*
- * Which creation times a lost create's own deal could have (src/reconcile/deal-lookup.ts): a
+ * Which creation times a lost create's own deal could have (src/worker/creates/deal-lookup.ts): a
  * deal stamped before `from` was made before the row's send, one after `after` after it, one
  * in between is inside the record clock's measured uncertainty (the row ends uncertain).
  */

@@ -2,17 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { z } from 'zod';
-import type { CrmClient, DealCreateFields } from '../crm/index.js';
-import { silentLogger, type Logger } from '../log/index.js';
+import type { CrmClient, DealCreateFields } from '../../crm/index.js';
+import { silentLogger, type Logger } from '../../log/index.js';
 import {
   RECORD_CLOCK_DRIFT,
   type CreateMarker,
   type LookupPassBoard,
   type RecordClock,
   type RowFence,
-} from '../runs/index.js';
-import { canonicalFromRecord, canonicalFromRow } from './compare.js';
-import { COMPARABLE_FIELDS } from './resource-fields.js';
+} from '../../runs/index.js';
+import { COMPARABLE_FIELDS, canonicalFromRecord, canonicalFromRow, normaliseName } from '../../reconcile/index.js';
 
 export interface DealLookupOptions {
   client: CrmClient;
@@ -74,11 +73,6 @@ const FAILED_PASS_GAP_MS = 2000;
 const BUSY_RECHECK_MS = 3000;
 /** Larger snapshots are not shared (each process would pass on its own): Redis strings stay small. */
 const MAX_SHARED_SNAPSHOT_BYTES = 32 * 1024 * 1024;
-
-/** Names as a CRM may store them: Unicode-normalised, whitespace collapsed, case folded. */
-export function normaliseName(name: string): string {
-  return name.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
-}
 
 /**
  * Finds deals an uncertain create may have made (docs/architecture.md, "Creates"). The list has

@@ -1,0 +1,8 @@
+export {
+  DuplicateSafeCreate,
+  createFingerprint,
+  type DuplicateSafeCreateOptions,
+  type CreateOutcome,
+  type CreateRow,
+} from './duplicate-safe-create.js';
+export { DealLookup, sendWindow, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';

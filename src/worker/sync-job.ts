@@ -1,0 +1,6 @@
+import type { Job, Worker } from 'bullmq';
+import type { SyncJobData, SyncJobName } from '../queue/index.js';
+
+/** A job of a workspace queue, as BullMQ hands it to the worker. */
+export type SyncJob = Job<SyncJobData, unknown, SyncJobName>;
+export type SyncJobWorker = Worker<SyncJobData, unknown, SyncJobName>;

@@ -1,0 +1,143 @@
+import type { CrmClient } from '../crm/index.js';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { SharedTokenBucket, SyncJobData, WorkspaceQueue } from '../queue/index.js';
+import { cancelled, type RowFence, type RowWriter, type RunStore } from '../runs/index.js';
+import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
+import type { CircuitBreaker } from './circuit-breaker.js';
+import type { CrmOutageWatch } from './crm-outage-watch.js';
+import type { SyncJob } from './sync-job.js';
+import { ResultWriter, type FencedResult } from './result-writer.js';
+import type { RowSender } from './row-sender.js';
+import type { WorkerMetrics } from './worker-metrics.js';
+import type { WorkspacePause } from './workspace-pause.js';
+
+/** The job is no longer this worker's (its lock is gone): nothing more is sent or stored. */
+export class JobLostError extends CrmSyncError {
+  constructor(jobId: string | undefined, reason: string) {
+    super(
+      'JOB_LOST',
+      `job ${jobId ?? '?'} is no longer this worker's (${reason}); its new owner sends the unsent rows`,
+    );
+  }
+}
+
+/** A workspace worker's parts, resolved: what row jobs and invite jobs share. */
+export interface WorkerCoreParts {
+  workspace: string;
+  client: CrmClient;
+  store: RunStore;
+  fence: RowFence;
+  queue: WorkspaceQueue;
+  sender: RowSender;
+  /** The workspace's shared request budget (a known limit, or a learned rate). */
+  bucket: SharedTokenBucket;
+  breaker: CircuitBreaker;
+  outage: CrmOutageWatch;
+  pause: WorkspacePause;
+  metrics: WorkerMetrics;
+  logger: Logger;
+  /** BullMQ's key prefix of the workspace queue's jobs (a job's lock is `<prefix><id>:lock`). */
+  lockPrefix: string;
+  maxStarts: number;
+  settleMs: number;
+  backoffMs: number;
+}
+
+/**
+ * What every job of the workspace goes through: the write fence's view of its attempt, the
+ * shared request budget, the fenced result store, and the verdict on a failed request.
+ */
+export class WorkerCore {
+  readonly #results: ResultWriter;
+
+  constructor(readonly parts: WorkerCoreParts) {
+    this.#results = new ResultWriter(parts.store);
+  }
+
+  /** The write fence's view of this job attempt sending row `r`. */
+  writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number; orderAs?: string }): RowWriter {
+    const lockKey = `${this.parts.lockPrefix}${job.id ?? ''}:lock`;
+    return { runId, row: r.row, round: r.round ?? 0, lockKey, token, ...(r.orderAs ? { orderAs: r.orderAs } : {}) };
+  }
+
+  /** The rows of `rows` that have no stored result yet (one HMGET). */
+  async withoutResult<R extends { row: number }>(runId: string, rows: R[]): Promise<R[]> {
+    const stored = await this.parts.store.getResults(
+      runId,
+      rows.map((r) => r.row),
+    );
+    const done = new Set(stored.map((r) => r.row));
+    return rows.filter((r) => !done.has(r.row));
+  }
+
+  /** Stores a job's results; a refused one (a stale or late writer) is logged, never forced. */
+  async store(job: SyncJob, runId: string, results: FencedResult[]): Promise<void> {
+    const refused = await this.#results.write(runId, results);
+    if (refused.length === 0) return;
+    this.parts.logger.warn(
+      {
+        runId,
+        jobId: job.id,
+        rows: refused.map((r) => r.row).slice(0, 20),
+        reasons: [...new Set(refused.map((r) => r.reason))],
+      },
+      'results not stored: this worker no longer owns these rows (their stored result stands)',
+    );
+  }
+
+  /** Records `rows` of a cancelled run `cancelled`, but those that already have a result. */
+  async recordCancelled(job: SyncJob, runId: string, token: string, rows: SyncJobData['rows']): Promise<void> {
+    const reason = (await this.parts.store.getRun(runId))?.reason ?? 'the run was cancelled';
+    // Rows an earlier start of the job sent keep their result (and need no refusal logged).
+    const unsent = await this.withoutResult<SyncJobData['rows'][number]>(runId, rows);
+    if (unsent.length === 0) return;
+    const results = unsent.map((r) => ({
+      result: cancelled(r, reason, r.original),
+      fence: this.writer(job, runId, token, r),
+    }));
+    await this.store(job, runId, results);
+  }
+
+  /** A token from the workspace's shared bucket before each request (waits its turn). */
+  async takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.parts.bucket.take(signal);
+    } catch (err) {
+      if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
+      throw err;
+    }
+  }
+
+  /**
+   * The verdict on a failed request, and what it tells the counters and watches. The circuit
+   * breaker is asked first: failures about where requests go, not what a row carries, hold
+   * the workspace. `sharedStarts`: the job holds several rows.
+   */
+  async judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Promise<Verdict> {
+    const { metrics, logger } = this.parts;
+    metrics.request(job.name, requestStatus(err), runId);
+    const breaker = await this.parts.breaker.judge(err);
+    const facts = {
+      attemptsStarted: job.attemptsStarted,
+      maxStarts: this.parts.maxStarts,
+      attemptsMade: job.attemptsMade,
+      attempts: job.opts.attempts ?? 1,
+      sharedStarts,
+    };
+    const { verdict, outage } = judgeError(err, breaker, facts);
+    if (outage) this.parts.outage.onFailure(errorMessage(err));
+    if (verdict.kind === 'retry') {
+      const attempt = job.attemptsMade + 1;
+      logger.debug({ runId, jobId: job.id, attempt, err: errorMessage(err) }, 'transient failure, will retry');
+      metrics.retry(job.name);
+    }
+    return verdict;
+  }
+
+  /** An answer from the CRM: it is up. */
+  onSuccess(): void {
+    this.parts.outage.onSuccess();
+    this.parts.breaker.onAnswer();
+  }
+}

@@ -1,0 +1,169 @@
+import { Worker, type Processor } from 'bullmq';
+import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import {
+  SharedTokenBucket,
+  holdUnreachable,
+  liftUnreachable,
+  openWorkspaceQueue,
+  queueName,
+  type SyncJobData,
+  type SyncJobName,
+} from '../queue/index.js';
+import { LookupPassBoard, RowFence } from '../runs/index.js';
+import { checkKey } from '../runtime/index.js';
+import { bullmqTelemetry } from '../telemetry/index.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { DealLookup, DuplicateSafeCreate } from './creates/index.js';
+import { CrmOutageWatch } from './crm-outage-watch.js';
+import { FailedJobSweep } from './failed-job-sweep.js';
+import { JobLockWatch } from './job-locks.js';
+import { RedisFullGuard } from './redis-full-guard.js';
+import { RowSender } from './row-sender.js';
+import type { SyncJobWorker } from './sync-job.js';
+import type { SyncWorkerOptions } from './sync-worker-options.js';
+import { WorkerCore } from './worker-core.js';
+import { WorkerMetrics } from './worker-metrics.js';
+import { WorkspacePause } from './workspace-pause.js';
+
+/** A SyncWorker's parts, built from its options; the BullMQ worker once its processor is known. */
+export interface SyncWorkerParts {
+  core: WorkerCore;
+  sweep: FailedJobSweep;
+  logger: Logger;
+  closeTimeoutMs: number;
+  rateLimit: SyncWorkerOptions['rateLimit'];
+  /** Opens the BullMQ worker (not yet running), with the watches on its job locks and on Redis being full. */
+  openWorker(process: Processor<SyncJobData, unknown, SyncJobName>): {
+    worker: SyncJobWorker;
+    locks: JobLockWatch;
+    full: RedisFullGuard;
+  };
+}
+
+export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
+  const { workspace, client, store, connection: redis, prefix } = options;
+  const logger = (options.logger ?? silentLogger).child({ workspace });
+  const settleMs = options.createSettleMs ?? 30_000;
+  const fence = new RowFence({
+    redis,
+    prefix,
+    workspace,
+    ...(options.orderWindowMs !== undefined ? { orderWindowMs: options.orderWindowMs } : {}),
+    ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
+    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+  });
+  // Every request, a row's or a lookup's list page, spends the same shared budget.
+  const bucket = new SharedTokenBucket({
+    redis,
+    key: requestBudgetKey(prefix, workspace),
+    ...(options.rateLimit ? { limit: options.rateLimit } : {}),
+  });
+  const lookup = new DealLookup({
+    client,
+    fence,
+    board: new LookupPassBoard({ redis, prefix, workspace }),
+    limiter: bucket,
+    ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
+    ...(options.automationFields ? { automationFields: options.automationFields } : {}),
+    logger,
+  });
+  const creates = new DuplicateSafeCreate({
+    client,
+    fence,
+    lookup,
+    ...(options.createSettleMs !== undefined ? { settleMs: options.createSettleMs } : {}),
+    logger,
+  });
+  const queue = openWorkspaceQueue({
+    connection: redis,
+    prefix,
+    workspace,
+    ...(options.retry ? { attempts: options.retry.attempts, backoffMs: options.retry.backoffMs } : {}),
+  });
+  const metrics = new WorkerMetrics(options.metrics, workspace);
+  const pause = new WorkspacePause({
+    workspace,
+    queue,
+    store,
+    bucket,
+    metrics,
+    logger,
+    learnsRate: !options.rateLimit,
+  });
+  const outage = new CrmOutageWatch({
+    logger,
+    rowsWaiting: () => rowsWaiting(options),
+    ...(options.outageWarningMs !== undefined ? { thresholdMs: options.outageWarningMs } : {}),
+  });
+  const held = { queue, store, workspace };
+  const breaker = new CircuitBreaker({
+    baseUrl: client.baseUrl,
+    probe: () => checkKey(client),
+    open: (reason) => holdUnreachable({ ...held, reason }),
+    close: () => liftUnreachable(held),
+    isOpen: async () => (await store.holds(workspace)).unreachable !== undefined,
+    takeToken: () => bucket.take(undefined),
+    logger,
+    ...(options.breaker?.threshold !== undefined ? { threshold: options.breaker.threshold } : {}),
+    ...(options.breaker?.probeEveryMs !== undefined ? { probeEveryMs: options.breaker.probeEveryMs } : {}),
+  });
+  const maxStarts = options.maxStartedAttempts ?? 100;
+  const core = new WorkerCore({
+    workspace,
+    client,
+    store,
+    fence,
+    queue,
+    sender: new RowSender({ client, fence, creates, logger, budget: bucket }),
+    bucket,
+    breaker,
+    outage,
+    pause,
+    metrics,
+    logger,
+    lockPrefix: `${bullPrefix(prefix)}:${queueName(workspace)}:`,
+    maxStarts,
+    settleMs,
+    backoffMs: options.retry?.backoffMs ?? 1000,
+  });
+  const sweep = new FailedJobSweep({
+    workspace,
+    queue,
+    store,
+    fence,
+    write: (job, runId, results) => core.store(job, runId, results),
+    logger,
+    ...(options.sweepIntervalMs !== undefined ? { intervalMs: options.sweepIntervalMs } : {}),
+    ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
+  });
+  const lockDuration = options.lockDurationMs ?? 30_000;
+  const openWorker: SyncWorkerParts['openWorker'] = (process) => {
+    const worker: SyncJobWorker = new Worker(queueName(workspace), process, {
+      connection: redis,
+      prefix: bullPrefix(prefix),
+      concurrency: options.concurrency ?? 8,
+      autorun: false,
+      // One more than our own cap: the processor records the row's result on its last start
+      // itself, so BullMQ failing the job on its own is only a backstop (FailedJobSweep).
+      maxStartedAttempts: maxStarts + 1,
+      lockDuration,
+      stalledInterval: options.stalledIntervalMs ?? lockDuration,
+      maxStalledCount: 5,
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      ...bullmqTelemetry(),
+    });
+    const locks = new JobLockWatch(worker, { lockDurationMs: lockDuration, logger });
+    const full = new RedisFullGuard({ worker, redis, probeKey: probeKey(prefix, workspace), logger });
+    return { worker, locks, full };
+  };
+  const closeTimeoutMs = options.closeTimeoutMs ?? 30_000;
+  return { core, sweep, logger, closeTimeoutMs, rateLimit: options.rateLimit, openWorker };
+}
+
+/** Rows of the workspace's running runs that have no result yet (the newest 200 runs). */
+async function rowsWaiting({ store, workspace }: SyncWorkerOptions): Promise<number> {
+  const { runs } = await store.listRuns({ workspace, status: 'running', limit: 200 });
+  return runs.reduce((sum, run) => sum + run.counts.queued, 0);
+}
