@@ -38,7 +38,7 @@ export interface OperationEntry {
   readonly updateRequired: readonly string[];
   /** Whether `--reconcile`/`reconcile --op` may plan it (rows matched against the resource's records). */
   readonly reconciles: boolean;
-  /** The match key `--match` defaults to when it reconciles. */
+  /** The match key `--match` defaults to when it reconciles; default: its resource's. */
   readonly defaultMatchKey?: string;
   /** What the dashboard and the CLI call a run of it (`Update deals`). */
   readonly words: string;
@@ -59,17 +59,25 @@ export interface ResourceEntry {
   readonly comparable: readonly string[];
   /** Keys a record can be matched by, besides `id`. */
   readonly matchKeys: readonly string[];
+  /** The key `--match` defaults to. */
+  readonly defaultMatchKey: string;
 }
 
 export const RESOURCE_TABLE = {
   deals: {
     comparable: ['name', 'value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'tag_ids'],
     matchKeys: ['unique_number', 'name'],
+    defaultMatchKey: 'unique_number',
   },
-  leads: { comparable: ['name', 'status', 'owner_id', 'tag_ids'], matchKeys: ['email', 'unique_number', 'name'] },
+  leads: {
+    comparable: ['name', 'status', 'owner_id', 'tag_ids'],
+    matchKeys: ['email', 'unique_number', 'name'],
+    defaultMatchKey: 'email',
+  },
   contacts: {
     comparable: ['name', 'email', 'phone_number', 'company_id', 'owner_id', 'tag_ids'],
     matchKeys: ['email', 'name', 'phone_number'],
+    defaultMatchKey: 'email',
   },
 } as const satisfies Record<ListResource, ResourceEntry>;
 
@@ -83,7 +91,6 @@ export const OPERATION_TABLE = {
     creates: false,
     updateRequired: ['name'],
     reconciles: true,
-    defaultMatchKey: 'unique_number',
     words: 'Update deals',
   },
   'deal.create': {
@@ -108,7 +115,6 @@ export const OPERATION_TABLE = {
     creates: false,
     updateRequired: [],
     reconciles: true,
-    defaultMatchKey: 'email',
     words: 'Update leads',
   },
   'contact.update': {
@@ -120,7 +126,6 @@ export const OPERATION_TABLE = {
     creates: false,
     updateRequired: [],
     reconciles: true,
-    defaultMatchKey: 'email',
     words: 'Update contacts',
   },
   'team.invite': {
@@ -191,4 +196,10 @@ export function operationPath(op: Operation, id?: string): string {
 export function idFreeMatchKeys(op: Operation): readonly string[] | undefined {
   const entry = OPERATION_TABLE[op];
   return entry.shape === 'update' ? RESOURCE_TABLE[entry.resource].matchKeys : undefined;
+}
+
+/** The match key a reconciled run of `op` defaults to: its own, else its resource's. */
+export function defaultMatchKey(op: ReconcileOperation): string {
+  const entry: OperationEntry | RunOnlyEntry = OPERATION_TABLE[op];
+  return entry.defaultMatchKey ?? RESOURCE_TABLE[OPERATION_TABLE[op].resource].defaultMatchKey;
 }
