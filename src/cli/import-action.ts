@@ -1,7 +1,7 @@
 // What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
 // and help are declared there).
 import type { Command } from 'commander';
-import type { Operation } from '../crm/operation-names.js';
+import type { Operation } from '../crm/operation-table.js';
 import {
   openFileSource,
   openQuerySource,

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { OPERATIONS } from '../crm/operation-names.js';
+import { OPERATIONS } from '../crm/operation-table.js';
 import type { ImportOptions } from './import-action.js';
 import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, runName, sourceFileOptions } from './options.js';
 

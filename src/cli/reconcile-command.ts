@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { RECONCILE_OPERATIONS } from '../reconcile/resource-fields.js';
+import { RECONCILE_OPERATIONS } from '../crm/operation-table.js';
 import type { ReconcileOptions } from './reconcile-action.js';
 import { helpFooter, positiveInt, sourceFileOptions } from './options.js';
 

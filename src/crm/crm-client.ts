@@ -8,10 +8,9 @@ import { silentLogger, type Logger } from '../log/index.js';
 import { BadResponseError, toCrmError, type CrmFailure, type CrmRequestContext } from './errors.js';
 import { loopbackLookup } from './loopback-lookup.js';
 import { paginate, type PagerOptions } from './pager.js';
+import { OPERATION_TABLE, operationPath, type OperationEntry, type UpdateOperation } from './operation-table.js';
+import { responseSchemaOf, type UpdatePayload } from './operations.js';
 import {
-  ContactResponseSchema,
-  DealResponseSchema,
-  LeadResponseSchema,
   TeamMembersResponseSchema,
   listPageSchema,
   type Contact,
@@ -131,65 +130,51 @@ export class CrmClient {
 
   /** POST v2/deals `{deal}`; the spec does not fix the status, so 201 and 200 both succeed. */
   async createDeal(fields: DealCreateFields, opts: CallOptions = {}): Promise<Deal> {
-    const body = await this.#call({
-      method: 'POST',
-      path: 'v2/deals',
-      json: { deal: fields },
-      schema: DealResponseSchema,
-      okStatuses: [200, 201],
-      signal: opts.signal,
-    });
-    return body.deal;
+    return (await this.#write('deal.create', undefined, fields, opts)) as Deal;
   }
 
   async updateDeal(id: string, fields: DealUpdateFields, opts: CallOptions = {}): Promise<Deal> {
-    const path = `v2/deals/${encodeURIComponent(id)}`;
-    const body = await this.#call({
-      method: 'PATCH',
-      path,
-      json: { deal: fields },
-      schema: DealResponseSchema,
-      signal: opts.signal,
-    });
-    return body.deal;
+    return (await this.#write('deal.update', id, fields, opts)) as Deal;
   }
 
   async updateLead(id: string, fields: LeadUpdateFields, opts: CallOptions = {}): Promise<Lead> {
-    const path = `v2/leads/${encodeURIComponent(id)}`;
-    const body = await this.#call({
-      method: 'PATCH',
-      path,
-      json: { lead: fields },
-      schema: LeadResponseSchema,
-      signal: opts.signal,
-    });
-    return body.lead;
+    return (await this.#write('lead.update', id, fields, opts)) as Lead;
   }
 
   async updateContact(id: string, fields: ContactUpdateFields, opts: CallOptions = {}): Promise<Contact> {
-    const path = `v2/contacts/${encodeURIComponent(id)}`;
-    const body = await this.#call({
-      method: 'PATCH',
-      path,
-      json: { contact: fields },
-      schema: ContactResponseSchema,
-      signal: opts.signal,
-    });
-    return body.contact;
+    return (await this.#write('contact.update', id, fields, opts)) as Contact;
+  }
+
+  /** Any update operation of the operation table: its request, the written record's id. */
+  async update(payload: UpdatePayload, opts: CallOptions = {}): Promise<string> {
+    const record = (await this.#write(payload.op, payload.id, payload.fields, opts)) as { id: string };
+    return record.id;
   }
 
   /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */
   async addTeamMembers(body: TeamMembersBody, opts: CallOptions = {}): Promise<{ message: string }> {
-    const spec = {
-      method: 'POST',
-      path: 'v2/team-members',
-      json: body,
-      schema: TeamMembersResponseSchema,
-      okStatuses: [200, 201],
-      signal: opts.signal,
-    } as const;
+    const { method, path, okStatuses } = OPERATION_TABLE['team.invite'];
+    const spec = { method, path, json: body, schema: TeamMembersResponseSchema, okStatuses, signal: opts.signal };
     const res = await this.#call(spec);
     return { message: res.message };
+  }
+
+  /** The request of an update or create, as the operation table describes it: `{<wrapper>: fields}`. */
+  #write(
+    op: UpdateOperation | 'deal.create',
+    id: string | undefined,
+    fields: object,
+    opts: CallOptions,
+  ): Promise<unknown> {
+    const entry: OperationEntry = OPERATION_TABLE[op];
+    return this.#call({
+      method: entry.method,
+      path: operationPath(op, id),
+      json: { [entry.wrapper ?? '']: fields },
+      schema: responseSchemaOf(op),
+      ...(entry.okStatuses ? { okStatuses: entry.okStatuses } : {}),
+      signal: opts.signal,
+    });
   }
 
   /**

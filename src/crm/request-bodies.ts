@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EmailSchema } from './email-address.js';
+import type { Operation } from './operation-table.js';
 
 /**
  * Request bodies of the write endpoints (spec §4, wrapper keys and lead/contact field names as
@@ -98,6 +99,19 @@ export const InviteOptionsSchema = z
 export const TeamMembersBodySchema = InviteOptionsSchema.extend({
   emails: z.array(email).min(1, 'needs at least one email'),
 }).strict();
+
+/**
+ * Each operation's body schema: the fields of an update or create, the shared options of an
+ * invite. The operation table (operation-table.ts) says how the payload and request are built
+ * around it; adding an operation adds its schema here.
+ */
+export const OPERATION_FIELDS = {
+  'deal.update': DealUpdateFieldsSchema,
+  'deal.create': DealCreateFieldsSchema,
+  'lead.update': LeadUpdateFieldsSchema,
+  'contact.update': ContactUpdateFieldsSchema,
+  'team.invite': InviteOptionsSchema,
+} as const satisfies Record<Operation, z.ZodObject>;
 
 export type DealUpdateFields = z.infer<typeof DealUpdateFieldsSchema>;
 export type DealCreateFields = z.infer<typeof DealCreateFieldsSchema>;

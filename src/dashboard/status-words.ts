@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { operationEntry } from '../crm/index.js';
 import { STDIN_SPOOL_DIR } from '../ingest/index.js';
 import { FINAL_ROW_STATUSES, isProblem, type FinalRowStatus, type RunRecord } from '../runs/index.js';
 
@@ -161,17 +162,9 @@ export function formatTime(iso: string | undefined): string {
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-/** `deal.update` → `Update deals`. */
+/** `deal.update` → `Update deals` (the operation table's words). */
 export function operationWords(operation: RunRecord['operation']): string {
-  const words: Record<RunRecord['operation'], string> = {
-    'deal.create': 'Create deals',
-    'deal.update': 'Update deals',
-    'deal.upsert': 'Sync deals',
-    'lead.update': 'Update leads',
-    'contact.update': 'Update contacts',
-    'team.invite': 'Invite team members',
-  };
-  return words[operation] ?? operation;
+  return (operationEntry(operation) as { words?: string } | undefined)?.words ?? operation;
 }
 
 export interface LiveStats {

@@ -1,15 +1,5 @@
 import { z } from 'zod';
-import {
-  ContactUpdateFieldsSchema,
-  DealCreateFieldsSchema,
-  DealUpdateFieldsSchema,
-  EmailSchema,
-  InviteOptionsSchema,
-  LeadUpdateFieldsSchema,
-  OPERATIONS,
-  RecordIdSchema,
-  type Operation,
-} from '../crm/index.js';
+import { OPERATIONS, rowFieldSchemas, type Operation } from '../crm/index.js';
 import { fieldsOf, inferType, type ColumnType } from './mapping.js';
 
 /**
@@ -17,14 +7,6 @@ import { fieldsOf, inferType, type ColumnType } from './mapping.js';
  * with, so the documentation cannot drift from what is enforced (test/ingest/readme-fields.test.ts
  * compares it with README.md).
  */
-const FIELD_SCHEMAS: Record<Operation, Record<string, z.ZodType>> = {
-  'deal.update': { id: RecordIdSchema, ...DealUpdateFieldsSchema.shape },
-  'deal.create': { ...DealCreateFieldsSchema.shape },
-  'lead.update': { id: RecordIdSchema, ...LeadUpdateFieldsSchema.shape },
-  'contact.update': { id: RecordIdSchema, ...ContactUpdateFieldsSchema.shape },
-  'team.invite': { email: EmailSchema, ...InviteOptionsSchema.shape },
-};
-
 /** Rules the schemas hold as refinements, which zod cannot describe by itself. */
 const RULE_NOTES: Record<string, string> = {
   id: 'record id: 1–200 characters, no spaces, `/`, `\\`, `?`, `#` or control characters, not `.` or `..`',
@@ -68,7 +50,7 @@ function notesOf(op: Operation, field: string, schema: z.ZodType): string {
 export function fieldTable(): string {
   const lines = ['| operation | field | required | type | notes |', '|---|---|---|---|---|'];
   for (const op of OPERATIONS) {
-    const schemas = FIELD_SCHEMAS[op];
+    const schemas = rowFieldSchemas(op);
     for (const field of fieldsOf(op)) {
       const schema = schemas[field];
       if (schema === undefined) throw new Error(`no schema for ${op}.${field}`);

@@ -1,5 +1,5 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import type { Operation } from '../crm/index.js';
+import { OPERATIONS, idFreeMatchKeys, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { RowDecoder } from './row-decoder.js';
 
@@ -67,16 +67,13 @@ export function sniffDelimiter(head: Buffer): string {
   return best;
 }
 
-/**
- * Keys rows can be matched by instead of an id, per operation that updates by id: the same
- * lists as src/reconcile's MATCH_KEYS (a test keeps them equal; ingest cannot import reconcile,
- * which imports ingest).
- */
-export const ID_FREE_MATCH_KEYS: Readonly<Partial<Record<Operation, readonly string[]>>> = {
-  'deal.update': ['unique_number', 'name'],
-  'lead.update': ['email', 'unique_number', 'name'],
-  'contact.update': ['email', 'name', 'phone_number'],
-};
+/** Keys rows of each update operation can be matched by instead of an id (the operation table's). */
+export const ID_FREE_MATCH_KEYS: Readonly<Partial<Record<Operation, readonly string[]>>> = Object.fromEntries(
+  OPERATIONS.flatMap((op) => {
+    const keys = idFreeMatchKeys(op);
+    return keys === undefined ? [] : [[op, keys]];
+  }),
+);
 
 /**
  * An update file (or query) whose header has no column for `id` can send no row: say so once,

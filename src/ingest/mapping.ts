@@ -1,13 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Operation } from '../crm/index.js';
-import {
-  ContactUpdateFieldsSchema,
-  DealCreateFieldsSchema,
-  DealUpdateFieldsSchema,
-  InviteOptionsSchema,
-  LeadUpdateFieldsSchema,
-} from '../crm/index.js';
+import { OPERATIONS, rowFieldSchemas, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'list', 'boolean-string'] as const;
@@ -95,13 +88,10 @@ export interface ColumnRule {
   implicit: boolean;
 }
 
-const ROW_FIELDS: Record<Operation, readonly string[]> = {
-  'deal.update': ['id', ...Object.keys(DealUpdateFieldsSchema.shape)],
-  'deal.create': Object.keys(DealCreateFieldsSchema.shape),
-  'lead.update': ['id', ...Object.keys(LeadUpdateFieldsSchema.shape)],
-  'contact.update': ['id', ...Object.keys(ContactUpdateFieldsSchema.shape)],
-  'team.invite': ['email', ...Object.keys(InviteOptionsSchema.shape)],
-};
+/** Every operation's row fields: the operation table's row shape around its body schema. */
+const ROW_FIELDS = Object.fromEntries(
+  OPERATIONS.map((op) => [op, Object.keys(rowFieldSchemas(op))]),
+) as unknown as Readonly<Record<Operation, readonly string[]>>;
 
 /** The row-level fields an operation takes (the names a mapping may target). */
 export function fieldsOf(op: Operation): readonly string[] {

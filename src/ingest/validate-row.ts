@@ -1,19 +1,24 @@
 import type { z } from 'zod';
-import { OperationPayloadSchema, type Operation, type OperationPayload } from '../crm/index.js';
+import {
+  OPERATION_FIELDS,
+  OPERATION_TABLE,
+  OperationPayloadSchema,
+  type Operation,
+  type OperationPayload,
+} from '../crm/index.js';
 import { ROW_FIELD, type FieldError } from './field-error.js';
 import { fieldsOf } from './mapping.js';
 
-const INVITE_OPTIONS = ['organization_role', 'invited_by', 'send_invitation_email'] as const;
-
-/** The payload a row's fields make for `op`, before validation. */
+/** The payload a row's fields make for `op` (by its row shape in the operation table), before validation. */
 function candidateOf(op: Operation, fields: Record<string, unknown>): Record<string, unknown> {
-  if (op === 'team.invite') {
+  const shape = OPERATION_TABLE[op].shape;
+  if (shape === 'invite') {
     const options: Record<string, unknown> = {};
-    for (const k of INVITE_OPTIONS) if (fields[k] !== undefined) options[k] = fields[k];
+    for (const k of Object.keys(OPERATION_FIELDS[op].shape)) if (fields[k] !== undefined) options[k] = fields[k];
     return { op, email: fields.email, options };
   }
   const { id, ...rest } = fields;
-  return op === 'deal.create' ? { op, fields } : { op, id, fields: rest };
+  return shape === 'create' ? { op, fields } : { op, id, fields: rest };
 }
 
 const WORDS: Record<string, string> = {

@@ -1,3 +1,4 @@
+import { operationEntry } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { RunKeys } from '../keys/index.js';
 import {
@@ -111,14 +112,13 @@ export async function stopRun(
   let inDoubt = 0;
   for (const { id, data } of mine) {
     // A create in its settle wait may have made its deal: it is never recorded "not sent".
-    const doubt =
-      run.operation === 'deal.create' || run.operation === 'deal.upsert'
-        ? await createsInDoubt(
-            store,
-            run,
-            data.rows.map((r) => r.row),
-          )
-        : new Set<number>();
+    const doubt = operationEntry(run.operation).creates
+      ? await createsInDoubt(
+          store,
+          run,
+          data.rows.map((r) => r.row),
+        )
+      : new Set<number>();
     if (doubt.size > 0 && stop.kind === 'cancelled') {
       // Its job stays: it finishes its look-up (the write fence lets a row with a marker look).
       inDoubt += doubt.size;

@@ -1,3 +1,4 @@
+import { OPERATION_TABLE } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
   didYouMean,
@@ -187,7 +188,7 @@ export class RowPlanner {
         );
       }
       if (found.length === 0) {
-        if (op !== 'deal.upsert')
+        if (!OPERATION_TABLE[op].creates)
           return failed('not-found', 'CRM_NOT_FOUND', `no ${noun} with ${matchKey} "${key}"; not sent`, key);
         return this.#planCreate(base, fields, key);
       }

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { AuthError, type CrmClient } from '../crm/index.js';
+import { AuthError, defaultMatchKey as matchKeyOf, type CrmClient } from '../crm/index.js';
 import {
   asSource,
   checkSource,
@@ -24,7 +24,7 @@ import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
-import { DEFAULT_MATCH_KEY, RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
+import { RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
 
 export interface ReconcileSourceOptions {
   /** A file's path (read with `format` and `delimiter`), or an opened Source (stdin, a database query): planned alike. */
@@ -64,7 +64,7 @@ export interface IndexStats {
 }
 
 export function defaultMatchKey(op: ReconcileOperation): string {
-  return op === 'deal.upsert' ? 'name' : DEFAULT_MATCH_KEY[RECONCILE_RESOURCE[op]];
+  return matchKeyOf(op);
 }
 
 /** Pages the resource the operation writes into an index by the match key. */

@@ -1,51 +1,50 @@
-import type { Contact, Deal, Lead, ListResource, Operation } from '../crm/index.js';
+import {
+  OPERATION_TABLE,
+  RECONCILE_OPERATIONS,
+  RESOURCE_TABLE,
+  sendsAs,
+  type Contact,
+  type Deal,
+  type Lead,
+  type ListResource,
+  type Operation,
+  type ReconcileOperation,
+} from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 
-/** What a reconciled run may be: an update operation, or a deal sync that creates what is missing. */
-export type ReconcileOperation = 'deal.update' | 'lead.update' | 'contact.update' | 'deal.upsert';
-export const RECONCILE_OPERATIONS: readonly ReconcileOperation[] = [
-  'deal.update',
-  'lead.update',
-  'contact.update',
-  'deal.upsert',
-];
+// What a reconciled run may be, and what each pages and matches by: the operation table's.
+export { RECONCILE_OPERATIONS, type ReconcileOperation };
 
 /** The resource each reconciled operation pages. */
-export const RECONCILE_RESOURCE: Record<ReconcileOperation, ListResource> = {
-  'deal.update': 'deals',
-  'deal.upsert': 'deals',
-  'lead.update': 'leads',
-  'contact.update': 'contacts',
-};
+export const RECONCILE_RESOURCE = Object.fromEntries(
+  RECONCILE_OPERATIONS.map((op) => [op, OPERATION_TABLE[op].resource]),
+) as unknown as Readonly<Record<ReconcileOperation, ListResource>>;
 
-/**
- * Row fields that can be compared with a record, per resource, in the order the index packs
- * them. `position` is write-only (responses never carry it) and so is never indexed.
- */
+/** Row fields that can be compared with a record, per resource, in the order the index packs them. */
 export const COMPARABLE_FIELDS = {
-  deals: ['name', 'value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'tag_ids'],
-  leads: ['name', 'status', 'owner_id', 'tag_ids'],
-  contacts: ['name', 'email', 'phone_number', 'company_id', 'owner_id', 'tag_ids'],
+  deals: RESOURCE_TABLE.deals.comparable,
+  leads: RESOURCE_TABLE.leads.comparable,
+  contacts: RESOURCE_TABLE.contacts.comparable,
 } as const satisfies Record<ListResource, readonly string[]>;
 
 /** Keys a record can be matched by, besides `id`. */
 export const MATCH_KEYS = {
-  deals: ['unique_number', 'name'],
-  leads: ['email', 'unique_number', 'name'],
-  contacts: ['email', 'name', 'phone_number'],
+  deals: RESOURCE_TABLE.deals.matchKeys,
+  leads: RESOURCE_TABLE.leads.matchKeys,
+  contacts: RESOURCE_TABLE.contacts.matchKeys,
 } as const satisfies Record<ListResource, readonly string[]>;
 
 export const DEFAULT_MATCH_KEY: Record<ListResource, string> = {
-  deals: 'unique_number',
-  leads: 'email',
-  contacts: 'email',
+  deals: RESOURCE_TABLE.deals.defaultMatchKey,
+  leads: RESOURCE_TABLE.leads.defaultMatchKey,
+  contacts: RESOURCE_TABLE.contacts.defaultMatchKey,
 };
 
 export type AnyRecord = Deal | Lead | Contact;
 
 /** The operation a row of a reconciled run is validated and sent as (an upsert row updates). */
 export function writeOperation(op: ReconcileOperation): Exclude<Operation, 'team.invite' | 'deal.create'> {
-  return op === 'deal.upsert' ? 'deal.update' : op;
+  return sendsAs(op) as Exclude<Operation, 'team.invite' | 'deal.create'>;
 }
 
 export function isReconcileOperation(op: string): op is ReconcileOperation {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { stringify } from 'csv-stringify/sync';
-import type { CrmClient, ListResource, Operation } from '../crm/index.js';
+import { operationEntry, sendsAs, type CrmClient, type ListResource, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/index.js';
 import { sourceIdentity, type RequestBudget } from '../queue/index.js';
@@ -60,15 +60,15 @@ export interface VerifyResult {
 
 export const VERIFY_CSV_COLUMNS = ['row', 'line', 'record_id', 'field', 'sent', 'current'] as const;
 
-const RESOURCE_OF: Partial<
-  Record<Operation | 'deal.upsert', { resource: ListResource; mapOp: Exclude<Operation, 'team.invite'> }>
-> = {
-  'deal.update': { resource: 'deals', mapOp: 'deal.update' },
-  'deal.upsert': { resource: 'deals', mapOp: 'deal.update' },
-  'deal.create': { resource: 'deals', mapOp: 'deal.create' },
-  'lead.update': { resource: 'leads', mapOp: 'lead.update' },
-  'contact.update': { resource: 'contacts', mapOp: 'contact.update' },
-};
+/** The list a run's records are in and the operation its rows decode as (the operation table's); none for invites. */
+function kindOf(
+  op: RunRecord['operation'],
+): { resource: ListResource; mapOp: Exclude<Operation, 'team.invite'> } | undefined {
+  const { resource } = operationEntry(op);
+  return resource === 'team-members'
+    ? undefined
+    : { resource, mapOp: sendsAs(op) as Exclude<Operation, 'team.invite'> };
+}
 
 /** A succeeded row as verify needs it. */
 interface SentRow {
@@ -93,7 +93,7 @@ interface SentRow {
 export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult> {
   const { store, runId, budget } = options;
   const run = await store.requireRun(runId);
-  const kind = RESOURCE_OF[run.operation];
+  const kind = kindOf(run.operation);
   if (!kind)
     throw new CrmSyncError('USAGE', `run ${runId} is a ${run.operation} run: only record writes can be verified`);
 
@@ -136,7 +136,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
   // Only the rows the run sent are compared, so other columns are no reason to stop here.
   const decoder = new RowDecoder({ op: kind.mapOp, ...(mapping ? { mapping } : {}), ignoreUnknownColumns: true });
 
-  const createsDeals = run.operation === 'deal.create' || run.operation === 'deal.upsert';
+  const createsDeals = operationEntry(run.operation).creates;
   const index = await RecordIndex.build(options.client, {
     resource: kind.resource,
     keepCreatedAt: createsDeals,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OperationSchema } from '../crm/operations.js';
+import { RUN_OPERATIONS } from '../crm/operations.js';
 import type { RunOptions, RunRecord } from './run-types.js';
 import { RUN_STATUSES } from '../keys/index.js';
 
@@ -37,7 +37,7 @@ const Count = z.coerce.number().int();
 const RunHashSchema = z.object({
   id: z.string(),
   workspace: z.string(),
-  operation: z.union([OperationSchema, z.literal('deal.upsert')]),
+  operation: z.enum(RUN_OPERATIONS),
   source: z.string(),
   syncName: z.string().optional(),
   status: z.enum(RUN_STATUSES),

@@ -1,4 +1,4 @@
-import type { Operation } from '../crm/index.js';
+import type { RunOperation } from '../crm/index.js';
 import type { RUN_STATUSES } from '../keys/index.js';
 import type { FieldError } from '../ingest/index.js';
 
@@ -75,7 +75,7 @@ export interface RunOptions {
 export interface RunRecord {
   id: string;
   workspace: string;
-  operation: Operation | 'deal.upsert';
+  operation: RunOperation;
   /** Source file path or a label (e.g. `retry of <id>`). */
   source: string;
   /** Set for runs started by a nightly sync definition. */

@@ -1,11 +1,4 @@
-import {
-  BadResponseError,
-  CrmError,
-  TransientError,
-  UPDATE_REQUIRED_FIELDS,
-  type CrmClient,
-  type ListResource,
-} from '../crm/index.js';
+import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest } from '../reconcile/index.js';
@@ -66,12 +59,6 @@ type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
 
-const RESOURCE: Record<UpdatePayload['op'], ListResource> = {
-  'deal.update': 'deals',
-  'lead.update': 'leads',
-  'contact.update': 'contacts',
-};
-
 /**
  * Sends one queued row through the write fence (docs/architecture.md, "Delivery guarantees"):
  * an update only while its job attempt is current, the row has no result and no later row for
@@ -110,8 +97,9 @@ export class RowSender {
     payload: UpdatePayload,
     signal: AbortSignal | undefined,
   ): Promise<SendOutcome> {
-    const record: RecordRef = { resource: RESOURCE[payload.op], id: payload.id };
-    const begin = await this.o.fence.beginUpdate(w, record, payload.fields, UPDATE_REQUIRED_FIELDS[payload.op]);
+    const { resource, updateRequired } = OPERATION_TABLE[payload.op];
+    const record: RecordRef = { resource, id: payload.id };
+    const begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
     switch (begin.kind) {
       case 'send': {
         // The token is taken here, after the fence, so the request leaves at its grant's time:
@@ -173,11 +161,11 @@ export class RowSender {
       : undefined;
     const note = [resent, partly].filter(Boolean).join('; ') || undefined;
     const opts = signal ? { signal } : {};
-    const sent = sentDigest(RESOURCE[payload.op], payload.fields);
+    const sent = sentDigest(OPERATION_TABLE[payload.op].resource, payload.fields);
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {
-      const id = await updateRecord(this.o.client, payload, opts);
+      const id = await this.o.client.update(payload, opts);
       return { kind: 'result', result: succeeded(base, id, note, sent), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
@@ -197,17 +185,6 @@ export class RowSender {
 function mayHaveApplied(err: unknown): boolean {
   if (err instanceof TransientError) return err.maybeCommitted;
   return !(err instanceof CrmError && err.status !== undefined);
-}
-
-function updateRecord(client: CrmClient, payload: UpdatePayload, opts: { signal?: AbortSignal }): Promise<string> {
-  switch (payload.op) {
-    case 'deal.update':
-      return client.updateDeal(payload.id, payload.fields, opts).then((d) => d.id);
-    case 'lead.update':
-      return client.updateLead(payload.id, payload.fields, opts).then((l) => l.id);
-    case 'contact.update':
-      return client.updateContact(payload.id, payload.fields, opts).then((c) => c.id);
-  }
 }
 
 /** Which later rows wrote which fields: `status by row 11 of run …; owner_id by row 12 of run …`. */

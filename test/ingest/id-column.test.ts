@@ -55,11 +55,13 @@ describe('an update file without an id column (issue 31)', () => {
     );
   });
 
-  it('knows the same match keys as reconcile', () => {
-    expect(ID_FREE_MATCH_KEYS).toEqual({
+  it('knows the same match keys as reconcile, for updates only', () => {
+    expect(ID_FREE_MATCH_KEYS).toMatchObject({
       'deal.update': MATCH_KEYS.deals,
       'lead.update': MATCH_KEYS.leads,
       'contact.update': MATCH_KEYS.contacts,
     });
+    expect(ID_FREE_MATCH_KEYS['deal.create']).toBeUndefined();
+    expect(ID_FREE_MATCH_KEYS['team.invite']).toBeUndefined();
   });
 });
