@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import { isEvictionReason, workerCount } from '../queue/index.js';
-import { durationWords, type RunRecord, type RunStore } from '../runs/index.js';
+import { durationWords, runReads, type RunRecord, type RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { QueuePresenceWatch } from './queue-presence.js';
 import type { RedisHealthWatch } from './redis-health-watch.js';
@@ -51,9 +51,8 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   bar?.start(Math.max(run.counts.total, 1), done(run), payload(run, 0));
   let lastLine = Date.now();
   let lastLook = 0;
-  while (run.status === 'running') {
-    await sleep(250);
-    run = (await read(run)) ?? run;
+  const reads = runReads(store, runId, { read: async (last) => (last ? ((await read(last)) ?? last) : run) });
+  for await (run of reads) {
     if (options.presence && !options.quiet && Date.now() - lastLook >= PRESENCE_EVERY_MS) {
       lastLook = Date.now();
       const line = await options.presence.look().catch(() => undefined);

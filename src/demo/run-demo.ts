@@ -10,6 +10,7 @@ import type { Logger } from '../log/index.js';
 import { importFile } from '../queue/index.js';
 import {
   FINAL_ROW_STATUSES,
+  runWhenDone,
   writeResultsCsv,
   type FinalRowStatus,
   type RunCounts,
@@ -125,11 +126,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         ...(item.mapping ? { mapping: readMappingFile(join(SAMPLES_DIR, item.mapping)) } : {}),
         logger: options.logger,
       });
-      let final = run;
-      while (final.status === 'running') {
-        await new Promise((r) => setTimeout(r, 200));
-        final = await runtime.store.requireRun(run.id);
-      }
+      const final = await runWhenDone(runtime.store, run.id, { everyMs: 200 });
       let failedCsv: string | null = null;
       if (final.counts.failed + final.counts.invalid > 0) {
         mkdirSync(resultsDir, { recursive: true });

@@ -85,3 +85,4 @@ export { placeWords, sourceName } from './source-words.js';
 export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
 export { runDurations, durationParts, durationWords, formatDuration, type RunDurations } from './run-durations.js';
 export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';
+export { runReads, runWhenDone, type RunReadsOptions } from './run-follower.js';

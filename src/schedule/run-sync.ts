@@ -1,7 +1,6 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import got from 'got';
 import { getWorkspace } from '../config/index.js';
 import type { CrmClient } from '../crm/index.js';
@@ -9,7 +8,7 @@ import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import { reconcileImport, type PlanCounts } from '../reconcile/index.js';
 import { workspaceRequestBudget, type RunStop } from '../queue/index.js';
-import { writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
+import { runReads, writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
 import { openSyncSource, resolvePath, sourceText, type SyncDefinition } from './sync-definition.js';
@@ -129,13 +128,11 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       run.status === 'running' ||
       (run.status === 'blocked' && !options.returnWhenBlocked && previousRunState(run) === 'blocked');
     const watch = async (runId: string, signal: AbortSignal) => {
-      while (!signal.aborted) {
-        const run = await store.requireRun(runId);
+      for await (const run of runReads(store, runId, { everyMs: options.pollMs ?? 500, going: stillGoing, signal })) {
         // A run that ended is judged once more after the producer is done (below).
         if (!stillGoing(run)) return;
         const why = stopReason(run.counts.failed);
         if (why !== undefined) return abort(runId, why);
-        await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => undefined);
       }
     };
     const result = await reconcileImport({
