@@ -163,6 +163,8 @@ export const DEFAULTS = {
     closeTimeoutMs: 30 * SECOND,
     /** How often a sync's run is checked while it goes (ms). */
     pollMs: 500,
+    /** Lifetime of the per-sync lock, renewed while the sync runs (ms). */
+    lockTtlMs: 60 * SECOND,
     /** Timeout of a sync's notify POST (ms). */
     notifyTimeoutMs: 10 * SECOND,
   },
@@ -177,7 +179,11 @@ export const DEFAULTS = {
     progressLineEveryMs: 5 * SECOND,
     /** After a run ends, wait this long for its last counts to settle (ms). */
     settleWaitMs: 15 * SECOND,
-    /** A second signal, or this long past the parts' own close timeouts, forces the exit (ms). */
+    /**
+     * Grace after the parts' close timeouts for the forced steps (disconnects) before the process
+     * exits by itself (ms): the README promises an exit within the close timeout plus 5 s,
+     * whatever Redis does. A second signal exits at once.
+     */
     shutdownGraceMs: 4 * SECOND,
   },
 

@@ -6,6 +6,8 @@ const DAY_MS = 86_400_000;
 export interface SettingsBasis {
   /** The config's retention. Default DEFAULTS.retention. */
   retention?: { days: number };
+  /** The retention in ms, where a caller holds it so (wins over `retention`). */
+  retentionMs?: number;
   /** The workspace's request timeout (ms). Default DEFAULTS.workspace.requestTimeoutMs. */
   requestTimeoutMs?: number;
   /**
@@ -41,7 +43,7 @@ export interface DerivedSettings {
 
 /** The one place derived settings are computed. */
 export function derivedSettings(basis: SettingsBasis = {}): DerivedSettings {
-  const retentionMs = (basis.retention ?? DEFAULTS.retention).days * DAY_MS;
+  const retentionMs = basis.retentionMs ?? (basis.retention ?? DEFAULTS.retention).days * DAY_MS;
   const requestTimeoutMs = basis.requestTimeoutMs ?? DEFAULTS.workspace.requestTimeoutMs;
   const { completedJobs, failedJobs } = DEFAULTS.queue;
   return {
