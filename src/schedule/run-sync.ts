@@ -3,7 +3,7 @@ import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import got from 'got';
-import { getWorkspace } from '../config/index.js';
+import { DEFAULTS, getWorkspace, resolveSettings } from '../config/index.js';
 import type { CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
@@ -20,11 +20,11 @@ export interface RunSyncOptions {
   runtime: Runtime;
   /** Default: a client for the definition's workspace, closed at the end. */
   client?: CrmClient;
-  /** How often the run is checked while it goes. Default 500 ms. */
+  /** How often the run is checked while it goes. Default DEFAULTS.scheduler (500 ms). */
   pollMs?: number;
-  /** Lifetime of the per-sync lock, renewed while the sync runs. Default 60 000 ms. */
+  /** Lifetime of the per-sync lock, renewed while the sync runs. Default DEFAULTS.scheduler (60 000 ms). */
   lockTtlMs?: number;
-  /** Timeout of the notify POST. Default 10 000 ms. */
+  /** Timeout of the notify POST. Default DEFAULTS.scheduler (10 000 ms). */
   notifyTimeoutMs?: number;
   /**
    * Return as soon as the run is blocked (the CRM refused the key). Default false: the
@@ -64,7 +64,12 @@ const LOCK_BUSY = 'a tick of this sync is still being handled';
  * reconciled run that is followed to its end — aborted once `maxFailures` rows failed or when
  * the sync lock is lost — then summarised to the log and the notify URL.
  */
-export async function runSync(def: SyncDefinition, options: RunSyncOptions): Promise<SyncSummary> {
+export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promise<SyncSummary> {
+  const options = resolveSettings(given, {
+    pollMs: DEFAULTS.scheduler.pollMs,
+    lockTtlMs: DEFAULTS.scheduler.lockTtlMs,
+    notifyTimeoutMs: DEFAULTS.scheduler.notifyTimeoutMs,
+  });
   const { runtime } = options;
   const { store, logger, config } = runtime;
   const log = logger.child({ sync: def.name });
@@ -135,7 +140,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
         if (!stillGoing(run)) return;
         const why = stopReason(run.counts.failed);
         if (why !== undefined) return abort(runId, why);
-        await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => undefined);
+        await sleep(options.pollMs, undefined, { signal }).catch(() => undefined);
       }
     };
     const result = await reconcileImport({
@@ -250,7 +255,7 @@ async function finish(
     try {
       await got.post(def.options.notifyUrl, {
         json: summary,
-        timeout: { request: options.notifyTimeoutMs ?? 10_000 },
+        timeout: { request: options.notifyTimeoutMs },
         retry: { limit: 2, methods: ['POST'] },
       });
     } catch (err) {
