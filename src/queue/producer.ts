@@ -17,14 +17,14 @@ export interface ProducerOptions {
   queue: WorkspaceQueue;
   store: RunStore;
   runId: string;
-  /** Rows per `addBulk` call (whole jobs: a chunk ends with the job that reaches it). Default DEFAULTS.producer. */
+  /** Rows per `addBulk` call (whole jobs: a chunk ends with the job that reaches it). Default DEFAULTS.producer (500). */
   chunkSize?: number;
   /**
    * Reading pauses while the workspace queue holds about this many waiting rows (waiting jobs ×
    * rows per job). Default DEFAULTS.producer (10,000).
    */
   highWaterMark?: number;
-  /** Emails per team-members request. Default DEFAULTS.producer. */
+  /** Emails per team-members request. Default DEFAULTS.producer (50). */
   inviteBatchSize?: number;
   /** Update rows per job (the workspace's `rowsPerJob`; creates always go alone). Default DEFAULTS.producer (1). */
   rowsPerJob?: number;
