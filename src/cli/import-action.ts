@@ -238,7 +238,7 @@ async function importSource(
             inviteBatchSize: opts.batchSize,
             onRun: (r) => started(r, ''),
             onProgress: (p) => (seen.handed = p.queued),
-            ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
+            redisOutageMs: opts.redisOutage * 1000,
           });
     producing = null;
     const following = Boolean(opts.wait || opts.work || opts.dryRun);
@@ -248,7 +248,7 @@ async function importSource(
     const final = following
       ? await followRun(runtime.store, run.id, {
           quiet: Boolean(opts.json),
-          ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
+          redisOutageMs: opts.redisOutage * 1000,
           ...(opts.dryRun ? {} : { presence, health }),
         })
       : run.status === 'cancelled'
