@@ -90,6 +90,38 @@ export const DEFAULTS = {
      * until then, with a margin for a network that delivers late.
      */
     writeLeaseMarginMs: 15 * SECOND,
+    /** Starts of one job, counting 429 requeues, before it fails for good. */
+    maxStartedAttempts: 100,
+    /** A 429 without Retry-After pauses the workspace this long (ms). */
+    rateLimitPauseMs: 1000,
+    /** How often the work board is read for workspaces with jobs (ms). */
+    pollMs: 1000,
+    /** How often queues are swept for jobs no work board entry names (ms). */
+    queueSweepMs: 5 * MINUTE,
+    /** A workspace whose worker could not start is tried again after this long (ms). */
+    retryStartMs: MINUTE,
+    /** How often failed jobs are swept for rows without a result (ms). */
+    failedJobSweepMs: MINUTE,
+    /** How often Redis' INFO is read for evictions (ms). */
+    evictionCheckMs: 5 * SECOND,
+    /** Started into, or paused by, a full Redis: how often a write is tried again (ms). */
+    redisFullProbeMs: 5 * SECOND,
+    /** How often a worker process tries the retention housekeeping; one process of the fleet does it (ms). */
+    housekeepingMs: 10 * MINUTE,
+    /** Circuit breaker: how often a closed breaker looks whether another process opened one (ms). */
+    breakerWatchEveryMs: MINUTE,
+    /** Circuit breaker: how long a probe that found the CRM vouches for later 404s being about records (ms). */
+    breakerConfirmMs: MINUTE,
+  },
+
+  /** Looking for the deal of a create whose answer was lost (reconcile/deal-lookup, runs/lookup-pass-board). */
+  lookup: {
+    /** Least time between two list passes of a workspace (ms); at least a multiple of the last pass's length. */
+    minPassGapMs: 30 * SECOND,
+    /** A process that dies mid-pass holds the workspace's lookups up this long at most (ms). */
+    passLeaseMs: 6 * SECOND,
+    /** The pass board and the last snapshot outlive their last use by this (ms). */
+    boardTtlMs: 15 * MINUTE,
   },
 
   /** A workspace's BullMQ queue. */
@@ -125,6 +157,18 @@ export const DEFAULTS = {
   client: {
     /** Records per list request (the spec's recommended maximum). */
     pageSize: 100,
+    /** Timeout to get a connected socket: lookup, connect, TLS (ms). */
+    connectTimeoutMs: 5 * SECOND,
+    /** Keep-alive agent size; near the worker concurrency. */
+    maxSockets: 16,
+    /** Retries of one list page after a transient failure. */
+    pageRetries: 5,
+    /** Waits of one list page after 429 (a busy workspace is no failure). */
+    pageRateLimitRetries: 50,
+    /** First backoff after a transient list failure, doubled each retry with jitter (ms). */
+    pageRetryBaseDelayMs: 250,
+    /** Longest backoff between list retries (ms). */
+    pageRetryMaxDelayMs: 10 * SECOND,
   },
 
   /** Redis connections. */
@@ -217,6 +261,10 @@ export const DEFAULTS = {
     metricsMaxRunsSummed: 20_000,
     /** /metrics: a scrape reuses data read less than this long ago (ms). */
     metricsCacheMs: 1000,
+    /** Wrong tokens a client may send per window (and checks it may have at once). */
+    authMaxFailures: 10,
+    /** The sign-in throttle's window, from a client's first attempt in it (ms). */
+    authWindowMs: 15 * MINUTE,
   },
 
   /** Reads over a run's stored rows and the run list. */
@@ -231,6 +279,12 @@ export const DEFAULTS = {
     searchScanRuns: 5000,
     /** Rows per page of an archived run's results. */
     archivePageSize: 50,
+  },
+
+  /** Key layout migrations (runtime/migrate-layout). */
+  migration: {
+    /** How long a process waits for another one's migration (ms). */
+    waitMs: 10 * MINUTE,
   },
 
   /** The CRM simulator's CLI (`crm-sync sim`). */
