@@ -1,4 +1,5 @@
-import { DEFAULTS } from '../config/index.js';
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 
 const actions = () => import('./demo-action.js');

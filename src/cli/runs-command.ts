@@ -1,4 +1,5 @@
-import { DEFAULTS } from '../config/index.js';
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
 import { positiveInt, rowList } from './options.js';

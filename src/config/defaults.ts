@@ -7,6 +7,9 @@
  * An inner part receives fully resolved settings; a public option interface (exported from
  * src/index.ts) may leave a field out, and its constructor or function resolves it from here once
  * (`resolveSettings`).
+ *
+ * This file imports nothing: the CLI's command declarations read it directly, without loading
+ * zod through config/index.ts (test/cli/cli-startup.test.ts).
  */
 
 const SECOND = 1000;
