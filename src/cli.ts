@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
 
 // `crm-sync runs export … | head` closes the pipe early: that is not an error worth a stack.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  // Not a setting: no exit code set yet means success so far.
   if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
   throw err;
 });

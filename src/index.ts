@@ -12,6 +12,7 @@ export {
   ConfigFileSchema,
   DEFAULT_CONFIG_FILE,
   DEFAULT_REDIS_URL,
+  DEFAULTS,
   type Config,
   type ConfigFile,
   type WorkspaceConfig,

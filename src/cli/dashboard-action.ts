@@ -2,14 +2,14 @@
 // options and help are declared there).
 import { isIP } from 'node:net';
 import type { Command } from 'commander';
-import { readSecret, type Secret } from '../config/index.js';
+import { DEFAULTS, derivedSettings, readSecret, type Secret } from '../config/index.js';
 import { buildDashboard, checkTokenStrength } from '../dashboard/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openRuntime } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import { listenError } from './listen-errors.js';
 import { TOKEN_ENV, type DashboardCommandOptions } from './dashboard-arguments.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { onShutdown } from './shutdown.js';
 
 /** 127.0.0.0/8, ::1 and localhost: the only interfaces an unauthenticated dashboard may use. */
 export function isLoopbackAddress(host: string): boolean {
@@ -81,7 +81,7 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
         logger.info('dashboard stopped');
         resolve();
       },
-      { forceAfterMs: 10_000 + SHUTDOWN_GRACE_MS },
+      { forceAfterMs: derivedSettings({ closeTimeoutsMs: [DEFAULTS.dashboard.closeTimeoutMs] }).forceExitAfterMs },
     );
   });
 }

@@ -1,5 +1,7 @@
 // What `dashboard` accepts, shared by its declaration (help, parsing) and its action: light
 // modules only, so `dashboard --help` does not load fastify.
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 import type { DashboardOptions } from '../dashboard/index.js';
@@ -13,7 +15,7 @@ export interface DashboardCommandOptions {
 }
 
 /** The variable the dashboard token is read from first (before the config's). */
-export const TOKEN_ENV = 'CRM_SYNC_DASHBOARD_TOKEN';
+export const TOKEN_ENV = DEFAULTS.config.dashboardTokenEnv;
 
 /** `--port`: 0 to 65535. */
 export function port(value: string): number {

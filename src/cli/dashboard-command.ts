@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 import { port, TOKEN_ENV, trustProxy, type DashboardCommandOptions } from './dashboard-arguments.js';
 import { helpFooter, list } from './options.js';
@@ -10,7 +12,7 @@ export function registerDashboardCommand(program: Command): void {
     .description(
       'Serve the retry dashboard: runs, failed rows, retry and download, workspace pause/resume, Bull Board, /metrics',
     )
-    .option('--port <n>', 'TCP port (0 = any free port)', port, 3000)
+    .option('--port <n>', 'TCP port (0 = any free port)', port, DEFAULTS.dashboard.port)
     .option('--host <address>', 'interface to listen on (0.0.0.0 in a container)', '127.0.0.1')
     .option(
       '-w, --workspace <names>',

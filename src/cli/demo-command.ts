@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 
 const actions = () => import('./demo-action.js');
@@ -10,6 +12,6 @@ export function registerDemoCommand(program: Command): void {
         '(REDIS_URL, else 127.0.0.1:6379, else a private redis-server), workers, and the files in samples/. ' +
         'Some rows fail on purpose; their CSVs are written to ./crm-sync-results.',
     )
-    .option('--results-dir <dir>', 'where failed-row CSVs go', 'crm-sync-results')
+    .option('--results-dir <dir>', 'where failed-row CSVs go', DEFAULTS.config.resultsDir)
     .action(async (opts: { resultsDir: string }, command: Command) => (await actions()).runDemoCommand(opts, command));
 }

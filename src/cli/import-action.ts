@@ -23,14 +23,14 @@ import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { startWorkerPool, type WorkerPool } from '../worker/index.js';
-import { getWorkspace } from '../config/index.js';
+import { DEFAULTS, derivedSettings, getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
 import { RedisHealthWatch } from './redis-health-watch.js';
 import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { onShutdown } from './shutdown.js';
 import { firstProblems, sourceNotes } from './source-notes.js';
 
 export interface ImportOptions {
@@ -43,11 +43,12 @@ export interface ImportOptions {
   dryRun?: boolean;
   wait?: boolean;
   work?: boolean;
-  concurrency?: number;
-  batchSize?: number;
-  highWater?: number;
-  /** Seconds Redis may not answer while producing and following. Default 60. */
-  redisOutage?: number;
+  // Options with a default are always set by commander (import-command.ts, from DEFAULTS).
+  concurrency: number;
+  batchSize: number;
+  highWater: number;
+  /** Seconds Redis may not answer while producing and following. */
+  redisOutage: number;
   json?: boolean;
   reconcile?: boolean;
   match?: string;
@@ -160,7 +161,7 @@ async function importSource(
         config,
         logger,
         workspaces: [opts.workspace],
-        concurrency: opts.concurrency ?? 8,
+        concurrency: opts.concurrency,
       });
   } catch (err) {
     // A worker that cannot start (SECRET_MISSING, a refused key) must not leave this
@@ -188,7 +189,9 @@ async function importSource(
       process.exit(130);
       // The status write is best effort: Redis may not answer at all (a partition).
     },
-    { forceAfterMs: (pool ? 30_000 : 0) + SHUTDOWN_GRACE_MS },
+    {
+      forceAfterMs: derivedSettings({ closeTimeoutsMs: pool ? [DEFAULTS.worker.closeTimeoutMs] : [] }).forceExitAfterMs,
+    },
   );
   const seen = new LastSeen(runtime.store);
   const started = (r: RunRecord, how: string) => {
@@ -214,7 +217,7 @@ async function importSource(
       onChecked: noteSource,
       ...(opts.name !== undefined ? { label: opts.name } : {}),
       dryRun: Boolean(opts.dryRun),
-      highWaterMark: opts.highWater ?? 10_000,
+      highWaterMark: opts.highWater,
       rowsPerJob: getWorkspace(config, opts.workspace).rowsPerJob,
       logger,
     };
@@ -232,10 +235,10 @@ async function importSource(
         : await importFile({
             ...common,
             op: opts.op,
-            inviteBatchSize: opts.batchSize ?? 50,
+            inviteBatchSize: opts.batchSize,
             onRun: (r) => started(r, ''),
             onProgress: (p) => (seen.handed = p.queued),
-            ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
+            redisOutageMs: opts.redisOutage * 1000,
           });
     producing = null;
     const following = Boolean(opts.wait || opts.work || opts.dryRun);
@@ -245,7 +248,7 @@ async function importSource(
     const final = following
       ? await followRun(runtime.store, run.id, {
           quiet: Boolean(opts.json),
-          ...(opts.redisOutage !== undefined ? { redisOutageMs: opts.redisOutage * 1000 } : {}),
+          redisOutageMs: opts.redisOutage * 1000,
           ...(opts.dryRun ? {} : { presence, health }),
         })
       : run.status === 'cancelled'

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import { Option, type Command } from 'commander';
 import { OPERATIONS } from '../crm/operation-table.js';
 import type { ImportOptions } from './import-action.js';
@@ -28,19 +30,24 @@ export function registerImportCommand(program: Command): void {
     .option('--dry-run', 'validate and report only (the first invalid rows with their reasons); send nothing')
     .option('--wait', 'follow the run to the end (progress on stderr) and exit with its outcome')
     .option('--work', 'also process the queue in this process, no separate worker needed (implies --wait)')
-    .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
-    .option('--batch-size <n>', 'emails per team-members request (team.invite)', positiveInt, 50)
+    .option('--concurrency <n>', 'requests in flight with --work', positiveInt, DEFAULTS.cli.workConcurrency)
+    .option(
+      '--batch-size <n>',
+      'emails per team-members request (team.invite)',
+      positiveInt,
+      DEFAULTS.producer.inviteBatchSize,
+    )
     .option(
       '--high-water <n>',
       'pause reading while about this many rows wait in the queue (bounds Redis memory)',
       positiveInt,
-      10_000,
+      DEFAULTS.producer.highWaterMark,
     )
     .option(
       '--redis-outage <seconds>',
       'ride out Redis not answering this long while reading and following, then exit 5 (the run can be resumed)',
       positiveInt,
-      60,
+      DEFAULTS.producer.redisOutageMs / 1000,
     )
     .option(
       '--name <label>',

@@ -20,7 +20,8 @@ export interface ReconcileOptions {
   delimiter?: string;
   ignoreUnknownColumns?: boolean;
   out?: string;
-  pageSize?: number;
+  /** Always set by commander (reconcile-command.ts, DEFAULTS.client.pageSize). */
+  pageSize: number;
   json?: boolean;
 }
 
@@ -44,7 +45,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       onChecked: (...checked) => {
         for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
       },
-      pageSize: opts.pageSize ?? 100,
+      pageSize: opts.pageSize,
       ...(out ? { out } : {}),
       logger,
     });

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import { Option, type Command } from 'commander';
 import { RECONCILE_OPERATIONS } from '../crm/operation-table.js';
 import type { ReconcileOptions } from './reconcile-action.js';
@@ -29,7 +31,7 @@ export function registerReconcileCommand(program: Command): void {
     .addOption(sourceFileOptions.delimiter())
     .addOption(sourceFileOptions.ignoreUnknownColumns())
     .option('-o, --out <file>', 'write the plan (one line per row) as CSV to this file; "-" for stdout')
-    .option('--page-size <n>', 'records per list request', positiveInt, 100)
+    .option('--page-size <n>', 'records per list request', positiveInt, DEFAULTS.client.pageSize)
     .option('--json', 'print the counts as JSON')
     .addHelpText(
       'after',

@@ -61,6 +61,7 @@ export function runGoneWords(facts: RunGoneFacts): string {
   ];
   if (run) {
     const c = run.counts;
+    // Not a setting: without a producer's own count, the run's counts say what was handed.
     const handed = Math.max(facts.handed ?? 0, c.total - c.invalid);
     const known = c.succeeded + c.failed + c.skipped + c.superseded + c.uncertain + c.cancelled;
     const at = facts.lastSeenAt ? ` at ${facts.lastSeenAt.toISOString()}` : '';

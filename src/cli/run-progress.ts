@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
@@ -12,7 +13,7 @@ import { ignoredColumnsOf } from './source-notes.js';
 export interface FollowRunOptions {
   /** Draw a progress bar (TTY) instead of periodic plain lines. Default: stderr is a TTY. */
   tty?: boolean;
-  /** Plain-line interval when not a TTY. Default 5000 ms. */
+  /** Plain-line interval when not a TTY. Default DEFAULTS.cli.progressLineEveryMs (5000 ms). */
   lineEveryMs?: number;
   /** Print nothing while waiting. */
   quiet?: boolean;
@@ -32,6 +33,7 @@ const done = (r: RunRecord) => r.counts.total - r.counts.queued;
  */
 export async function followRun(store: RunStore, runId: string, options: FollowRunOptions = {}): Promise<RunRecord> {
   const tty = options.tty ?? Boolean(process.stderr.isTTY);
+  const lineEveryMs = options.lineEveryMs ?? DEFAULTS.cli.progressLineEveryMs;
   const started = Date.now();
   let run = await store.requireRun(runId);
   const read = redisTolerantReader(store, runId, options.redisOutageMs ?? DEFAULT_REDIS_OUTAGE_MS);
@@ -76,7 +78,7 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
     if (bar) {
       bar.setTotal(Math.max(run.counts.total, 1));
       bar.update(done(run), payload(run, rate));
-    } else if (!options.quiet && Date.now() - lastLine >= (options.lineEveryMs ?? 5000)) {
+    } else if (!options.quiet && Date.now() - lastLine >= lineEveryMs) {
       lastLine = Date.now();
       process.stderr.write(
         `run ${run.id}: ${done(run)}/${run.counts.total}${run.producerDone ? '' : '+'} rows done ` +
@@ -93,7 +95,7 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
 }
 
 /** Longest wait for the rows of a run that just ended to land (settledRun). */
-export const SETTLE_WAIT_MS = 15_000;
+export const SETTLE_WAIT_MS = DEFAULTS.cli.settleWaitMs;
 
 const isSettled = (r: RunRecord) =>
   r.status === 'running' ||
@@ -126,7 +128,7 @@ export async function settledRun(
 const PRESENCE_EVERY_MS = 5000;
 
 /** How long followRun rides out a Redis that does not answer. */
-export const DEFAULT_REDIS_OUTAGE_MS = 60_000;
+export const DEFAULT_REDIS_OUTAGE_MS = DEFAULTS.producer.redisOutageMs;
 
 /**
  * Reads the run, riding out Redis outages (a restart, a partition) up to `outageMs`: the run

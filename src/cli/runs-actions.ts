@@ -3,6 +3,7 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
+import { derivedSettings } from '../config/index.js';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import {
@@ -102,7 +103,7 @@ export async function retryRunRows(
         ...(opts.file ? { file: opts.file } : {}),
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
-        retentionMs: scope.config.retention.days * 86_400_000,
+        retentionMs: derivedSettings(scope.config).retentionMs,
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {
@@ -132,7 +133,7 @@ export async function retryRunRows(
 /** `runs prune` */
 export async function pruneOldRuns(opts: { olderThan?: string; dryRun?: boolean }, command: Command): Promise<void> {
   await withRuntime(command, async ({ runtime: { store }, config }) => {
-    const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : config.retention.days * 86_400_000;
+    const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : derivedSettings(config).retentionMs;
     const s = await pruneRuns({
       store,
       resultsDir: config.resultsDir,

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
 import { positiveInt, rowList } from './options.js';
@@ -25,7 +27,7 @@ export function registerRunsCommand(program: Command): void {
     )
     .option('-w, --workspace <name>', 'only this workspace')
     .option('--sync <name>', 'only runs of this nightly sync')
-    .option('--limit <n>', 'how many', positiveInt, 20)
+    .option('--limit <n>', 'how many', positiveInt, DEFAULTS.cli.listLimit)
     .option('--json', 'JSON output')
     .action(async (opts: RunsListOptions, command: Command) =>
       (await import('./runs-list-action.js')).listRuns(opts, command),
@@ -35,7 +37,7 @@ export function registerRunsCommand(program: Command): void {
     .command('show')
     .argument('<id>', 'run id')
     .description('Counts and the first failed/invalid rows of a run')
-    .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, 20)
+    .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, DEFAULTS.cli.listLimit)
     .option('--json', 'JSON output')
     .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) =>
       (await actions()).showRun(id, opts, command),

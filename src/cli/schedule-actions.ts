@@ -68,28 +68,24 @@ export async function removeSyncSchedule(name: string, _opts: unknown, command: 
 
 export async function runSyncNow(
   name: string,
-  opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean },
+  opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean },
   command: Command,
 ): Promise<void> {
   const def = findDefinition(opts.jobsDir, name);
   await withRuntime(command, async (scope) => {
     const { runtime } = scope;
-    await withWorkers(
-      scope,
-      { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency ?? 8 },
-      async () => {
-        // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
-        const summary = await runSync(def, { runtime, returnWhenBlocked: true });
-        const c = summary.counts;
-        process.stdout.write(
-          opts.json
-            ? `${JSON.stringify(summary, null, 2)}\n`
-            : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
-                `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
-                `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
-        );
-        process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
-      },
-    );
+    await withWorkers(scope, { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency }, async () => {
+      // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
+      const summary = await runSync(def, { runtime, returnWhenBlocked: true });
+      const c = summary.counts;
+      process.stdout.write(
+        opts.json
+          ? `${JSON.stringify(summary, null, 2)}\n`
+          : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
+              `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
+              `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
+      );
+      process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
+    });
   });
 }

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 import { helpFooter, positiveInt } from './options.js';
 
@@ -16,7 +18,8 @@ export function registerScheduleCommand(program: Command): void {
 A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler") turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.`,
       ),
     );
-  const jobsDir = (cmd: Command) => cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', 'jobs');
+  const jobsDir = (cmd: Command) =>
+    cmd.option('--jobs-dir <dir>', 'directory of the sync definitions', DEFAULTS.scheduler.jobsDir);
 
   jobsDir(schedule.command('list').description('Definitions and installed schedules with their next tick')).action(
     async (opts: JobsOption, command: Command) => (await actions()).listSyncSchedules(opts, command),
@@ -42,12 +45,12 @@ A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule
       .argument('<name>', 'sync name')
       .description('Run a sync now, in this process, and wait for it (workers must be running, or pass --work)')
       .option('--work', 'also process the rows in this process')
-      .option('--concurrency <n>', 'requests in flight with --work', positiveInt, 8)
+      .option('--concurrency <n>', 'requests in flight with --work', positiveInt, DEFAULTS.cli.workConcurrency)
       .option('--json', 'print the summary as JSON'),
   ).action(
     async (
       name: string,
-      opts: JobsOption & { work?: boolean; concurrency?: number; json?: boolean },
+      opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean },
       command: Command,
     ) => (await actions()).runSyncNow(name, opts, command),
   );

@@ -1,12 +1,13 @@
 // What `crm-sync scheduler` does, loaded by scheduler-command.ts only when the command runs (its
 // options and help are declared there).
 import type { Command } from 'commander';
+import { derivedSettings } from '../config/index.js';
 import { startSyncScheduler } from '../schedule/index.js';
 import { cliContext } from './context.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { onShutdown } from './shutdown.js';
 
 export async function runScheduler(
-  opts: { jobsDir: string; concurrency?: number; closeTimeout?: number },
+  opts: { jobsDir: string; concurrency: number; closeTimeout: number },
   command: Command,
 ): Promise<void> {
   const { config, logger } = cliContext(command);
@@ -14,8 +15,8 @@ export async function runScheduler(
     config,
     logger,
     jobsDir: opts.jobsDir,
-    concurrency: opts.concurrency ?? 4,
-    closeTimeoutMs: opts.closeTimeout ?? 30_000,
+    concurrency: opts.concurrency,
+    closeTimeoutMs: opts.closeTimeout,
   });
   await new Promise<void>((resolve) => {
     onShutdown(
@@ -24,7 +25,7 @@ export async function runScheduler(
         logger.info('scheduler stopped');
         resolve();
       },
-      { forceAfterMs: (opts.closeTimeout ?? 30_000) + SHUTDOWN_GRACE_MS },
+      { forceAfterMs: derivedSettings({ closeTimeoutsMs: [opts.closeTimeout] }).forceExitAfterMs },
     );
   });
 }

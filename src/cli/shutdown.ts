@@ -53,9 +53,3 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
 
 /** After a stop finished, how long the process may take to end by itself before it is ended. */
 const STOPPED_EXIT_MS = 1000;
-
-/**
- * Grace after a close timeout for the forced steps (disconnects) before the process exits by
- * itself: the README promises an exit within the close timeout plus 5 s, whatever Redis does.
- */
-export const SHUTDOWN_GRACE_MS = 4000;

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 import { helpFooter } from './options.js';
 import {
@@ -18,15 +20,25 @@ export function registerSimCommand(program: Command): void {
     .description(
       'Run the CRM simulator: a local stand-in for the CRM API (spec-faithful, seeded data, rate limit and fault knobs)',
     )
-    .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), 4010)
+    .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), DEFAULTS.sim.port)
     .option('--host <address>', 'interface to listen on', '127.0.0.1')
     .option(
       '--workspace <name:key>',
       `a workspace (its subdomain) and an API key for it, or name:env:VARIABLE to read the key from the environment; repeat for more workspaces or keys (default ${DEFAULT_WORKSPACE.name}:${DEFAULT_WORKSPACE.key})`,
       (value: string, previous?: WorkspaceSpec[]) => workspaceSpec(value, previous),
     )
-    .option('--records <n>', 'seeded deals, leads and contacts (each) per workspace', wholeNumber(0), 100)
-    .option('--seed <n>', 'seed of the generated data: the same seed gives the same records', wholeNumber(0), 1)
+    .option(
+      '--records <n>',
+      'seeded deals, leads and contacts (each) per workspace',
+      wholeNumber(0),
+      DEFAULTS.sim.records,
+    )
+    .option(
+      '--seed <n>',
+      'seed of the generated data: the same seed gives the same records',
+      wholeNumber(0),
+      DEFAULTS.sim.seed,
+    )
     .option(
       '--rate <limit>',
       'per-workspace rate limit (token bucket), e.g. 50/s, 100/10s, 3000/min; over it → 429 + Retry-After (default unlimited)',

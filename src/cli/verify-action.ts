@@ -10,7 +10,7 @@ import { withRuntime } from './context.js';
 
 export async function verifyRunCommand(
   runId: string,
-  opts: { out?: string; pageSize?: number; json?: boolean },
+  opts: { out?: string; pageSize: number; json?: boolean },
   command: Command,
 ): Promise<void> {
   await withRuntime(command, async ({ runtime, config, logger }) => {
@@ -23,7 +23,7 @@ export async function verifyRunCommand(
         store: runtime.store,
         client,
         budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
-        pageSize: opts.pageSize ?? 100,
+        pageSize: opts.pageSize,
         ...(out ? { out } : {}),
       });
       const fields = Object.entries(report.byField)

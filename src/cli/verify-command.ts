@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 import { positiveInt } from './options.js';
 
@@ -14,9 +16,9 @@ export function registerVerifyCommand(program: Command): void {
         "against the correction); the run's source file, when unchanged, only shows the sent values of drifted fields.",
     )
     .option('-o, --out <file>', 'write the drift (row,line,record_id,field,sent,current) as CSV; "-" for stdout')
-    .option('--page-size <n>', 'records per list request', positiveInt, 100)
+    .option('--page-size <n>', 'records per list request', positiveInt, DEFAULTS.client.pageSize)
     .option('--json', 'print the counts as JSON')
-    .action(async (runId: string, opts: { out?: string; pageSize?: number; json?: boolean }, command: Command) =>
+    .action(async (runId: string, opts: { out?: string; pageSize: number; json?: boolean }, command: Command) =>
       (await actions()).verifyRunCommand(runId, opts, command),
     );
 }

@@ -1,18 +1,20 @@
 // What `crm-sync worker` does, loaded by worker-command.ts only when the command runs (its options
 // and help are declared there).
 import type { Command } from 'commander';
+import { derivedSettings } from '../config/index.js';
 import { startSyncScheduler } from '../schedule/index.js';
 import { startWorkerPool } from '../worker/index.js';
 import { cliConfig, cliContext } from './context.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from './shutdown.js';
+import { onShutdown } from './shutdown.js';
 
+/** As commander gives them: options with a default (worker-command.ts, from DEFAULTS) are always set. */
 export interface WorkerOptions {
   workspace?: string[];
-  concurrency?: number;
-  lockMs?: number;
-  closeTimeoutMs?: number;
+  concurrency: number;
+  lockMs: number;
+  closeTimeoutMs: number;
   withScheduler?: boolean;
-  jobsDir?: string;
+  jobsDir: string;
 }
 
 /** `worker`: starts the pool (BullMQ, the CRM client) and runs until a signal. */
@@ -23,12 +25,12 @@ export async function runWorker(opts: WorkerOptions, command: Command): Promise<
     logger,
     reloadConfig: () => cliConfig(command),
     ...(opts.workspace ? { workspaces: opts.workspace } : {}),
-    concurrency: opts.concurrency ?? 8,
-    lockDurationMs: opts.lockMs ?? 30_000,
-    closeTimeoutMs: opts.closeTimeoutMs ?? 30_000,
+    concurrency: opts.concurrency,
+    lockDurationMs: opts.lockMs,
+    closeTimeoutMs: opts.closeTimeoutMs,
   });
   const scheduler = opts.withScheduler
-    ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir ?? 'jobs' })
+    ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir })
     : null;
   await new Promise<void>((resolve) => {
     onShutdown(
@@ -38,8 +40,12 @@ export async function runWorker(opts: WorkerOptions, command: Command): Promise<
         logger.info('worker stopped');
         resolve();
       },
-      // Scheduler and pool close one after the other, each within its close timeout.
-      { forceAfterMs: (scheduler ? 2 : 1) * (opts.closeTimeoutMs ?? 30_000) + SHUTDOWN_GRACE_MS },
+      // Scheduler and pool close one after the other, each within (as counted here) the close timeout.
+      {
+        forceAfterMs: derivedSettings({
+          closeTimeoutsMs: scheduler ? [opts.closeTimeoutMs, opts.closeTimeoutMs] : [opts.closeTimeoutMs],
+        }).forceExitAfterMs,
+      },
     );
   });
 }

@@ -1,3 +1,5 @@
+// defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
+import { DEFAULTS } from '../config/defaults.js';
 import type { Command } from 'commander';
 import { helpFooter, list, positiveInt } from './options.js';
 import type { WorkerOptions } from './worker-action.js';
@@ -10,11 +12,26 @@ export function registerWorkerCommand(program: Command): void {
         'retry what may pass, record a result for every row. Runs until SIGINT/SIGTERM, then finishes in-flight requests.',
     )
     .option('-w, --workspace <names>', 'workspaces to serve, comma-separated (default: all configured)', list)
-    .option('--concurrency <n>', 'requests in flight per workspace in this process', positiveInt, 8)
-    .option('--lock-ms <ms>', "job lock: a crashed worker's rows return to the queue after this", positiveInt, 30_000)
-    .option('--close-timeout-ms <ms>', 'how long shutdown waits for in-flight requests', positiveInt, 30_000)
+    .option(
+      '--concurrency <n>',
+      'requests in flight per workspace in this process',
+      positiveInt,
+      DEFAULTS.worker.concurrency,
+    )
+    .option(
+      '--lock-ms <ms>',
+      "job lock: a crashed worker's rows return to the queue after this",
+      positiveInt,
+      DEFAULTS.worker.lockDurationMs,
+    )
+    .option(
+      '--close-timeout-ms <ms>',
+      'how long shutdown waits for in-flight requests',
+      positiveInt,
+      DEFAULTS.worker.closeTimeoutMs,
+    )
     .option('--with-scheduler', 'also turn ticks of the installed sync schedules into runs (see "crm-sync scheduler")')
-    .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', 'jobs')
+    .option('--jobs-dir <dir>', 'sync definitions, with --with-scheduler', DEFAULTS.scheduler.jobsDir)
     .addHelpText(
       'after',
       helpFooter(

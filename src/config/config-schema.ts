@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { DEFAULTS } from './defaults.js';
+
+const W = DEFAULTS.workspace;
 
 /** Workspace names become BullMQ queue names and Redis key parts, so they stay plain. */
 export const WORKSPACE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/i;
@@ -29,14 +32,14 @@ export const WorkspaceFileSchema = z
     retry: z
       .object({
         /** Attempts per row in all. Default 6. */
-        attempts: z.number().int().min(1).max(50).default(6),
+        attempts: z.number().int().min(1).max(50).default(W.retry.attempts),
         /** First retry delay, doubled each attempt with 50% jitter. Default 1000 ms. */
-        backoffMs: z.number().int().min(1).max(600_000).default(1000),
+        backoffMs: z.number().int().min(1).max(600_000).default(W.retry.backoffMs),
       })
       .strict()
-      .default({ attempts: 6, backoffMs: 1000 }),
+      .default({ ...W.retry }),
     /** Which list API version to page (the spec's list examples use v1). Default v2. */
-    listVersion: z.enum(['v1', 'v2']).default('v2'),
+    listVersion: z.enum(['v1', 'v2']).default(W.listVersion),
     /**
      * Update rows carried by one queue job (sent one request each, in order, each with its own
      * token of the rate budget). Default 10. Creates always travel alone.
@@ -47,7 +50,7 @@ export const WorkspaceFileSchema = z
      * looking for the deal it may have made, so a request still held somewhere in the network
      * lands first. Above any proxy's or load balancer's queue time. Default 30000 ms.
      */
-    createSettleMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    createSettleMs: z.number().int().min(0).max(3_600_000).default(W.createSettleMs),
     /**
      * Deal fields the CRM's automation may set on a new deal (a workflow that marks deals won,
      * assigns an owner, moves a stage). A create whose answer was lost looks for a deal equal to
@@ -55,7 +58,7 @@ export const WorkspaceFileSchema = z
      */
     automationFields: z.array(z.enum(['value', 'status', 'owner_id', 'stage_id', 'pipeline_id', 'tag_ids'])).optional(),
     /** Whole-request timeout of a CRM call; a write on the wire counts as applied 15 s after it. Default 15000 ms. */
-    requestTimeoutMs: z.number().int().min(100).max(600_000).default(15_000),
+    requestTimeoutMs: z.number().int().min(100).max(600_000).default(W.requestTimeoutMs),
     /**
      * Circuit breaker: when requests keep failing because of where they go (connection refused,
      * DNS, a baseUrl that does not answer like the CRM), the workspace is held instead of
@@ -65,16 +68,16 @@ export const WorkspaceFileSchema = z
      * Requests failing this long with no success between is logged as one warning, with counts
      * (requests failed, rows waiting), and its end as one line. Default 30000 ms.
      */
-    outageWarningMs: z.number().int().min(1000).max(86_400_000).default(30_000),
+    outageWarningMs: z.number().int().min(1000).max(86_400_000).default(W.outageWarningMs),
     breaker: z
       .object({
         /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */
-        threshold: z.number().int().min(1).max(1000).default(5),
+        threshold: z.number().int().min(1).max(1000).default(W.breaker.threshold),
         /** How often a held workspace is probed with a one-record list. Default 15000 ms. */
-        probeEveryMs: z.number().int().min(100).max(3_600_000).default(15_000),
+        probeEveryMs: z.number().int().min(100).max(3_600_000).default(W.breaker.probeEveryMs),
       })
       .strict()
-      .default({ threshold: 5, probeEveryMs: 15_000 }),
+      .default({ ...W.breaker }),
   })
   .strict()
   .refine((w) => (w.apiKeyEnv === undefined) !== (w.apiKeyFile === undefined), {
@@ -82,11 +85,10 @@ export const WorkspaceFileSchema = z
   });
 
 /**
- * Rows per job. Most of a worker's CPU besides HTTP is BullMQ's per-job work (two Lua calls, a
- * lock, events); ten rows share it (bench/RESULTS.md). The rate budget counts requests, so a
- * known limit does not change this.
+ * Rows per job (DEFAULTS.workspace.rowsPerJob). The rate budget counts requests, so a known
+ * limit does not change this.
  */
-export const DEFAULT_ROWS_PER_JOB = 10;
+export const DEFAULT_ROWS_PER_JOB = W.rowsPerJob;
 
 export const ConfigFileSchema = z
   .object({

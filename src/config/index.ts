@@ -1,4 +1,6 @@
 export { Secret } from './secret.js';
+export { DEFAULTS, resolveSettings, type Defaults, type Resolved } from './defaults.js';
+export { derivedSettings, type DerivedSettings, type SettingsBasis } from './derived-settings.js';
 export {
   loadConfig,
   configFromObject,

@@ -2,12 +2,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { CrmSyncError } from '../errors/index.js';
-import { ConfigFileSchema, DEFAULT_ROWS_PER_JOB, type ConfigFile, type RateLimit } from './config-schema.js';
+import { ConfigFileSchema, type ConfigFile, type RateLimit } from './config-schema.js';
+import { DEFAULTS } from './defaults.js';
 import { Secret } from './secret.js';
 
-export const DEFAULT_CONFIG_FILE = 'crm-sync.config.json';
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-export const DEFAULT_PREFIX = 'crm-sync';
+export const DEFAULT_CONFIG_FILE = DEFAULTS.config.file;
+export const DEFAULT_REDIS_URL = DEFAULTS.config.redisUrl;
+export const DEFAULT_PREFIX = DEFAULTS.config.prefix;
 
 export type ApiKeySource = { env: string } | { file: string };
 
@@ -57,8 +58,6 @@ export interface Config {
   workspaces: Record<string, WorkspaceConfig>;
   dashboardTokenSource: ApiKeySource;
 }
-
-export const DEFAULT_RETENTION_DAYS = 30;
 
 export interface LoadConfigOptions {
   /** `--config <path>`; wins over CRM_SYNC_CONFIG and the default file. */
@@ -112,7 +111,7 @@ export function configFromObject(
       ...(w.rateLimit ? { rateLimit: w.rateLimit } : {}),
       retry: w.retry,
       listVersion: w.listVersion,
-      rowsPerJob: w.rowsPerJob ?? DEFAULT_ROWS_PER_JOB,
+      rowsPerJob: w.rowsPerJob ?? DEFAULTS.workspace.rowsPerJob,
       createSettleMs: w.createSettleMs,
       automationFields: w.automationFields ?? [],
       requestTimeoutMs: w.requestTimeoutMs,
@@ -126,13 +125,13 @@ export function configFromObject(
     redisUrl: env.REDIS_URL ?? file.redisUrl ?? DEFAULT_REDIS_URL,
     redisCluster: clusterConfig(file.redisCluster, env.REDIS_CLUSTER_NODES),
     prefix: keyPrefix(env.CRM_SYNC_PREFIX),
-    logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info',
-    resultsDir: resolve(baseDir, file.resultsDir ?? 'crm-sync-results'),
-    retention: file.retention ?? { days: DEFAULT_RETENTION_DAYS },
+    logLevel: env.CRM_SYNC_LOG_LEVEL ?? env.LOG_LEVEL ?? DEFAULTS.config.logLevel,
+    resultsDir: resolve(baseDir, file.resultsDir ?? DEFAULTS.config.resultsDir),
+    retention: file.retention ?? { days: DEFAULTS.retention.days },
     workspaces,
     dashboardTokenSource: dash?.tokenFile
       ? { file: resolve(baseDir, dash.tokenFile) }
-      : { env: dash?.tokenEnv ?? 'CRM_SYNC_DASHBOARD_TOKEN' },
+      : { env: dash?.tokenEnv ?? DEFAULTS.config.dashboardTokenEnv },
   };
 }
 

@@ -31,6 +31,7 @@ function isSequence(token: string): boolean {
   const steps = new Map<number, number>();
   for (let i = 1; i < token.length; i++) {
     const step = token.charCodeAt(i) - token.charCodeAt(i - 1);
+    // Not a setting: a step not seen yet was counted 0 times.
     steps.set(step, (steps.get(step) ?? 0) + 1);
   }
   const most = Math.max(0, ...steps.values());

@@ -62,6 +62,7 @@ function fmt(v: number): string {
 function figure(points: SeriesPoint[], line: Line): SafeHtml {
   const values = points.map(line.value);
   const max = Math.max(0, ...values);
+  // Not a setting: a chart with no points shows 0 now.
   const last = values[values.length - 1] ?? 0;
   return html`<figure class="spark ${line.tone}" data-series="${line.label}">
   <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)} · peak ${fmt(max)}${line.unit}</span></figcaption>

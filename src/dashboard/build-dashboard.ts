@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { Secret } from '../config/index.js';
+import { DEFAULTS, resolveSettings, type Resolved, type Secret } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { registerAuthHook } from './auth-hooks.js';
@@ -34,15 +34,15 @@ export interface DashboardOptions {
    * runs; any other run is 404. Default: every configured workspace's queue, and every run.
    */
   workspaces?: string[];
-  /** Largest corrected CSV accepted for a retry. Default 50 MB. */
+  /** Largest corrected CSV accepted for a retry. Default DEFAULTS.dashboard (50 MB). */
   maxUploadBytes?: number;
-  /** Runs per page on the runs page. Default 50. */
+  /** Runs per page on the runs page. Default DEFAULTS.dashboard (50). */
   runsPageSize?: number;
-  /** Failed rows per page on a run page. Default 50. */
+  /** Failed rows per page on a run page. Default DEFAULTS.dashboard (50). */
   problemsPageSize?: number;
-  /** Absolute lifetime of a browser sign-in. Default 12 hours. */
+  /** Absolute lifetime of a browser sign-in. Default DEFAULTS.dashboard (12 hours). */
   sessionTtlMs?: number;
-  /** A sign-in unused this long ends. Default 30 minutes. */
+  /** A sign-in unused this long ends. Default DEFAULTS.dashboard (30 minutes). */
   sessionIdleMs?: number;
   /** Wrong tokens a client may send per window before it gets 429s. Default 10 per 15 minutes. */
   authFailures?: AuthThrottleOptions;
@@ -52,15 +52,15 @@ export interface DashboardOptions {
    * Origin check and per-client sign-in limits. Default false.
    */
   trustProxy?: FastifyServerOptions['trustProxy'];
-  /** Problem rows one error-text search request looks through. Default 5,000. */
+  /** Problem rows one error-text search request looks through. Default DEFAULTS.dashboard (5,000). */
   searchScanRows?: number;
   /** Heavy requests served at once / waiting, per kind. */
   concurrency?: Partial<Record<'search' | 'export' | 'upload', WorkLimits>>;
-  /** How long /readyz waits for Redis. Default 2000 ms. */
+  /** How long /readyz waits for Redis. Default DEFAULTS.dashboard (2000 ms). */
   readyTimeoutMs?: number;
-  /** Newest runs one runs-page text search looks through. Default 5,000. */
+  /** Newest runs one runs-page text search looks through. Default DEFAULTS.dashboard (5,000). */
   searchScanRuns?: number;
-  /** Problem rows the run page groups by cause (per change of the run's counts). Default 10,000. */
+  /** Problem rows the run page groups by cause (per change of the run's counts). Default DEFAULTS.dashboard (10,000). */
   groupScanRows?: number;
 }
 
@@ -74,13 +74,38 @@ const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
  * The retry dashboard as a fastify app, not yet listening: `app.inject` tests it black-box,
  * `app.listen` serves it.
  */
-export async function buildDashboard(options: DashboardOptions): Promise<FastifyInstance> {
-  const { runtime } = options;
+/** DashboardOptions with its settings resolved (buildDashboard, once). */
+type DashboardSettings = Resolved<
+  DashboardOptions,
+  | 'maxUploadBytes'
+  | 'runsPageSize'
+  | 'problemsPageSize'
+  | 'sessionTtlMs'
+  | 'sessionIdleMs'
+  | 'readyTimeoutMs'
+  | 'searchScanRuns'
+  | 'searchScanRows'
+  | 'groupScanRows'
+>;
+
+export async function buildDashboard(given: DashboardOptions): Promise<FastifyInstance> {
+  const d = DEFAULTS.dashboard;
+  const options: DashboardSettings = resolveSettings(given, {
+    maxUploadBytes: d.maxUploadBytes,
+    runsPageSize: d.runsPageSize,
+    problemsPageSize: d.problemsPageSize,
+    sessionTtlMs: d.sessionTtlMs,
+    sessionIdleMs: d.sessionIdleMs,
+    readyTimeoutMs: d.readyTimeoutMs,
+    searchScanRuns: d.searchScanRuns,
+    searchScanRows: d.searchScanRows,
+    groupScanRows: d.groupScanRows,
+  });
+  const { runtime, maxUploadBytes } = options;
   const logger = options.logger ?? runtime.logger;
   if (options.token !== null) checkTokenStrength(options.token);
   const workspaces = options.workspaces ?? Object.keys(runtime.config.workspaces);
   const scope = new WorkspaceScope(options.workspaces ?? null);
-  const maxUploadBytes = options.maxUploadBytes ?? 50 * 1024 * 1024;
   const auth = new SessionAuth(options.token);
 
   // Requests are not logged one by one: operators' clicks are not worth a line each.
@@ -102,7 +127,7 @@ interface SetUpContext {
   logger: Logger;
 }
 
-async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUpContext): Promise<void> {
+async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetUpContext): Promise<void> {
   const { runtime } = options;
   const { auth, scope, workspaces, maxUploadBytes, logger } = ctx;
   const limits = { ...DEFAULT_LIMITS, ...options.concurrency };
@@ -117,8 +142,8 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
       redis: runtime.redis,
       prefix: runtime.config.prefix,
       fingerprint: auth.fingerprint,
-      ttlMs: options.sessionTtlMs ?? 12 * 3600_000,
-      idleMs: options.sessionIdleMs ?? 30 * 60_000,
+      ttlMs: options.sessionTtlMs,
+      idleMs: options.sessionIdleMs,
     });
     // A new token ends the sessions signed in with the old one.
     const revoked = await sessions.revokeOtherTokens();
@@ -142,7 +167,7 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
       workspaces,
       ...(options.workspaces !== undefined ? { only: options.workspaces } : {}),
     }),
-    readyTimeoutMs: options.readyTimeoutMs ?? 2000,
+    readyTimeoutMs: options.readyTimeoutMs,
   });
   registerLoginRoutes(app, deps);
   const searches = new WorkLimiter('searches', limits.search);
@@ -151,18 +176,18 @@ async function setUp(app: FastifyInstance, options: DashboardOptions, ctx: SetUp
     auth,
     scope,
     workspaces,
-    pageSize: options.runsPageSize ?? 50,
-    searchScanRuns: options.searchScanRuns ?? 5000,
+    pageSize: options.runsPageSize,
+    searchScanRuns: options.searchScanRuns,
     limiter: searches,
   });
   registerRunRoutes(app, {
     runtime,
     auth,
     scope,
-    pageSize: options.problemsPageSize ?? 50,
-    searchScanRows: options.searchScanRows ?? 5000,
+    pageSize: options.problemsPageSize,
+    searchScanRows: options.searchScanRows,
     limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
-    groupScanRows: options.groupScanRows ?? 10_000,
+    groupScanRows: options.groupScanRows,
   });
   registerUploadRoute(app, {
     runtime,

@@ -54,7 +54,7 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
     let message = 'Something went wrong on the dashboard server; the details are in its log.';
     let code = 'INTERNAL';
     if (isCrmSyncError(error)) {
-      status = STATUS_BY_CODE[error.code] ?? 500;
+      status = STATUS_BY_CODE[error.code] ?? status;
       message = error.message;
       code = error.code;
     } else if (

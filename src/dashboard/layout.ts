@@ -16,6 +16,9 @@ export interface PageOptions {
   charts?: boolean;
 }
 
+/** `data-refresh` 0: dashboard.js does not reload the page. */
+const NO_REFRESH = 0;
+
 export function page(options: PageOptions): string {
   const navLink = (key: PageOptions['nav'], href: string, label: string) =>
     html`<a href="${href}" class="${options.nav === key ? 'active' : ''}">${label}</a>`;
@@ -32,7 +35,7 @@ export function page(options: PageOptions): string {
 ${options.charts === true ? html`<link rel="stylesheet" href="${UPLOT_CSS_PATH}">\n` : ''}<link rel="stylesheet" href="/static/dashboard.css">
 ${options.charts === true ? html`<script src="${UPLOT_JS_PATH}" defer></script>\n` : ''}<script src="/static/dashboard.js" defer></script>
 </head>
-<body data-refresh="${options.refreshSeconds ?? 0}">
+<body data-refresh="${options.refreshSeconds ?? NO_REFRESH}">
 <header class="top">
   <span class="brand">crm-sync</span>
   <nav>${navLink('runs', '/', 'Runs')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>

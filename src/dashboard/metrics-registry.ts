@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DEFAULTS, resolveSettings, type Resolved } from '../config/index.js';
 import { METRIC, readCounters, type CounterSample } from '../metrics/index.js';
 import { FINAL_ROW_STATUSES, RUN_STATUSES, type RunRecord, type RunStatus } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
@@ -14,11 +15,11 @@ export interface DashboardMetricsOptions {
    * workspace are left out, as on every other route. Default: all of them.
    */
   only?: readonly string[];
-  /** Finished runs (newest first) the duration histogram is built from. Default 500. */
+  /** Finished runs (newest first) the duration histogram is built from. Default DEFAULTS.dashboard (500). */
   durationRuns?: number;
-  /** Most runs whose rows are summed per scrape, newest first. Default 20,000. */
+  /** Most runs whose rows are summed per scrape, newest first. Default DEFAULTS.dashboard (20,000). */
   maxRunsSummed?: number;
-  /** A scrape reuses data read less than this long ago (one read serves every metric). Default 1000 ms. */
+  /** A scrape reuses data read less than this long ago (one read serves every metric). Default DEFAULTS.dashboard (1000 ms). */
   cacheMs?: number;
 }
 
@@ -34,12 +35,13 @@ interface Snapshot {
 const ROW_STATUSES = [...FINAL_ROW_STATUSES, 'queued'] as const;
 const PAGE = 500;
 
-async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot> {
+async function readSnapshot(
+  options: Resolved<DashboardMetricsOptions, 'durationRuns' | 'maxRunsSummed'>,
+): Promise<Snapshot> {
   const { runtime, workspaces, only } = options;
   // One listRuns filter per served workspace (each its own index), or one over every run.
   const scopes: ReadonlyArray<{ workspace?: string }> = only === undefined ? [{}] : only.map((w) => ({ workspace: w }));
-  const durationRuns = options.durationRuns ?? 500;
-  const maxRuns = options.maxRunsSummed ?? 20_000;
+  const { durationRuns, maxRunsSummed: maxRuns } = options;
   const rows: Snapshot['rows'] = new Map();
   const finished: Array<{ createdAt: string; operation: string; seconds: number }> = [];
   const add = (run: RunRecord, durations: typeof finished) => {
@@ -80,6 +82,7 @@ async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot>
       workspaces.map(async (workspace) => ({ workspace, depth: await queueDepth(runtime.queue(workspace)) })),
     ),
   ]);
+  // Not a setting: a status with no total read has no runs.
   const runsByStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, statusTotals[i] ?? 0])) as Record<
     RunStatus,
     number
@@ -97,9 +100,14 @@ async function readSnapshot(options: DashboardMetricsOptions): Promise<Snapshot>
  * processes keep in Redis (so the whole fleet shows, not this process), plus gauges computed
  * from the run store and the queues. Nothing is kept between scrapes but a short cache.
  */
-export function createMetricsRegistry(options: DashboardMetricsOptions): Registry {
+export function createMetricsRegistry(given: DashboardMetricsOptions): Registry {
+  const options = resolveSettings(given, {
+    durationRuns: DEFAULTS.dashboard.metricsDurationRuns,
+    maxRunsSummed: DEFAULTS.dashboard.metricsMaxRunsSummed,
+    cacheMs: DEFAULTS.dashboard.metricsCacheMs,
+  });
   const registry = new Registry();
-  const cacheMs = options.cacheMs ?? 1000;
+  const { cacheMs } = options;
   let cached: { at: number; value: Promise<Snapshot> } | null = null;
   const snapshot = (): Promise<Snapshot> => {
     const now = Date.now();

@@ -16,11 +16,13 @@ export async function queueDepth(queue: WorkspaceQueue): Promise<QueueDepth> {
     queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
     queue.isPaused(),
   ]);
+  // Not a setting: a state BullMQ leaves out of its counts holds no jobs.
+  const n = (state: string) => counts[state] ?? 0;
   return {
-    waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
-    active: counts.active ?? 0,
-    delayed: counts.delayed ?? 0,
-    failed: counts.failed ?? 0,
+    waiting: n('waiting') + n('prioritized'),
+    active: n('active'),
+    delayed: n('delayed'),
+    failed: n('failed'),
     paused,
   };
 }

@@ -3,7 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { configFromObject, getWorkspace } from '../config/index.js';
+import { configFromObject, DEFAULTS, getWorkspace } from '../config/index.js';
 import type { Operation } from '../crm/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
@@ -90,7 +90,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   sim.workspace('acme').blockEmailDomain('disposable.example');
   say(`CRM simulator: ${sim.baseUrl('acme')} (40 requests/s, 3% 5xx answers)`);
   process.env.CRM_SYNC_DEMO_API_KEY = apiKey;
-  const resultsDir = resolve(options.resultsDir ?? 'crm-sync-results');
+  const resultsDir = resolve(options.resultsDir ?? DEFAULTS.config.resultsDir);
   const config = configFromObject(
     {
       redisUrl,
@@ -110,7 +110,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     { source: 'demo', env: { ...process.env, CRM_SYNC_PREFIX: options.prefix ?? 'crm-sync-demo' } },
   );
   const runtime = await openRuntime(config, options.logger);
-  const pool = await startWorkerPool({ config, logger: options.logger, concurrency: 8, closeTimeoutMs: 5000 });
+  const pool = await startWorkerPool({
+    config,
+    logger: options.logger,
+    concurrency: DEFAULTS.worker.concurrency,
+    // The demo's own: it stops within seconds.
+    closeTimeoutMs: 5000,
+  });
   const result: DemoResult = { runs: [], redisUrl };
   try {
     for (const item of DEMO_IMPORTS) {

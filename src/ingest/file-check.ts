@@ -60,10 +60,11 @@ export function sniffDelimiter(head: Buffer): string {
   for (const ch of text) {
     if (ch === '"') quoted = !quoted;
     else if (!quoted && (ch === '\n' || ch === '\r')) break;
-    else if (!quoted && counts.has(ch)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    else if (!quoted && counts.has(ch)) counts.set(ch, counts.get(ch)! + 1);
   }
   let best = ',';
-  for (const c of CANDIDATES) if ((counts.get(c) ?? 0) > (counts.get(best) ?? 0)) best = c;
+  // Every candidate has a count (from 0), `best` among them.
+  for (const c of CANDIDATES) if (counts.get(c)! > counts.get(best)!) best = c;
   return best;
 }
 

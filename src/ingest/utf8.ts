@@ -36,10 +36,10 @@ export function sniffEncoding(head: Uint8Array): SniffResult {
  */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
   let i = 0;
-  while (i < 3 && i < bytes.length && ((bytes[i] ?? 0) & 0xc0) === 0x80) i++;
+  while (i < 3 && i < bytes.length && (bytes[i]! & 0xc0) === 0x80) i++;
   const n = bytes.length;
   while (i < n) {
-    const b = bytes[i] ?? 0;
+    const b = bytes[i]!;
     if (b < 0x80) {
       i++;
       continue;
@@ -57,7 +57,7 @@ export function firstInvalidUtf8(bytes: Uint8Array): number {
     else return i;
     for (let k = 1; k <= need; k++) {
       if (i + k >= n) return -1;
-      const c = bytes[i + k] ?? 0;
+      const c = bytes[i + k]!;
       const min = k === 1 ? lo : 0x80;
       const max = k === 1 ? hi : 0xbf;
       if (c < min || c > max) return i;

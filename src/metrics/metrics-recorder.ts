@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/index.js';
+import { DEFAULTS } from '../config/index.js';
 import { metricsKey, seriesKey } from '../keys/index.js';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, type SeriesField } from './metrics-series.js';
 import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
@@ -7,7 +8,7 @@ export interface MetricsRecorderOptions {
   redis: RedisClient;
   /** Key prefix from the config. */
   prefix: string;
-  /** How often buffered increments go to Redis. Default 1000 ms. */
+  /** How often buffered increments go to Redis. Default DEFAULTS.metrics.flushMs (1000 ms). */
   flushMs?: number;
 }
 
@@ -50,7 +51,7 @@ export class MetricsRecorder {
     this.#redis = options.redis;
     this.#key = metricsKey(options.prefix);
     this.#prefix = options.prefix;
-    this.#timer = setInterval(() => void this.flush(), options.flushMs ?? 1000);
+    this.#timer = setInterval(() => void this.flush(), options.flushMs ?? DEFAULTS.metrics.flushMs);
     this.#timer.unref();
   }
 
@@ -61,7 +62,7 @@ export class MetricsRecorder {
    */
   inc(metric: string, labels: Record<string, string>, n = 1, run?: string): void {
     const f = field(metric, labels);
-    this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+    this.#add(f, n);
     let s = seriesCache.get(f);
     if (s === undefined) {
       const sf = labels.workspace !== undefined ? seriesFieldOf(metric, labels) : null;
@@ -76,6 +77,12 @@ export class MetricsRecorder {
       }
       r[FIELD_INDEX[s.field]] += n;
     }
+  }
+
+  /** Buffers `n` more of counter field `f`. */
+  #add(f: string, n: number): void {
+    // Not a setting: a field not buffered yet has counted nothing.
+    this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
   }
 
   async flush(): Promise<void> {
@@ -99,7 +106,7 @@ export class MetricsRecorder {
           touched.add(key);
           await this.#redis.hincrby(key, s.field, n).catch(() => undefined);
         },
-        () => this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n),
+        () => this.#add(f, n),
       ),
     );
     const [, failedRuns] = await Promise.all([

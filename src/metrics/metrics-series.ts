@@ -59,6 +59,7 @@ export async function readSeries(
   return replies.map(([error, values], i) => {
     if (error) throw error;
     const v = values as Array<string | null>;
+    // Not a setting: a bucket field never incremented is absent (0).
     const n = (k: number) => Number(v[k] ?? 0);
     return { t: (first + i) * SERIES_BUCKET_MS, requests: n(0), rateLimited: n(1), failed: n(2), succeeded: n(3) };
   });

@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
+import { DEFAULTS, readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { RedisClient } from '../redis/index.js';
@@ -87,7 +87,7 @@ async function connectCluster(target: RedisClusterConfig, options: ConnectRedisO
   try {
     await untilReady(
       cluster,
-      options.connectTimeoutMs ?? 5000,
+      options.connectTimeoutMs ?? DEFAULTS.redis.connectTimeoutMs,
       (reason) =>
         `${where} is not reachable (${reason}). Check REDIS_CLUSTER_NODES (seed nodes host:port) and that the cluster is up (redis-cli --cluster check).`,
     );

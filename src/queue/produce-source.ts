@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/index.js';
 import type { Mapping, Source, SourceReader } from '../ingest/index.js';
 import type { CreateRunInput, RunOptions, RunRecord, RunStore } from '../runs/index.js';
 import { produceRun, type ProducedRow, type ProducerOptions, type ProducerProgress } from './producer.js';
@@ -50,7 +51,7 @@ export async function produceSource(
 ): Promise<{ run: RunRecord; progress: ProducerProgress }> {
   const { store, reader, run: input, rows, onRun, onProgress, signal, ...producer } = options;
   // Recorded so a retry of the run batches its rows as the first pass did.
-  const rowsPerJob = producer.rowsPerJob ?? 1;
+  const rowsPerJob = producer.rowsPerJob ?? DEFAULTS.producer.rowsPerJob;
   return runLife({
     store,
     ...(signal ? { signal } : {}),
@@ -66,6 +67,7 @@ export async function produceSource(
     produce: async (run, stop) =>
       produceRun(await rows(run, stop), {
         ...producer,
+        rowsPerJob,
         store,
         runId: run.id,
         signal: stop,

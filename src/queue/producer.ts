@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS, resolveSettings } from '../config/index.js';
 import type { InviteOptions } from '../crm/index.js';
 import type { IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
@@ -16,16 +17,16 @@ export interface ProducerOptions {
   queue: WorkspaceQueue;
   store: RunStore;
   runId: string;
-  /** Rows per `addBulk` call (whole jobs: a chunk ends with the job that reaches it). Default 500. */
+  /** Rows per `addBulk` call (whole jobs: a chunk ends with the job that reaches it). Default DEFAULTS.producer (500). */
   chunkSize?: number;
   /**
    * Reading pauses while the workspace queue holds about this many waiting rows (waiting jobs ×
-   * rows per job). Default 10,000.
+   * rows per job). Default DEFAULTS.producer (10,000).
    */
   highWaterMark?: number;
-  /** Emails per team-members request. Default 50. */
+  /** Emails per team-members request. Default DEFAULTS.producer (50). */
   inviteBatchSize?: number;
-  /** Update rows per job (the workspace's `rowsPerJob`; creates always go alone). Default 1. */
+  /** Update rows per job (the workspace's `rowsPerJob`; creates always go alone). Default DEFAULTS.producer (1). */
   rowsPerJob?: number;
   /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
   generation?: number;
@@ -96,10 +97,19 @@ export async function produceRun(
   options: ProducerOptions,
 ): Promise<ProducerProgress> {
   const { queue, store, runId } = options;
-  const chunkSize = options.chunkSize ?? 500;
-  const highWater = options.highWaterMark ?? 10_000;
-  const batchSize = options.inviteBatchSize ?? 50;
-  const rowsPerJob = Math.max(1, options.rowsPerJob ?? 1);
+  const {
+    chunkSize,
+    highWaterMark: highWater,
+    inviteBatchSize: batchSize,
+    ...o
+  } = resolveSettings(options, {
+    chunkSize: DEFAULTS.producer.chunkSize,
+    highWaterMark: DEFAULTS.producer.highWaterMark,
+    inviteBatchSize: DEFAULTS.producer.inviteBatchSize,
+    rowsPerJob: DEFAULTS.producer.rowsPerJob,
+  });
+  const rowsPerJob = Math.max(1, o.rowsPerJob);
+  // Not a setting: generation 0 is the run's first production (a retry names its own).
   const generation = options.generation ?? 0;
   // A retry's rows carry its round: the run store lets only that round's job write them.
   const round = generation === 0 ? {} : { round: generation };
@@ -158,6 +168,7 @@ export async function produceRun(
     const stop = stopNow();
     if (stop !== undefined) return held(stop);
     const rowsOf = batch.flatMap((j): Array<{ row: number }> => j.data.rows);
+    // Not a setting: without a resume, no row was counted by an earlier producer.
     const counted = rowsOf.filter((r) => r.row > (options.countedThrough ?? 0)).length;
     // Update and create jobs are flushed in row order, so their highest row marks how far the
     // producer got; invite batches fill by options and are flushed out of order.

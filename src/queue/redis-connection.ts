@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/index.js';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger, type Logger } from '../log/index.js';
@@ -14,7 +15,7 @@ export interface ConnectRedisOptions {
   role: RedisRole;
   /** Client name shown by `CLIENT LIST`. Default `crm-sync`. */
   name?: string;
-  /** How long to wait for the first connection. Default 5000 ms. */
+  /** How long to wait for the first connection. Default DEFAULTS.redis.connectTimeoutMs (5000 ms). */
   connectTimeoutMs?: number;
   /**
    * Client-side limit on every command (ioredis `commandTimeout`), both roles. Default
@@ -33,7 +34,7 @@ export interface ConnectRedisOptions {
 }
 
 /** Default client-side command timeout of worker-role connections. */
-export const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
+export const DEFAULT_COMMAND_TIMEOUT_MS = DEFAULTS.redis.commandTimeoutMs;
 /**
  * BullMQ's longest blocking read: `RedisQueueBackend#maximumBlockTimeout` is 10 s (BZPOPMIN in
  * `waitForJob`), raced against its own watchdog at block + 1 s. A command timeout at or below that
@@ -98,7 +99,7 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   const redis = new Redis(url, redisOptions(options.role, options.name, tuning));
   await untilReady(
     redis,
-    options.connectTimeoutMs ?? 5000,
+    options.connectTimeoutMs ?? DEFAULTS.redis.connectTimeoutMs,
     (reason) =>
       `Redis at ${redactRedisUrl(url)} is not reachable (${reason}). Start one (redis-server) or set REDIS_URL.`,
   );
@@ -139,9 +140,9 @@ export async function untilReady(
 }
 
 export interface RedisLivenessOptions {
-  /** Period of the PING probe. Default 5000 ms. */
+  /** Period of the PING probe. Default DEFAULTS.redis.livenessIntervalMs (5000 ms). */
   intervalMs?: number;
-  /** A probe not answered within this means the connection is dead. Default 5000 ms. */
+  /** A probe not answered within this means the connection is dead. Default DEFAULTS.redis.livenessTimeoutMs (5000 ms). */
   timeoutMs?: number;
   /** Default: a stderr logger made on first use. */
   logger?: Logger;
@@ -161,11 +162,17 @@ export function redisLiveness(redis: RedisClient): RedisLiveness | undefined {
   return watchdogs.get(redis);
 }
 
+/** ioredis' own defaults, for describing a client whose options leave them out. */
+const IOREDIS_DEFAULT_TARGET = { host: 'localhost', port: 6379 };
+
 /** Where the client points, without credentials (options never carry the password into it). */
 function describeRedis(redis: Redis): string {
   const o = redis.options;
   if (o.path) return `unix://${o.path}`;
-  return `${o.tls ? 'rediss' : 'redis'}://${o.host ?? 'localhost'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
+  // Not our settings: what ioredis itself connects to when its options name no host or port.
+  const host = o.host ?? IOREDIS_DEFAULT_TARGET.host;
+  const port = o.port ?? IOREDIS_DEFAULT_TARGET.port;
+  return `${o.tls ? 'rediss' : 'redis'}://${host}:${port}${o.db ? `/${o.db}` : ''}`;
 }
 
 /**
@@ -184,8 +191,8 @@ function describeRedis(redis: Redis): string {
  * Timers are unref'd, it never throws, and it stops by itself on the client's `end` event.
  */
 export function watchRedisLiveness(redis: Redis, options: RedisLivenessOptions = {}): RedisLiveness {
-  const intervalMs = options.intervalMs ?? 5000;
-  const timeoutMs = options.timeoutMs ?? 5000;
+  const intervalMs = options.intervalMs ?? DEFAULTS.redis.livenessIntervalMs;
+  const timeoutMs = options.timeoutMs ?? DEFAULTS.redis.livenessTimeoutMs;
   let logger = options.logger;
   const target = describeRedis(redis);
   let stopped = false;

@@ -33,6 +33,7 @@ export async function readEviction(redis: RedisClient): Promise<EvictionState | 
     for (const node of nodes) {
       const info = `${await node.info('memory')}\n${await node.info('stats')}`;
       policy ??= /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+      // Not a setting: a node whose INFO has no evicted_keys line evicted none we can count.
       evictedKeys += Number(/^evicted_keys:(\d+)/m.exec(info)?.[1] ?? 0);
     }
   } catch {

@@ -1,4 +1,5 @@
 import type { Operation } from '../crm/index.js';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { ingest, parseMapping, reopenSource, resumeRefusal, sourceChange, type IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
@@ -13,9 +14,9 @@ export interface ResumeProducerOptions {
   queue: WorkspaceQueue;
   store: RunStore;
   logger?: Logger;
-  /** As the producer's. Default 10,000 rows. */
+  /** As the producer's. Default DEFAULTS.producer (10,000 rows). */
   highWaterMark?: number;
-  /** As the producer's. Default 60000 ms. */
+  /** As the producer's. Default DEFAULTS.producer (60000 ms). */
   redisOutageMs?: number;
 }
 
@@ -37,6 +38,7 @@ export async function resumeProducer(
   const run = await store.requireRun(runId);
   const op = refuseUnresumable(run, producerGone(await store.producerOf(runId)));
   const logger = options.logger ?? silentLogger;
+  // Not a setting: a run whose producer queued nothing yet resumes from its first row.
   const through = run.producedRow ?? 0;
   const mapping =
     run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
@@ -61,7 +63,7 @@ export async function resumeProducer(
           queue: options.queue,
           store,
           runId,
-          rowsPerJob: run.options.rowsPerJob ?? 1,
+          rowsPerJob: run.options.rowsPerJob ?? DEFAULTS.producer.rowsPerJob,
           countedThrough: through,
           sourceColumns: () => reader.columns,
           logger,

@@ -1,4 +1,5 @@
 import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
+import { DEFAULTS, derivedSettings, resolveSettings } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { openSource, parseMapping, recordedKeyColumn, RowDecoder, type IngestedRow } from '../ingest/index.js';
 import {
@@ -28,9 +29,9 @@ export interface RetryRunOptions {
   /** A corrected export (`runs export --failed`, edited): its values replace the stored ones. */
   file?: string;
   logger?: Logger;
-  /** Rows are detached from the store only while the queue is below this. Default 10,000. */
+  /** Rows are detached from the store only while the queue is below this. Default DEFAULTS.producer (10,000). */
   highWaterMark?: number;
-  /** How many ignored lines of a corrected file are kept with their reason. Default 200. */
+  /** How many ignored lines of a corrected file are kept with their reason. Default DEFAULTS.producer (200). */
   ignoredSampleSize?: number;
   /**
    * Rows whose every field a later run already wrote: false (default) records them
@@ -39,7 +40,7 @@ export interface RetryRunOptions {
    * every write made before it).
    */
   resendSuperseded?: boolean;
-  /** The config's retention: what a create marker put back lives (createMarkerTtlMs). Default 30 days. */
+  /** The config's retention: what a create marker put back lives (createMarkerTtlMs). Default DEFAULTS.retention (30 days). */
   retentionMs?: number;
 }
 
@@ -69,7 +70,7 @@ export interface IgnoredLine {
 const CHUNK = 500;
 /** A restored marker's send bound is the run's creation, less this for clocks that disagree. */
 const CLOCK_MARGIN_MS = 60_000;
-export const DEFAULT_IGNORED_SAMPLE = 200;
+export const DEFAULT_IGNORED_SAMPLE = DEFAULTS.producer.ignoredSample;
 
 /** Counts every ignored line, keeps the first `limit` with their reasons. */
 class IgnoredLines {
@@ -92,7 +93,12 @@ class IgnoredLines {
  * any moment at most one chunk is detached from the store and not yet in the queue (a crash
  * then can cost at most those). The run is not complete until the last chunk is queued.
  */
-export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> {
+export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
+  const options = resolveSettings(given, {
+    highWaterMark: DEFAULTS.producer.highWaterMark,
+    ignoredSampleSize: DEFAULTS.producer.ignoredSample,
+    retentionMs: derivedSettings().retentionMs,
+  });
   const { store, runId } = options;
   const run = await store.requireRun(runId);
   if (run.operation === 'deal.upsert') {
@@ -124,17 +130,23 @@ export async function retryRun(options: RetryRunOptions): Promise<RetrySummary> 
     // A database run's key column is kept with each row's values, and is no field.
     ...(keyColumn !== undefined ? { extraColumns: [keyColumn] } : {}),
   });
-  const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize ?? DEFAULT_IGNORED_SAMPLE));
+  const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize));
   const logger = options.logger ?? silentLogger;
-  const highWater = options.highWaterMark ?? 10_000;
-  const rowsPerJob = run.options.rowsPerJob ?? 1;
+  const highWater = options.highWaterMark;
+  // What the run was produced with: recorded only when above the library default.
+  const rowsPerJob = run.options.rowsPerJob ?? DEFAULTS.producer.rowsPerJob;
   // The retry's round: part of its job ids (not deduped against earlier jobs) and, in the run
   // store, what fences the rows' earlier jobs off.
   const generation = Date.now();
   // A resend orders after every write made before this moment (a run id is such a place).
   const orderAs = options.resendSuperseded ? resendPlace(await store.serverTime(run.workspace), run.id) : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
-  const perJob = op === 'team.invite' ? (run.options.inviteBatchSize ?? 50) : op === 'deal.create' ? 1 : rowsPerJob;
+  const perJob =
+    op === 'team.invite'
+      ? (run.options.inviteBatchSize ?? DEFAULTS.producer.inviteBatchSize)
+      : op === 'deal.create'
+        ? 1
+        : rowsPerJob;
   const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
   const { run: after, progress } = await runLife({
     store,
@@ -267,14 +279,14 @@ function lookFirstIfInDoubt(
   run: RunRecord,
   store: RunStore,
   logger: Logger,
-  retentionMs: number | undefined,
+  retentionMs: number,
 ): (rows: RequeuedRow[]) => Promise<void> {
   if (run.operation !== 'deal.create') return async () => undefined;
   const fence = new RowFence({
     redis: store.redis,
     prefix: store.prefix,
     workspace: run.workspace,
-    ...(retentionMs !== undefined ? { retentionMs } : {}),
+    retentionMs,
   });
   return async (rows) => {
     const doubt = rows.filter((r) => r.previous === 'uncertain').map((r) => r.row);
@@ -306,8 +318,7 @@ async function* fromStoredRows(
   };
   if (only) {
     for (let i = 0; i < only.length; i += CHUNK) {
-      for (const r of await requeueChunk(only.slice(i, i + CHUNK)))
-        yield toIngested(decoder, r, r.line ?? 0, r.original);
+      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield storedToIngested(decoder, r);
     }
     return;
   }
@@ -317,10 +328,10 @@ async function* fromStoredRows(
   for await (const problem of store.iterateResults(run.id, { problemsOnly: true, batchSize: CHUNK })) {
     chunk.push(problem.row);
     if (chunk.length < CHUNK) continue;
-    for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r, r.line ?? 0, r.original);
+    for (const r of await requeueChunk(chunk)) yield storedToIngested(decoder, r);
     chunk = [];
   }
-  for (const r of await requeueChunk(chunk)) yield toIngested(decoder, r, r.line ?? 0, r.original);
+  for (const r of await requeueChunk(chunk)) yield storedToIngested(decoder, r);
   if (!resend) return;
   // A resend also takes the rows an earlier retry did not send because a later run had
   // written them (they are not problems, so the walk above does not see them).
@@ -328,8 +339,7 @@ async function* fromStoredRows(
   for await (const r of store.iterateResults(run.id, { batchSize: CHUNK }))
     if (r.status === 'superseded' && r.code === 'ROW_WRITTEN_LATER') later.push(r.row);
   for (let i = 0; i < later.length; i += CHUNK)
-    for (const r of await requeueChunk(later.slice(i, i + CHUNK)))
-      yield toIngested(decoder, r, r.line ?? 0, r.original);
+    for (const r of await requeueChunk(later.slice(i, i + CHUNK))) yield storedToIngested(decoder, r);
 }
 
 async function* fromCorrectedFile(
@@ -396,6 +406,15 @@ async function* fromCorrectedFile(
     if (chunk.length >= CHUNK) yield* flush();
   }
   if (chunk.length) yield* flush();
+}
+
+/** A stored row decoded again from the values kept with its result. */
+function storedToIngested(
+  decoder: RowDecoder,
+  r: { row: number; ref?: string; line?: number | undefined; original: Record<string, string> },
+): IngestedRow {
+  // Not a setting: line 0 stands for "line unknown" (RowPlace.line is omitted when unknown).
+  return toIngested(decoder, r, r.line ?? 0, r.original);
 }
 
 /**

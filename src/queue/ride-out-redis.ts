@@ -1,9 +1,10 @@
+import { DEFAULTS } from '../config/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 
 /** How long a producer waits for Redis to come back before it gives up. */
-export const DEFAULT_PRODUCER_OUTAGE_MS = 60_000;
+export const DEFAULT_PRODUCER_OUTAGE_MS = DEFAULTS.producer.redisOutageMs;
 
 /** ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). */
 const UNAVAILABLE =

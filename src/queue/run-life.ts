@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -33,7 +34,7 @@ export interface RunLifeOptions {
   signal?: AbortSignal;
   /**
    * How often the producer renews its sign of life and looks at the run's status (a cancel
-   * from another process is seen within this). Default 500 ms: one small script call, and a
+   * from another process is seen within this). Default DEFAULTS.producer (500 ms): one small script call, and a
    * resume is never taken for a silent producer even by a sweep set to a second.
    */
   watchMs?: number;
@@ -58,7 +59,12 @@ export async function runLife(options: RunLifeOptions): Promise<{ run: RunRecord
   await new WorkBoard({ redis: store.redis, prefix: store.prefix }).signal(run.workspace);
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([stop.signal, options.signal]) : stop.signal;
-  const watch = watchRun(store, run.id, stop, Math.min(options.watchMs ?? 500, PRODUCER_HEARTBEAT_MS));
+  const watch = watchRun(
+    store,
+    run.id,
+    stop,
+    Math.min(options.watchMs ?? DEFAULTS.producer.watchMs, PRODUCER_HEARTBEAT_MS),
+  );
   let progress: ProducerProgress;
   try {
     progress = await options.produce(run, signal);

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/index.js';
-import { getWorkspace, type Config } from '../config/index.js';
+import { DEFAULTS, getWorkspace, resolveSettings, type Config, type Resolved } from '../config/index.js';
 import { requestBudgetKey } from '../keys/index.js';
 import { CLAIM, PAUSE } from './token-bucket-scripts.js';
 
@@ -14,11 +14,11 @@ export interface SharedTokenBucketOptions {
   limit?: { max: number; durationMs: number };
   /** Where a learned rate lives (no expiry). Default `<key>:rate`. */
   rateKey?: string;
-  /** The rate a workspace with nothing learned yet starts from (requests/s). Default 10. */
+  /** The rate a workspace with nothing learned yet starts from (requests/s). Default DEFAULTS.rateLimit (10). */
   initialRate?: number;
   /** How far ahead send times are claimed. Default 1000 ms with a known limit, 50 ms learning. */
   horizonMs?: number;
-  /** Most send times claimed in one call. Default 64. */
+  /** Most send times claimed in one call. Default DEFAULTS.rateLimit (64). */
   maxBatch?: number;
   /**
    * With a known limit: how late a request may leave after its granted send time (the event
@@ -65,7 +65,7 @@ interface Waiter {
  * no burst; it starts where the workspace's last run left it (the rate lives in Redis).
  */
 export class SharedTokenBucket {
-  readonly #o: SharedTokenBucketOptions;
+  readonly #o: Resolved<SharedTokenBucketOptions, 'initialRate' | 'maxBatch'>;
   readonly #interval: number;
   readonly #tolerance: number;
   readonly #horizon: number;
@@ -89,7 +89,10 @@ export class SharedTokenBucket {
   readonly #logKey: string;
 
   constructor(options: SharedTokenBucketOptions) {
-    this.#o = options;
+    this.#o = resolveSettings(options, {
+      initialRate: DEFAULTS.rateLimit.initialRate,
+      maxBatch: DEFAULTS.rateLimit.maxBatch,
+    });
     const { limit } = options;
     // Learning, the interval comes from Redis (0 says so), and no burst is allowed: above an
     // unknown limit a burst is only more 429s.
@@ -154,7 +157,7 @@ export class SharedTokenBucket {
       return;
     }
     this.#claiming = true;
-    const n = Math.min(this.#waiting.length, this.#o.maxBatch ?? 64);
+    const n = Math.min(this.#waiting.length, this.#o.maxBatch);
     const { redis, key } = this.#o;
     const asked = Date.now();
     CLAIM.run(
@@ -165,8 +168,9 @@ export class SharedTokenBucket {
         this.#tolerance.toFixed(3),
         n,
         this.#horizon,
-        this.#o.initialRate ?? 10,
+        this.#o.initialRate,
         this.#window.toFixed(3),
+        // Not a setting: 0 tells CLAIM the limit is unknown (learned instead).
         this.#o.limit?.max ?? 0,
       ],
     )

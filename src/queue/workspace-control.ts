@@ -28,6 +28,7 @@ interface WorkspaceArgs {
  */
 export async function blockWorkspace(args: WorkspaceArgs & { error: CrmError }): Promise<void> {
   const { queue, store, workspace, error } = args;
+  // Not a setting: an AuthError without a status stands for the CRM's 401.
   const reason =
     `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}). ` +
     `Fix the key (restart the workers if it comes from an env variable), then resume the run.`;
@@ -142,6 +143,7 @@ export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceSta
     ...(holds.unreachable ? { unreachable: holds.unreachable } : {}),
     queuePaused,
     waiting,
+    // Not a setting: BullMQ leaves a state with no jobs out of its counts.
     active: counts.active ?? 0,
     workers,
     runningRuns: running.total,

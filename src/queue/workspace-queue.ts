@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../redis/index.js';
+import { DEFAULTS, derivedSettings } from '../config/index.js';
 import { bullPrefix } from '../keys/index.js';
 import { bullmqTelemetry } from '../telemetry/index.js';
 import type { SyncJobData, SyncJobName } from './job-data.js';
@@ -13,9 +14,9 @@ export interface WorkspaceQueueOptions {
   /** Key prefix from the config. */
   prefix: string;
   workspace: string;
-  /** Attempts for transient failures (5xx, timeouts, resets); 429s do not spend attempts. Default 6. */
+  /** Attempts for transient failures (5xx, timeouts, resets); 429s do not spend attempts. Default DEFAULTS.workspace.retry. */
   attempts?: number;
-  /** First retry delay; doubles each attempt, with 50% jitter. Default 1000 ms. */
+  /** First retry delay; doubles each attempt, with 50% jitter. Default DEFAULTS.workspace.retry. */
   backoffMs?: number;
 }
 
@@ -30,10 +31,9 @@ export function openWorkspaceQueue(options: WorkspaceQueueOptions): WorkspaceQue
     streams: { events: { maxLen: 2000 } },
     ...bullmqTelemetry(),
     defaultJobOptions: {
-      attempts: options.attempts ?? 6,
-      backoff: { type: 'exponential', delay: options.backoffMs ?? 1000, jitter: 0.5 },
-      removeOnComplete: { age: 3600, count: 1000 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      attempts: options.attempts ?? DEFAULTS.workspace.retry.attempts,
+      backoff: { type: 'exponential', delay: options.backoffMs ?? DEFAULTS.workspace.retry.backoffMs, jitter: 0.5 },
+      ...derivedSettings().jobRetention,
     },
   });
   // While Redis restarts, ioredis reconnects by itself and the next command reports any failure;

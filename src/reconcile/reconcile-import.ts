@@ -256,6 +256,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
  * and has none queued, and the plan needs a fresh index anyway — the sync has to run again.
  */
 function indexAuthReason(workspace: string, error: AuthError): string {
+  // Not a setting: an AuthError without a status stands for the CRM's 401.
   return (
     `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}) ` +
     `while the reconcile index was being built; no row was read or sent. Fix the key (restart the workers if it comes from an env variable), ` +

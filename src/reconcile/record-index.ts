@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { packRecord, unpackRecord, type IndexedRecord } from './compare.js';
 import { checkMatchKey, normaliseKey, recordKey, type AnyRecord } from './resource-fields.js';
@@ -6,7 +7,7 @@ export interface BuildIndexOptions {
   resource: ListResource;
   /** Key rows are matched by (`id`, `email`, `unique_number`, `name`, …). Default: `id` only. */
   matchKey?: string;
-  /** Records per list request. Default 100 (the spec's recommended maximum). */
+  /** Records per list request. Default DEFAULTS.client.pageSize (100, the spec's recommended maximum). */
   pageSize?: number;
   /** List version. Default: the client's (the workspace's `listVersion`). */
   version?: 'v1' | 'v2';
@@ -48,7 +49,7 @@ export class RecordIndex {
     const index = new RecordIndex(options.resource, options.matchKey ?? 'id');
     if (options.keepCreatedAt) index.#created = new Map();
     const pages = client.pages(options.resource, {
-      pageSize: options.pageSize ?? 100,
+      pageSize: options.pageSize ?? DEFAULTS.client.pageSize,
       ...(options.version ? { version: options.version } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.beforeFetch ? { beforeFetch: options.beforeFetch } : {}),

@@ -161,6 +161,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     ...(changed !== undefined ? { sourceChanged: changed } : {}),
   };
   const rowsById = new Map<string, number>();
+  // Not settings (here and below): a record id or field not counted yet was counted 0 times.
   for (const r of rows.values()) rowsById.set(r.recordId, (rowsById.get(r.recordId) ?? 0) + 1);
   // Deals like one a row recorded that no row of this run recorded: sorted into this run's
   // suspected duplicates, deals made before it, and other runs' deals (RunWindow).

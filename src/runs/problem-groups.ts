@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULTS, resolveSettings } from '../config/index.js';
 import { describeError } from './results-csv.js';
 import type { RunStore } from './run-store.js';
 import type { FinalRowStatus, RowResult } from './run-types.js';
@@ -21,11 +22,11 @@ export interface ProblemGroup {
 }
 
 export interface GroupProblemsOptions {
-  /** Problem rows looked at, at most, in row order. Default 100,000. */
+  /** Problem rows looked at, at most, in row order. Default DEFAULTS.runs (100,000). */
   scanLimit?: number;
-  /** Distinct groups kept; rows of further causes are counted in `otherRows`. Default 200. */
+  /** Distinct groups kept; rows of further causes are counted in `otherRows`. Default DEFAULTS.runs (200). */
   maxGroups?: number;
-  /** Row numbers kept per group. Default 5. */
+  /** Row numbers kept per group. Default DEFAULTS.runs (5). */
   sampleRows?: number;
   /** Stops the scan between batches (a client that went away). */
   signal?: AbortSignal;
@@ -93,9 +94,11 @@ export async function groupProblems(
   runId: string,
   options: GroupProblemsOptions = {},
 ): Promise<ProblemGroups> {
-  const scanLimit = options.scanLimit ?? 100_000;
-  const maxGroups = options.maxGroups ?? 200;
-  const sampleRows = options.sampleRows ?? 5;
+  const { scanLimit, maxGroups, sampleRows } = resolveSettings(options, {
+    scanLimit: DEFAULTS.runs.groupScanRows,
+    maxGroups: DEFAULTS.runs.maxGroups,
+    sampleRows: DEFAULTS.runs.groupSampleRows,
+  });
   const groups = new Map<string, ProblemGroup>();
   let scanned = 0;
   let otherRows = 0;
@@ -121,6 +124,7 @@ export async function groupProblems(
     group.count++;
     if (group.rows.length < sampleRows) group.rows.push(result.row);
   }
+  // Not a setting: a group's first sampled row orders ties (every group has one).
   const sorted = [...groups.values()].sort((a, b) => b.count - a.count || (a.rows[0] ?? 0) - (b.rows[0] ?? 0));
   return { groups: sorted, scanned, complete, otherRows };
 }

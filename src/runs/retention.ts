@@ -1,5 +1,6 @@
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { STDIN_SPOOL_DIR } from '../ingest/index.js';
 import { archiveRun } from './run-archive.js';
@@ -15,7 +16,7 @@ export interface PruneOptions {
   dryRun?: boolean;
   /** "Now", for benchmarks that simulate nights. Default Date.now(). */
   now?: number;
-  /** At most this many runs per call (the housekeeping comes back for the rest). Default 1000. */
+  /** At most this many runs per call (the housekeeping comes back for the rest). Default DEFAULTS.retention (1000). */
   limit?: number;
 }
 
@@ -44,7 +45,7 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
   const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
   const summary: PruneSummary = { runs: [], archivedRows: 0, kept: [], files: [] };
   const keptSources = new Set<string>();
-  for (const id of await store.runIdsCreatedBefore(cutoff, options.limit ?? 1000)) {
+  for (const id of await store.runIdsCreatedBefore(cutoff, options.limit ?? DEFAULTS.retention.pruneBatch)) {
     const run = await store.getRun(id);
     if (run === null) continue;
     if (run.status === 'running' || run.status === 'blocked') {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../redis/index.js';
+import { DEFAULTS, derivedSettings } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
   BEGIN_CREATE,
@@ -35,12 +36,13 @@ export interface RowWriter {
 
 export interface RowFenceOptions {
   redis: RedisClient;
-  /** Key prefix. Default `crm-sync`. */
+  /** Key prefix. Default DEFAULTS.config.prefix. */
   prefix?: string;
   workspace: string;
   /**
    * How long a write may be on the wire before it counts as applied: the CRM request timeout
-   * plus a margin for a network that delivers late. Default 30 000 ms.
+   * plus a margin for a network that delivers late. Default: derivedSettings' writeLeaseMs of
+   * the default request timeout (30 000 ms); a worker passes its workspace's.
    */
   leaseMs?: number;
   /**
@@ -51,7 +53,7 @@ export interface RowFenceOptions {
   orderWindowMs?: number;
   /**
    * How long runs are kept (the config's retention): a create's marker and a deal's claim live
-   * as long as the run can be retried (createMarkerTtlMs). Default 30 days.
+   * as long as the run can be retried (createMarkerTtlMs). Default DEFAULTS.retention (30 days).
    */
   retentionMs?: number;
   /** Overrides the life retentionMs gives markers and claims (tests compress time). */
@@ -128,17 +130,13 @@ export interface RecordClock {
   ageMs: number;
 }
 
-const DEFAULT_RETENTION_MS = 30 * 86_400_000;
-/** Runs are pruned by a periodic housekeeping after retention: markers outlive that by this much. */
-const MARKER_MARGIN_MS = 2 * 86_400_000;
-
 /**
- * The one place a create marker's (and a deal claim's) life is derived: as long as its run can
- * be retried, i.e. the retention after which housekeeping archives and removes the run, plus a
- * margin for the housekeeping's period. A marker set by a retry on the last day lives as long again.
+ * A create marker's (and a deal claim's) life for a retention given in ms: derivedSettings'
+ * createMarkerTtlMs (as long as its run can be retried, plus the housekeeping's margin).
+ * Default: the default retention.
  */
-export function createMarkerTtlMs(retentionMs: number = DEFAULT_RETENTION_MS): number {
-  return retentionMs + MARKER_MARGIN_MS;
+export function createMarkerTtlMs(retentionMs?: number): number {
+  return derivedSettings(retentionMs === undefined ? {} : { retentionMs }).createMarkerTtlMs;
 }
 
 const SEQ_ROW_WIDTH = 7;
@@ -193,9 +191,9 @@ export class RowFence {
 
   constructor(options: RowFenceOptions) {
     this.#redis = options.redis;
-    this.#keys = new RunKeys(options.prefix ?? 'crm-sync');
+    this.#keys = new RunKeys(options.prefix ?? DEFAULTS.config.prefix);
     this.#workspace = options.workspace;
-    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseMs = options.leaseMs ?? derivedSettings().writeLeaseMs;
     this.#orderWindowMs = options.orderWindowMs ?? createMarkerTtlMs(options.retentionMs);
     this.#claimTtlMs = options.claimTtlMs ?? createMarkerTtlMs(options.retentionMs);
   }

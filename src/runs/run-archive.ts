@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { isProblem } from './result-codec.js';
 import type { IterateResultsOptions, ProblemsQuery, RunStore } from './run-store.js';
@@ -87,8 +88,9 @@ export class ArchivedRuns implements RunResults {
   }
 
   async problems(runId: string, query: ProblemsQuery = {}): Promise<{ rows: RowResult[]; total: number }> {
+    // Not a setting: a page without an offset starts at the first problem row.
     const offset = query.offset ?? 0;
-    const limit = query.limit ?? 50;
+    const limit = query.limit ?? DEFAULTS.runs.archivePageSize;
     const rows: RowResult[] = [];
     let total = 0;
     for await (const r of this.iterateResults(runId, { problemsOnly: true })) {

@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { ListRunsQuery, RunRecord } from './run-types.js';
 
@@ -15,7 +16,7 @@ export interface SearchRunsQuery {
   /** Matches to skip (paging) and to return. */
   offset: number;
   limit: number;
-  /** Newest runs looked through, at most. Default 5,000. */
+  /** Newest runs looked through, at most. Default DEFAULTS.runs (5,000). */
   scanLimit?: number;
   /** Aborted when nobody waits for the answer any more (the dashboard's client went): the search stops before its next page. */
   signal?: AbortSignal;
@@ -45,7 +46,7 @@ export function runMatches(run: RunRecord, needle: string): boolean {
  */
 export async function searchRuns(list: ListRuns, q: SearchRunsQuery): Promise<SearchRunsResult> {
   const needle = q.text.trim().toLowerCase();
-  const scanLimit = q.scanLimit ?? 5000;
+  const scanLimit = q.scanLimit ?? DEFAULTS.runs.searchScanRuns;
   const runs: RunRecord[] = [];
   let total = 0;
   let scanned = 0;

@@ -33,6 +33,7 @@ export async function checkKey(client: CrmClient): Promise<KeyCheck> {
   } catch (err) {
     if (err instanceof RateLimitedError)
       return { verdict: 'ok', message: `${client.baseUrl} accepted the key (and asked to slow down: 429)` };
+    // Not a setting: an AuthError without a status stands for the CRM's 401.
     if (err instanceof AuthError)
       return {
         verdict: 'rejected',

@@ -2,7 +2,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
 import got from 'got';
-import { getWorkspace } from '../config/index.js';
+import { DEFAULTS, getWorkspace, resolveSettings } from '../config/index.js';
 import type { CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
@@ -19,11 +19,11 @@ export interface RunSyncOptions {
   runtime: Runtime;
   /** Default: a client for the definition's workspace, closed at the end. */
   client?: CrmClient;
-  /** How often the run is checked while it goes. Default 500 ms. */
+  /** How often the run is checked while it goes. Default DEFAULTS.scheduler (500 ms). */
   pollMs?: number;
-  /** Lifetime of the per-sync lock, renewed while the sync runs. Default 60 000 ms. */
+  /** Lifetime of the per-sync lock, renewed while the sync runs. Default DEFAULTS.scheduler (60 000 ms). */
   lockTtlMs?: number;
-  /** Timeout of the notify POST. Default 10 000 ms. */
+  /** Timeout of the notify POST. Default DEFAULTS.scheduler (10 000 ms). */
   notifyTimeoutMs?: number;
   /**
    * Return as soon as the run is blocked (the CRM refused the key). Default false: the
@@ -63,7 +63,12 @@ const LOCK_BUSY = 'a tick of this sync is still being handled';
  * reconciled run that is followed to its end — aborted once `maxFailures` rows failed or when
  * the sync lock is lost — then summarised to the log and the notify URL.
  */
-export async function runSync(def: SyncDefinition, options: RunSyncOptions): Promise<SyncSummary> {
+export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promise<SyncSummary> {
+  const options = resolveSettings(given, {
+    pollMs: DEFAULTS.scheduler.pollMs,
+    lockTtlMs: DEFAULTS.scheduler.lockTtlMs,
+    notifyTimeoutMs: DEFAULTS.scheduler.notifyTimeoutMs,
+  });
   const { runtime } = options;
   const { store, logger, config } = runtime;
   const log = logger.child({ sync: def.name });
@@ -128,7 +133,7 @@ export async function runSync(def: SyncDefinition, options: RunSyncOptions): Pro
       run.status === 'running' ||
       (run.status === 'blocked' && !options.returnWhenBlocked && previousRunState(run) === 'blocked');
     const watch = async (runId: string, signal: AbortSignal) => {
-      for await (const run of runReads(store, runId, { everyMs: options.pollMs ?? 500, going: stillGoing, signal })) {
+      for await (const run of runReads(store, runId, { everyMs: options.pollMs, going: stillGoing, signal })) {
         // A run that ended is judged once more after the producer is done (below).
         if (!stillGoing(run)) return;
         const why = stopReason(run.counts.failed);
@@ -247,7 +252,7 @@ async function finish(
     try {
       await got.post(def.options.notifyUrl, {
         json: summary,
-        timeout: { request: options.notifyTimeoutMs ?? 10_000 },
+        timeout: { request: options.notifyTimeoutMs },
         retry: { limit: 2, methods: ['POST'] },
       });
     } catch (err) {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker, type Job } from 'bullmq';
-import type { Config } from '../config/index.js';
+import { DEFAULTS, resolveSettings, type Config } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { bullPrefix } from '../keys/index.js';
@@ -12,16 +12,16 @@ import { runSync, type RunSyncOptions, type SyncSummary } from './run-sync.js';
 export interface SyncSchedulerOptions {
   config: Config;
   logger: Logger;
-  /** Directory of the definitions, used when a tick's file has moved. Default `jobs`. */
+  /** Directory of the definitions, used when a tick's file has moved. Default DEFAULTS.scheduler (`jobs`). */
   jobsDir?: string;
-  /** Ticks handled at once (different syncs run side by side; one sync never overlaps itself). Default 4. */
+  /** Ticks handled at once (different syncs run side by side; one sync never overlaps itself). Default DEFAULTS.scheduler (4). */
   concurrency?: number;
   /** Shared runtime; its Redis must be a `worker` connection. Default: one of its own, closed by `close`. */
   runtime?: Runtime;
   /** Passed to runSync. Default: its defaults. */
   runSync?: Omit<RunSyncOptions, 'runtime' | 'client'>;
   /**
-   * How long `close` waits for the syncs in hand before it stops waiting. Default 30 000 ms.
+   * How long `close` waits for the syncs in hand before it stops waiting. Default DEFAULTS.scheduler (30 000 ms).
    * A sync can take hours; its run goes on in the workspace queue without this process (the
    * sync lock expires, and later ticks skip while the run is still going).
    */
@@ -37,10 +37,14 @@ export interface SyncScheduler {
  * Turns each tick of the installed job schedulers into a reconciled run. The definition is
  * read again at every tick, so an edited file applies from the next tick on.
  */
-export async function startSyncScheduler(options: SyncSchedulerOptions): Promise<SyncScheduler> {
-  const { config, logger } = options;
+export async function startSyncScheduler(given: SyncSchedulerOptions): Promise<SyncScheduler> {
+  const options = resolveSettings(given, {
+    jobsDir: DEFAULTS.scheduler.jobsDir,
+    concurrency: DEFAULTS.scheduler.concurrency,
+    closeTimeoutMs: DEFAULTS.scheduler.closeTimeoutMs,
+  });
+  const { config, logger, jobsDir } = options;
   const runtime = options.runtime ?? (await openRuntime(config, logger, 'worker'));
-  const jobsDir = options.jobsDir ?? 'jobs';
   const load = (data: SyncTickData): SyncDefinition => {
     try {
       return loadDefinitionFile(data.file);
@@ -65,7 +69,7 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
     {
       connection: runtime.redis,
       prefix: bullPrefix(config.prefix),
-      concurrency: options.concurrency ?? 4,
+      concurrency: options.concurrency,
       autorun: true,
     },
   );
@@ -76,7 +80,7 @@ export async function startSyncScheduler(options: SyncSchedulerOptions): Promise
   return {
     worker,
     async close() {
-      const timeoutMs = options.closeTimeoutMs ?? 30_000;
+      const timeoutMs = options.closeTimeoutMs;
       // Take no new tick, then give the ones in hand a while. worker.close() alone would wait
       // for them however long they take, and a later close(true) only joins that wait.
       await worker.pause(true);
