@@ -43,4 +43,27 @@ export default defineConfig(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
+  {
+    // A module's public surface is its index.ts (docs/architecture.md, "Modules"); a module
+    // whose index loads a heavy library also offers light.ts, the part that loads none, for
+    // command declarations and store-only commands. Nothing else of another module is imported.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+[a-z-]+/(?!(index|light)\\.js$)',
+              message: 'Import another module through its index.ts (or its light.ts), not one of its files.',
+            },
+            {
+              regex: '^\\./[a-z-]+/(?!(index|light)\\.js$)',
+              message: 'Import a sub-module (a folder of this module) through its index.ts.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

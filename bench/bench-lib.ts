@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { configFromObject, type Config } from '../src/config/index.js';
-import { importFile } from '../src/queue/index.js';
+import { importFile } from '../src/lifecycle/index.js';
 import type { RunRecord } from '../src/runs/index.js';
 import { deleteKeysWithPrefix, freePort, type Runtime } from '../src/runtime/index.js';
 

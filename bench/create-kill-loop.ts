@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../src/log/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { importFile } from '../src/queue/index.js';
+import { importFile } from '../src/lifecycle/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
   auditDeals,

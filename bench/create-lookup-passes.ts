@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChildProcess } from 'node:child_process';
 import { silentLogger } from '../src/log/index.js';
 import { openRuntime } from '../src/runtime/index.js';
-import { importFile } from '../src/queue/index.js';
+import { importFile } from '../src/lifecycle/index.js';
 import { dropPrefix } from './bench-lib.js';
 import {
   auditDeals,

@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { importFile } from '../src/queue/index.js';
+import { importFile } from '../src/lifecycle/index.js';
 import type { RunRecord } from '../src/runs/index.js';
 import type { Runtime } from '../src/runtime/index.js';
 import type { BenchEnv, SimProcess } from './bench-lib.js';

@@ -1,7 +1,5 @@
 import { CommanderError } from 'commander';
-import { buildProgram } from './cli/program.js';
-import { registrationsFor } from './cli/commands.js';
-import { EXIT } from './cli/exit-codes.js';
+import { buildProgram, EXIT, registrationsFor } from './cli/light.js';
 import { USER_ERROR_CODES, errorMessage, isCrmSyncError } from './errors/index.js';
 
 /** ioredis's words for a command that got no answer (commandTimeout, or a connection that closed). */

@@ -31,7 +31,7 @@ export {
   type RetryRunOptions,
   type RetrySummary,
   type ResumeProducerOptions,
-} from './queue/index.js';
+} from './lifecycle/index.js';
 export { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from './worker/index.js';
 export {
   reconcileImport,
@@ -44,7 +44,7 @@ export {
   type VerifyRunOptions,
   type VerifyResult,
 } from './reconcile/index.js';
-export { followRun, type FollowRunOptions } from './cli/run-progress.js';
+export { followRun, type FollowRunOptions } from './cli/index.js';
 
 // Results: every input row ends with exactly one result (docs/architecture.md, "Result model").
 export {

@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import type { Runtime } from '../runtime/index.js';
 // The module itself, not the runtime barrel, which loads the queues (BullMQ) that `runs list` never needs.
-import { openStore, type OpenStore } from '../runtime/open-store.js';
+import { openStore, type OpenStore } from '../runtime/light.js';
 
 /** Options every command accepts (declared once on the root program). */
 export interface GlobalOptions {

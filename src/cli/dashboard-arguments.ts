@@ -1,7 +1,7 @@
 // What `dashboard` accepts, shared by its declaration (help, parsing) and its action: light
 // modules only, so `dashboard --help` does not load fastify.
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 import type { DashboardOptions } from '../dashboard/index.js';

@@ -1,7 +1,7 @@
 // What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
 // and help are declared there).
 import type { Command } from 'commander';
-import type { Operation } from '../crm/operation-table.js';
+import type { Operation } from '../crm/light.js';
 import {
   openFileSource,
   openQuerySource,
@@ -10,14 +10,9 @@ import {
   type Source,
   type SourceFormat,
 } from '../ingest/index.js';
-import {
-  currentGeneration,
-  evicts,
-  importFile,
-  readEviction,
-  redisLostDataSince,
-  workspaceRequestBudget,
-} from '../queue/index.js';
+import { currentGeneration, evicts, readEviction, redisLostDataSince } from '../redis/index.js';
+import { importFile } from '../lifecycle/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';

@@ -1,7 +1,7 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
-import { OPERATIONS } from '../crm/operation-table.js';
+import { OPERATIONS } from '../crm/light.js';
 import type { ImportOptions } from './import-action.js';
 import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, runName, sourceFileOptions } from './options.js';
 

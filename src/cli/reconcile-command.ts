@@ -1,7 +1,7 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
-import { RECONCILE_OPERATIONS } from '../crm/operation-table.js';
+import { RECONCILE_OPERATIONS } from '../crm/light.js';
 import type { ReconcileOptions } from './reconcile-action.js';
 import { helpFooter, positiveInt, sourceFileOptions } from './options.js';
 

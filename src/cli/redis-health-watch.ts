@@ -1,5 +1,5 @@
 import { probeKey } from '../keys/index.js';
-import { evicts, isRedisFull, readEviction, type EvictionState } from '../queue/index.js';
+import { evicts, isRedisFull, readEviction, type EvictionState } from '../redis/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**

@@ -6,15 +6,8 @@ import { finished } from 'node:stream/promises';
 import { derivedSettings } from '../config/index.js';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import {
-  cancelRun,
-  pausedWords,
-  resumeProducer,
-  resumeWorkspace,
-  retryRun,
-  writtenLaterWords,
-  type RetrySummary,
-} from '../queue/index.js';
+import { cancelRun, resumeProducer, retryRun, writtenLaterWords, type RetrySummary } from '../lifecycle/index.js';
+import { pausedWords, resumeWorkspace } from '../queue/index.js';
 import {
   ArchivedRuns,
   archivePath,

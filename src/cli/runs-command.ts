@@ -1,5 +1,5 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
 import { positiveInt, rowList } from './options.js';

@@ -1,6 +1,6 @@
 // What `crm-sync runs list` does: apart from the other runs actions because it needs only the run store.
 import type { Command } from 'commander';
-import { FINAL_ROW_STATUSES, type RunCounts, type RunRecord, type RunStatus } from '../runs/run-types.js';
+import { FINAL_ROW_STATUSES, type RunCounts, type RunRecord, type RunStatus } from '../runs/light.js';
 import { withStore } from './context.js';
 
 export interface RunsListOptions {

@@ -1,5 +1,5 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import type { Command } from 'commander';
 import { positiveInt } from './options.js';
 

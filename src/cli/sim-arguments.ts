@@ -2,8 +2,8 @@
 // only, so `sim --help` does not load the simulator (fastify).
 import { InvalidArgumentError } from 'commander';
 import { isCrmSyncError } from '../errors/index.js';
-import { parseRateLimit } from '../sim/rate-spec.js';
-import type { SimRateLimit } from '../sim/sim-options.js';
+import { parseRateLimit } from '../sim/light.js';
+import type { SimRateLimit } from '../sim/light.js';
 
 /** A workspace and one key for it; `env` names the variable the key came from (never printed then). */
 export interface WorkspaceSpec {

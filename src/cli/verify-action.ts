@@ -3,7 +3,7 @@
 import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { workspaceRequestBudget } from '../queue/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
 import { verifyRun, type VerifyResult } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { withRuntime } from './context.js';

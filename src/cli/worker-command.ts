@@ -1,5 +1,5 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS } from '../config/light.js';
 import type { Command } from 'commander';
 import { helpFooter, list, positiveInt } from './options.js';
 import type { WorkerOptions } from './worker-action.js';

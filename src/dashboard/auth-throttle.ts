@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Config } from '../config/index.js';
-import { connectConfiguredRedis } from '../queue/index.js';
+import { connectConfiguredRedis } from '../redis/index.js';
 import { LuaScript } from '../redis/index.js';
 
 export interface AuthThrottleOptions {

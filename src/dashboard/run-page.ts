@@ -8,7 +8,7 @@ import {
   type RowResult,
   type RunRecord,
 } from '../runs/index.js';
-import { writtenLaterWords, type RetrySummary } from '../queue/index.js';
+import { writtenLaterWords, type RetrySummary } from '../lifecycle/index.js';
 import { canRetry, errorGroupsSection } from './error-groups.js';
 import { html, query, type SafeHtml } from './html.js';
 import { isFiltered, type ProblemFilter } from './problem-search.js';

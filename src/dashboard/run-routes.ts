@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, resumeWorkspace, retryRun, writtenLaterWords } from '../queue/index.js';
+import { cancelRun, retryRun, writtenLaterWords } from '../lifecycle/index.js';
+import { resumeWorkspace } from '../queue/index.js';
 import {
   groupProblems,
   problemRowsWhere,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
-import { retryRun, type IgnoredLine, type RetrySummary } from '../queue/index.js';
+import { retryRun, type IgnoredLine, type RetrySummary } from '../lifecycle/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth-hooks.js';
 import { sendPage, wantsJson } from './http-answers.js';

@@ -7,7 +7,7 @@ import { configFromObject, DEFAULTS, getWorkspace } from '../config/index.js';
 import type { Operation } from '../crm/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
-import { importFile } from '../queue/index.js';
+import { importFile } from '../lifecycle/index.js';
 import {
   FINAL_ROW_STATUSES,
   runWhenDone,
@@ -16,7 +16,7 @@ import {
   type RunCounts,
   type RunRecord,
 } from '../runs/index.js';
-import { redactRedisUrl } from '../queue/index.js';
+import { redactRedisUrl } from '../redis/index.js';
 import { findOrStartRedis, openRuntime } from '../runtime/index.js';
 import { startSimulator } from '../sim/index.js';
 import { startWorkerPool } from '../worker/index.js';

@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 import type pinoPretty from 'pino-pretty';
-import { traceLogFields } from '../telemetry/log-fields.js';
+import { traceLogFields } from './trace-fields.js';
+export { traceLogFields };
 
 export type { Logger };
 

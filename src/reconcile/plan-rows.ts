@@ -9,7 +9,7 @@ import {
   type SourceItem,
   type SourceRecord,
 } from '../ingest/index.js';
-import type { ProducedRow } from '../queue/index.js';
+import type { ProducedRow } from '../lifecycle/index.js';
 import { placeOf } from '../runs/index.js';
 import { diffFields, type FieldChange } from './compare.js';
 import type { RecordIndex } from './record-index.js';

@@ -12,14 +12,9 @@ import {
   type SourceReader,
 } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import {
-  produceSource,
-  sourceRunOptions,
-  type ProducerProgress,
-  type RunStop,
-  type WorkspaceQueue,
-  type RequestBudget,
-} from '../queue/index.js';
+import { produceSource, sourceRunOptions, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
+import { type WorkspaceQueue } from '../queue/index.js';
+import { type RequestBudget } from '../rate/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';

@@ -1,2 +1,32 @@
 export { isCluster, scanKeys, unlinkKeys, type RedisClient } from './redis-client.js';
 export { LuaScript } from './lua-script.js';
+export {
+  watchRedisGeneration,
+  currentGeneration,
+  redisLostDataSince,
+  type RedisGenerationWatch,
+} from './redis-generation.js';
+export { readEviction, evicts, isEvictionReason, EVICTION_TAG, type EvictionState } from './redis-eviction.js';
+export {
+  connectRedis,
+  refuseEvictingRedis,
+  refuseRedisCluster,
+  redactRedisUrl,
+  redisOptions,
+  watchRedisLiveness,
+  redisLiveness,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  BULLMQ_MAX_BLOCK_MS,
+  type RedisRole,
+  type ConnectRedisOptions,
+  type RedisLiveness,
+  type RedisLivenessOptions,
+} from './redis-connection.js';
+export { connectConfiguredRedis, describeRedisTarget } from './cluster-connection.js';
+export {
+  rideOutRedis,
+  isRedisUnavailable,
+  isRedisFull,
+  DEFAULT_PRODUCER_OUTAGE_MS,
+  type RideOutOptions,
+} from './ride-out-redis.js';

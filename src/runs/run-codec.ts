@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RUN_OPERATIONS } from '../crm/operations.js';
+import { RUN_OPERATIONS } from '../crm/light.js';
 import type { RunOptions, RunRecord } from './run-types.js';
 import { RUN_STATUSES } from '../keys/index.js';
 

@@ -1,7 +1,8 @@
 import type { RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { openWorkspaceQueue, type RedisRole, type WorkspaceQueue } from '../queue/index.js';
+import { openWorkspaceQueue, type WorkspaceQueue } from '../queue/index.js';
+import { type RedisRole } from '../redis/index.js';
 import type { RunStore } from '../runs/index.js';
 import { openStore } from './open-store.js';
 

@@ -1,11 +1,11 @@
 import type { RedisClient } from '../redis/index.js';
 import type { Config } from '../config/index.js';
-// The files themselves, not the queue and runs barrels: opening the store must not load BullMQ.
-import { connectConfiguredRedis } from '../queue/cluster-connection.js';
-import { refuseEvictingRedis, refuseRedisCluster, type RedisRole } from '../queue/redis-connection.js';
+// Light surfaces, not the queue and runs barrels: opening the store must not load BullMQ or pg.
+import { connectConfiguredRedis } from '../redis/index.js';
+import { refuseEvictingRedis, refuseRedisCluster, type RedisRole } from '../redis/index.js';
 import type { Logger } from '../log/index.js';
 import { migrateLayout } from './migrate-layout.js';
-import { RunStore } from '../runs/run-store.js';
+import { RunStore } from '../runs/light.js';
 
 /** A checked Redis connection and the run store on it: all that reading runs needs (no queues). */
 export interface OpenStore {

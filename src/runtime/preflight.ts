@@ -3,7 +3,8 @@ import { getWorkspace, type Config } from '../config/index.js';
 import { AuthError, BadResponseError, NotFoundError, RateLimitedError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { connectConfiguredRedis, describeRedisTarget, workerCount } from '../queue/index.js';
+import { connectConfiguredRedis, describeRedisTarget } from '../redis/index.js';
+import { workerCount } from '../queue/index.js';
 import { createCrmClient } from './crm-client-factory.js';
 
 /** One line of `crm-sync check`: ok, a warning (runs, but an operator should know) or a failure. */

@@ -1,4 +1,5 @@
-import { stopRun, type WorkspaceQueue } from '../queue/index.js';
+import { stopRun } from '../lifecycle/index.js';
+import { type WorkspaceQueue } from '../queue/index.js';
 import type { RunStore } from '../runs/index.js';
 
 /**

@@ -13,4 +13,3 @@ export {
   SPAN_ATTR,
   type TraceableJob,
 } from './batch-spans.js';
-export { traceLogFields } from './log-fields.js';

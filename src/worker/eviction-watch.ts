@@ -1,7 +1,7 @@
 import type { RedisClient } from '../redis/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { EVICTION_TAG, evicts, readEviction, type EvictionState } from '../queue/index.js';
+import { EVICTION_TAG, evicts, readEviction, type EvictionState } from '../redis/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import type { SyncWorker } from './sync-worker.js';
 

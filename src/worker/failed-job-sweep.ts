@@ -1,13 +1,7 @@
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import {
-  isInviteBatch,
-  PRODUCER_SILENCE_MS,
-  toJobData,
-  type InviteRow,
-  type QueuedRow,
-  type WorkspaceQueue,
-} from '../queue/index.js';
+import { isInviteBatch, toJobData, type InviteRow, type QueuedRow, type WorkspaceQueue } from '../queue/index.js';
+import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
 import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
 import type { SyncJob } from './sync-job.js';

@@ -3,7 +3,8 @@ import type { Worker } from 'bullmq';
 import type { RedisClient } from '../redis/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { isRedisFull, type SyncJobData, type SyncJobName } from '../queue/index.js';
+import { isRedisFull } from '../redis/index.js';
+import { type SyncJobData, type SyncJobName } from '../queue/index.js';
 
 export interface RedisFullGuardOptions {
   worker: Worker<SyncJobData, unknown, SyncJobName>;

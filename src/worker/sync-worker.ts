@@ -1,13 +1,7 @@
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import {
-  isInviteBatch,
-  isRedisFull,
-  toJobData,
-  workspaceOfQueue,
-  type SyncJobData,
-  type WorkspaceQueue,
-} from '../queue/index.js';
+import { isInviteBatch, toJobData, workspaceOfQueue, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
+import { isRedisFull } from '../redis/index.js';
 import { annotateBatchSpan } from '../telemetry/index.js';
 import { processInvites } from './invites.js';
 import type { JobLockWatch } from './job-locks.js';

@@ -1,7 +1,8 @@
 import type { CrmClient } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { SharedTokenBucket, SyncJobData, WorkspaceQueue } from '../queue/index.js';
+import type { SharedTokenBucket } from '../rate/index.js';
+import type { SyncJobData, WorkspaceQueue } from '../queue/index.js';
 import { cancelled, type RowFence, type RowWriter, type RunStore } from '../runs/index.js';
 import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';

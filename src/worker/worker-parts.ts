@@ -1,8 +1,8 @@
 import { Worker, type Processor } from 'bullmq';
 import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
+import { SharedTokenBucket } from '../rate/index.js';
 import {
-  SharedTokenBucket,
   holdUnreachable,
   liftUnreachable,
   openWorkspaceQueue,

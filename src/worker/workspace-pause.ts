@@ -1,5 +1,6 @@
 import type { Logger } from '../log/index.js';
-import { blockWorkspace, type SharedTokenBucket, type WorkspaceQueue } from '../queue/index.js';
+import { blockWorkspace, type WorkspaceQueue } from '../queue/index.js';
+import { type SharedTokenBucket } from '../rate/index.js';
 import type { RunStore } from '../runs/index.js';
 import type { PauseVerdict } from './answer-decision.js';
 import type { SyncJob } from './sync-job.js';

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resumeProducer } from '../../src/queue/index.js';
-import { produceRun } from '../../src/queue/producer.js';
+import { resumeProducer } from '../../src/lifecycle/index.js';
+import { produceRun } from '../../src/lifecycle/producer.js';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { harnessArgs, startCli } from '../helpers/run-cli.js';

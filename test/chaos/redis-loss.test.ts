@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resumeProducer } from '../../src/queue/index.js';
+import { resumeProducer } from '../../src/lifecycle/index.js';
 import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import type { WorkerPool } from '../../src/worker/index.js';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactRedisUrl } from '../../src/queue/index.js';
+import { redactRedisUrl } from '../../src/redis/index.js';
 import { freePort } from '../../src/runtime/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';

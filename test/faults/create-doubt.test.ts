@@ -3,7 +3,7 @@ import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys } from '../../src/keys/index.js';
-import { retryRun } from '../../src/queue/index.js';
+import { retryRun } from '../../src/lifecycle/index.js';
 import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
 import {
   csv,

@@ -4,7 +4,8 @@ import { Worker as BullWorker, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys, bullPrefix } from '../../src/keys/index.js';
-import { queueName, retryRun } from '../../src/queue/index.js';
+import { queueName } from '../../src/queue/index.js';
+import { retryRun } from '../../src/lifecycle/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import {
   csv,

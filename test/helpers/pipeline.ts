@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { configFromObject, type Config } from '../../src/config/index.js';
 import type { Operation } from '../../src/crm/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { importFile, type ImportFileOptions } from '../../src/queue/index.js';
+import { importFile, type ImportFileOptions } from '../../src/lifecycle/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
 import { deleteKeysWithPrefix, openRuntime, type Runtime } from '../../src/runtime/index.js';
 import {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isInviteBatch, retryRun, toJobData } from '../../src/queue/index.js';
+import { isInviteBatch, toJobData } from '../../src/queue/index.js';
+import { retryRun } from '../../src/lifecycle/index.js';
 import { abortRun } from '../../src/schedule/abort-run.js';
 import { succeeded } from '../../src/runs/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ingest } from '../../src/ingest/index.js';
-import { pendingJobCount, produceSource } from '../../src/queue/index.js';
+import { pendingJobCount } from '../../src/queue/index.js';
+import { produceSource } from '../../src/lifecycle/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness | undefined;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
 import { openPostgresSource } from '../../src/ingest/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { resumeProducer, retryRun } from '../../src/queue/index.js';
+import { resumeProducer, retryRun } from '../../src/lifecycle/index.js';
 import { verifyRun } from '../../src/reconcile/index.js';
 import { writeResultsCsv } from '../../src/runs/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { retryRun } from '../../src/queue/index.js';
+import { retryRun } from '../../src/lifecycle/index.js';
 import { retryWrittenLaterLines } from '../../src/cli/runs-actions.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 

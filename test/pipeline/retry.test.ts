@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { retryRun } from '../../src/queue/index.js';
+import { retryRun } from '../../src/lifecycle/index.js';
 import { writeResultsCsv } from '../../src/runs/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 

@@ -1,7 +1,8 @@
 import { SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SPAN_ATTR, startTelemetry, traceLogFields, type Telemetry } from '../../src/telemetry/index.js';
+import { traceLogFields } from '../../src/log/index.js';
+import { SPAN_ATTR, startTelemetry, type Telemetry } from '../../src/telemetry/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
 // One process-wide tracer provider: started once for this file, before any queue or worker.

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelRun } from '../../src/queue/index.js';
+import { cancelRun } from '../../src/lifecycle/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { cliFor, harnessArgs, startCli } from '../helpers/run-cli.js';
 

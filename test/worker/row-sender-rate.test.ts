@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Secret } from '../../src/config/index.js';
+import { DEFAULTS, Secret } from '../../src/config/index.js';
 import { CrmClient } from '../../src/crm/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import type { QueuedRow } from '../../src/queue/index.js';
@@ -51,8 +51,9 @@ function heldBudget() {
 
 function sender(budget: { take(signal?: AbortSignal): Promise<void> }, rateWaitMs: number): RowSender {
   const board = new LookupPassBoard({ redis, prefix, workspace: 'acme' });
-  const lookup = new DealLookup({ client, board, fence });
-  const creates = new DuplicateSafeCreate({ client, fence, lookup, logger: silentLogger });
+  const settleMs = DEFAULTS.workspace.createSettleMs;
+  const lookup = new DealLookup({ client, board, fence, pageSize: DEFAULTS.client.pageSize, minGapMs: settleMs });
+  const creates = new DuplicateSafeCreate({ client, fence, lookup, settleMs, logger: silentLogger });
   return new RowSender({ client, fence, creates, logger: silentLogger, budget, rateWaitMs });
 }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { CrmClient } from '../../../src/crm/index.js';
 import { DealLookup, type DealLookupOptions, type LookupAnswer } from '../../../src/worker/creates/index.js';
@@ -90,6 +91,7 @@ describe('duplicate-safe deal creates', () => {
       client,
       board,
       fence: { claimed: async () => new Set(), recordClock },
+      pageSize: DEFAULTS.client.pageSize,
       minGapMs: 0,
       ...more,
     });
@@ -218,6 +220,7 @@ describe('duplicate-safe deal creates', () => {
       client,
       board,
       fence: { claimed: async () => new Set(), recordClock },
+      pageSize: DEFAULTS.client.pageSize,
       minGapMs: 0,
     });
     try {

@@ -10,8 +10,8 @@ import {
   type RunRecord,
   type RunStore,
 } from '../runs/index.js';
-import { toJobData, type SyncJobData } from './job-data.js';
-import type { WorkspaceQueue } from './workspace-queue.js';
+import { toJobData, type SyncJobData } from '../queue/index.js';
+import type { WorkspaceQueue } from '../queue/index.js';
 
 /**
  * Why a run stops before all its rows were sent. `cancelled`: an operator asked (`runs cancel`);

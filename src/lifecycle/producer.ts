@@ -6,12 +6,12 @@ import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
-import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from './job-data.js';
-import { rowJobId, workspaceOfQueue } from './queue-names.js';
-import { rideOutRedis } from './ride-out-redis.js';
+import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
+import { rowJobId, workspaceOfQueue } from '../queue/index.js';
+import { rideOutRedis } from '../redis/index.js';
 import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
-import { WorkBoard } from './work-board.js';
-import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
+import { WorkBoard } from '../queue/index.js';
+import { pendingJobCount, type WorkspaceQueue } from '../queue/index.js';
 
 export interface ProducerOptions {
   queue: WorkspaceQueue;

@@ -7,7 +7,7 @@ import type { RunRecord, RunStore } from '../runs/index.js';
 import { PRODUCER_SILENCE_MS, producerGone } from './producer-heartbeat.js';
 import { runLife } from './run-life.js';
 import { produceRun, type ProducerProgress } from './producer.js';
-import type { WorkspaceQueue } from './workspace-queue.js';
+import type { WorkspaceQueue } from '../queue/index.js';
 
 export interface ResumeProducerOptions {
   runId: string;

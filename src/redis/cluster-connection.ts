@@ -2,7 +2,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { DEFAULTS, readSecret, Secret, type Config, type RedisClusterConfig } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
-import type { RedisClient } from '../redis/index.js';
+import type { RedisClient } from './redis-client.js';
 import {
   connectRedis,
   redactRedisUrl,

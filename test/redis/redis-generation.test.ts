@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { generationKey } from '../../src/keys/index.js';
-import { connectRedis, watchRedisGeneration } from '../../src/queue/index.js';
+import { connectRedis, watchRedisGeneration } from '../../src/redis/index.js';
 import { hasRedisServer, startPrivateRedis } from '../../src/runtime/index.js';
 import { captureLogger } from '../helpers/log-capture.js';
 

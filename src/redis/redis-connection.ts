@@ -2,7 +2,7 @@ import { DEFAULTS } from '../config/index.js';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger, type Logger } from '../log/index.js';
-import { isCluster, type RedisClient } from '../redis/index.js';
+import { isCluster, type RedisClient } from './redis-client.js';
 
 /**
  * `worker`: BullMQ workers and anything inside a worker process (the run store there) must ride

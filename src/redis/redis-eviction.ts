@@ -1,5 +1,5 @@
-import type { RedisClient } from '../redis/index.js';
-import { isCluster } from '../redis/index.js';
+import type { RedisClient } from './redis-client.js';
+import { isCluster } from './redis-client.js';
 
 /** The tag a run's reason carries when the workers ended or held it because Redis evicts keys. */
 export const EVICTION_TAG = '[REDIS_EVICTS]';

@@ -12,7 +12,7 @@ import {
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { produceSource, sourceRunOptions } from './produce-source.js';
 import type { ProducerOptions, ProducerProgress } from './producer.js';
-import type { WorkspaceQueue } from './workspace-queue.js';
+import type { WorkspaceQueue } from '../queue/index.js';
 
 export interface ImportFileOptions extends Pick<
   ProducerOptions,

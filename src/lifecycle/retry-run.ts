@@ -18,7 +18,7 @@ import {
 import { silentLogger, type Logger } from '../log/index.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducedRow, type ProducerProgress } from './producer.js';
 import { runLife } from './run-life.js';
-import type { WorkspaceQueue } from './workspace-queue.js';
+import type { WorkspaceQueue } from '../queue/index.js';
 
 export interface RetryRunOptions {
   runId: string;

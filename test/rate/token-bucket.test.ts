@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SharedTokenBucket } from '../../src/queue/token-bucket.js';
+import { SharedTokenBucket } from '../../src/rate/token-bucket.js';
 import { busiestWindow } from '../helpers/busiest-window.js';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

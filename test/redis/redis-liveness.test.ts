@@ -12,7 +12,7 @@ import {
   redisOptions,
   refuseEvictingRedis,
   watchRedisLiveness,
-} from '../../src/queue/index.js';
+} from '../../src/redis/index.js';
 import { deleteKeysWithPrefix, startPrivateRedis } from '../../src/runtime/index.js';
 import { captureLogger, type LogLine } from '../helpers/log-capture.js';
 import { TEST_REDIS_URL, testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';

@@ -4,9 +4,9 @@ import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { exitedProducer, PRODUCER_HEARTBEAT_MS, producerIdentity } from './producer-heartbeat.js';
 import type { ProducerProgress } from './producer.js';
-import { rideOutRedis } from './ride-out-redis.js';
+import { rideOutRedis } from '../redis/index.js';
 import type { RunStop } from './stop-run.js';
-import { WorkBoard } from './work-board.js';
+import { WorkBoard } from '../queue/index.js';
 
 /**
  * What a run's producer does when its work throws. `fail-run`: rows after the failure were

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../redis/index.js';
+import type { RedisClient } from './redis-client.js';
 import { generationKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';

@@ -1,0 +1,6 @@
+export {
+  SharedTokenBucket,
+  workspaceRequestBudget,
+  type RequestBudget,
+  type SharedTokenBucketOptions,
+} from './token-bucket.js';
