@@ -1,7 +1,7 @@
 import { DelayedError } from 'bullmq';
 import type { InviteBatchJobData, QueuedRow, RowBatchJobData, WorkspaceQueue } from '../queue/index.js';
 import { jitter } from './row-results.js';
-import type { SyncJob } from './sync-job.js';
+import { jobAttempts, type SyncJob } from './sync-job.js';
 
 /*
  * Jobs a job turns into. Every new job's id derives from its parent and the rows it holds, so
@@ -20,7 +20,7 @@ export async function handOff(
   o: { backoffMs?: number },
 ): Promise<void> {
   const backoff = o.backoffMs !== undefined;
-  const attempts = Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade - (backoff ? 1 : 0));
+  const attempts = Math.max(1, jobAttempts(job) - job.attemptsMade - (backoff ? 1 : 0));
   await queue.addBulk(
     rows.map((r) => ({
       name: job.name,
@@ -56,7 +56,7 @@ export async function defer(
       data: { runId: data.runId, rows: [row] },
       opts: {
         jobId: `${job.id ?? data.runId}-w${row.row}-${job.attemptsStarted}`,
-        attempts: Math.max(1, (job.opts.attempts ?? 1) - job.attemptsMade),
+        attempts: Math.max(1, jobAttempts(job) - job.attemptsMade),
         delay: ms,
       },
     })),
@@ -71,7 +71,8 @@ export async function splitInviteBatch(queue: WorkspaceQueue, job: SyncJob, data
     halves.map((rows) => ({
       name: 'team.invite' as const,
       data: { runId: data.runId, rows, options: data.options },
-      opts: { jobId: `${job.id ?? data.runId}-h${rows[0]?.row ?? 0}x${rows.length}` },
+      // Halves are never empty (filtered above).
+      opts: { jobId: `${job.id ?? data.runId}-h${rows[0]!.row}x${rows.length}` },
     })),
   );
 }

@@ -7,7 +7,7 @@ import { cancelled, type RowFence, type RowWriter, type RunStore } from '../runs
 import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';
 import type { CrmOutageWatch } from './crm-outage-watch.js';
-import type { SyncJob } from './sync-job.js';
+import { jobAttempts, roundOf, type SyncJob } from './sync-job.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import type { RowSender } from './row-sender.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -59,7 +59,7 @@ export class WorkerCore {
   /** The write fence's view of this job attempt sending row `r`. */
   writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number; orderAs?: string }): RowWriter {
     const lockKey = `${this.parts.lockPrefix}${job.id ?? ''}:lock`;
-    return { runId, row: r.row, round: r.round ?? 0, lockKey, token, ...(r.orderAs ? { orderAs: r.orderAs } : {}) };
+    return { runId, row: r.row, round: roundOf(r), lockKey, token, ...(r.orderAs ? { orderAs: r.orderAs } : {}) };
   }
 
   /** The rows of `rows` that have no stored result yet (one HMGET). */
@@ -123,7 +123,7 @@ export class WorkerCore {
       attemptsStarted: job.attemptsStarted,
       maxStarts: this.parts.maxStarts,
       attemptsMade: job.attemptsMade,
-      attempts: job.opts.attempts ?? 1,
+      attempts: jobAttempts(job),
       sharedStarts,
     };
     const { verdict, outage } = judgeError(err, breaker, facts);
