@@ -1,4 +1,5 @@
 import { AuthError, CrmError, RateLimitedError, RejectedError, TransientError, isPermanent } from '../crm/index.js';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { OrderSettlement, RowResult } from '../runs/index.js';
 import type { BreakerVerdict } from './circuit-breaker.js';
@@ -46,8 +47,6 @@ export interface ErrorDecision {
 
 /** Floor for a 429's pause: a Retry-After of 0 or a past date must not spin the job through its starts. */
 const MIN_RATE_LIMIT_PAUSE_MS = 500;
-/** A 429 without Retry-After. */
-const DEFAULT_RATE_LIMIT_PAUSE_MS = 1000;
 
 export function judgeError(err: unknown, breaker: BreakerVerdict, job: JobFacts): ErrorDecision {
   const decided = (verdict: Verdict, outage = false): ErrorDecision => ({ verdict, outage });
@@ -60,7 +59,7 @@ export function judgeError(err: unknown, breaker: BreakerVerdict, job: JobFacts)
   }
   if (breaker.kind === 'open') return decided({ kind: 'unreachable', reason: breaker.reason });
   if (err instanceof RateLimitedError) {
-    const pauseMs = Math.max(MIN_RATE_LIMIT_PAUSE_MS, err.retryAfterMs ?? DEFAULT_RATE_LIMIT_PAUSE_MS);
+    const pauseMs = Math.max(MIN_RATE_LIMIT_PAUSE_MS, err.retryAfterMs ?? DEFAULTS.worker.rateLimitPauseMs);
     return decided({ kind: 'rate-limited', err, pauseMs });
   }
   if (err instanceof AuthError) return decided({ kind: 'blocked', err });

@@ -19,14 +19,14 @@ export interface CircuitBreakerOptions {
   /** Takes one request from the workspace's shared budget before each probe. */
   takeToken: () => Promise<void>;
   logger: Logger;
-  /** Unreachable failures in a row, with no success between, that open the breaker. Default 5. */
-  threshold?: number;
-  /** How long a probe that found the CRM vouches for later 404s being about records. Default 60000 ms. */
-  confirmMs?: number;
-  /** Half-open: how often an open breaker probes the CRM. Default 15000 ms. */
-  probeEveryMs?: number;
-  /** How often a closed breaker looks whether another process opened one (to probe if that one died). Default 60000 ms. */
-  watchEveryMs?: number;
+  /** Unreachable failures in a row, with no success between, that open the breaker. */
+  threshold: number;
+  /** How long a probe that found the CRM vouches for later 404s being about records (ms). */
+  confirmMs: number;
+  /** Half-open: how often an open breaker probes the CRM (ms). */
+  probeEveryMs: number;
+  /** How often a closed breaker looks whether another process opened one, to probe if that one died (ms). */
+  watchEveryMs: number;
 }
 
 /** What a failure means for the workspace: go on as the error says, or stop it here. */
@@ -62,7 +62,7 @@ export class CircuitBreaker {
 
   /** Starts watching for a breaker another process opened (it may have died before closing it). */
   start(): void {
-    const every = this.#o.watchEveryMs ?? 60_000;
+    const every = this.#o.watchEveryMs;
     const look = (): void => {
       if (this.#open || this.#stopped) return;
       this.#o
@@ -116,14 +116,14 @@ export class CircuitBreaker {
     if (await this.#stillOpen()) return { kind: 'open', reason: this.#reason };
     this.#streak = code === this.#streakCode ? this.#streak + 1 : 1;
     this.#streakCode = code;
-    const threshold = this.#o.threshold ?? 5;
+    const threshold = this.#o.threshold;
     if (this.#streak < threshold) return { kind: 'pass' };
     return this.#trip(`the CRM at ${this.#o.baseUrl} is unreachable (${code}, ${this.#streak} requests in a row)`);
   }
 
   async #wrongAddress(status: number | undefined): Promise<BreakerVerdict> {
     // A record's 404 from a CRM that answered lately costs nothing more.
-    if (!this.#open && Date.now() - this.#confirmedAt < (this.#o.confirmMs ?? 60_000)) return { kind: 'pass' };
+    if (!this.#open && Date.now() - this.#confirmedAt < this.#o.confirmMs) return { kind: 'pass' };
     if (await this.#stillOpen()) return { kind: 'open', reason: this.#reason };
     // One probe at a time, shared by every row that asks meanwhile.
     this.#probing ??= this.#probe().finally(() => {
@@ -136,6 +136,7 @@ export class CircuitBreaker {
       return { kind: 'pass' };
     }
     if (await this.#stillOpen()) return { kind: 'open', reason: this.#reason };
+    // Only a NotFoundError comes without a status: it is a 404 by definition, not a setting.
     return this.#trip(`HTTP ${status ?? 404} for the rows, and ${check.message}`);
   }
 
@@ -145,7 +146,7 @@ export class CircuitBreaker {
   }
 
   async #trip(why: string): Promise<BreakerVerdict> {
-    const every = Math.round((this.#o.probeEveryMs ?? 15_000) / 1000);
+    const every = Math.round(this.#o.probeEveryMs / 1000);
     const reason =
       `${why}: workspace held so rows are not spent. It goes on by itself once the CRM answers ` +
       `(checked every ${every} s), or after "crm-sync workspace resume".`;
@@ -160,7 +161,7 @@ export class CircuitBreaker {
     this.#open = true;
     this.#streak = 0;
     clearInterval(this.#halfOpen);
-    this.#halfOpen = setInterval(() => void this.#tryClose(), this.#o.probeEveryMs ?? 15_000);
+    this.#halfOpen = setInterval(() => void this.#tryClose(), this.#o.probeEveryMs);
     this.#halfOpen.unref();
   }
 

@@ -2,8 +2,8 @@ import type { Logger } from '../log/index.js';
 
 export interface CrmOutageWatchOptions {
   logger: Logger;
-  /** Failing this long with no success in between is an outage worth a warning. Default 30000 ms. */
-  thresholdMs?: number;
+  /** Failing this long with no success in between is an outage worth a warning (ms). */
+  thresholdMs: number;
   /** Rows of the workspace still without a result, for the warning. Default: not reported. */
   rowsWaiting?: () => Promise<number>;
 }
@@ -27,7 +27,7 @@ export class CrmOutageWatch {
     const now = Date.now();
     this.#since ??= now;
     this.#failures++;
-    const threshold = this.#o.thresholdMs ?? 30_000;
+    const threshold = this.#o.thresholdMs;
     if (this.#warned || now - this.#since < threshold) return;
     this.#warned = true;
     const seconds = Math.round((now - this.#since) / 1000);

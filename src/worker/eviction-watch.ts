@@ -13,8 +13,8 @@ export interface EvictionWatchOptions {
   workers: () => Iterable<SyncWorker>;
   /** Whether the pool serves this workspace (its runs are ended or held here). */
   serves: (workspace: string) => boolean;
-  /** How often INFO is read. Default 5000 ms. */
-  everyMs?: number;
+  /** How often INFO is read (ms). */
+  everyMs: number;
 }
 
 export interface EvictionWatch {
@@ -106,7 +106,7 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
     for (const run of blocked) await store.setStatus(run.id, 'failed', evictedReason(run, state, evicted));
   };
 
-  const timer = setInterval(() => void tick(), options.everyMs ?? 5000);
+  const timer = setInterval(() => void tick(), options.everyMs);
   timer.unref();
   void tick();
   return { tick, stop: () => clearInterval(timer) };

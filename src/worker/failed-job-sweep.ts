@@ -1,10 +1,9 @@
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { isInviteBatch, toJobData, type InviteRow, type QueuedRow, type WorkspaceQueue } from '../queue/index.js';
-import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
 import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
-import type { SyncJob } from './sync-job.js';
+import { roundOf, type SyncJob } from './sync-job.js';
 
 export interface FailedJobSweepOptions {
   workspace: string;
@@ -14,10 +13,10 @@ export interface FailedJobSweepOptions {
   /** Stores results through the worker's fenced writer (it logs refusals). */
   write: (job: SyncJob, runId: string, results: FencedResult[]) => Promise<void>;
   logger: Logger;
-  /** Default 60000 ms. */
-  intervalMs?: number;
-  /** A run whose producer was silent this long is failed. Default PRODUCER_SILENCE_MS. */
-  producerSilenceMs?: number;
+  /** How often the failed jobs and silent producers are looked at (ms). */
+  intervalMs: number;
+  /** A run whose producer was silent this long is failed (ms). */
+  producerSilenceMs: number;
 }
 
 /**
@@ -34,7 +33,7 @@ export class FailedJobSweep {
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.sweep(), this.#o.intervalMs ?? 60_000);
+    this.#timer = setInterval(() => void this.sweep(), this.#o.intervalMs);
     this.#timer.unref();
     void this.sweep();
   }
@@ -46,7 +45,7 @@ export class FailedJobSweep {
   async sweep(): Promise<void> {
     try {
       for (const job of await this.#o.queue.getFailed(0, 199)) await this.record(job, job.failedReason || 'failed');
-      const silence = this.#o.producerSilenceMs ?? PRODUCER_SILENCE_MS;
+      const silence = this.#o.producerSilenceMs;
       for (const id of await this.#o.store.failSilentProducers(this.#o.workspace, silence)) {
         this.#o.logger.warn({ runId: id }, "the process reading this run's file stopped mid-file: run failed");
       }
@@ -98,7 +97,7 @@ export class FailedJobSweep {
         data.runId,
         missing.map((r) => ({
           result: failed(r, { code: 'CRM_TRANSIENT', message }, r.original),
-          fence: { lockKey: '', token: '', round: r.round ?? 0 },
+          fence: { lockKey: '', token: '', round: roundOf(r) },
         })),
       );
     } catch (e) {

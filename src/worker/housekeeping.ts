@@ -13,8 +13,8 @@ export interface HousekeepingOptions {
   /** Ended runs older than this are archived and removed (the config's retention). */
   retentionMs: number;
   logger: Logger;
-  /** How often a worker process tries; one process of the fleet does it per period. Default 600000 ms. */
-  everyMs?: number;
+  /** How often a worker process tries; one process of the fleet does it per period (ms). */
+  everyMs: number;
 }
 
 /**
@@ -22,7 +22,7 @@ export interface HousekeepingOptions {
  * the Redis lock first) archives and removes expired runs (pruneRuns). Returns the stop function.
  */
 export function startHousekeeping(options: HousekeepingOptions): () => void {
-  const everyMs = options.everyMs ?? 600_000;
+  const everyMs = options.everyMs;
   const lockKey = housekeepingLockKey(options.prefix);
   const token = randomBytes(8).toString('hex');
   let busy = false;

@@ -12,8 +12,8 @@ export interface RedisFullGuardOptions {
   /** A key of this deployment's prefix the probe may write (it expires at once). */
   probeKey: string;
   logger: Logger;
-  /** How often a paused worker tries a write. Default 5000 ms. */
-  probeMs?: number;
+  /** How often a paused worker tries a write (ms). */
+  probeMs: number;
 }
 
 /**
@@ -48,7 +48,7 @@ export class RedisFullGuard {
   async #probe(): Promise<void> {
     const started = Date.now();
     while (this.#paused && !this.#o.worker.closing) {
-      await sleep(this.#o.probeMs ?? 5000);
+      await sleep(this.#o.probeMs);
       try {
         await this.#o.redis.set(this.#o.probeKey, '1', 'PX', 1000);
         this.#paused = false;

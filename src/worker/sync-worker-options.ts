@@ -4,6 +4,10 @@ import type { MetricsRecorder } from '../metrics/index.js';
 import type { RedisClient } from '../redis/index.js';
 import type { RunStore } from '../runs/index.js';
 
+/**
+ * A workspace's worker, every setting resolved: the pool resolves its own options once
+ * (startWorkerPool) and the roster adds the workspace's config, so nothing here has a default.
+ */
 export interface SyncWorkerOptions {
   workspace: string;
   client: CrmClient;
@@ -14,47 +18,45 @@ export interface SyncWorkerOptions {
   prefix: string;
   /**
    * The key's known rate limit, enforced for all worker processes together through Redis: every
-   * request takes a token from the workspace's shared bucket. Default: none — the bucket's rate
-   * is learned from 429s, shared by the workspace's processes and remembered between runs.
+   * request takes a token from the workspace's shared bucket. Absent: the bucket's rate is
+   * learned from 429s, shared by the workspace's processes and remembered between runs.
    */
   rateLimit?: { max: number; durationMs: number };
-  /** Jobs in flight in this process. Default 8. */
-  concurrency?: number;
-  /** Starts of one job, counting 429 requeues, before it fails for good. Default 100. */
-  maxStartedAttempts?: number;
-  /** Job lock; a crashed worker's jobs return to the queue after it. Default 30000 ms. */
-  lockDurationMs?: number;
-  /** How often to look for jobs of crashed workers. Default lockDurationMs. */
+  /** Jobs in flight in this process. */
+  concurrency: number;
+  /** Starts of one job, counting 429 requeues, before it fails for good. */
+  maxStartedAttempts: number;
+  /** Job lock; a crashed worker's jobs return to the queue after it (ms). */
+  lockDurationMs: number;
+  /** How often to look for jobs of crashed workers. Absent: lockDurationMs. */
   stalledIntervalMs?: number;
-  /** Graceful close waits this long for in-flight requests, then gives up on them. Default 30000 ms. */
-  closeTimeoutMs?: number;
-  /** The workspace's transient-retry policy, for jobs this worker adds (invite halves). Default 6 / 1000 ms. */
-  retry?: { attempts: number; backoffMs: number };
-  /** How often jobs BullMQ failed by itself are checked for a missing row result. Default 60000 ms. */
-  sweepIntervalMs?: number;
-  /** A run whose producer was silent this long is failed (its process died mid-file). Default 120000 ms. */
-  producerSilenceMs?: number;
-  /** Wait before looking for the deal of a create whose answer was lost. Default 30000 ms. */
-  createSettleMs?: number;
-  /** The config's retention: create markers and deal claims live as long as a run can be retried. Default 30 days. */
-  retentionMs?: number;
-  /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. Default none. */
-  automationFields?: readonly string[];
-  /** How long a record remembers the last row applied to it (write order). Default 24 h. */
-  orderWindowMs?: number;
+  /** Graceful close waits this long for in-flight requests, then gives up on them (ms). */
+  closeTimeoutMs: number;
+  /** The workspace's transient-retry policy, for jobs this worker adds (invite halves). */
+  retry: { attempts: number; backoffMs: number };
+  /** How often jobs BullMQ failed by itself are checked for a missing row result (ms). */
+  sweepIntervalMs: number;
+  /** A run whose producer was silent this long is failed (its process died mid-file; ms). */
+  producerSilenceMs: number;
+  /** Wait before looking for the deal of a create whose answer was lost (ms). */
+  createSettleMs: number;
+  /** The config's retention (ms): create markers and deal claims live as long as a run can be retried. */
+  retentionMs: number;
+  /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. */
+  automationFields: readonly string[];
   /**
-   * How long a write may be on the wire before it counts as applied (the CRM request timeout
-   * plus a margin for a network that delivers late). Default 30000 ms.
+   * How long a write may be on the wire before it counts as applied (derivedSettings' writeLeaseMs
+   * of the workspace's request timeout).
    */
-  writeLeaseMs?: number;
+  writeLeaseMs: number;
   /**
    * Circuit breaker (docs/architecture.md, "Circuit breaker"): unreachable failures in a row
-   * that hold the workspace (default 5), and how often a held workspace is probed (default 15000 ms).
+   * that hold the workspace, and how often a held workspace is probed (ms).
    */
-  breaker?: { threshold?: number; probeEveryMs?: number };
-  /** The CRM failing this long with no success is one warning with counts. Default 30000 ms. */
-  outageWarningMs?: number;
-  logger?: Logger;
-  /** Fleet-wide counters for the dashboard's /metrics. Default: none. */
-  metrics?: MetricsRecorder;
+  breaker: { threshold: number; probeEveryMs: number };
+  /** The CRM failing this long with no success is one warning with counts (ms). */
+  outageWarningMs: number;
+  logger: Logger;
+  /** Fleet-wide counters for the dashboard's /metrics. */
+  metrics: MetricsRecorder;
 }

@@ -1,6 +1,7 @@
 import { Worker, type Processor } from 'bullmq';
 import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
-import { silentLogger, type Logger } from '../log/index.js';
+import { DEFAULTS, derivedSettings } from '../config/index.js';
+import type { Logger } from '../log/index.js';
 import { SharedTokenBucket } from '../rate/index.js';
 import {
   holdUnreachable,
@@ -43,15 +44,14 @@ export interface SyncWorkerParts {
 
 export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
   const { workspace, client, store, connection: redis, prefix } = options;
-  const logger = (options.logger ?? silentLogger).child({ workspace });
-  const settleMs = options.createSettleMs ?? 30_000;
+  const logger = options.logger.child({ workspace });
+  const settleMs = options.createSettleMs;
   const fence = new RowFence({
     redis,
     prefix,
     workspace,
-    ...(options.orderWindowMs !== undefined ? { orderWindowMs: options.orderWindowMs } : {}),
-    ...(options.writeLeaseMs !== undefined ? { leaseMs: options.writeLeaseMs } : {}),
-    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+    leaseMs: options.writeLeaseMs,
+    retentionMs: options.retentionMs,
   });
   // Every request, a row's or a lookup's list page, spends the same shared budget.
   const bucket = new SharedTokenBucket({
@@ -64,22 +64,24 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     fence,
     board: new LookupPassBoard({ redis, prefix, workspace }),
     limiter: bucket,
-    ...(options.createSettleMs !== undefined ? { minGapMs: options.createSettleMs } : {}),
-    ...(options.automationFields ? { automationFields: options.automationFields } : {}),
+    pageSize: DEFAULTS.client.pageSize,
+    minGapMs: settleMs,
+    automationFields: options.automationFields,
     logger,
   });
   const creates = new DuplicateSafeCreate({
     client,
     fence,
     lookup,
-    ...(options.createSettleMs !== undefined ? { settleMs: options.createSettleMs } : {}),
+    settleMs,
     logger,
   });
   const queue = openWorkspaceQueue({
     connection: redis,
     prefix,
     workspace,
-    ...(options.retry ? { attempts: options.retry.attempts, backoffMs: options.retry.backoffMs } : {}),
+    attempts: options.retry.attempts,
+    backoffMs: options.retry.backoffMs,
   });
   const metrics = new WorkerMetrics(options.metrics, workspace);
   const pause = new WorkspacePause({
@@ -94,7 +96,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
   const outage = new CrmOutageWatch({
     logger,
     rowsWaiting: () => rowsWaiting(options),
-    ...(options.outageWarningMs !== undefined ? { thresholdMs: options.outageWarningMs } : {}),
+    thresholdMs: options.outageWarningMs,
   });
   const held = { queue, store, workspace };
   const breaker = new CircuitBreaker({
@@ -105,10 +107,12 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     isOpen: async () => (await store.holds(workspace)).unreachable !== undefined,
     takeToken: () => bucket.take(undefined),
     logger,
-    ...(options.breaker?.threshold !== undefined ? { threshold: options.breaker.threshold } : {}),
-    ...(options.breaker?.probeEveryMs !== undefined ? { probeEveryMs: options.breaker.probeEveryMs } : {}),
+    threshold: options.breaker.threshold,
+    probeEveryMs: options.breaker.probeEveryMs,
+    confirmMs: DEFAULTS.worker.breakerConfirmMs,
+    watchEveryMs: DEFAULTS.worker.breakerWatchEveryMs,
   });
-  const maxStarts = options.maxStartedAttempts ?? 100;
+  const maxStarts = options.maxStartedAttempts;
   const core = new WorkerCore({
     workspace,
     client,
@@ -125,7 +129,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     lockPrefix: `${bullPrefix(prefix)}:${queueName(workspace)}:`,
     maxStarts,
     settleMs,
-    backoffMs: options.retry?.backoffMs ?? 1000,
+    backoffMs: options.retry.backoffMs,
   });
   const sweep = new FailedJobSweep({
     workspace,
@@ -134,15 +138,15 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     fence,
     write: (job, runId, results) => core.store(job, runId, results),
     logger,
-    ...(options.sweepIntervalMs !== undefined ? { intervalMs: options.sweepIntervalMs } : {}),
-    ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
+    intervalMs: options.sweepIntervalMs,
+    producerSilenceMs: options.producerSilenceMs,
   });
-  const lockDuration = options.lockDurationMs ?? 30_000;
+  const lockDuration = options.lockDurationMs;
   const openWorker: SyncWorkerParts['openWorker'] = (process) => {
     const worker: SyncJobWorker = new Worker(queueName(workspace), process, {
       connection: redis,
       prefix: bullPrefix(prefix),
-      concurrency: options.concurrency ?? 8,
+      concurrency: options.concurrency,
       autorun: false,
       // One more than our own cap: the processor records the row's result on its last start
       // itself, so BullMQ failing the job on its own is only a backstop (FailedJobSweep).
@@ -150,16 +154,20 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
       lockDuration,
       stalledInterval: options.stalledIntervalMs ?? lockDuration,
       maxStalledCount: 5,
-      removeOnComplete: { age: 3600, count: 1000 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+      ...derivedSettings().jobRetention,
       ...bullmqTelemetry(),
     });
     const locks = new JobLockWatch(worker, { lockDurationMs: lockDuration, logger });
-    const full = new RedisFullGuard({ worker, redis, probeKey: probeKey(prefix, workspace), logger });
+    const full = new RedisFullGuard({
+      worker,
+      redis,
+      probeKey: probeKey(prefix, workspace),
+      logger,
+      probeMs: DEFAULTS.worker.redisFullProbeMs,
+    });
     return { worker, locks, full };
   };
-  const closeTimeoutMs = options.closeTimeoutMs ?? 30_000;
-  return { core, sweep, logger, closeTimeoutMs, rateLimit: options.rateLimit, openWorker };
+  return { core, sweep, logger, closeTimeoutMs: options.closeTimeoutMs, rateLimit: options.rateLimit, openWorker };
 }
 
 /** Rows of the workspace's running runs that have no result yet (the newest 200 runs). */

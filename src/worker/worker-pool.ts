@@ -1,9 +1,17 @@
-import { getWorkspace, type Config } from '../config/index.js';
+import {
+  DEFAULTS,
+  derivedSettings,
+  getWorkspace,
+  resolveSettings,
+  type Config,
+  type Resolved,
+} from '../config/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { isRedisFull, redisLiveness, watchRedisGeneration } from '../redis/index.js';
+import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
 import { PoolPresence } from '../queue/index.js';
 import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { startEvictionWatch } from './eviction-watch.js';
@@ -16,17 +24,17 @@ export interface WorkerPoolOptions {
   logger: Logger;
   /** Workspaces to serve. Default: every configured workspace (the config file is read again for new ones). */
   workspaces?: string[];
-  /** Jobs in flight per active workspace in this process. Default 8. */
+  /** Jobs in flight per active workspace in this process. Default DEFAULTS.worker.concurrency. */
   concurrency?: number;
-  /** Job lock (crash recovery delay). Default 30000 ms. */
+  /** Job lock (crash recovery delay; ms). Default DEFAULTS.worker.lockDurationMs. */
   lockDurationMs?: number;
-  /** Graceful close budget. Default 30000 ms. */
+  /** Graceful close budget (ms). Default DEFAULTS.worker.closeTimeoutMs. */
   closeTimeoutMs?: number;
-  /** Starts of one job (429 requeues included) before it fails. Default 100. */
+  /** Starts of one job (429 requeues included) before it fails. Default DEFAULTS.worker.maxStartedAttempts. */
   maxStartedAttempts?: number;
-  /** Period of the worker's housekeeping sweep. Default 60000 ms. */
+  /** How often failed jobs are swept for rows without a result (ms). Default DEFAULTS.worker.failedJobSweepMs. */
   sweepIntervalMs?: number;
-  /** A run whose producer was silent this long is failed. Default 120000 ms. */
+  /** A run whose producer was silent this long is failed (ms). Default PRODUCER_SILENCE_MS. */
   producerSilenceMs?: number;
   /**
    * With `workspaces` named: ask the CRM for one record with each one's key before starting, and
@@ -36,21 +44,56 @@ export interface WorkerPoolOptions {
    * first job); a refused key there blocks its workspace at the first 401. Default true.
    */
   checkKey?: boolean;
-  /** How often retention housekeeping is tried (one process of the fleet per period). Default 600000 ms. */
+  /** How often retention housekeeping is tried (one process of the fleet per period; ms). Default DEFAULTS.worker.housekeepingMs. */
   housekeepingMs?: number;
-  /** How often the work board is read for workspaces with jobs. Default 1000 ms. */
+  /** How often the work board is read for workspaces with jobs (ms). Default DEFAULTS.worker.pollMs. */
   pollMs?: number;
-  /** A workspace with an empty queue and no running run for this long closes its worker. Default 30000 ms. */
+  /** A workspace with an empty queue and no running run for this long closes its worker (ms). Default DEFAULTS.worker.idleMs. */
   idleMs?: number;
   /**
    * Reads the config file again: called when jobs are queued for a workspace this process does
    * not know, so workspaces added to the file are served without a restart. Default: none.
    */
   reloadConfig?: () => Config;
-  /** How often Redis's eviction policy and evicted keys are read (eviction-watch.ts). Default 5000 ms. */
+  /** How often Redis's eviction policy and evicted keys are read (eviction-watch.ts; ms). Default DEFAULTS.worker.evictionCheckMs. */
   evictionCheckMs?: number;
-  /** Started into a full Redis: how often the start is tried again. Default 5000 ms. */
+  /** Started into a full Redis: how often the start is tried again (ms). Default DEFAULTS.worker.redisFullProbeMs. */
   fullProbeMs?: number;
+}
+
+/** The pool's options with every default filled in, once (startWorkerPool). */
+type ResolvedPoolOptions = Resolved<
+  WorkerPoolOptions,
+  | 'concurrency'
+  | 'lockDurationMs'
+  | 'closeTimeoutMs'
+  | 'maxStartedAttempts'
+  | 'sweepIntervalMs'
+  | 'producerSilenceMs'
+  | 'checkKey'
+  | 'housekeepingMs'
+  | 'pollMs'
+  | 'idleMs'
+  | 'evictionCheckMs'
+  | 'fullProbeMs'
+>;
+
+function resolvePoolOptions(options: WorkerPoolOptions): ResolvedPoolOptions {
+  const w = DEFAULTS.worker;
+  return resolveSettings(options, {
+    concurrency: w.concurrency,
+    lockDurationMs: w.lockDurationMs,
+    closeTimeoutMs: w.closeTimeoutMs,
+    maxStartedAttempts: w.maxStartedAttempts,
+    sweepIntervalMs: w.failedJobSweepMs,
+    producerSilenceMs: PRODUCER_SILENCE_MS,
+    checkKey: true,
+    housekeepingMs: w.housekeepingMs,
+    pollMs: w.pollMs,
+    idleMs: w.idleMs,
+    evictionCheckMs: w.evictionCheckMs,
+    fullProbeMs: w.redisFullProbeMs,
+  });
 }
 
 export interface WorkerPool {
@@ -68,7 +111,8 @@ export interface WorkerPool {
  * (WorkspaceRoster; docs/architecture.md, "Idle workspaces"). Start-up does not grow with the
  * number of configured workspaces.
  */
-export async function startWorkerPool(options: WorkerPoolOptions): Promise<WorkerPool> {
+export async function startWorkerPool(poolOptions: WorkerPoolOptions): Promise<WorkerPool> {
+  const options = resolvePoolOptions(poolOptions);
   const { config, logger } = options;
   const named = options.workspaces?.length ? options.workspaces : undefined;
   if (!named && Object.keys(config.workspaces).length === 0) {
@@ -78,8 +122,7 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
     );
   }
   for (const name of named ?? []) getWorkspace(config, name);
-  if (named && (options.checkKey ?? true))
-    await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger)));
+  if (named && options.checkKey) await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger)));
   // Started into a full Redis (maxmemory, noeviction), the first writes are refused: wait with one
   // line and start once it has room, rather than exit with a stack trace (a crash loop under a
   // supervisor, a line per restart).
@@ -102,13 +145,13 @@ export async function startWorkerPool(options: WorkerPoolOptions): Promise<Worke
           'Redis is full (maxmemory reached): this worker waits to start until Redis has room; no row is sent meanwhile. Free memory or raise maxmemory',
         );
       }
-      await sleep(options.fullProbeMs ?? 5000);
+      await sleep(options.fullProbeMs);
     }
   }
 }
 
 /** One try at starting the pool; whatever it opened is closed again when a step fails. */
-async function startPool(options: WorkerPoolOptions, named: string[] | undefined): Promise<WorkerPool> {
+async function startPool(options: ResolvedPoolOptions, named: string[] | undefined): Promise<WorkerPool> {
   const { config, logger } = options;
   const runtime = await openRuntime(config, logger, 'worker');
   // connectRedis started a liveness watchdog on the worker connection (it stops when the runtime
@@ -135,16 +178,18 @@ async function startPool(options: WorkerPoolOptions, named: string[] | undefined
     store: runtime.store,
     metrics,
     ...(named ? { workspaces: named } : {}),
-    ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
-    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-    ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+    concurrency: options.concurrency,
+    pollMs: options.pollMs,
+    idleMs: options.idleMs,
+    queueSweepMs: DEFAULTS.worker.queueSweepMs,
+    retryStartMs: DEFAULTS.worker.retryStartMs,
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
     shared: {
-      ...(options.lockDurationMs !== undefined ? { lockDurationMs: options.lockDurationMs } : {}),
-      ...(options.closeTimeoutMs !== undefined ? { closeTimeoutMs: options.closeTimeoutMs } : {}),
-      ...(options.maxStartedAttempts !== undefined ? { maxStartedAttempts: options.maxStartedAttempts } : {}),
-      ...(options.sweepIntervalMs !== undefined ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-      ...(options.producerSilenceMs !== undefined ? { producerSilenceMs: options.producerSilenceMs } : {}),
+      lockDurationMs: options.lockDurationMs,
+      closeTimeoutMs: options.closeTimeoutMs,
+      maxStartedAttempts: options.maxStartedAttempts,
+      sweepIntervalMs: options.sweepIntervalMs,
+      producerSilenceMs: options.producerSilenceMs,
     },
   });
   roster.start();
@@ -154,16 +199,16 @@ async function startPool(options: WorkerPoolOptions, named: string[] | undefined
     logger,
     workers: () => roster.active.values(),
     serves: (workspace) => !named || named.includes(workspace),
-    ...(options.evictionCheckMs !== undefined ? { everyMs: options.evictionCheckMs } : {}),
+    everyMs: options.evictionCheckMs,
   });
   const stopHousekeeping = startHousekeeping({
     redis: runtime.redis,
     store: runtime.store,
     prefix: config.prefix,
     resultsDir: config.resultsDir,
-    retentionMs: config.retention.days * 86_400_000,
+    retentionMs: derivedSettings({ retention: config.retention }).retentionMs,
     logger,
-    ...(options.housekeepingMs !== undefined ? { everyMs: options.housekeepingMs } : {}),
+    everyMs: options.housekeepingMs,
   });
   logger.info({ workspaces: named ?? 'every configured workspace' }, 'worker pool started');
   return {

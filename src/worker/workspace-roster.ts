@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/index.js';
-import type { Config, WorkspaceConfig } from '../config/index.js';
+import { derivedSettings, type Config, type WorkspaceConfig } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRecorder } from '../metrics/index.js';
@@ -9,12 +9,13 @@ import { createCrmClient } from '../runtime/index.js';
 import { SyncWorker } from './sync-worker.js';
 import type { SyncWorkerOptions } from './sync-worker-options.js';
 
-/** The per-workspace settings every SyncWorker of the pool shares (the pool's own options). */
+/** The per-workspace settings every SyncWorker of the pool shares (the pool's own options, resolved). */
 export type SharedWorkerOptions = Pick<
   SyncWorkerOptions,
   'lockDurationMs' | 'closeTimeoutMs' | 'maxStartedAttempts' | 'sweepIntervalMs' | 'producerSilenceMs'
 >;
 
+/** A pool's roster, every setting resolved (startWorkerPool resolves the pool's options once). */
 export interface WorkspaceRosterOptions {
   config: Config;
   logger: Logger;
@@ -23,30 +24,25 @@ export interface WorkspaceRosterOptions {
   metrics: MetricsRecorder;
   /** Named with `-w`: only these are served. Default: every workspace of the config. */
   workspaces?: string[];
-  /** Jobs in flight per active workspace. Default 8. */
-  concurrency?: number;
-  /** Settings every workspace's worker takes from the pool (lock, close timeout, sweeps); each defaults as in SyncWorkerOptions. */
+  /** Jobs in flight per active workspace. */
+  concurrency: number;
+  /** Settings every workspace's worker takes from the pool (lock, close timeout, sweeps). */
   shared: SharedWorkerOptions;
-  /** How often the work board is read. Default 1000 ms. */
-  pollMs?: number;
-  /** A workspace whose queue stayed empty (and had no running run) this long closes its worker. Default 30000 ms. */
-  idleMs?: number;
+  /** How often the work board is read (ms). */
+  pollMs: number;
+  /** A workspace whose queue stayed empty (and had no running run) this long closes its worker (ms). */
+  idleMs: number;
   /** Reads the config file again, for work signalled for a workspace it did not have. Default: none. */
   reloadConfig?: () => Config;
   /**
    * How often one process of the fleet looks in every served queue for jobs no one signalled
-   * (an earlier version's, a hand retry; WorkBoard.sweep). Also once at start. Default 300000 ms.
+   * (an earlier version's, a hand retry; WorkBoard.sweep). Also once at start (ms).
    */
-  queueSweepMs?: number;
-  /** A workspace whose worker could not start is tried again after this long. Default 60000 ms. */
-  retryStartMs?: number;
+  queueSweepMs: number;
+  /** A workspace whose worker could not start is tried again after this long (ms). */
+  retryStartMs: number;
 }
 
-/**
- * A write on the wire counts as applied this long after the request timeout: a network (a
- * proxy, a load balancer) can deliver a request the client already gave up on.
- */
-const WRITE_LEASE_MARGIN_MS = 15_000;
 const RELOAD_EVERY_MS = 5000;
 
 interface Active {
@@ -89,7 +85,7 @@ export class WorkspaceRoster {
   }
 
   start(): void {
-    const every = this.#o.pollMs ?? 1000;
+    const every = this.#o.pollMs;
     const loop = (): void => {
       this.#timer = setTimeout(() => {
         void this.tick().finally(() => {
@@ -120,7 +116,8 @@ export class WorkspaceRoster {
     }
     for (const name of listed.keys()) {
       if (this.#active.has(name) || this.#starting.has(name) || !this.#serves(name)) continue;
-      if ((this.#refused.get(name) ?? 0) > Date.now()) continue;
+      const refusedUntil = this.#refused.get(name);
+      if (refusedUntil !== undefined && refusedUntil > Date.now()) continue;
       const started = this.#activate(name).finally(() => this.#starting.delete(name));
       this.#starting.set(name, started);
     }
@@ -134,7 +131,7 @@ export class WorkspaceRoster {
   }
 
   async #sweep(): Promise<void> {
-    const every = this.#o.queueSweepMs ?? 300_000;
+    const every = this.#o.queueSweepMs;
     if (Date.now() - this.#sweptAt < every) return;
     this.#sweptAt = Date.now();
     // A pool named to a few workspaces looks at them itself; pools serving all share one sweep.
@@ -187,7 +184,7 @@ export class WorkspaceRoster {
   }
 
   async #activate(name: string): Promise<void> {
-    const concurrency = this.#o.concurrency ?? 8;
+    const concurrency = this.#o.concurrency;
     let ws: WorkspaceConfig | undefined;
     let client: ReturnType<typeof createCrmClient> | undefined;
     try {
@@ -205,11 +202,11 @@ export class WorkspaceRoster {
         ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
         retry: ws.retry,
         createSettleMs: ws.createSettleMs,
-        retentionMs: this.#config.retention.days * 86_400_000,
+        retentionMs: derivedSettings({ retention: this.#config.retention }).retentionMs,
         automationFields: ws.automationFields,
         breaker: ws.breaker,
         outageWarningMs: ws.outageWarningMs,
-        writeLeaseMs: ws.requestTimeoutMs + WRITE_LEASE_MARGIN_MS,
+        writeLeaseMs: derivedSettings({ requestTimeoutMs: ws.requestTimeoutMs }).writeLeaseMs,
         ...this.#o.shared,
         logger: this.#o.logger,
         metrics: this.#o.metrics,
@@ -222,10 +219,10 @@ export class WorkspaceRoster {
       this.#refused.delete(name);
     } catch (err) {
       client?.close();
-      this.#refused.set(name, Date.now() + (this.#o.retryStartMs ?? 60_000));
+      this.#refused.set(name, Date.now() + this.#o.retryStartMs);
       this.#o.logger.error(
         { workspace: name, err: errorMessage(err) },
-        `workspace ${name}: its worker did not start; trying again in ${Math.round((this.#o.retryStartMs ?? 60_000) / 1000)} s`,
+        `workspace ${name}: its worker did not start; trying again in ${Math.round(this.#o.retryStartMs / 1000)} s`,
       );
     }
   }
@@ -238,7 +235,7 @@ export class WorkspaceRoster {
    * races an enqueue fails and the worker stays.
    */
   async #maybeRetire(name: string, a: Active, seen: string | undefined): Promise<void> {
-    const idleMs = this.#o.idleMs ?? 30_000;
+    const idleMs = this.#o.idleMs;
     const now = Date.now();
     if (a.worker.busy > 0) {
       a.idleSince = undefined;

@@ -21,8 +21,8 @@ export interface DealLookupOptions {
   board: LookupPassBoard;
   /** Shared rate budget: every list page takes a token first. Default: none. */
   limiter?: { take(): Promise<void> };
-  /** Records per page. Default 100. */
-  pageSize?: number;
+  /** Records per page. */
+  pageSize: number;
   /**
    * Fields the CRM's automation may set on a new deal (the workspace's `automationFields`): a
    * deal may differ from the row there and still be its own. Default none.
@@ -30,10 +30,10 @@ export interface DealLookupOptions {
   automationFields?: readonly string[];
   /**
    * Least time between the end of one pass and the start of the next, workspace-wide (the
-   * create settle time is the natural choice). Default 30 000 ms. A pass never takes more than
-   * a fifth of the time either: the gap is at least PASS_GAP_FACTOR × the last pass's duration.
+   * create settle time is the natural choice; ms). A pass never takes more than a fifth of the
+   * time either: the gap is at least PASS_GAP_FACTOR × the last pass's duration.
    */
-  minGapMs?: number;
+  minGapMs: number;
   logger?: Logger;
 }
 
@@ -190,7 +190,7 @@ export class DealLookup {
     }, board.leaseMs / 3);
     try {
       const pages = this.#o.client.pages('deals', {
-        pageSize: this.#o.pageSize ?? 100,
+        pageSize: this.#o.pageSize,
         ...(limiter ? { beforeFetch: () => limiter.take() } : {}),
       });
       for await (const page of pages) {
@@ -219,7 +219,7 @@ export class DealLookup {
         { bytes: body.length, deals: deals.length },
         'deal lookup snapshot too large to share: other processes run their own passes',
       );
-    const gap = Math.max(this.#o.minGapMs ?? 30_000, PASS_GAP_FACTOR * (Date.now() - began));
+    const gap = Math.max(this.#o.minGapMs, PASS_GAP_FACTOR * (Date.now() - began));
     await board.finish(this.#token, gap, shared ? body : undefined);
     if (!this.#last || startedAt > this.#last.startedAt) this.#last = snap;
     this.#logger.debug(

@@ -21,9 +21,9 @@ export interface DuplicateSafeCreateOptions {
   lookup: DealLookup;
   /**
    * After an answer was lost, wait this long before looking for the deal (a request held in
-   * the network lands first). Default 30 000 ms.
+   * the network lands first; ms).
    */
-  settleMs?: number;
+  settleMs: number;
   logger?: Logger;
 }
 
@@ -103,7 +103,7 @@ export class DuplicateSafeCreate {
   constructor(options: DuplicateSafeCreateOptions) {
     this.#o = options;
     this.#logger = options.logger ?? silentLogger;
-    this.#settleMs = options.settleMs ?? 30_000;
+    this.#settleMs = options.settleMs;
   }
 
   /**
@@ -201,7 +201,8 @@ export class DuplicateSafeCreate {
     // was applied before the CRM dropped its answer, not necessarily within the settle time);
     // an uncertain row looks again only in a pass begun after it was left uncertain: the pass
     // that found several candidates may be the newest, and someone may have told them apart since.
-    const settledAt = Math.max(marker.sentAt + this.#settleMs, (marker.uncertainAt ?? 0) + 1);
+    const settled = marker.sentAt + this.#settleMs;
+    const settledAt = marker.uncertainAt === undefined ? settled : Math.max(settled, marker.uncertainAt + 1);
     const answer = await this.#o.lookup.find(fields, marker, settledAt, signal);
     if (answer.kind === 'wait') {
       // The workspace's next pass answers it: identical rows keep waiting on the lock meanwhile.
