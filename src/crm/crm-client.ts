@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { inspect } from 'node:util';
 import got, { type Got, type Method } from 'got';
 import type { z } from 'zod';
-import type { Secret } from '../config/index.js';
+import { DEFAULTS, type Secret } from '../config/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { BadResponseError, toCrmError, type CrmFailure, type CrmRequestContext } from './errors.js';
 import { loopbackLookup } from './loopback-lookup.js';
@@ -35,13 +35,13 @@ export interface CrmClientOptions {
   baseUrl: string;
   /** The workspace API key; revealed only where the header is set. Required. */
   apiKey: Secret;
-  /** Version segment of list endpoints. Default 'v2'. */
+  /** Version segment of list endpoints. Default DEFAULTS.workspace.listVersion. */
   listVersion?: 'v1' | 'v2';
-  /** Whole-request timeout. Default 15 000 ms. */
+  /** Whole-request timeout (ms). Default DEFAULTS.workspace.requestTimeoutMs. */
   timeoutMs?: number;
-  /** Timeout to get a connected socket (lookup + connect + TLS). Default 5 000 ms. */
+  /** Timeout to get a connected socket (lookup + connect + TLS; ms). Default DEFAULTS.client.connectTimeoutMs. */
   connectTimeoutMs?: number;
-  /** Keep-alive agent size; set it near the worker concurrency. Default 16. */
+  /** Keep-alive agent size; set it near the worker concurrency. Default DEFAULTS.client.maxSockets. */
   maxSockets?: number;
   /** Default: silent. */
   logger?: Logger;
@@ -96,22 +96,27 @@ export class CrmClient {
     this.workspace = options.workspace;
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
-    this.#listVersion = options.listVersion ?? 'v2';
+    this.#listVersion = options.listVersion ?? DEFAULTS.workspace.listVersion;
     this.#logger = (options.logger ?? silentLogger).child({ workspace: options.workspace });
     this.#basePath = new URL(`${this.baseUrl}/`).pathname;
-    const maxSockets = options.maxSockets ?? 16;
+    const maxSockets = options.maxSockets ?? DEFAULTS.client.maxSockets;
     this.#agents = {
       http: new HttpAgent({ keepAlive: true, maxSockets }),
       https: new HttpsAgent({ keepAlive: true, maxSockets }),
     };
-    const connect = options.connectTimeoutMs ?? 5000;
+    const connect = options.connectTimeoutMs ?? DEFAULTS.client.connectTimeoutMs;
     const apiKey = this.#apiKey;
     this.#http = got.extend({
       prefixUrl: `${this.baseUrl}/`,
       headers: { accept: 'application/json', 'user-agent': 'crm-sync' },
       agent: this.#agents,
       dnsLookup: loopbackLookup,
-      timeout: { request: options.timeoutMs ?? 15_000, lookup: connect, connect, secureConnect: connect },
+      timeout: {
+        request: options.timeoutMs ?? DEFAULTS.workspace.requestTimeoutMs,
+        lookup: connect,
+        connect,
+        secureConnect: connect,
+      },
       retry: { limit: 0 },
       throwHttpErrors: false,
       followRedirect: false,

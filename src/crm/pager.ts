@@ -1,22 +1,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS, resolveSettings, type Resolved } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { RateLimitedError, TransientError } from './errors.js';
 import type { ListPage } from './records.js';
 
 export interface PagerOptions {
-  /** Records per page. Default 100 (docs/architecture.md: lists are paged with up to 100). */
+  /** Records per page. Default DEFAULTS.client.pageSize (docs/architecture.md: lists are paged with up to 100). */
   pageSize?: number;
-  /** First page_number to fetch. Default 1. */
+  /** First page_number to fetch. Default FIRST_PAGE. */
   startPage?: number;
   /** List version. Default: the client's `listVersion` (itself default 'v2'). */
   version?: 'v1' | 'v2';
-  /** Retries of one page after TransientError. Default 5. */
+  /** Retries of one page after TransientError. Default DEFAULTS.client.pageRetries. */
   maxRetries?: number;
-  /** Waits of one page after 429; counted apart because a busy workspace is not a failure. Default 50. */
+  /** Waits of one page after 429; counted apart because a busy workspace is not a failure. Default DEFAULTS.client.pageRateLimitRetries. */
   maxRateLimitRetries?: number;
-  /** First backoff delay after a TransientError, doubled each retry (with jitter). Default 250 ms. */
+  /** First backoff delay after a TransientError, doubled each retry (with jitter; ms). Default DEFAULTS.client.pageRetryBaseDelayMs. */
   retryBaseDelayMs?: number;
-  /** Longest backoff delay. Default 10 000 ms. */
+  /** Longest backoff delay (ms). Default DEFAULTS.client.pageRetryMaxDelayMs. */
   retryMaxDelayMs?: number;
   /** Stops paging (also during a wait); the iterator throws the signal's reason. Default none. */
   signal?: AbortSignal;
@@ -29,8 +30,16 @@ export interface PagerOptions {
   beforeFetch?: () => Promise<void>;
 }
 
-/** Used when a 429 carries no readable Retry-After. */
-export const DEFAULT_RATE_LIMIT_WAIT_MS = 1000;
+/** Used when a 429 carries no readable Retry-After: the same wait a worker pauses for. */
+export const DEFAULT_RATE_LIMIT_WAIT_MS = DEFAULTS.worker.rateLimitPauseMs;
+
+/** The list API numbers its pages from 1 (spec §8.1): where a pass starts unless told otherwise. */
+export const FIRST_PAGE = 1;
+
+type ResolvedPagerOptions = Resolved<
+  PagerOptions,
+  'pageSize' | 'startPage' | 'maxRetries' | 'maxRateLimitRetries' | 'retryBaseDelayMs' | 'retryMaxDelayMs'
+>;
 
 export type FetchPage<T> = (pageNumber: number, pageSize: number) => Promise<ListPage<T>>;
 
@@ -47,12 +56,21 @@ interface PaginateContext {
  */
 export async function* paginate<T extends { id: string }>(
   fetchPage: FetchPage<T>,
-  options: PagerOptions,
+  pagerOptions: PagerOptions,
   ctx: PaginateContext,
 ): AsyncGenerator<ListPage<T>, void, undefined> {
-  const pageSize = options.pageSize ?? 100;
+  const c = DEFAULTS.client;
+  const options = resolveSettings(pagerOptions, {
+    pageSize: c.pageSize,
+    startPage: FIRST_PAGE,
+    maxRetries: c.pageRetries,
+    maxRateLimitRetries: c.pageRateLimitRetries,
+    retryBaseDelayMs: c.pageRetryBaseDelayMs,
+    retryMaxDelayMs: c.pageRetryMaxDelayMs,
+  });
+  const { pageSize } = options;
   const seen = new Set<string>();
-  for (let pageNumber = options.startPage ?? 1; ; pageNumber++) {
+  for (let pageNumber = options.startPage; ; pageNumber++) {
     const page = await fetchWithRetry(() => fetchPage(pageNumber, pageSize), pageNumber, options, ctx);
     if (page.records.length === 0) return;
     const fresh = page.records.filter((r) => !seen.has(r.id) && (seen.add(r.id), true));
@@ -65,13 +83,12 @@ export async function* paginate<T extends { id: string }>(
 async function fetchWithRetry<T>(
   fetch: () => Promise<ListPage<T>>,
   pageNumber: number,
-  options: PagerOptions,
+  options: ResolvedPagerOptions,
   ctx: PaginateContext,
 ): Promise<ListPage<T>> {
-  const maxRetries = options.maxRetries ?? 5;
-  const maxRateLimitRetries = options.maxRateLimitRetries ?? 50;
-  const base = options.retryBaseDelayMs ?? 250;
-  const cap = options.retryMaxDelayMs ?? 10_000;
+  const { maxRetries, maxRateLimitRetries } = options;
+  const base = options.retryBaseDelayMs;
+  const cap = options.retryMaxDelayMs;
   let transient = 0;
   let limited = 0;
   for (;;) {
