@@ -104,6 +104,7 @@ export function writeDeal(
       id: data.newId('del_'),
       name: f.name,
       status: f.status ?? 'in_progress',
+      // Not a setting: the CRM stores a deal created without a value as 0 (as status and currency below).
       value: f.value ?? 0,
       currency: f.currency ?? 'USD',
       unique_number: data.nextUniqueNumber('deal'),

@@ -34,12 +34,15 @@ export interface SeedData extends SimReferenceData {
  * Makes `base` unique by a numeric suffix. Remembers the last suffix per base so that many
  * collisions (100k deals over a few hundred name stems) stay linear.
  */
+/** The first repeat of a name is its second: `Acme`, then `Acme 2`. */
+const FIRST_SUFFIX = 2;
+
 function uniquifier(format: (base: string, n: number) => string): (base: string) => string {
   const taken = new Set<string>();
   const next = new Map<string, number>();
   return (base) => {
     let candidate = base;
-    for (let n = next.get(base) ?? 2; taken.has(candidate); n++) {
+    for (let n = next.get(base) ?? FIRST_SUFFIX; taken.has(candidate); n++) {
       candidate = format(base, n);
       next.set(base, n + 1);
     }

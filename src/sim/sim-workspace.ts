@@ -19,6 +19,7 @@ import {
   SimFaultsSchema,
   SimRateLimitSchema,
   SimWorkspaceOptionsSchema,
+  type ResolvedSimFaults,
   type SimFaults,
   type SimRateLimit,
   type SimWorkspaceOptions,
@@ -100,7 +101,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
   readonly companyById: ReadonlyMap<string, SimCompany>;
   readonly contactByEmail = new Map<string, string>();
   /** Per-workspace fault override; null = the simulator's global faults. */
-  faults: SimFaults | null = null;
+  faults: ResolvedSimFaults | null = null;
   private readonly apiKeys: Set<string>;
   private bucket: TokenBucket | null = null;
   private readonly runtimeIds: Prng;
@@ -115,8 +116,8 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
     this.name = o.name;
     this.apiKeys = new Set(o.apiKeys);
     this.roles = new Set(o.roles ?? DEFAULT_ROLES);
-    const seed = o.seed ?? 1;
-    const data = generateSeedData(seed, o.records ?? 0);
+    const { seed } = o;
+    const data = generateSeedData(seed, o.records);
     ({
       owners: this.owners,
       pipelines: this.pipelines,
@@ -191,6 +192,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
   }
 
   countStatus(status: number): void {
+    // Not a setting: a status not answered yet has no count.
     this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
   }
 

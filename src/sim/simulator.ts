@@ -11,7 +11,14 @@ import { CrmSyncError } from '../errors/index.js';
 import { silentLogger } from '../log/index.js';
 import { AUTH_ERROR, type SimAnswer } from './answer.js';
 import { createDeal, listRecords, updateContact, updateDeal, updateLead } from './record-handlers.js';
-import { SimFaultsSchema, type SimFaults, type SimulatorOptions, type SimWorkspaceOptions } from './sim-options.js';
+import {
+  EPHEMERAL_PORT,
+  SimFaultsSchema,
+  type ResolvedSimFaults,
+  type SimFaults,
+  type SimulatorOptions,
+  type SimWorkspaceOptions,
+} from './sim-options.js';
 import type { SimResource } from './sim-records.js';
 import { WorkspaceState, type SimWorkspace } from './sim-workspace.js';
 import { addTeamMembers } from './team-members.js';
@@ -38,6 +45,8 @@ interface RequestState {
 }
 
 const PREFIX = '/api/external';
+/** Statuses of a simulated server error, one drawn per fault. */
+const SIMULATED_5XX = [500, 502, 503] as const;
 const RESOURCES: readonly SimResource[] = ['deals', 'leads', 'contacts'];
 
 /** `acme.localhost:4010` → `acme`; anything not under `.localhost` names no workspace. */
@@ -51,8 +60,9 @@ export function workspaceFromHost(host: string | undefined): string | undefined 
 class SimulatorServer implements Simulator {
   private readonly workspaces = new Map<string, WorkspaceState>();
   private readonly state = new WeakMap<IncomingMessage, RequestState>();
-  private faults: SimFaults;
-  private latencyMs: number;
+  private faults: ResolvedSimFaults;
+  /** Delay before every authenticated answer (ms); absent: none. */
+  private latencyMs: number | undefined;
   port = 0;
 
   constructor(
@@ -61,7 +71,7 @@ class SimulatorServer implements Simulator {
     options: SimulatorOptions,
   ) {
     this.faults = SimFaultsSchema.parse(options.faults ?? {});
-    this.latencyMs = options.latencyMs ?? 0;
+    this.latencyMs = options.latencyMs;
     for (const ws of options.workspaces) this.addWorkspace(ws);
   }
 
@@ -132,18 +142,18 @@ class SimulatorServer implements Simulator {
         .header('retry-after', String(seconds))
         .send({ error: `Rate limit exceeded, retry in ${seconds} s` });
     }
-    if (this.latencyMs > 0) await sleep(this.latencyMs);
+    if (this.latencyMs !== undefined && this.latencyMs > 0) await sleep(this.latencyMs);
     const faults = ws.faults ?? this.faults;
-    if (Math.random() < (faults.errorRate ?? 0)) {
+    if (Math.random() < faults.errorRate) {
       ws.stats.errors5xx++;
-      const status = [500, 502, 503][Math.floor(Math.random() * 3)] ?? 500;
+      const status = SIMULATED_5XX[Math.floor(Math.random() * SIMULATED_5XX.length)]!;
       return reply.code(status).send({ error: 'Internal server error (simulated)' });
     }
-    if (Math.random() < (faults.resetRate ?? 0)) {
+    if (Math.random() < faults.resetRate) {
       ws.stats.resets++;
       return this.destroy(req, reply);
     }
-    st.dropAfterCommit = req.method !== 'GET' && Math.random() < (faults.commitThenDropRate ?? 0);
+    st.dropAfterCommit = req.method !== 'GET' && Math.random() < faults.commitThenDropRate;
     return undefined;
   }
 
@@ -226,7 +236,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   });
   sim.installCounters();
   sim.installRoutes();
-  await app.listen({ port: options.port ?? 0, host });
+  await app.listen({ port: options.port ?? EPHEMERAL_PORT, host });
   const address = app.server.address();
   sim.port = typeof address === 'object' && address !== null ? address.port : 0;
   logger.info({ origin: sim.origin, workspaces: options.workspaces.map((w) => w.name) }, 'simulator listening');
