@@ -282,6 +282,8 @@ export const DEFAULTS = {
     searchScanRuns: 5000,
     /** Rows per page of an archived run's results. */
     archivePageSize: 50,
+    /** A process following a run (runReads) reads its record this often when not told (ms). */
+    followEveryMs: 250,
   },
 
   /** Key layout migrations (runtime/migrate-layout). */

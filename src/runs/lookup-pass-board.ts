@@ -1,4 +1,5 @@
 import { LuaScript, type RedisClient } from '../redis/index.js';
+import { DEFAULTS } from '../config/index.js';
 import { RunKeys } from '../keys/index.js';
 
 /**
@@ -23,15 +24,15 @@ const FINISH = LuaScript.load('finish-lookup-pass-2');
 
 export interface LookupPassBoardOptions {
   redis: RedisClient;
-  /** Key prefix. Default `crm-sync`. */
+  /** Key prefix. Default DEFAULTS.config.prefix. */
   prefix?: string;
   workspace: string;
   /**
    * A pass's lease, renewed on a timer (a third of it) while the pass runs: a process killed
-   * mid-pass holds the workspace's lookups up this long at most. Default 6000 ms.
+   * mid-pass holds the workspace's lookups up this long at most. Default DEFAULTS.lookup.passLeaseMs.
    */
   leaseMs?: number;
-  /** How long the board and the last snapshot outlive their last use. Default 15 min. */
+  /** How long the board and the last snapshot outlive their last use (ms). Default DEFAULTS.lookup.boardTtlMs. */
   ttlMs?: number;
 }
 
@@ -56,11 +57,11 @@ export class LookupPassBoard {
 
   constructor(options: LookupPassBoardOptions) {
     this.#redis = options.redis;
-    const keys = new RunKeys(options.prefix ?? 'crm-sync');
+    const keys = new RunKeys(options.prefix ?? DEFAULTS.config.prefix);
     this.#board = keys.lookupBoard(options.workspace);
     this.#snap = keys.lookupSnapshot(options.workspace);
-    this.leaseMs = options.leaseMs ?? 6000;
-    this.#ttlMs = options.ttlMs ?? 15 * 60_000;
+    this.leaseMs = options.leaseMs ?? DEFAULTS.lookup.passLeaseMs;
+    this.#ttlMs = options.ttlMs ?? DEFAULTS.lookup.boardTtlMs;
   }
 
   /** Asks for a pass that finds deals created from `from` on (the need is remembered for the next pass). */

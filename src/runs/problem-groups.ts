@@ -124,8 +124,8 @@ export async function groupProblems(
     group.count++;
     if (group.rows.length < sampleRows) group.rows.push(result.row);
   }
-  // Not a setting: a group's first sampled row orders ties (every group has one).
-  const sorted = [...groups.values()].sort((a, b) => b.count - a.count || (a.rows[0] ?? 0) - (b.rows[0] ?? 0));
+  // A group's first sampled row orders ties: every group has one (its first row is always sampled).
+  const sorted = [...groups.values()].sort((a, b) => b.count - a.count || a.rows[0]! - b.rows[0]!);
   return { groups: sorted, scanned, complete, otherRows };
 }
 

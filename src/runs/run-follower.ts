@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS } from '../config/index.js';
 import type { RunStore } from './run-store.js';
 import type { RunRecord } from './run-types.js';
 
 export interface RunReadsOptions {
-  /** Time between reads. Default 250 ms. */
+  /** Time between reads (ms). Default DEFAULTS.runs.followEveryMs. */
   everyMs?: number;
   /** Keeps reading while this holds. Default: the run is `running`. */
   going?: (run: RunRecord) => boolean;
@@ -23,14 +24,13 @@ export async function* runReads(
   runId: string,
   options: RunReadsOptions = {},
 ): AsyncGenerator<RunRecord> {
+  const everyMs = options.everyMs ?? DEFAULTS.runs.followEveryMs;
   const going = options.going ?? ((run: RunRecord) => run.status === 'running');
   const read = options.read ?? (() => store.requireRun(runId));
   let run = await read(undefined);
   yield run;
   while (going(run) && !options.signal?.aborted) {
-    const slept = await sleep(options.everyMs ?? 250, true, options.signal ? { signal: options.signal } : {}).catch(
-      () => false,
-    );
+    const slept = await sleep(everyMs, true, options.signal ? { signal: options.signal } : {}).catch(() => false);
     if (!slept) return;
     run = await read(run);
     yield run;

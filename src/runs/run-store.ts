@@ -606,8 +606,9 @@ export class RunStore {
       else groups.push([row]);
     }
     const pipeline = this.redis.pipeline();
+    // Every group is made with its first row.
     for (const group of groups)
-      pipeline.hmget(this.keys.resultBucket(ref, this.keys.bucketOf(group[0] ?? 0)), ...group.map(String));
+      pipeline.hmget(this.keys.resultBucket(ref, this.keys.bucketOf(group[0]!)), ...group.map(String));
     const replies = (await pipeline.exec()) ?? [];
     const results: RowResult[] = [];
     groups.forEach((group, g) => {
@@ -653,6 +654,7 @@ const COUNT_NAMES = [
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
   const counts = {} as RunCounts;
+  // Not a setting: a count never incremented is absent from the hash (nothing counted yet).
   COUNT_NAMES.forEach((name, i) => (counts[name] = Number(reply[i] ?? 0)));
   return counts;
 }

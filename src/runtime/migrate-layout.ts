@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
   LAYOUT_VERSION,
@@ -20,7 +21,7 @@ const RENAME_IF_EXISTS = LuaScript.load('rename-if-exists-2');
 export interface MigrateLayoutOptions {
   /** Where the migration says what it did. Default: silent. */
   logger?: Logger;
-  /** How long a process waits for another one's migration. Default 10 min. */
+  /** How long a process waits for another one's migration (ms). Default DEFAULTS.migration.waitMs. */
   waitMs?: number;
 }
 
@@ -60,7 +61,7 @@ export async function migrateLayout(
     return null;
   }
   const lock = layoutLockKey(prefix);
-  const waitMs = options.waitMs ?? 600_000;
+  const waitMs = options.waitMs ?? DEFAULTS.migration.waitMs;
   if ((await redis.set(lock, String(process.pid), 'PX', waitMs, 'NX')) !== 'OK') {
     // Another process of the fleet is migrating: wait for its marker.
     const until = Date.now() + waitMs;
@@ -104,6 +105,7 @@ async function migrateV1(redis: RedisClient, prefix: string, keys: RunKeys): Pro
     const ref = { id, workspace };
     const score = Number(createdMs ?? (await redis.zscore(keys.allRuns(), id)) ?? Date.now());
     const moves: Array<Promise<void>> = [];
+    // Not a setting: a run that recorded no row number can only have the first bucket.
     for (let b = 0; b <= keys.bucketOf(Number(maxRow ?? 0)); b++)
       moves.push(rename(`${old}:results:${b}`, keys.resultBucket(ref, b)));
     for (const part of ['problems', 'rounds', 'creating'] as const)
