@@ -7,9 +7,9 @@ import { connectConfiguredRedis } from '../redis/index.js';
 import { LuaScript } from '../redis/index.js';
 
 export interface AuthThrottleOptions {
-  /** Wrong tokens a client may send per window (and checks it may have at once). Default 10. */
+  /** Wrong tokens a client may send per window (and checks it may have at once). Default DEFAULTS.dashboard.authMaxFailures. */
   maxFailures?: number;
-  /** The window, from a client's first attempt in it. Default 15 minutes. */
+  /** The window, from a client's first attempt in it (ms). Default DEFAULTS.dashboard.authWindowMs. */
   windowMs?: number;
 }
 
@@ -66,10 +66,13 @@ const BUSY_WAIT_MS = 5_000;
  */
 export async function registerAuthThrottle(
   app: FastifyInstance,
-  options: AuthThrottleOptions & { redis: Pick<Config, 'redisUrl' | 'redisCluster'>; prefix: string; logger: Logger },
+  options: Required<AuthThrottleOptions> & {
+    redis: Pick<Config, 'redisUrl' | 'redisCluster'>;
+    prefix: string;
+    logger: Logger;
+  },
 ): Promise<AuthThrottle> {
-  const max = options.maxFailures ?? 10;
-  const windowMs = options.windowMs ?? 15 * 60_000;
+  const { maxFailures: max, windowMs } = options;
   const namespace = authFailuresNamespace(options.prefix);
   const redis = await connectConfiguredRedis(options.redis, { role: 'client', name: 'crm-sync-dashboard-limits' });
   app.addHook('onClose', async () => {

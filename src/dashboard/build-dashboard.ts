@@ -149,7 +149,10 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     const revoked = await sessions.revokeOtherTokens();
     if (revoked > 0) logger.info({ revoked }, 'dashboard: the token changed; signed out the sessions of the old one');
     throttle = await registerAuthThrottle(app, {
-      ...options.authFailures,
+      ...resolveSettings(options.authFailures ?? {}, {
+        maxFailures: DEFAULTS.dashboard.authMaxFailures,
+        windowMs: DEFAULTS.dashboard.authWindowMs,
+      }),
       redis: runtime.config,
       prefix: runtime.config.prefix,
       logger,

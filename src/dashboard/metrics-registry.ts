@@ -75,18 +75,14 @@ async function readSnapshot(
     Promise.all(
       RUN_STATUSES.map(async (status) => {
         const totals = await Promise.all(scopes.map((scope) => runtime.store.listRuns({ ...scope, status, limit: 0 })));
-        return totals.reduce((sum, t) => sum + t.total, 0);
+        return [status, totals.reduce((sum, t) => sum + t.total, 0)] as const;
       }),
     ),
     Promise.all(
       workspaces.map(async (workspace) => ({ workspace, depth: await queueDepth(runtime.queue(workspace)) })),
     ),
   ]);
-  // Not a setting: a status with no total read has no runs.
-  const runsByStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, statusTotals[i] ?? 0])) as Record<
-    RunStatus,
-    number
-  >;
+  const runsByStatus = Object.fromEntries(statusTotals) as Record<RunStatus, number>;
   // A counter without a workspace label cannot be shown to be the served workspaces' own.
   const counters =
     served === null
