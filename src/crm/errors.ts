@@ -60,6 +60,14 @@ export class AuthError extends CrmError {
   }
 }
 
+/**
+ * The HTTP status to show for a refused key. Not a setting: an AuthError made without a status
+ * (toCrmError always gives one) stands for the CRM's 401.
+ */
+export function refusedKeyStatus(error: CrmError): number {
+  return error.status ?? 401;
+}
+
 /** 429: slow down for `retryAfterMs` (undefined when the service did not say). */
 export class RateLimitedError extends CrmError {
   readonly retryAfterMs: number | undefined;

@@ -36,6 +36,7 @@ export {
   isPermanent,
   isRetryable,
   parseRetryAfter,
+  refusedKeyStatus,
   toCrmError,
   type CrmErrorCode,
   type CrmErrorInit,

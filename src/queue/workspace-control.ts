@@ -1,4 +1,4 @@
-import type { CrmError } from '../crm/index.js';
+import { refusedKeyStatus, type CrmError } from '../crm/index.js';
 import type { RunStore, WorkspaceHold } from '../runs/index.js';
 import { workerCount } from './pool-presence.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
@@ -28,9 +28,8 @@ interface WorkspaceArgs {
  */
 export async function blockWorkspace(args: WorkspaceArgs & { error: CrmError }): Promise<void> {
   const { queue, store, workspace, error } = args;
-  // Not a setting: an AuthError without a status stands for the CRM's 401.
   const reason =
-    `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}). ` +
+    `The CRM refused the API key of workspace "${workspace}" (HTTP ${refusedKeyStatus(error)}: ${error.serviceMessage ?? error.message}). ` +
     `Fix the key (restart the workers if it comes from an env variable), then resume the run.`;
   await store.setHold(workspace, 'blocked', reason);
   await queue.pause();

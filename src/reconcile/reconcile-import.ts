@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { AuthError, defaultMatchKey as matchKeyOf, type CrmClient } from '../crm/index.js';
+import { AuthError, defaultMatchKey as matchKeyOf, refusedKeyStatus, type CrmClient } from '../crm/index.js';
 import {
   asSource,
   checkSource,
@@ -251,9 +251,8 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
  * and has none queued, and the plan needs a fresh index anyway — the sync has to run again.
  */
 function indexAuthReason(workspace: string, error: AuthError): string {
-  // Not a setting: an AuthError without a status stands for the CRM's 401.
   return (
-    `The CRM refused the API key of workspace "${workspace}" (HTTP ${error.status ?? 401}: ${error.serviceMessage ?? error.message}) ` +
+    `The CRM refused the API key of workspace "${workspace}" (HTTP ${refusedKeyStatus(error)}: ${error.serviceMessage ?? error.message}) ` +
     `while the reconcile index was being built; no row was read or sent. Fix the key (restart the workers if it comes from an env variable), ` +
     `then run the sync again: resuming this run does nothing, the index has to be built again.`
   );

@@ -1,6 +1,13 @@
 import { isCluster, type RedisClient } from '../redis/index.js';
 import { getWorkspace, type Config } from '../config/index.js';
-import { AuthError, BadResponseError, NotFoundError, RateLimitedError, type CrmClient } from '../crm/index.js';
+import {
+  AuthError,
+  BadResponseError,
+  NotFoundError,
+  RateLimitedError,
+  refusedKeyStatus,
+  type CrmClient,
+} from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { connectConfiguredRedis, describeRedisTarget } from '../redis/index.js';
@@ -34,11 +41,10 @@ export async function checkKey(client: CrmClient): Promise<KeyCheck> {
   } catch (err) {
     if (err instanceof RateLimitedError)
       return { verdict: 'ok', message: `${client.baseUrl} accepted the key (and asked to slow down: 429)` };
-    // Not a setting: an AuthError without a status stands for the CRM's 401.
     if (err instanceof AuthError)
       return {
         verdict: 'rejected',
-        message: `the CRM refused the API key (HTTP ${err.status ?? 401}: ${err.serviceMessage ?? 'unauthorized'})`,
+        message: `the CRM refused the API key (HTTP ${refusedKeyStatus(err)}: ${err.serviceMessage ?? 'unauthorized'})`,
       };
     if (err instanceof NotFoundError) {
       return {
