@@ -7,7 +7,7 @@ import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
-import { rowJobId, workspaceOfQueue } from '../queue/index.js';
+import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
 import { rideOutRedis } from '../redis/index.js';
 import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
 import { WorkBoard } from '../queue/index.js';
@@ -28,7 +28,7 @@ export interface ProducerOptions {
   inviteBatchSize?: number;
   /** Update rows per job (the workspace's `rowsPerJob`; creates always go alone). Default DEFAULTS.producer (1). */
   rowsPerJob?: number;
-  /** Retry generation, part of job ids so a retry is not deduped against the first try. Default 0. */
+  /** Retry generation, part of job ids so a retry is not deduped against the first try. Default FIRST_ROUND. */
   generation?: number;
   /** Validate and record only; send nothing (valid rows end `skipped`, "dry run"). Default false. */
   dryRun?: boolean;
@@ -109,10 +109,10 @@ export async function produceRun(
     rowsPerJob: DEFAULTS.producer.rowsPerJob,
   });
   const rowsPerJob = Math.max(1, o.rowsPerJob);
-  // Not a setting: generation 0 is the run's first production (a retry names its own).
-  const generation = options.generation ?? 0;
+  // A retry names its own generation; without one, this is the run's first production.
+  const generation = options.generation ?? FIRST_ROUND;
   // A retry's rows carry its round: the run store lets only that round's job write them.
-  const round = generation === 0 ? {} : { round: generation };
+  const round = generation === FIRST_ROUND ? {} : { round: generation };
   const logger = options.logger ?? silentLogger;
   const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
   const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });

@@ -1,6 +1,8 @@
 export { queueName, rowJobId, workspaceOfQueue } from './queue-names.js';
 export {
+  FIRST_ROUND,
   isInviteBatch,
+  roundOf,
   toJobData,
   type LegacyRowJobData,
   type StoredJobData,

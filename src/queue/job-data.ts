@@ -1,5 +1,16 @@
 import type { InviteOptions, Operation, OperationPayload } from '../crm/index.js';
 
+/**
+ * The round of a run's first production (its generation): rows it queues carry no round, and a
+ * retry's rows carry the retry's generation, so only that round's job may write their results.
+ */
+export const FIRST_ROUND = 0;
+
+/** A row's retry round: one queued without a round is of its run's first production. */
+export function roundOf(row: { round?: number }): number {
+  return row.round ?? FIRST_ROUND;
+}
+
 /** What one row of an update or create sends: one request. */
 export type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
 
@@ -12,7 +23,7 @@ export interface QueuedRow {
   payload: RowPayload;
   /** The row as read, carried only while in flight so a failure result can be exported and fixed. */
   original: Record<string, string>;
-  /** Retry round (the retry's job generation) when `runs retry` queued the row. Default 0. */
+  /** Retry round (the retry's job generation) when `runs retry` queued the row. Default FIRST_ROUND. */
   round?: number;
   /**
    * The row's place in its records' write order when it is not its run's: `runs retry
@@ -39,7 +50,7 @@ export interface InviteRow {
   ref?: string;
   email: string;
   original: Record<string, string>;
-  /** See QueuedRow.round. Default 0. */
+  /** See QueuedRow.round. Default FIRST_ROUND. */
   round?: number;
 }
 

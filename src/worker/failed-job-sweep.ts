@@ -1,9 +1,16 @@
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { isInviteBatch, toJobData, type InviteRow, type QueuedRow, type WorkspaceQueue } from '../queue/index.js';
+import {
+  isInviteBatch,
+  roundOf,
+  toJobData,
+  type InviteRow,
+  type QueuedRow,
+  type WorkspaceQueue,
+} from '../queue/index.js';
 import { failed, type RowFence, type RunStore } from '../runs/index.js';
 import type { FencedResult } from './result-writer.js';
-import { roundOf, type SyncJob } from './sync-job.js';
+import type { SyncJob } from './sync-job.js';
 
 export interface FailedJobSweepOptions {
   workspace: string;

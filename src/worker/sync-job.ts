@@ -9,8 +9,3 @@ export type SyncJobWorker = Worker<SyncJobData, unknown, SyncJobName>;
 export function jobAttempts(job: SyncJob): number {
   return job.opts.attempts ?? 1;
 }
-
-/** A row's retry round: one queued without a round is of its run's first production (QueuedRow.round). */
-export function roundOf(row: { round?: number }): number {
-  return row.round ?? 0;
-}
