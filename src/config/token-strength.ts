@@ -1,5 +1,6 @@
 import { CrmSyncError } from '../errors/index.js';
 import type { Secret } from './secret.js';
+import { tally } from '../counts/index.js';
 
 /** Shortest dashboard token accepted: `openssl rand -hex 16` makes exactly this many characters. */
 export const MIN_TOKEN_LENGTH = 32;
@@ -31,8 +32,7 @@ function isSequence(token: string): boolean {
   const steps = new Map<number, number>();
   for (let i = 1; i < token.length; i++) {
     const step = token.charCodeAt(i) - token.charCodeAt(i - 1);
-    // Not a setting: a step not seen yet was counted 0 times.
-    steps.set(step, (steps.get(step) ?? 0) + 1);
+    tally(steps, step);
   }
   const most = Math.max(0, ...steps.values());
   return most >= 0.75 * (token.length - 1);

@@ -1,4 +1,5 @@
 import type { WorkspaceQueue } from '../queue/index.js';
+import { countOf } from '../counts/index.js';
 
 export interface QueueDepth {
   /** Jobs not started yet (waiting or prioritized; a paused queue keeps them here too). */
@@ -16,8 +17,7 @@ export async function queueDepth(queue: WorkspaceQueue): Promise<QueueDepth> {
     queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
     queue.isPaused(),
   ]);
-  // Not a setting: a state BullMQ leaves out of its counts holds no jobs.
-  const n = (state: string) => counts[state] ?? 0;
+  const n = (state: string) => countOf(counts[state]);
   return {
     waiting: n('waiting') + n('prioritized'),
     active: n('active'),

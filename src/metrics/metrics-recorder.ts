@@ -3,6 +3,7 @@ import { DEFAULTS } from '../config/index.js';
 import { metricsKey, seriesKey } from '../keys/index.js';
 import { SERIES_TTL_SECONDS, bucketOf, seriesFieldOf, type SeriesField } from './metrics-series.js';
 import { FIELD_INDEX, addToRunSeries, type RunIncrements } from './run-series.js';
+import { tally } from '../counts/index.js';
 
 export interface MetricsRecorderOptions {
   redis: RedisClient;
@@ -81,8 +82,7 @@ export class MetricsRecorder {
 
   /** Buffers `n` more of counter field `f`. */
   #add(f: string, n: number): void {
-    // Not a setting: a field not buffered yet has counted nothing.
-    this.#buffer.set(f, (this.#buffer.get(f) ?? 0) + n);
+    tally(this.#buffer, f, n);
   }
 
   async flush(): Promise<void> {

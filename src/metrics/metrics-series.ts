@@ -1,6 +1,7 @@
 import type { RedisClient } from '../redis/index.js';
 import { seriesKey } from '../keys/index.js';
 import { METRIC } from './metric-names.js';
+import { countOf } from '../counts/index.js';
 
 /**
  * A short time series of the fleet counters per workspace, for the dashboard's activity charts:
@@ -59,8 +60,7 @@ export async function readSeries(
   return replies.map(([error, values], i) => {
     if (error) throw error;
     const v = values as Array<string | null>;
-    // Not a setting: a bucket field never incremented is absent (0).
-    const n = (k: number) => Number(v[k] ?? 0);
+    const n = (k: number) => countOf(v[k]);
     return { t: (first + i) * SERIES_BUCKET_MS, requests: n(0), rateLimited: n(1), failed: n(2), succeeded: n(3) };
   });
 }

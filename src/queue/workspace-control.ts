@@ -2,6 +2,7 @@ import { refusedKeyStatus, type CrmError } from '../crm/index.js';
 import type { RunStore, WorkspaceHold } from '../runs/index.js';
 import { workerCount } from './pool-presence.js';
 import { pendingJobCount, type WorkspaceQueue } from './workspace-queue.js';
+import { countOf } from '../counts/index.js';
 
 /*
  * A workspace's queue is paused for reasons that mean different things (docs/architecture.md,
@@ -142,8 +143,7 @@ export async function workspaceStatus(args: WorkspaceArgs): Promise<WorkspaceSta
     ...(holds.unreachable ? { unreachable: holds.unreachable } : {}),
     queuePaused,
     waiting,
-    // Not a setting: BullMQ leaves a state with no jobs out of its counts.
-    active: counts.active ?? 0,
+    active: countOf(counts.active),
     workers,
     runningRuns: running.total,
     blockedRuns: blocked.total,

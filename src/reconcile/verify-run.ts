@@ -11,6 +11,7 @@ import { RowFence, escapeCsvCell, type RecordClock, type RunRecord, type RunStor
 import { canonicalFromRow, diffFields, normaliseName, showCanonical, type IndexedRecord } from './compare.js';
 import { checkDigest, digestHolds } from './sent-digest.js';
 import { RecordIndex } from './record-index.js';
+import { countOf, tally } from '../counts/index.js';
 
 export interface VerifyRunOptions {
   runId: string;
@@ -162,8 +163,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     ...(changed !== undefined ? { sourceChanged: changed } : {}),
   };
   const rowsById = new Map<string, number>();
-  // Not settings (here and below): a record id or field not counted yet was counted 0 times.
-  for (const r of rows.values()) rowsById.set(r.recordId, (rowsById.get(r.recordId) ?? 0) + 1);
+  for (const r of rows.values()) tally(rowsById, r.recordId);
   // Deals like one a row recorded that no row of this run recorded: sorted into this run's
   // suspected duplicates, deals made before it, and other runs' deals (RunWindow).
   const dealsByContent = createsDeals ? groupByContent(index.all()) : new Map<string, IndexedRecord[]>();
@@ -192,7 +192,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       await write([r.row, r.line, r.recordId, '(record)', 'exists', 'missing'], r.ref);
       return;
     }
-    const sharing = rowsById.get(r.recordId) ?? 0;
+    const sharing = countOf(rowsById.get(r.recordId));
     if (sharing > 1) {
       outcome.sharedIds++;
       await write([r.row, r.line, r.recordId, '(shared id)', 'one row per record', `${sharing} rows`], r.ref);
@@ -235,7 +235,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     }
     outcome.drifted++;
     for (const c of drift) {
-      outcome.byField[c.field] = (outcome.byField[c.field] ?? 0) + 1;
+      tally(outcome.byField, c.field);
       await write([r.row, r.line, r.recordId, c.field, showCanonical(c.wanted), showCanonical(c.current)], r.ref);
     }
   };

@@ -1,5 +1,6 @@
 import type { RedisClient } from './redis-client.js';
 import { isCluster } from './redis-client.js';
+import { countOf } from '../counts/index.js';
 
 /** The tag a run's reason carries when the workers ended or held it because Redis evicts keys. */
 export const EVICTION_TAG = '[REDIS_EVICTS]';
@@ -33,8 +34,7 @@ export async function readEviction(redis: RedisClient): Promise<EvictionState | 
     for (const node of nodes) {
       const info = `${await node.info('memory')}\n${await node.info('stats')}`;
       policy ??= /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-      // Not a setting: a node whose INFO has no evicted_keys line evicted none we can count.
-      evictedKeys += Number(/^evicted_keys:(\d+)/m.exec(info)?.[1] ?? 0);
+      evictedKeys += countOf(/^evicted_keys:(\d+)/m.exec(info)?.[1]);
     }
   } catch {
     return undefined;

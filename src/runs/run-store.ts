@@ -33,6 +33,7 @@ import {
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
+import { countOf } from '../counts/index.js';
 
 export interface RunStoreOptions {
   /** Connected ioredis client, owned by the caller (the store never closes it). */
@@ -654,8 +655,7 @@ const COUNT_NAMES = [
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
   const counts = {} as RunCounts;
-  // Not a setting: a count never incremented is absent from the hash (nothing counted yet).
-  COUNT_NAMES.forEach((name, i) => (counts[name] = Number(reply[i] ?? 0)));
+  COUNT_NAMES.forEach((name, i) => (counts[name] = countOf(reply[i])));
   return counts;
 }
 

@@ -39,6 +39,7 @@ import {
   type SimTeamMember,
 } from './sim-records.js';
 import { TokenBucket } from './token-bucket.js';
+import { tally } from '../counts/index.js';
 
 /** One simulated workspace: its data, keys and knobs, open to tests for inspection and edits. */
 export interface SimWorkspace {
@@ -192,8 +193,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
   }
 
   countStatus(status: number): void {
-    // Not a setting: a status not answered yet has no count.
-    this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
+    tally(this.stats.byStatus, status);
   }
 
   /** All records of a resource in creation order (Map insertion order). */
