@@ -101,11 +101,18 @@ export const RECORD_SCHEMAS = {
 export type RecordOf<R extends ListResource> = z.infer<(typeof RECORD_SCHEMAS)[R]>;
 
 /** `{<plural>: T[], pagination}` → `{records, pagination}`. */
+/** Built once per resource: zod compiles a schema on its first parse (operations.ts, RESPONSE_SCHEMAS). */
+const LIST_PAGE_SCHEMAS = new Map<ListResource, z.ZodType>();
+
 export function listPageSchema<R extends ListResource>(resource: R): z.ZodType<ListPage<RecordOf<R>>> {
-  const record: z.ZodType = RECORD_SCHEMAS[resource];
-  const schema = z
-    .looseObject({ [resource]: z.array(record), pagination: PaginationSchema })
-    .transform((page) => ({ records: page[resource], pagination: page.pagination }));
+  let schema = LIST_PAGE_SCHEMAS.get(resource);
+  if (!schema) {
+    const record: z.ZodType = RECORD_SCHEMAS[resource];
+    schema = z
+      .looseObject({ [resource]: z.array(record), pagination: PaginationSchema })
+      .transform((page) => ({ records: page[resource], pagination: page.pagination }));
+    LIST_PAGE_SCHEMAS.set(resource, schema);
+  }
   // The record schema is picked by a runtime key, which TypeScript cannot follow through zod's generics.
   return schema as unknown as z.ZodType<ListPage<RecordOf<R>>>;
 }

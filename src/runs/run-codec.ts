@@ -34,6 +34,8 @@ const RunOptionsSchema = z.object({
 const Count = z.coerce.number().int();
 
 /** The run hash as stored. Unknown fields are ignored so later additions stay readable. */
+const ColumnsSchema = z.array(z.string());
+
 const RunHashSchema = z.object({
   id: z.string(),
   workspace: z.string(),
@@ -120,7 +122,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
       uncertain: h.uncertain,
       cancelled: h.cancelled,
     },
-    columns: z.array(z.string()).parse(JSON.parse(h.columns)),
+    columns: ColumnsSchema.parse(JSON.parse(h.columns)),
     options: RunOptionsSchema.parse(JSON.parse(h.options)),
     createdAt: h.createdAt,
     producerDone: h.producerDone === '1',
