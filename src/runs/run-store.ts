@@ -173,6 +173,7 @@ export class RunStore {
         invalid: 0,
         superseded: 0,
         uncertain: 0,
+        drifted: 0,
         cancelled: 0,
       },
       columns: input.columns ?? [],
@@ -649,6 +650,7 @@ const COUNT_NAMES = [
   'superseded',
   'uncertain',
   'cancelled',
+  'drifted',
 ] as const satisfies ReadonlyArray<keyof RunCounts>;
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
