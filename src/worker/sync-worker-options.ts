@@ -36,6 +36,8 @@ export interface SyncWorkerOptions {
   producerSilenceMs?: number;
   /** Wait before looking for the deal of a create whose answer was lost. Default 30000 ms. */
   createSettleMs?: number;
+  /** Apply's drift check reads the list again once its last read is this old (the workspace's `driftMaxAgeMs`). Default 10000 ms. */
+  driftMaxAgeMs?: number;
   /** The config's retention: create markers and deal claims live as long as a run can be retried. Default 30 days. */
   retentionMs?: number;
   /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. Default none. */

@@ -205,6 +205,7 @@ export class WorkspaceRoster {
         ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
         retry: ws.retry,
         createSettleMs: ws.createSettleMs,
+        driftMaxAgeMs: ws.driftMaxAgeMs,
         retentionMs: this.#config.retention.days * 86_400_000,
         automationFields: ws.automationFields,
         breaker: ws.breaker,
