@@ -27,31 +27,35 @@ export async function runApply(planId: string, opts: ApplyOptions, command: Comm
         `plan ${planId} belongs to workspace "${plan.workspace}", not "${opts.workspace}"; nothing was sent`,
       );
     const ws = getWorkspace(config, plan.workspace);
-    await withWorkers(scope, { work: opts.work, workspace: plan.workspace, concurrency: opts.concurrency }, async () => {
-      const { run } = await applyPlan({
-        plans,
-        store: runtime.store,
-        queue: runtime.queue(plan.workspace),
-        planId,
-        requireApproval: ws.requireApproval,
-        rowsPerJob: ws.rowsPerJob,
-        logger,
-        onRun: (r) => logger.info({ runId: r.id, planId }, `run ${r.id} applies plan ${planId}`),
-      });
-      const following = Boolean(opts.wait || opts.work);
-      if (!following && run.counts.queued > 0) await warnIfNoWorkers(runtime.store, plan.workspace);
-      const final = following
-        ? await followRun(runtime.store, run.id, {
-            quiet: Boolean(opts.json),
-            presence: new QueuePresenceWatch(runtime.store, plan.workspace),
-          })
-        : run;
-      if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
-      else {
-        process.stdout.write(`${formatRunSummary(final)}\n`);
-        if (!following) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
-      }
-      process.exitCode = following ? exitCodeFor(final) : 0;
-    });
+    await withWorkers(
+      scope,
+      { work: opts.work, workspace: plan.workspace, concurrency: opts.concurrency },
+      async () => {
+        const { run } = await applyPlan({
+          plans,
+          store: runtime.store,
+          queue: runtime.queue(plan.workspace),
+          planId,
+          requireApproval: ws.requireApproval,
+          rowsPerJob: ws.rowsPerJob,
+          logger,
+          onRun: (r) => logger.info({ runId: r.id, planId }, `run ${r.id} applies plan ${planId}`),
+        });
+        const following = Boolean(opts.wait || opts.work);
+        if (!following && run.counts.queued > 0) await warnIfNoWorkers(runtime.store, plan.workspace);
+        const final = following
+          ? await followRun(runtime.store, run.id, {
+              quiet: Boolean(opts.json),
+              presence: new QueuePresenceWatch(runtime.store, plan.workspace),
+            })
+          : run;
+        if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
+        else {
+          process.stdout.write(`${formatRunSummary(final)}\n`);
+          if (!following) process.stdout.write(`  queued; follow it with: crm-sync runs show ${run.id}\n`);
+        }
+        process.exitCode = following ? exitCodeFor(final) : 0;
+      },
+    );
   });
 }

@@ -62,7 +62,11 @@ export async function runPlan(file: string | undefined, opts: PlanOptions, comma
       logger,
     });
     const text = opts.json
-      ? JSON.stringify({ planId: plan.id, counts: plan.counts, prediction: plan.prediction, expiresAt: plan.expiresAt }, null, 2)
+      ? JSON.stringify(
+          { planId: plan.id, counts: plan.counts, prediction: plan.prediction, expiresAt: plan.expiresAt },
+          null,
+          2,
+        )
       : [
           `plan ${plan.id} for ${plan.rows} rows (${plan.operation} on ${plan.workspace}): ${formatPlanCounts(plan.counts)}`,
           `  apply would take ${predictionWords(plan)}`,

@@ -22,13 +22,22 @@ export function registerPlanCommand(program: Command): void {
     )
     .requiredOption('-w, --workspace <name>', 'workspace from the config')
     .option('--match <key>', 'match rows without an id by this key (email, unique_number, name, …)')
-    .option('--key-column <column>', 'source column holding the key (default: the column mapped to it, or named like it)')
+    .option(
+      '--key-column <column>',
+      'source column holding the key (default: the column mapped to it, or named like it)',
+    )
     .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
     .addOption(sourceFileOptions.format())
     .addOption(sourceFileOptions.delimiter())
     .addOption(sourceFileOptions.ignoreUnknownColumns())
-    .option('--query <sql>', 'read the rows from this PostgreSQL SELECT instead of a file (read-only, through a cursor)')
-    .option('--db-url-env <name>', `with --query: env variable holding the connection string (default ${DEFAULT_DB_URL_ENV})`)
+    .option(
+      '--query <sql>',
+      'read the rows from this PostgreSQL SELECT instead of a file (read-only, through a cursor)',
+    )
+    .option(
+      '--db-url-env <name>',
+      `with --query: env variable holding the connection string (default ${DEFAULT_DB_URL_ENV})`,
+    )
     .option('--db-url-file <path>', 'with --query: file holding the connection string')
     .option('--row-key <column>', 'with --query: column naming each row')
     .option('-o, --out <file>', 'also write the plan (one line per row) as CSV to this file; "-" for stdout')

@@ -7,7 +7,7 @@ import { finished } from 'node:stream/promises';
 import { stringify } from 'csv-stringify/sync';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { PlanStore, refusal, type PlanRecord, type PlanRow } from '../plans/index.js';
+import { PlanStore, refusal, type PlanRecord, type PlanRow } from '../plans/light.js';
 import { canonicalFromRow, formatPlanCounts, showCanonical } from '../reconcile/index.js';
 import { escapeCsvCell } from '../runs/index.js';
 import { withStore } from './context.js';
@@ -119,7 +119,9 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
       const changes = changesOf(r)
         .map((c) => `${c.field}: ${JSON.stringify(c.before)} -> ${JSON.stringify(c.after)}`)
         .join('; ');
-      lines.push(`  ${where}: ${r.action}${record}${changes ? `: ${changes}` : ''}${r.message ? ` (${r.message})` : ''}`);
+      lines.push(
+        `  ${where}: ${r.action}${record}${changes ? `: ${changes}` : ''}${r.message ? ` (${r.message})` : ''}`,
+      );
     }
     if (rows.length === opts.rows) lines.push(`  … more with --offset ${opts.offset + opts.rows}`);
     process.stdout.write(`${lines.join('\n')}\n`);

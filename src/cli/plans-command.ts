@@ -38,19 +38,25 @@ A plan is applied with "crm-sync apply <planId>", once, before it expires (planT
     .option('--rows <n>', 'how many rows to list', positiveInt, 20)
     .option('--offset <n>', 'rows to pass over first (paging)', (v) => Number.parseInt(v, 10), 0)
     .option('--json', 'JSON output')
-    .action(async (id: string, opts: ShowPlanCliOptions, command: Command) => (await actions()).showPlan(id, opts, command));
+    .action(async (id: string, opts: ShowPlanCliOptions, command: Command) =>
+      (await actions()).showPlan(id, opts, command),
+    );
 
   plans
     .command('export')
     .argument('<id>', 'plan id')
     .description('Write the plan as CSV, one line per field change (rows without a change: one line), spreadsheet-safe')
     .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>.csv)')
-    .action(async (id: string, opts: { out?: string }, command: Command) => (await actions()).exportPlan(id, opts, command));
+    .action(async (id: string, opts: { out?: string }, command: Command) =>
+      (await actions()).exportPlan(id, opts, command),
+    );
 
   plans
     .command('approve')
     .argument('<id>', 'plan id')
-    .description('Approve a plan (recorded with when and by whom: this user at this host); refused when expired, discarded or applied')
+    .description(
+      'Approve a plan (recorded with when and by whom: this user at this host); refused when expired, discarded or applied',
+    )
     .action(async (id: string, _opts: unknown, command: Command) => (await actions()).approvePlan(id, command));
 
   plans

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { writeOperation } from '../reconcile/index.js';
-import { CrmSyncError } from '../errors/index.js';
 import { produceRun, runLife, type ProducedRow, type ProducerProgress } from '../lifecycle/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import type { PlanMove, PlanStore } from './plan-store.js';
+import type { PlanStore } from './plan-store.js';
+import { refusal } from './plan-refusal.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
 
 export interface ApplyPlanOptions {
@@ -127,23 +127,13 @@ function originalOf(values: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(values).map(([k, v]) => [
       k,
-      typeof v === 'string' ? v : Array.isArray(v) ? v.join(';') : v === null || v === undefined ? '' : JSON.stringify(v),
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v)
+          ? v.join(';')
+          : v === null || v === undefined
+            ? ''
+            : JSON.stringify(v),
     ]),
-  );
-}
-
-/** Why a plan cannot be applied, in words: PLAN_REFUSED (exit 2), nothing was sent. */
-export function refusal(plan: PlanRecord, move: Extract<PlanMove, { ok: false }>): CrmSyncError {
-  const id = plan.id;
-  const why: Record<string, string> = {
-    unapproved: `plan ${id} is not approved, and workspace "${plan.workspace}" requires approval ("requireApproval": true); approve it with: crm-sync plans approve ${id}`,
-    expired: `plan ${id} expired at ${plan.expiresAt}; make a new plan (crm-sync plan …)`,
-    discarded: `plan ${id} was discarded; make a new plan (crm-sync plan …)`,
-    applied: `plan ${id} was already applied${plan.runId ? ` by run ${plan.runId} (crm-sync runs show ${plan.runId})` : ''}; a plan is applied once`,
-    applying: `plan ${id} is already being applied${plan.runId ? ` by run ${plan.runId} (crm-sync runs show ${plan.runId})` : ''}; a plan is applied once`,
-  };
-  return new CrmSyncError(
-    'PLAN_REFUSED',
-    `${why[move.why] ?? `plan ${id} cannot be applied (${move.why})`}. Nothing was sent.`,
   );
 }

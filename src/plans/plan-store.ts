@@ -1,14 +1,8 @@
-import {
-  planKey,
-  planRowsKey,
-  planWorkspacesKey,
-  RESULT_BUCKET_ROWS,
-  workspacePlansKey,
-} from '../keys/index.js';
+import { planKey, planRowsKey, planWorkspacesKey, RESULT_BUCKET_ROWS, workspacePlansKey } from '../keys/index.js';
 import type { ReconcileOperation } from '../crm/light.js';
 import { CrmSyncError } from '../errors/index.js';
 import { LuaScript, type RedisClient } from '../redis/index.js';
-import { newRunId } from '../runs/index.js';
+import { newRunId } from '../runs/light.js';
 import { decodePlanRow, encodePlanRow } from './plan-codec.js';
 import type { PlanCounts, PlanPrediction, PlanRecord, PlanRow, PlanStatus } from './plan-types.js';
 
@@ -177,9 +171,7 @@ export class PlanStore {
   async #move(id: string, action: string, by: string, required = '0'): Promise<PlanMove> {
     const workspace = await this.#workspace(id);
     const reply = (await MOVE_PLAN.run(this.redis, [planKey(this.prefix, workspace, id)], [action, by, required])) as
-      | ['ok', PlanStatus]
-      | ['refused', PlanRefusal, PlanStatus]
-      | ['missing'];
+      ['ok', PlanStatus] | ['refused', PlanRefusal, PlanStatus] | ['missing'];
     if (reply[0] === 'missing') throw new CrmSyncError('PLAN_NOT_FOUND', `no plan with id ${id}`);
     if (reply[0] === 'ok') return { ok: true, status: reply[1] };
     return { ok: false, why: reply[1], status: reply[2] };

@@ -85,8 +85,7 @@ export class DriftCheck {
 
   #fresh(resource: ListResource): Promise<Snapshot> {
     const stale = (s: Snapshot | undefined) =>
-      s === undefined ||
-      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs ?? 10_000, PASS_SPACING * s.durationMs);
+      s === undefined || Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs ?? 10_000, PASS_SPACING * s.durationMs);
     const tail = this.#tails.get(resource) ?? Promise.resolve(undefined);
     const turn = tail
       .catch(() => undefined)

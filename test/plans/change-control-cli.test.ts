@@ -91,6 +91,14 @@ describe('change control: plan, approve, apply (issue 33)', () => {
     expect(counts).toMatchObject({ total: 200, succeeded: 180, drifted: 20, failed: 0, queued: 0 });
     // Drifted rows need a person: the run's exit code says so.
     expect(applied.code).toBe(1);
+    // Each drifted row shows the CRM's current value; a retry says to re-plan them.
+    const text = await cli(['runs', 'show', run.id, '--problems', '50']);
+    expect(text.stdout).toMatch(/20 drifted/);
+    expect(text.stdout).toContain(
+      `drifted: not sent: the record changed since the plan: name is now "Person ${edited[0]!.id}"`,
+    );
+    const retried = await cli(['runs', 'retry', run.id]);
+    expect(retried.stderr).toMatch(/20 drifted rows .* are not retried.*Make a new plan/s);
 
     // Applied once: a second apply is refused, and sends nothing.
     const requestsAfter = h.ws.stats.requests;
@@ -103,8 +111,7 @@ describe('change control: plan, approve, apply (issue 33)', () => {
   it('a discarded plan and an expired one are refused (exit 2, nothing sent)', async () => {
     const a = await planRenames(200, 5, 'Discarded');
     const b = await planRenames(205, 5, 'Expired');
-    for (const id of [a.plan.planId, b.plan.planId])
-      expect((await cli(['plans', 'approve', id])).code).toBe(0);
+    for (const id of [a.plan.planId, b.plan.planId]) expect((await cli(['plans', 'approve', id])).code).toBe(0);
     expect((await cli(['plans', 'discard', a.plan.planId])).code).toBe(0);
     // The plan's life ended: its expiry moved into the past.
     await h.runtime.redis.hset(planKey(h.config.prefix, 'acme', b.plan.planId), 'expiresMs', Date.now() - 1000);
