@@ -17,6 +17,10 @@ afterAll(async () => h?.close());
 
 const cli = cliFor(() => h);
 
+let started: Promise<unknown> | undefined;
+/** The workspace's worker pool, started once for the file. */
+const workers = () => (started ??= h.startWorkers());
+
 interface PlanJson {
   planId: string;
   counts: Record<string, number>;
@@ -63,7 +67,7 @@ describe('change control: plan, approve, apply (issue 33)', () => {
     expect(shown.stdout).toMatch(/status: pending/);
     expect(shown.stdout).toMatch(/name: ".*" -> "Renamed 0"/);
 
-    await h.startWorkers();
+    await workers();
     const requestsBefore = h.ws.stats.requests;
     const early = await cli(['apply', plan.planId, '--wait']);
     expect(early.code).toBe(2);
@@ -131,5 +135,36 @@ describe('change control: plan, approve, apply (issue 33)', () => {
     const exported = await cli(['plans', 'export', b.plan.planId, '--out', '-']);
     expect(exported.stdout.trim().split('\n')).toHaveLength(6);
     expect(exported.stdout).toContain('Expired 0');
+  }, 120_000);
+
+  it('a deal.upsert plan predicts its creates, and apply makes them through the duplicate-safe create', async () => {
+    const deals = [...h.ws.deals.values()].slice(0, 4);
+    const rows: Array<Array<string | number>> = deals.map((d, i) => [
+      d.name,
+      i < 2 ? d.value + 100 : d.value,
+      d.status,
+    ]);
+    rows.push(['Planned new deal A', 10, 'won'], ['Planned new deal B', 20, 'in_progress']);
+    const file = h.file('upsert.csv', csv(['name', 'value', 'status'], rows));
+    const writes = { ...h.ws.stats.writes };
+    const before = h.ws.deals.size;
+    const firstValue = deals[0]!.value;
+    const made = await cli(['plan', file, '--op', 'deal.upsert', '--match', 'name', '-w', 'acme', '--json']);
+    expect(made.code, made.stderr).toBe(0);
+    const plan = JSON.parse(made.stdout) as PlanJson & { prediction: { writes: number; limit: string } };
+    expect(plan.counts).toMatchObject({ create: 2, update: 2, skip: 2 });
+    expect(plan.prediction).toMatchObject({ writes: 4, limit: 'unknown limit' });
+    expect(h.ws.stats.writes).toEqual(writes);
+    expect((await cli(['plans', 'approve', plan.planId])).code).toBe(0);
+    await workers();
+    const applied = await cli(['apply', plan.planId, '--wait', '--json'], { timeoutMs: 90_000 });
+    expect(applied.code, applied.stderr).toBe(0);
+    const run = JSON.parse(applied.stdout) as RunJson;
+    expect(run.counts).toMatchObject({ total: 4, succeeded: 4, drifted: 0 });
+    expect(h.ws.stats.writes.dealCreate - writes.dealCreate).toBe(2);
+    expect(h.ws.stats.writes.dealUpdate - writes.dealUpdate).toBe(2);
+    expect(h.ws.deals.size).toBe(before + 2);
+    expect([...h.ws.deals.values()].filter((d) => d.name.startsWith('Planned new deal'))).toHaveLength(2);
+    expect(h.ws.deals.get(deals[0]!.id)!.value).toBe(firstValue + 100);
   }, 120_000);
 });
