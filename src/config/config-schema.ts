@@ -75,7 +75,12 @@ export const WorkspaceFileSchema = z
      */
     requireApproval: z.boolean().default(W.requireApproval),
     /** How long a stored plan can be approved and applied (ms). Default 86400000 (24 h). */
-    planTtlMs: z.number().int().min(1000).max(30 * 86_400_000).default(W.planTtlMs),
+    planTtlMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30 * 86_400_000)
+      .default(W.planTtlMs),
     /**
      * Apply's drift check reads the CRM's list again once its last read is this old (ms): the
      * longest a record may be edited unseen before a planned write lands. Default 10000 ms.

@@ -29,7 +29,7 @@ const KIND_WORDS: Record<FinalRowStatus, { label: string; tone: CountTone; tip: 
   drifted: {
     label: 'Drifted',
     tone: 'warn',
-    tip: "not sent: the record changed since the plan (its before-values no longer held); re-plan to send",
+    tip: 'not sent: the record changed since the plan (its before-values no longer held); re-plan to send',
   },
   cancelled: { label: 'Cancelled', tone: 'warn', tip: 'not sent because the run was cancelled; retryable' },
 };
