@@ -1,15 +1,12 @@
 // What `crm-sync plans …` does, loaded by plans-command.ts only when a subcommand runs.
-import { once } from 'node:events';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
-import { stringify } from 'csv-stringify/sync';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { PlanStore, refusal, type PlanRecord, type PlanRow } from '../plans/light.js';
-import { canonicalFromRow, formatPlanCounts, showCanonical } from '../reconcile/index.js';
-import { escapeCsvCell } from '../runs/index.js';
+import { planChanges, planRowFilter, PlanStore, refusal, writePlanCsv, type PlanRecord } from '../plans/index.js';
+import { formatPlanCounts } from '../reconcile/index.js';
 import { withStore } from './context.js';
 import type { ShowPlanCliOptions } from './plans-command.js';
 
@@ -70,39 +67,11 @@ export async function listPlans(
   });
 }
 
-/** The changes of a row, in words: `name: "Ann" -> "Anna"`. */
-function changesOf(row: PlanRow): Array<{ field: string; before: string; after: string }> {
-  if (row.action === 'create')
-    return Object.entries(row.fields ?? {}).map(([field, v]) => ({
-      field,
-      before: '',
-      after: showCanonical(canonicalFromRow(field, v)),
-    }));
-  return Object.entries(row.before ?? {}).map(([field, before]) => ({
-    field,
-    before: showCanonical(before ?? undefined),
-    after: showCanonical(canonicalFromRow(field, row.fields?.[field])),
-  }));
-}
-
-function rowFilter(opts: Pick<ShowPlanCliOptions, 'action' | 'field' | 'text'>): (row: PlanRow) => boolean {
-  const text = opts.text?.toLowerCase();
-  return (row) => {
-    if (opts.action !== undefined && row.action !== opts.action) return false;
-    if (opts.field !== undefined && !changesOf(row).some((c) => c.field === opts.field)) return false;
-    if (text !== undefined) {
-      const hay = [row.recordId, row.key, row.ref, row.message, ...changesOf(row).flatMap((c) => [c.before, c.after])];
-      if (!hay.some((h) => h?.toLowerCase().includes(text))) return false;
-    }
-    return true;
-  };
-}
-
 export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Command): Promise<void> {
   await withStore(command, async (scope) => {
     const store = planStore(scope);
     const plan = await store.require(id);
-    const rows = await store.page(plan, opts.offset, opts.rows, rowFilter(opts));
+    const rows = await store.page(plan, opts.offset, opts.rows, planRowFilter(opts));
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ plan, rows }, null, 2)}\n`);
       return;
@@ -116,7 +85,7 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
     for (const r of rows) {
       const where = `row ${r.row}${r.line !== undefined ? ` (line ${r.line})` : ''}`;
       const record = r.recordId !== undefined ? ` ${r.recordId}` : r.key !== undefined ? ` ${r.key}` : '';
-      const changes = changesOf(r)
+      const changes = planChanges(r)
         .map((c) => `${c.field}: ${JSON.stringify(c.before)} -> ${JSON.stringify(c.after)}`)
         .join('; ');
       lines.push(
@@ -128,8 +97,6 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
   });
 }
 
-export const PLAN_EXPORT_COLUMNS = ['row', 'line', 'action', 'record_id', 'key', 'field', 'before', 'after', 'message'];
-
 export async function exportPlan(id: string, opts: { out?: string }, command: Command): Promise<void> {
   await withStore(command, async (scope) => {
     const store = planStore(scope);
@@ -139,26 +106,15 @@ export async function exportPlan(id: string, opts: { out?: string }, command: Co
       mkdirSync(scope.config.resultsDir, { recursive: true });
       path = join(scope.config.resultsDir, `${id}.csv`);
     }
-    const out: NodeJS.WritableStream = path === '-' ? process.stdout : createWriteStream(path);
-    const line = (cells: string[]) => stringify([cells.map(escapeCsvCell)]);
-    out.write(line(PLAN_EXPORT_COLUMNS));
-    let lines = 0;
-    for await (const r of store.rows(plan)) {
-      const base = [String(r.row), r.line !== undefined ? String(r.line) : '', r.action, r.recordId ?? '', r.key ?? ''];
-      const changes = changesOf(r);
-      const each = changes.length > 0 ? changes : [{ field: '', before: '', after: '' }];
-      for (const c of each) {
-        if (!out.write(line([...base, c.field, c.before, c.after, r.message ?? '']))) {
-          await once(out, 'drain');
-        }
-        lines++;
-      }
+    if (path === '-') {
+      await writePlanCsv(store, plan, process.stdout);
+      return;
     }
-    if (out !== process.stdout) {
-      out.end();
-      await finished(out);
-      process.stdout.write(`${lines} lines written to ${path}\n`);
-    }
+    const out = createWriteStream(path);
+    const lines = await writePlanCsv(store, plan, out);
+    out.end();
+    await finished(out);
+    process.stdout.write(`${lines} lines written to ${path}\n`);
   });
 }
 

@@ -3,6 +3,7 @@ export { makePlan, planRowOf, type MakePlanOptions, type MakePlanResult } from '
 export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-plan.js';
 export { refusal } from './plan-refusal.js';
 export { encodePlanRow, decodePlanRow } from './plan-codec.js';
+export { planChanges, planRowFilter, writePlanCsv, PLAN_EXPORT_COLUMNS, type PlanRowFilter } from './plan-view.js';
 export {
   PLAN_STATUSES,
   type PlanAction,
