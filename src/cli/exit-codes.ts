@@ -5,7 +5,7 @@
 export const EXIT = {
   /** Everything asked for was done; every row succeeded or was skipped. */
   OK: 0,
-  /** The run finished but some rows failed, were invalid, uncertain or cancelled (see the failed-rows export). */
+  /** The run finished but some rows failed, were invalid, uncertain, drifted or cancelled (see the failed-rows export). */
   ROWS_FAILED: 1,
   /** Bad arguments, configuration or input file: nothing was sent. */
   USAGE: 2,

@@ -62,7 +62,11 @@ export interface ImportOptions {
  * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
  * not fit together are USAGE errors; the URL is read from its env variable or file here.
  */
-async function openImportSource(file: string | undefined, opts: ImportOptions, resultsDir: string): Promise<Source> {
+export async function openImportSource(
+  file: string | undefined,
+  opts: Pick<ImportOptions, 'fromPostgres' | 'query' | 'dbUrlEnv' | 'dbUrlFile' | 'rowKey' | 'format' | 'delimiter'>,
+  resultsDir: string,
+): Promise<Source> {
   const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;
   if (!opts.fromPostgres) {
     const stray = dbOptions.find((o) => opts[o] !== undefined);

@@ -6,7 +6,7 @@ import { helpFooter } from './options.js';
 const EXIT_HELP = `
 Exit codes:
   ${EXIT.OK}  done; every row succeeded or was skipped
-  ${EXIT.ROWS_FAILED}  the run finished with failed, invalid, uncertain or cancelled rows (export them with "runs export <id> --failed")
+  ${EXIT.ROWS_FAILED}  the run finished with failed, invalid, uncertain, drifted or cancelled rows (export them with "runs export <id> --failed")
   ${EXIT.USAGE}  bad arguments, configuration or input: nothing was sent
   ${EXIT.BLOCKED}  the CRM refused the API key: the run is blocked ("runs resume <id>" after fixing it), or a worker refused to start
   ${EXIT.INTERNAL}  Redis unreachable or an unexpected error

@@ -63,7 +63,7 @@ export function runGoneWords(facts: RunGoneFacts): string {
     const c = run.counts;
     // Not a setting: without a producer's own count, the run's counts say what was handed.
     const handed = Math.max(facts.handed ?? 0, c.total - c.invalid);
-    const known = c.succeeded + c.failed + c.skipped + c.superseded + c.uncertain + c.cancelled;
+    const known = c.succeeded + c.failed + c.skipped + c.superseded + c.uncertain + c.drifted + c.cancelled;
     const at = facts.lastSeenAt ? ` at ${facts.lastSeenAt.toISOString()}` : '';
     lines.push(
       `Sent before the loss, as far as known: at least ${c.succeeded} rows reached the CRM (${c.succeeded} succeeded, ${c.failed} failed, ${c.uncertain} uncertain when the run was last read${at}); ` +

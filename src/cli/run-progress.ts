@@ -192,6 +192,7 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   if ((run.status === 'failed' || run.status === 'blocked') && isEvictionReason(run.reason))
     return EXIT.REDIS_DATA_LOST;
   if (run.status === 'blocked') return EXIT.BLOCKED;
+  // Drifted rows need a person's decision (a new plan), like uncertain creates.
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
   if (
@@ -200,6 +201,7 @@ export function exitCodeFor(run: RunRecord): ExitCode {
     run.counts.failed > 0 ||
     run.counts.invalid > 0 ||
     run.counts.uncertain > 0 ||
+    run.counts.drifted > 0 ||
     run.counts.cancelled > 0
   ) {
     return EXIT.ROWS_FAILED;
@@ -221,7 +223,7 @@ export function formatRunSummary(run: RunRecord): string {
     `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
     `  status: ${run.status} · ${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
     `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
-      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
+      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.drifted ? `, ${c.drifted} drifted` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
       `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   const ignored = ignoredColumnsOf(run);
@@ -233,6 +235,10 @@ export function formatRunSummary(run: RunRecord): string {
       `  uncertain creates may have made a deal; "crm-sync runs retry ${run.id}" looks for them again, never re-sending blindly`,
     );
   if (c.failed + c.invalid > 0) lines.push(`  failed and invalid rows: crm-sync runs export ${run.id} --failed`);
+  if (c.drifted > 0)
+    lines.push(
+      `  drifted rows were not sent: their records changed since the plan (runs show ${run.id} names the CRM's values); make a new plan for them: crm-sync plan <file> …`,
+    );
   if (c.cancelled > 0) lines.push(`  cancelled rows were not sent: "crm-sync runs retry ${run.id}" sends them`);
   if (run.status === 'blocked' && isEvictionReason(run.reason))
     lines.push(

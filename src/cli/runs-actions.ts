@@ -40,6 +40,15 @@ export async function showRun(id: string, opts: { problems: number; json?: boole
     const { source, archived } = await resultsOf(store, config.resultsDir, id);
     const run = await source.requireRun(id);
     const problems = await source.problems(id, { limit: opts.problems });
+    // Drifted rows are not problems (nothing failed) but need a person: listed with the CRM's values.
+    if (run.counts.drifted > 0 && problems.rows.length < opts.problems) {
+      for await (const r of source.iterateResults(id)) {
+        if (r.status !== 'drifted') continue;
+        problems.rows.push(r);
+        if (problems.rows.length >= opts.problems) break;
+      }
+      problems.total += run.counts.drifted;
+    }
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ run, problems, ...(archived ? { archived } : {}) }, null, 2)}\n`);
     } else {
@@ -88,6 +97,14 @@ export async function retryRunRows(
   await withRuntime(command, async (scope) => {
     const { runtime, logger } = scope;
     const run = await runtime.store.requireRun(id);
+    // A drifted row is not sent again as it was: the record changed since its plan, and only a
+    // new plan (reviewed, approved) may write over that. Said before the retry, which leaves them.
+    if (run.counts.drifted > 0)
+      process.stderr.write(
+        `${run.counts.drifted} drifted rows of run ${id} are not retried: their records changed after ` +
+          `${run.options.plan ? `plan ${run.options.plan}` : 'the plan'} was made. Make a new plan for them from the source ` +
+          `(crm-sync plan <file> --op ${run.operation} -w ${run.workspace}), review and approve it, then apply it.\n`,
+      );
     await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
       const summary = await retryRun({
         runId: id,

@@ -69,6 +69,23 @@ export const WorkspaceFileSchema = z
      * (requests failed, rows waiting), and its end as one line. Default 30000 ms.
      */
     outageWarningMs: z.number().int().min(1000).max(86_400_000).default(W.outageWarningMs),
+    /**
+     * Change control: `crm-sync apply` refuses a plan that nobody approved (`crm-sync plans
+     * approve`, or the dashboard). Default false.
+     */
+    requireApproval: z.boolean().default(W.requireApproval),
+    /** How long a stored plan can be approved and applied (ms). Default 86400000 (24 h). */
+    planTtlMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30 * 86_400_000)
+      .default(W.planTtlMs),
+    /**
+     * Apply's drift check reads the CRM's list again once its last read is this old (ms): the
+     * longest a record may be edited unseen before a planned write lands. Default 10000 ms.
+     */
+    driftMaxAgeMs: z.number().int().min(0).max(3_600_000).default(W.driftMaxAgeMs),
     breaker: z
       .object({
         /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */

@@ -38,6 +38,15 @@ const workspace = {
   requestTimeoutMs: 15 * SECOND,
   /** The CRM failing this long with no success between is one warning with counts (ms). */
   outageWarningMs: 30 * SECOND,
+  /** `crm-sync apply` refuses a plan nobody approved (`crm-sync plans approve`). */
+  requireApproval: false,
+  /** A stored plan can be approved and applied this long after it was made (ms). */
+  planTtlMs: DAY,
+  /**
+   * Apply's drift check reads the resource's list again once its last read is this old (ms); a
+   * pass is also spaced by 4 × its own duration (list pages stay ≤ 1/5 of the budget).
+   */
+  driftMaxAgeMs: 10 * SECOND,
   breaker: {
     /** Unreachable failures in a row (no success between) that hold the workspace. */
     threshold: 5,

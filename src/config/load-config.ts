@@ -31,6 +31,12 @@ export interface WorkspaceConfig {
   breaker: { threshold: number; probeEveryMs: number };
   /** The CRM failing this long (ms) with no success is one warning with counts. */
   outageWarningMs: number;
+  /** `crm-sync apply` refuses unapproved plans. */
+  requireApproval: boolean;
+  /** A plan's life (ms). */
+  planTtlMs: number;
+  /** Apply's drift check reads the list again once its last read is this old (ms). */
+  driftMaxAgeMs: number;
 }
 
 /** A Redis Cluster to use instead of `redisUrl` (REDIS_CLUSTER_NODES or `redisCluster`). */
@@ -117,6 +123,9 @@ export function configFromObject(
       requestTimeoutMs: w.requestTimeoutMs,
       breaker: w.breaker,
       outageWarningMs: w.outageWarningMs,
+      requireApproval: w.requireApproval,
+      planTtlMs: w.planTtlMs,
+      driftMaxAgeMs: w.driftMaxAgeMs,
     };
   }
   const dash = file.dashboard;

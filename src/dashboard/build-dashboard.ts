@@ -12,6 +12,7 @@ import { registerErrorHandler } from './http-answers.js';
 import { registerLoginRoutes } from './login-routes.js';
 import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
+import { registerPlanRoutes } from './plan-routes.js';
 import { registerRunRoutes } from './run-routes.js';
 import { registerRunsRoutes } from './runs-routes.js';
 import { registerSecurityHeaders } from './security-headers.js';
@@ -174,6 +175,7 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
   });
   registerLoginRoutes(app, deps);
   const searches = new WorkLimiter('searches', limits.search);
+  const downloads = new WorkLimiter('downloads', limits.export);
   registerRunsRoutes(app, {
     runtime,
     auth,
@@ -189,8 +191,15 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     scope,
     pageSize: options.problemsPageSize,
     searchScanRows: options.searchScanRows,
-    limits: { search: searches, export: new WorkLimiter('downloads', limits.export) },
+    limits: { search: searches, export: downloads },
     groupScanRows: options.groupScanRows,
+  });
+  registerPlanRoutes(app, {
+    runtime,
+    auth,
+    scope,
+    pageSize: options.problemsPageSize,
+    exports: downloads,
   });
   registerUploadRoute(app, {
     runtime,

@@ -26,6 +26,11 @@ const KIND_WORDS: Record<FinalRowStatus, { label: string; tone: CountTone; tip: 
   invalid: { label: 'Invalid', tone: 'bad', tip: 'refused before sending: correct the file, then upload it' },
   uncertain: { label: 'Uncertain', tone: 'bad', tip: 'a create that may have been applied; a retry looks first' },
   superseded: { label: 'Superseded', tone: '', tip: 'not sent: later rows already wrote every field it would change' },
+  drifted: {
+    label: 'Drifted',
+    tone: 'warn',
+    tip: 'not sent: the record changed since the plan (its before-values no longer held); re-plan to send',
+  },
   cancelled: { label: 'Cancelled', tone: 'warn', tip: 'not sent because the run was cancelled; retryable' },
 };
 

@@ -45,6 +45,11 @@ export const ERROR_CODES = {
     'Not sent: later rows wrote every field this row would change and were applied first, so its older values must not follow them',
   ROW_WRITTEN_LATER:
     'Not sent again by a retry: later runs had written every field this row would change (runs retry --resend-superseded sends it as a new write)',
+  ROW_DRIFTED:
+    "Not sent: the record no longer held the plan's before-values of the fields this row changes (someone edited it since the plan); re-plan to send it",
+  PLAN_NOT_FOUND: 'No plan with that id exists (or it expired and was removed)',
+  PLAN_REFUSED:
+    'The plan cannot be applied (or approved, or discarded) in its state: unapproved where approval is required, expired, discarded, or already applied; nothing was sent',
   CREATE_UNCERTAIN:
     'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',
@@ -80,6 +85,8 @@ export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'DB_QUERY',
   'RUN_NOT_FOUND',
   'RUN_STATE',
+  'PLAN_NOT_FOUND',
+  'PLAN_REFUSED',
   'SYNC_DEFINITION_INVALID',
   'SYNC_NOT_FOUND',
   'REDIS_EVICTS',

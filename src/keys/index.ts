@@ -9,6 +9,9 @@ export {
   housekeepingLockKey,
   metricsKey,
   poolsKey,
+  planKey,
+  planRowsKey,
+  planWorkspacesKey,
   probeKey,
   requestBudgetKey,
   runSeriesKey,
@@ -18,5 +21,6 @@ export {
   syncLockKey,
   uploadAnswerKey,
   workBoardKey,
+  workspacePlansKey,
 } from './key-layout.js';
 export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, type RunRef } from './run-keys.js';

@@ -61,6 +61,17 @@
  *   <p>:layout                     string  the layout version of this prefix ('2')
  *   <p>:layout:migrating           string  pid of the process moving an older layout; TTL 10 min
  *
+ * Change control (src/plans; approve, discard and apply in Lua: commands/move-plan-1.lua):
+ *   <p>:plan:{<w>}:<id>            hash    a plan: flat fields (status pending|approved|applying|applied|
+ *                                          discarded, operation, source, createdMs, expiresMs, approvedMs,
+ *                                          approvedBy, runId, rows) and JSON fields (counts, prediction,
+ *                                          options, columns); TTL = expiresMs + PLAN_KEEP_MS
+ *   <p>:plan:{<w>}:<id>:rows:<b>   hash    rows b*100 .. b*100+99 of the plan: row → compact JSON (plan-codec.ts:
+ *                                          action, line, record id, key, fields to send, before-values,
+ *                                          message); same TTL
+ *   <p>:ws:{<w>}:plans             zset    the workspace's plan ids, score = createdMs
+ *   <p>:plans:workspace            hash    plan id → workspace: how a plan id finds its keys
+ *
  * Queues and workers:
  *   <p>:q:{<w>}:…                  BullMQ  the workspace's queue, named `{<w>}` (BullMQ's own keys
  *                                          under prefix <p>:q; the name's tag keeps the queue in one slot)
@@ -182,4 +193,23 @@ export function authFailuresNamespace(prefix: string): string {
 
 export function uploadAnswerKey(prefix: string, token: string): string {
   return `${prefix}:dashboard:upload:${token}`;
+}
+
+/** A plan's hash (src/plans); its row buckets are `<this>:rows:<b>`. */
+export function planKey(prefix: string, workspace: string, id: string): string {
+  return `${prefix}:plan:${hashTag(workspace)}:${id}`;
+}
+
+export function planRowsKey(prefix: string, workspace: string, id: string, bucket: number): string {
+  return `${planKey(prefix, workspace, id)}:rows:${bucket}`;
+}
+
+/** The workspace's plan ids by creation time. */
+export function workspacePlansKey(prefix: string, workspace: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:plans`;
+}
+
+/** Plan id → workspace, for commands that name a plan by its id alone. */
+export function planWorkspacesKey(prefix: string): string {
+  return `${prefix}:plans:workspace`;
 }

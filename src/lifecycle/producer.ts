@@ -77,7 +77,8 @@ export interface RowOutcome {
 
 /** What the producer consumes: an ingested row, optionally with a decided outcome. */
 /** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
-export type ProducedRow = IngestedRow & { outcome?: RowOutcome; orderAs?: string };
+/** `expect`: a planned row's before-values, checked by the worker before it sends (QueuedRow.expect). */
+export type ProducedRow = IngestedRow & { outcome?: RowOutcome; orderAs?: string; expect?: Record<string, string> };
 
 interface PendingJob {
   name: SyncJobName;
@@ -254,7 +255,8 @@ export async function produceRun(
     } else {
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
-      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs });
+      const expect = row.expect !== undefined ? { expect: row.expect } : {};
+      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs, ...expect });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

@@ -31,6 +31,12 @@ export interface QueuedRow {
    * the records' latest (resendPlace: a place after every earlier write, naming the run). Default: the row's run.
    */
   orderAs?: string;
+  /**
+   * A row of an applied plan (`crm-sync apply`): the CRM's values, canonical, of the fields it
+   * changes when the plan was made. The worker sends it only while the record still holds them
+   * (the drift check); otherwise the row ends `drifted`. Default: no check.
+   */
+  expect?: Record<string, string>;
 }
 
 /**

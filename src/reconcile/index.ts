@@ -13,6 +13,7 @@ export {
 export {
   diffFields,
   canonicalFromRow,
+  showCanonical,
   normaliseName,
   canonicalFromRecord,
   type FieldChange,

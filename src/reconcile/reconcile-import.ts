@@ -107,6 +107,8 @@ async function openChecked(
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
   /** Where the plan CSV goes (one line per row). Default: nowhere. */
   out?: NodeJS.WritableStream;
+  /** Called with every planned row, in source order (`crm-sync plan` stores them). Default: none. */
+  onRow?: (row: PlannedRow) => void | Promise<void>;
 }
 
 export interface PlanResult {
@@ -129,6 +131,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
     for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
       rows++;
       counts[row.action]++;
+      await options.onRow?.(row);
       await write(planCsvLine(row));
     }
     return { counts, rows, index: stats };

@@ -74,6 +74,7 @@ export {
   cancelled,
   aborted,
   superseded,
+  drifted,
   writtenLater,
   uncertain,
   placeOf,

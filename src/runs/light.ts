@@ -4,5 +4,6 @@
  * Everything here is also in index.ts.
  */
 export { RunStore } from './run-store.js';
+export { newRunId } from './run-id.js';
 export { FINAL_ROW_STATUSES } from './run-types.js';
 export type * from './run-types.js';

@@ -15,6 +15,7 @@ const STATUS_CHAR = {
   failed: 'f',
   superseded: 'p',
   uncertain: 'u',
+  drifted: 'd',
   cancelled: 'c',
 } as const satisfies Record<FinalRowStatus, string>;
 const CHAR_STATUS: Record<string, FinalRowStatus> = {
@@ -24,6 +25,7 @@ const CHAR_STATUS: Record<string, FinalRowStatus> = {
   f: 'failed',
   p: 'superseded',
   u: 'uncertain',
+  d: 'drifted',
   c: 'cancelled',
 };
 

@@ -109,3 +109,17 @@ export function writtenLater(place: RowPlace, message: string, original: Origina
 export function uncertain(place: RowPlace, code: string, message: string, original: Original): RowResult {
   return { ...base(place), status: 'uncertain', code, message, original };
 }
+
+/**
+ * Not sent: a row of an applied plan whose record no longer held the plan's before-values of the
+ * fields it changes; `message` names the CRM's current values. Re-plan to send it (`crm-sync plan`).
+ */
+export function drifted(place: RowPlace, message: string, recordId?: string): RowResult {
+  return {
+    ...base(place),
+    status: 'drifted',
+    code: 'ROW_DRIFTED',
+    message,
+    ...(recordId !== undefined ? { recordId } : {}),
+  };
+}

@@ -17,6 +17,7 @@ const RunOptionsSchema = z.object({
   dryRun: z.boolean().optional(),
   reconcile: z.boolean().optional(),
   matchKey: z.string().optional(),
+  plan: z.string().optional(),
   inviteBatchSize: z.number().optional(),
   rowsPerJob: z.number().optional(),
   query: z
@@ -59,6 +60,7 @@ const RunHashSchema = z.object({
   invalid: Count.default(0),
   superseded: Count.default(0),
   uncertain: Count.default(0),
+  drifted: Count.default(0),
   cancelled: Count.default(0),
   maxRow: Count.default(0),
   producedRow: Count.default(0),
@@ -93,6 +95,7 @@ export function encodeRun(run: RunRecord): Record<string, string> {
     invalid: String(run.counts.invalid),
     superseded: String(run.counts.superseded),
     uncertain: String(run.counts.uncertain),
+    drifted: String(run.counts.drifted),
     cancelled: String(run.counts.cancelled),
     maxRow: '0',
   };
@@ -120,6 +123,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
       invalid: h.invalid,
       superseded: h.superseded,
       uncertain: h.uncertain,
+      drifted: h.drifted,
       cancelled: h.cancelled,
     },
     columns: ColumnsSchema.parse(JSON.parse(h.columns)),

@@ -174,6 +174,7 @@ export class RunStore {
         invalid: 0,
         superseded: 0,
         uncertain: 0,
+        drifted: 0,
         cancelled: 0,
       },
       columns: input.columns ?? [],
@@ -651,6 +652,7 @@ const COUNT_NAMES = [
   'superseded',
   'uncertain',
   'cancelled',
+  'drifted',
 ] as const satisfies ReadonlyArray<keyof RunCounts>;
 
 function countsOf(reply: ReadonlyArray<string | null>): RunCounts {

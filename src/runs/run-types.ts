@@ -15,6 +15,8 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
  * applied first (sending it now would put older values back; write order is per field). `uncertain`: a create whose outcome could not be
  * established (it may have been applied); it is never re-sent blindly: `runs retry` looks again.
  * `cancelled`: not sent because the run was cancelled; exported and retryable like a failure.
+ * `drifted`: a row of an applied plan, not sent because its record no longer held the plan's
+ * before-values of the fields it changes (someone edited it since the plan); re-plan to send it.
  */
 export type FinalRowStatus = (typeof FINAL_ROW_STATUSES)[number];
 
@@ -29,6 +31,7 @@ export const FINAL_ROW_STATUSES = [
   'invalid',
   'uncertain',
   'superseded',
+  'drifted',
   'cancelled',
 ] as const;
 
@@ -43,6 +46,8 @@ export interface RunCounts extends Record<FinalRowStatus, number> {
   invalid: number;
   superseded: number;
   uncertain: number;
+  /** Not sent: the record no longer held the plan's before-values (`crm-sync apply`). */
+  drifted: number;
   cancelled: number;
 }
 
@@ -58,6 +63,8 @@ export interface RunOptions {
   mapping?: unknown;
   dryRun?: boolean;
   reconcile?: boolean;
+  /** The plan this run applies (`crm-sync apply`): its rows are the plan's writes. */
+  plan?: string;
   matchKey?: string;
   inviteBatchSize?: number;
   /** Update rows per queue job, so a retry batches rows the same way. */

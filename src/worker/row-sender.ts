@@ -3,8 +3,10 @@ import type { Logger } from '../log/index.js';
 import type { QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
+import type { DriftCheck } from './drift-check.js';
 import {
   placeOf,
+  drifted,
   succeeded,
   superseded,
   type OrderSettlement,
@@ -46,6 +48,8 @@ export interface RowSenderOptions {
    * request its whole timeout inside the lease. Default RATE_WAIT_MS.
    */
   rateWaitMs?: number;
+  /** Checks a planned row's record still holds the plan's before-values (QueuedRow.expect). */
+  drift?: DriftCheck;
 }
 
 /**
@@ -99,6 +103,16 @@ export class RowSender {
   ): Promise<SendOutcome> {
     const { resource, updateRequired } = OPERATION_TABLE[payload.op];
     const record: RecordRef = { resource, id: payload.id };
+    // A planned row (crm-sync apply) goes only while its record holds what the plan saw: checked
+    // before the fence, so no record's write lease is held while the list is read.
+    if (r.expect && this.o.drift) {
+      try {
+        const answer = await this.o.drift.check(resource, payload.id, r.expect, payload.fields, signal);
+        if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message, payload.id) };
+      } catch (err) {
+        return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
+      }
+    }
     const begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
     switch (begin.kind) {
       case 'send': {

@@ -40,6 +40,8 @@ export interface SyncWorkerOptions {
   producerSilenceMs: number;
   /** Wait before looking for the deal of a create whose answer was lost (ms). */
   createSettleMs: number;
+  /** Apply's drift check reads the list again once its last read is this old (the workspace's `driftMaxAgeMs`; ms). */
+  driftMaxAgeMs: number;
   /** The config's retention (ms): create markers and deal claims live as long as a run can be retried. */
   retentionMs: number;
   /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. */

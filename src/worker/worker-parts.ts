@@ -16,6 +16,7 @@ import { checkKey } from '../runtime/index.js';
 import { bullmqTelemetry } from '../telemetry/index.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { DealLookup, DuplicateSafeCreate } from './creates/index.js';
+import { DriftCheck } from './drift-check.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { JobLockWatch } from './job-locks.js';
@@ -119,7 +120,14 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     store,
     fence,
     queue,
-    sender: new RowSender({ client, fence, creates, logger, budget: bucket }),
+    sender: new RowSender({
+      client,
+      fence,
+      creates,
+      logger,
+      budget: bucket,
+      drift: new DriftCheck({ client, budget: bucket, maxAgeMs: options.driftMaxAgeMs, logger }),
+    }),
     bucket,
     breaker,
     outage,

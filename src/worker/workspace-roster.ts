@@ -202,6 +202,7 @@ export class WorkspaceRoster {
         ...(ws.rateLimit ? { rateLimit: ws.rateLimit } : {}),
         retry: ws.retry,
         createSettleMs: ws.createSettleMs,
+        driftMaxAgeMs: ws.driftMaxAgeMs,
         retentionMs: derivedSettings({ retention: this.#config.retention }).retentionMs,
         automationFields: ws.automationFields,
         breaker: ws.breaker,

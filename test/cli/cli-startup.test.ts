@@ -126,7 +126,16 @@ describe('what a command loads', () => {
     expect(HEAVY.filter((p) => loaded.has(p))).toEqual([]);
   }, 60_000);
 
-  it.each([['--help'], ['runs', '--help'], ['import', '--help'], ['worker', '--help'], ['dashboard', '--help']])(
+  it.each([
+    ['--help'],
+    ['runs', '--help'],
+    ['import', '--help'],
+    ['worker', '--help'],
+    ['dashboard', '--help'],
+    ['plan', '--help'],
+    ['plans', '--help'],
+    ['apply', '--help'],
+  ])(
     '%s %s loads commander and none of the heavy modules',
     async (...args: string[]) => {
       const loaded = await packagesLoaded(args);

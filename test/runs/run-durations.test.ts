@@ -23,6 +23,7 @@ function run(fields: Partial<RunRecord>): RunRecord {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     },
     columns: [],
     options: {},

@@ -52,6 +52,7 @@ describe('create, get, list', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     expect(run.producerDone).toBe(false);
     expect(await store.getRun(run.id)).toEqual(run);
@@ -144,6 +145,7 @@ describe('counts', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     // A later delivery that ends differently never replaces the stored result: it is refused.
     const late = await store.recordFenced(run.id, [result(2, 'succeeded')]);
@@ -194,6 +196,7 @@ describe('counts', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     const invalid = await store.getResult(run.id, 1);
     expect(invalid).toEqual(result(1, 'invalid'));
@@ -325,6 +328,7 @@ describe('requeue', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     expect(await store.getResult(run.id, 3)).toBeNull();
 
@@ -341,6 +345,7 @@ describe('requeue', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     expect(current.producerDone).toBe(true);
     expect((await store.problems(run.id)).total).toBe(0);
@@ -359,6 +364,7 @@ describe('requeue', () => {
       superseded: 0,
       uncertain: 0,
       cancelled: 0,
+      drifted: 0,
     });
     expect((await store.requireRun(run.id)).status).toBe('completed');
   });

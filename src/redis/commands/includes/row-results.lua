@@ -4,10 +4,10 @@
   path wrote the row. Needs run-status and result-bucket; expects the local problemsKey.
 ]]
 -- The order the scripts answer counts in (COUNT_NAMES in runs/run-store.ts).
-local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled' }
-local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed', p = 'superseded', u = 'uncertain', c = 'cancelled' }
+local COUNTS = { 'total', 'queued', 'succeeded', 'failed', 'skipped', 'invalid', 'superseded', 'uncertain', 'cancelled', 'drifted' }
+local NAMES = { s = 'succeeded', k = 'skipped', i = 'invalid', f = 'failed', p = 'superseded', u = 'uncertain', c = 'cancelled', d = 'drifted' }
 local PROBLEM = { failed = true, invalid = true, uncertain = true, cancelled = true }
-local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0, superseded = 0, uncertain = 0, cancelled = 0 }
+local delta = { total = 0, queued = 0, succeeded = 0, failed = 0, skipped = 0, invalid = 0, superseded = 0, uncertain = 0, cancelled = 0, drifted = 0 }
 local max_row = tonumber(redis.call('HGET', runKey, 'maxRow') or '0')
 
 -- Writes the row's result and moves the counts in 'delta'; flush_results() applies them.

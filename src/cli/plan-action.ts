@@ -1,0 +1,87 @@
+// What `crm-sync plan` does, loaded by plan-command.ts only when the command runs.
+import { createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { getWorkspace } from '../config/index.js';
+import { readMappingFile, type SourceFormat } from '../ingest/index.js';
+import { makePlan, PlanStore } from '../plans/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
+import { formatPlanCounts, type ReconcileOperation } from '../reconcile/index.js';
+import { createCrmClient } from '../runtime/index.js';
+import { openStore } from '../runtime/light.js';
+import { cliContext } from './context.js';
+import { openImportSource } from './import-action.js';
+import { predictionWords } from './plans-actions.js';
+import { sourceNotes } from './source-notes.js';
+
+export interface PlanOptions {
+  op: ReconcileOperation;
+  workspace: string;
+  match?: string;
+  keyColumn?: string;
+  mapping?: string;
+  format?: SourceFormat;
+  delimiter?: string;
+  ignoreUnknownColumns?: boolean;
+  query?: string;
+  dbUrlEnv?: string;
+  dbUrlFile?: string;
+  rowKey?: string;
+  out?: string;
+  /** Always set by commander (DEFAULTS.client.pageSize). */
+  pageSize: number;
+  json?: boolean;
+}
+
+export async function runPlan(file: string | undefined, opts: PlanOptions, command: Command): Promise<void> {
+  const { config, logger } = cliContext(command);
+  const ws = getWorkspace(config, opts.workspace);
+  const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
+  const source = await openImportSource(file, { ...opts, fromPostgres: opts.query !== undefined }, config.resultsDir);
+  const { redis } = await openStore(config);
+  const client = createCrmClient(config, opts.workspace, logger);
+  const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
+  try {
+    const { plan, index } = await makePlan({
+      store: new PlanStore({ redis, prefix: config.prefix }),
+      file: source,
+      op: opts.op,
+      workspace: opts.workspace,
+      client,
+      budget: workspaceRequestBudget(redis, config, opts.workspace),
+      ...(opts.match ? { matchKey: opts.match } : {}),
+      ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
+      ...(mapping ? { mapping } : {}),
+      ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+      settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
+      onChecked: (...checked) => {
+        for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
+      },
+      pageSize: opts.pageSize,
+      ...(out ? { out } : {}),
+      logger,
+    });
+    const text = opts.json
+      ? JSON.stringify(
+          { planId: plan.id, counts: plan.counts, prediction: plan.prediction, expiresAt: plan.expiresAt },
+          null,
+          2,
+        )
+      : [
+          `plan ${plan.id} for ${plan.rows} rows (${plan.operation} on ${plan.workspace}): ${formatPlanCounts(plan.counts)}`,
+          `  apply would take ${predictionWords(plan)}`,
+          `  CRM read: ${index.records} records, ${index.pages} list requests; nothing was sent`,
+          `  expires ${plan.expiresAt}${ws.requireApproval ? '; this workspace requires approval before apply' : ''}`,
+          `  review: crm-sync plans show ${plan.id}   approve: crm-sync plans approve ${plan.id}   apply: crm-sync apply ${plan.id} --wait`,
+        ].join('\n');
+    (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
+    process.exitCode = plan.counts.invalid + plan.counts['not-found'] + plan.counts.ambiguous > 0 ? 1 : 0;
+  } finally {
+    client.close();
+    redis.disconnect();
+    if (out && out !== process.stdout) {
+      out.end();
+      await finished(out);
+    }
+  }
+}

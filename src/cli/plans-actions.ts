@@ -1,0 +1,150 @@
+// What `crm-sync plans …` does, loaded by plans-command.ts only when a subcommand runs.
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { CrmSyncError } from '../errors/index.js';
+import { planChanges, planRowFilter, PlanStore, refusal, writePlanCsv, type PlanRecord } from '../plans/index.js';
+import { formatPlanCounts } from '../reconcile/index.js';
+import { withStore } from './context.js';
+import type { ShowPlanCliOptions } from './plans-command.js';
+
+/** Who approves from the command line: `cli:<user>@<host>`. */
+export function cliApprover(): string {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (a container's arbitrary uid): the host still says where.
+  }
+  return `cli:${user}@${hostname()}`;
+}
+
+/** `204 requests (200 writes, 4 list pages), about 3 s at 100 requests per 1 s` */
+export function predictionWords(plan: PlanRecord): string {
+  const p = plan.prediction;
+  const parts = `${p.requests} requests (${p.writes} writes, ${p.listPages} list pages for the drift check)`;
+  return p.seconds !== undefined
+    ? `${parts}, about ${durationWords(p.seconds)} at ${p.limit}`
+    : `${parts}; how long is not known: the workspace has no known rate limit (unknown limit)`;
+}
+
+function durationWords(seconds: number): string {
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+export function statusWords(plan: PlanRecord): string {
+  if (plan.expired) return `expired (${plan.status} until ${plan.expiresAt})`;
+  if (plan.status === 'applied' || plan.status === 'applying') return `${plan.status} by run ${plan.runId ?? '?'}`;
+  return plan.status;
+}
+
+function planStore(scope: { redis: PlanStore['redis']; config: { prefix: string } }): PlanStore {
+  return new PlanStore({ redis: scope.redis, prefix: scope.config.prefix });
+}
+
+export async function listPlans(
+  opts: { workspace?: string; limit: number; json?: boolean },
+  command: Command,
+): Promise<void> {
+  await withStore(command, async (scope) => {
+    const plans = await planStore(scope).list({
+      ...(opts.workspace !== undefined ? { workspace: opts.workspace } : {}),
+      limit: opts.limit,
+    });
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ plans }, null, 2)}\n`);
+      return;
+    }
+    if (plans.length === 0) process.stdout.write('no plans\n');
+    for (const p of plans)
+      process.stdout.write(
+        `${p.id}  ${p.workspace}  ${p.operation}  ${statusWords(p)}  ${p.rows} rows: ${formatPlanCounts(p.counts)}  created ${p.createdAt}\n`,
+      );
+  });
+}
+
+export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Command): Promise<void> {
+  await withStore(command, async (scope) => {
+    const store = planStore(scope);
+    const plan = await store.require(id);
+    const rows = await store.page(plan, opts.offset, opts.rows, planRowFilter(opts));
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ plan, rows }, null, 2)}\n`);
+      return;
+    }
+    const lines = [
+      `Plan ${plan.id}: ${plan.operation} on ${plan.workspace} from ${plan.source}`,
+      `  status: ${statusWords(plan)}${plan.approval ? ` · approved ${plan.approval.at} by ${plan.approval.by}` : ''} · expires ${plan.expiresAt}`,
+      `  rows: ${plan.rows}: ${formatPlanCounts(plan.counts)}`,
+      `  apply would take ${predictionWords(plan)}`,
+    ];
+    for (const r of rows) {
+      const where = `row ${r.row}${r.line !== undefined ? ` (line ${r.line})` : ''}`;
+      const record = r.recordId !== undefined ? ` ${r.recordId}` : r.key !== undefined ? ` ${r.key}` : '';
+      const changes = planChanges(r)
+        .map((c) => `${c.field}: ${JSON.stringify(c.before)} -> ${JSON.stringify(c.after)}`)
+        .join('; ');
+      lines.push(
+        `  ${where}: ${r.action}${record}${changes ? `: ${changes}` : ''}${r.message ? ` (${r.message})` : ''}`,
+      );
+    }
+    if (rows.length === opts.rows) lines.push(`  … more with --offset ${opts.offset + opts.rows}`);
+    process.stdout.write(`${lines.join('\n')}\n`);
+  });
+}
+
+export async function exportPlan(id: string, opts: { out?: string }, command: Command): Promise<void> {
+  await withStore(command, async (scope) => {
+    const store = planStore(scope);
+    const plan = await store.require(id);
+    let path = opts.out;
+    if (path === undefined) {
+      mkdirSync(scope.config.resultsDir, { recursive: true });
+      path = join(scope.config.resultsDir, `${id}.csv`);
+    }
+    if (path === '-') {
+      await writePlanCsv(store, plan, process.stdout);
+      return;
+    }
+    const out = createWriteStream(path);
+    const lines = await writePlanCsv(store, plan, out);
+    out.end();
+    await finished(out);
+    process.stdout.write(`${lines} lines written to ${path}\n`);
+  });
+}
+
+export async function approvePlan(id: string, command: Command): Promise<void> {
+  await withStore(command, async (scope) => {
+    const store = planStore(scope);
+    const plan = await store.require(id);
+    const move = await store.approve(id, cliApprover());
+    if (!move.ok) throw notMoved(plan, move.why, 'approved');
+    const now = await store.require(id);
+    process.stdout.write(
+      `plan ${id} approved${now.approval ? ` by ${now.approval.by} at ${now.approval.at}` : ''}; apply it with: crm-sync apply ${id} --wait\n`,
+    );
+  });
+}
+
+export async function discardPlan(id: string, command: Command): Promise<void> {
+  await withStore(command, async (scope) => {
+    const store = planStore(scope);
+    const plan = await store.require(id);
+    const move = await store.discard(id, cliApprover());
+    if (!move.ok) throw notMoved(plan, move.why, 'discarded');
+    process.stdout.write(`plan ${id} discarded: it can no longer be approved or applied\n`);
+  });
+}
+
+function notMoved(plan: PlanRecord, why: string, verb: string): CrmSyncError {
+  if (why === 'applied' || why === 'applying' || why === 'expired' || why === 'discarded') {
+    const err = refusal(plan, { ok: false, why, status: plan.status });
+    return new CrmSyncError('PLAN_REFUSED', err.message.replace('cannot be applied', `cannot be ${verb}`));
+  }
+  return new CrmSyncError('PLAN_REFUSED', `plan ${plan.id} cannot be ${verb} (${why})`);
+}

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { writeOperation } from '../reconcile/index.js';
+import { produceRun, runLife, type ProducedRow, type ProducerProgress } from '../lifecycle/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import type { WorkspaceQueue } from '../queue/index.js';
+import type { RunRecord, RunStore } from '../runs/index.js';
+import type { PlanStore } from './plan-store.js';
+import { refusal } from './plan-refusal.js';
+import type { PlanRecord, PlanRow } from './plan-types.js';
+
+export interface ApplyPlanOptions {
+  plans: PlanStore;
+  store: RunStore;
+  queue: WorkspaceQueue;
+  planId: string;
+  /** The workspace's `requireApproval`: an unapproved plan is refused. */
+  requireApproval: boolean;
+  /** The workspace's `rowsPerJob`. */
+  rowsPerJob?: number;
+  logger?: Logger;
+  /** Called with the run as soon as it exists. */
+  onRun?: (run: RunRecord) => void;
+}
+
+export interface ApplyPlanResult {
+  plan: PlanRecord;
+  run: RunRecord;
+  progress: ProducerProgress;
+}
+
+/**
+ * `crm-sync apply`: takes the plan for applying (once, atomically; refused when it is unapproved
+ * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
+ * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
+ * the plan's before-values of the fields it changes, so the worker sends it only while the
+ * record still holds them (else `drifted`); creates go through the duplicate-safe create as an
+ * import's do. The run's life is runLife's, like every run's.
+ */
+export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanResult> {
+  const { plans, store, queue, planId } = options;
+  const logger = options.logger ?? silentLogger;
+  const plan = await plans.require(planId);
+  const token = randomBytes(8).toString('hex');
+  const move = await plans.beginApply(planId, options.requireApproval, token);
+  if (!move.ok) throw refusal(plan, move);
+  let runId: string | undefined;
+  try {
+    const { run, progress } = await runLife({
+      store,
+      logger,
+      columns: () => ['id', ...plan.fields],
+      start: async () => {
+        const run = await store.createRun({
+          workspace: plan.workspace,
+          operation: plan.operation,
+          source: `plan ${plan.id} (${plan.source})`,
+          options: {
+            plan: plan.id,
+            reconcile: true,
+            matchKey: plan.matchKey,
+            ...(options.rowsPerJob !== undefined && options.rowsPerJob > 1 ? { rowsPerJob: options.rowsPerJob } : {}),
+          },
+        });
+        runId = run.id;
+        await plans.setRun(planId, run.id);
+        options.onRun?.(run);
+        return run;
+      },
+      produce: (run, stop) =>
+        produceRun(writesOf(plans, plan), {
+          queue,
+          store,
+          runId: run.id,
+          signal: stop,
+          logger,
+          ...(options.rowsPerJob !== undefined ? { rowsPerJob: options.rowsPerJob } : {}),
+          sourceColumns: () => ['id', ...plan.fields],
+        }),
+    });
+    await plans.applied(planId, token);
+    return { plan: await plans.require(planId), run, progress };
+  } catch (err) {
+    // No run: nothing was queued, the plan may be applied again. With a run, rows may have gone:
+    // the plan stays `applying`, naming its run (runLife failed it with the reason).
+    if (runId === undefined) await plans.unapply(planId, token).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The plan's writes, in row order, as the producer takes them. */
+async function* writesOf(plans: PlanStore, plan: PlanRecord): AsyncGenerator<ProducedRow> {
+  for await (const r of plans.rows(plan)) {
+    const row = producedOf(plan, r);
+    if (row) yield row;
+  }
+}
+
+function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
+  const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
+  const fields = r.fields ?? {};
+  if (r.action === 'update' && r.recordId !== undefined) {
+    const expect = Object.fromEntries(
+      Object.entries(r.before ?? {}).filter((e): e is [string, string] => e[1] !== null),
+    );
+    return {
+      ...place,
+      payload: { op: writeOperation(plan.operation), id: r.recordId, fields } as ProducedRow['payload'],
+      original: originalOf({ id: r.recordId, ...fields }),
+      expect,
+    };
+  }
+  if (r.action === 'create')
+    return {
+      ...place,
+      payload: {
+        op: 'deal.create',
+        fields,
+        ...(r.match !== undefined ? { match: r.match } : {}),
+      } as ProducedRow['payload'],
+      original: originalOf(fields),
+    };
+  return undefined;
+}
+
+/** A row's values as text, as a source would give them (exports of failed rows show them). */
+function originalOf(values: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([k, v]) => [
+      k,
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v)
+          ? v.join(';')
+          : v === null || v === undefined
+            ? ''
+            : JSON.stringify(v),
+    ]),
+  );
+}

@@ -1,0 +1,17 @@
+export { PlanStore, PlanWriter, PLAN_KEEP_MS, type NewPlan, type PlanMove, type PlanRefusal } from './plan-store.js';
+export { makePlan, planRowOf, type MakePlanOptions, type MakePlanResult } from './make-plan.js';
+export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-plan.js';
+export { refusal } from './plan-refusal.js';
+export { encodePlanRow, decodePlanRow } from './plan-codec.js';
+export { planChanges, planRowFilter, writePlanCsv, PLAN_EXPORT_COLUMNS, type PlanRowFilter } from './plan-view.js';
+export {
+  PLAN_STATUSES,
+  type PlanAction,
+  type PlanApproval,
+  type PlanChange,
+  type PlanCounts,
+  type PlanPrediction,
+  type PlanRecord,
+  type PlanRow,
+  type PlanStatus,
+} from './plan-types.js';

@@ -1,0 +1,138 @@
+import { DEFAULTS } from '../config/index.js';
+import { OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import type { Mapping, RowDecoder, Source, SourceFormat, SourceReader } from '../ingest/index.js';
+import type { Logger } from '../log/index.js';
+import type { RequestBudget } from '../rate/index.js';
+import {
+  defaultMatchKey,
+  planReconcile,
+  writeOperation,
+  type IndexStats,
+  type PlannedRow,
+  type ReconcileOperation,
+} from '../reconcile/index.js';
+import type { PlanStore } from './plan-store.js';
+import type { PlanPrediction, PlanRecord, PlanRow } from './plan-types.js';
+
+export interface MakePlanOptions {
+  store: PlanStore;
+  /** A file's path, or an opened Source (stdin, a database query). */
+  file: string | Source;
+  op: ReconcileOperation;
+  workspace: string;
+  client: CrmClient;
+  /** The workspace's shared request budget: every list page takes a token. */
+  budget?: RequestBudget;
+  matchKey?: string;
+  keyColumn?: string;
+  mapping?: { mapping: Mapping; raw: unknown };
+  format?: SourceFormat;
+  delimiter?: string;
+  ignoreUnknownColumns?: boolean;
+  /** The workspace's settings the plan needs: its life, its known limit, the drift check's spacing. */
+  settings: { planTtlMs: number; driftMaxAgeMs: number; rateLimit?: { max: number; durationMs: number } | undefined };
+  /** The plan as CSV too (reconcile's plan CSV), one line per row. */
+  out?: NodeJS.WritableStream;
+  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
+  pageSize?: number;
+  logger?: Logger;
+}
+
+export interface MakePlanResult {
+  plan: PlanRecord;
+  index: IndexStats;
+}
+
+/**
+ * `crm-sync plan`: reconcile's planner (the same source checks, list pages in the workspace's
+ * budget, matching and diffing) with every row stored in a plan instead of sent. Nothing is written
+ * to the CRM.
+ */
+export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult> {
+  const matchKey = options.matchKey ?? defaultMatchKey(options.op);
+  const writer = await options.store.begin({
+    workspace: options.workspace,
+    operation: options.op,
+    source: typeof options.file === 'string' ? options.file : options.file.label,
+    matchKey,
+    ttlMs: options.settings.planTtlMs,
+  });
+  const fields = new Set<string>();
+  const result = await planReconcile({
+    ...options,
+    matchKey,
+    onRow: async (row) => {
+      const stored = planRowOf(options.op, row);
+      for (const f of Object.keys(stored.fields ?? {})) fields.add(f);
+      await writer.add(stored);
+    },
+  });
+  const writes = result.counts.update + result.counts.create;
+  const plan = await writer.finish({
+    counts: result.counts,
+    rows: result.rows,
+    fields: [...fields],
+    prediction: predict(result.counts.update, writes, result.index.records, options),
+  });
+  return { plan, index: result.index };
+}
+
+/** What a planned row keeps: an update only the fields it changes (and those the API requires), with their before-values. */
+export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
+  const out: PlanRow = {
+    row: row.row,
+    ...(row.line !== undefined ? { line: row.line } : {}),
+    ...(row.ref !== undefined ? { ref: row.ref } : {}),
+    action: row.action,
+    ...(row.recordId !== undefined ? { recordId: row.recordId } : {}),
+    ...(row.key !== undefined ? { key: row.key } : {}),
+  };
+  const payload = row.payload;
+  if (row.action === 'update' && payload && payload.op !== 'team.invite' && payload.op !== 'deal.create') {
+    const required = OPERATION_TABLE[writeOperation(op)].updateRequired;
+    const changes = row.changes ?? [];
+    const send = new Set([...changes.map((c) => c.field), ...required]);
+    const all = payload.fields as Record<string, unknown>;
+    out.fields = Object.fromEntries(Object.entries(all).filter(([f, v]) => send.has(f) && v !== undefined));
+    out.before = Object.fromEntries(changes.map((c) => [c.field, c.current ?? null]));
+  } else if (row.action === 'create' && payload?.op === 'deal.create') {
+    out.fields = payload.fields as Record<string, unknown>;
+    if (payload.match !== undefined) out.match = payload.match;
+  } else if (row.outcome) {
+    if (row.outcome.code !== undefined) out.code = row.outcome.code;
+    out.message = row.outcome.message;
+  } else if (row.errors) {
+    out.code = row.code ?? 'ROW_INVALID';
+    out.message = row.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  }
+  return out;
+}
+
+/**
+ * Requests and time at the workspace's known limit: one request per write, plus the drift
+ * check's passes over the list (one at least when there are updates; another each time the last
+ * is older than the drift window, a pass itself spaced by 4 × its duration).
+ */
+function predict(updates: number, writes: number, records: number, options: MakePlanOptions): PlanPrediction {
+  const pageSize = options.pageSize ?? DEFAULTS.client.pageSize;
+  const pagesPerPass = Math.ceil(records / pageSize) + 1;
+  const limit = options.settings.rateLimit;
+  if (!limit) {
+    const listPages = updates > 0 ? pagesPerPass : 0;
+    return { requests: writes + listPages, writes, listPages, limit: 'unknown limit' };
+  }
+  const perSecond = (limit.max * 1000) / limit.durationMs;
+  const passSeconds = pagesPerPass / perSecond;
+  const writeSeconds = writes / perSecond;
+  const spacing = Math.max(options.settings.driftMaxAgeMs / 1000, 5 * passSeconds);
+  const passes = updates > 0 ? 1 + Math.floor(writeSeconds / spacing) : 0;
+  const listPages = passes * pagesPerPass;
+  const requests = writes + listPages;
+  return {
+    requests,
+    writes,
+    listPages,
+    seconds: Math.ceil(requests / perSecond),
+    limit: `${limit.max} requests per ${limit.durationMs / 1000} s`,
+  };
+}

@@ -1,0 +1,78 @@
+import type { ReconcileOperation } from '../crm/light.js';
+
+/**
+ * A plan's life: `pending` (stored, nobody approved it), `approved`, `applying` (apply took it:
+ * its run is being produced), `applied` (every write of it is queued in its run), `discarded`.
+ * `expired` is not stored: it is a pending or approved plan past `expiresAt`.
+ */
+export const PLAN_STATUSES = ['pending', 'approved', 'applying', 'applied', 'discarded'] as const;
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
+
+/** What the planner decided for a row (reconcile's PlanAction). */
+export type PlanAction = 'update' | 'create' | 'skip' | 'not-found' | 'ambiguous' | 'invalid';
+export type PlanCounts = Record<PlanAction, number>;
+
+/** What applying the plan is expected to take at the workspace's limit. */
+export interface PlanPrediction {
+  /** Writes (one request each) plus the drift check's list pages (one pass, at least). */
+  requests: number;
+  writes: number;
+  listPages: number;
+  /** At the workspace's known limit; undefined when the limit is unknown (said so). */
+  seconds?: number;
+  /** `200 requests per 60 s`, or `unknown limit`. */
+  limit: string;
+}
+
+export interface PlanApproval {
+  at: string;
+  /** `cli:<user>@<host>` or `dashboard:<session>`. */
+  by: string;
+}
+
+export interface PlanRecord {
+  id: string;
+  workspace: string;
+  operation: ReconcileOperation;
+  /** The source's label (a path, stdin's copy, or `postgres (…): <query>`). */
+  source: string;
+  matchKey: string;
+  status: PlanStatus;
+  /** True for a pending or approved plan past `expiresAt`: it can no longer be approved or applied. */
+  expired: boolean;
+  createdAt: string;
+  expiresAt: string;
+  approval?: PlanApproval;
+  /** The run that applies it, once applied (or being applied). */
+  runId?: string;
+  rows: number;
+  counts: PlanCounts;
+  prediction: PlanPrediction;
+  /** The fields the plan writes, in the order first seen (the run's columns after `id`). */
+  fields: string[];
+}
+
+/** One planned field change: the CRM's value when planned (undefined: the CRM does not report it) and the new one. */
+export interface PlanChange {
+  field: string;
+  before?: string;
+  after: string;
+}
+
+/** One row of a stored plan. */
+export interface PlanRow {
+  row: number;
+  line?: number;
+  ref?: string;
+  action: PlanAction;
+  recordId?: string;
+  key?: string;
+  /** update: the fields sent (the changed ones, and those the API requires); create: every field. */
+  fields?: Record<string, unknown>;
+  /** update: per changed field, the CRM's value when planned (canonical; null when not reported). */
+  before?: Record<string, string | null>;
+  /** A create's match (`name=Acme`), for the duplicate-safe create. */
+  match?: string;
+  code?: string;
+  message?: string;
+}

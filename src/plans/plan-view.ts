@@ -1,0 +1,80 @@
+import { once } from 'node:events';
+import { stringify } from 'csv-stringify/sync';
+import { canonicalFromRow, showCanonical } from '../reconcile/index.js';
+import { escapeCsvCell } from '../runs/index.js';
+import type { PlanStore } from './plan-store.js';
+import type { PlanAction, PlanChange, PlanRecord, PlanRow } from './plan-types.js';
+
+/*
+ * How a plan's rows read to people, the same in `plans show|export` and the dashboard's plan page:
+ * per row its field changes (before → after, in the text form reconcile compares in), filters,
+ * and the CSV.
+ */
+
+/** A row's changes: an update's changed fields with the CRM's value when planned; a create's every field. */
+export function planChanges(row: PlanRow): Array<Required<Pick<PlanChange, 'field' | 'after'>> & { before: string }> {
+  if (row.action === 'create')
+    return Object.entries(row.fields ?? {}).map(([field, v]) => ({
+      field,
+      before: '',
+      after: showCanonical(canonicalFromRow(field, v)),
+    }));
+  return Object.entries(row.before ?? {}).map(([field, before]) => ({
+    field,
+    before: showCanonical(before ?? undefined),
+    after: showCanonical(canonicalFromRow(field, row.fields?.[field])),
+  }));
+}
+
+export interface PlanRowFilter {
+  action?: PlanAction | string | undefined;
+  field?: string | undefined;
+  /** Case-insensitive, in the record id, key, values and message. */
+  text?: string | undefined;
+}
+
+export function planRowFilter(filter: PlanRowFilter): (row: PlanRow) => boolean {
+  const text = filter.text?.toLowerCase();
+  return (row) => {
+    if (filter.action !== undefined && row.action !== filter.action) return false;
+    if (filter.field !== undefined && !planChanges(row).some((c) => c.field === filter.field)) return false;
+    if (text !== undefined && text !== '') {
+      const hay = [
+        row.recordId,
+        row.key,
+        row.ref,
+        row.message,
+        ...planChanges(row).flatMap((c) => [c.before, c.after]),
+      ];
+      if (!hay.some((h) => h?.toLowerCase().includes(text))) return false;
+    }
+    return true;
+  };
+}
+
+export const PLAN_EXPORT_COLUMNS = ['row', 'line', 'action', 'record_id', 'key', 'field', 'before', 'after', 'message'];
+
+/**
+ * The plan as CSV, one line per field change (a row without changes: one line), cells
+ * spreadsheet-safe; streamed bucket by bucket. Returns the lines written.
+ */
+export async function writePlanCsv(
+  store: PlanStore,
+  plan: PlanRecord,
+  out: NodeJS.WritableStream,
+  keep: (row: PlanRow) => boolean = () => true,
+): Promise<number> {
+  const line = (cells: string[]) => stringify([cells.map(escapeCsvCell)]);
+  if (!out.write(line(PLAN_EXPORT_COLUMNS))) await once(out, 'drain');
+  let lines = 0;
+  for await (const r of store.rows(plan)) {
+    if (!keep(r)) continue;
+    const base = [String(r.row), r.line !== undefined ? String(r.line) : '', r.action, r.recordId ?? '', r.key ?? ''];
+    const changes = planChanges(r);
+    for (const c of changes.length > 0 ? changes : [{ field: '', before: '', after: '' }]) {
+      if (!out.write(line([...base, c.field, c.before, c.after, r.message ?? '']))) await once(out, 'drain');
+      lines++;
+    }
+  }
+  return lines;
+}
