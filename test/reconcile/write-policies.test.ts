@@ -170,6 +170,22 @@ describe('field write policies', () => {
     expect(h.ws.contacts.get(b.id)).toMatchObject({ phone_number: '+1 200-555-0012', tag_ids: [tag(2)] });
   });
 
+  it('a deal update whose name is "never" keeps the CRM\'s name (the API requires one) and writes the rest', async () => {
+    const deal = [...h.ws.deals.values()][2]!;
+    const mapping = h.file(
+      'deal-mapping.json',
+      JSON.stringify({
+        columns: { Title: { field: 'name', write: 'never' }, Amount: 'value' },
+      }),
+    );
+    const file = h.file('deal-policy.csv', csv(['Number', 'Title', 'Amount'], [[deal.unique_number, 'Not This', 777]]));
+    h.ws.resetStats();
+    const run = await reconcile(h, file, { op: 'deal.update', keyColumn: 'Number', mapping: readMappingFile(mapping) });
+    expect(run.counts).toMatchObject({ update: 1 });
+    expect((await h.waitForRun(run.run.id)).counts).toMatchObject({ succeeded: 1 });
+    expect(h.ws.deals.get(deal.id)).toMatchObject({ name: deal.name, value: 777 });
+  });
+
   it('a plain import: never leaves the field out, clear sends the empty value, if-empty is refused before a run exists', async () => {
     const [a] = seed([{ phone: '+1 200-555-0021', tags: [tag(0)] }]) as [SimContact];
     const never = parseMapping(
