@@ -5,7 +5,13 @@ import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
 import { readMappingFile, type SourceFormat } from '../ingest/index.js';
-import { formatPlanCounts, planReconcile, type ReconcileOperation } from '../reconcile/index.js';
+import {
+  formatPlanCounts,
+  planReconcile,
+  topFields,
+  type FieldTally,
+  type ReconcileOperation,
+} from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import { sourceNotes } from './source-notes.js';
@@ -51,7 +57,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
     });
     const text = opts.json
       ? JSON.stringify(plan, null, 2)
-      : `plan for ${plan.rows} rows: ${formatPlanCounts(plan.counts)}\n  (CRM index: ${plan.index.records} records, ${plan.index.pages} list requests, ${plan.index.ms} ms; nothing was sent)`;
+      : `plan for ${plan.rows} rows: ${formatPlanCounts(plan.counts)}\n${heldLine(plan.summary.held)}  (CRM index: ${plan.index.records} records, ${plan.index.pages} list requests, ${plan.index.ms} ms; nothing was sent)`;
     (opts.out === '-' ? process.stderr : process.stdout).write(`${text}\n`);
     process.exitCode = plan.counts.invalid + plan.counts['not-found'] + plan.counts.ambiguous > 0 ? 1 : 0;
   } finally {
@@ -61,4 +67,11 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       await finished(out);
     }
   }
+}
+
+/** `  held back by write policies: phone_number in 12 rows, name in 3 rows` (with a newline), or nothing. */
+function heldLine(held: FieldTally): string {
+  const top = topFields(held, 10);
+  if (top.length === 0) return '';
+  return `  held back by write policies: ${top.map(([f, n]) => `${f} in ${n} row${n === 1 ? '' : 's'}`).join(', ')}\n`;
 }

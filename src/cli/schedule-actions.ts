@@ -68,7 +68,7 @@ export async function removeSyncSchedule(name: string, _opts: unknown, command: 
 
 export async function runSyncNow(
   name: string,
-  opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean },
+  opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean; overrideGuard?: boolean },
   command: Command,
 ): Promise<void> {
   const def = findDefinition(opts.jobsDir, name);
@@ -76,7 +76,11 @@ export async function runSyncNow(
     const { runtime } = scope;
     await withWorkers(scope, { work: opts.work, workspace: def.workspace, concurrency: opts.concurrency }, async () => {
       // A blocked run ends this command (exit 3) instead of waiting for someone to fix the key.
-      const summary = await runSync(def, { runtime, returnWhenBlocked: true });
+      const summary = await runSync(def, {
+        runtime,
+        returnWhenBlocked: true,
+        ...(opts.overrideGuard ? { overrideGuard: true } : {}),
+      });
       const c = summary.counts;
       process.stdout.write(
         opts.json

@@ -46,11 +46,15 @@ A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule
       .description('Run a sync now, in this process, and wait for it (workers must be running, or pass --work)')
       .option('--work', 'also process the rows in this process')
       .option('--concurrency <n>', 'requests in flight with --work', positiveInt, DEFAULTS.cli.workConcurrency)
-      .option('--json', 'print the summary as JSON'),
+      .option('--json', 'print the summary as JSON')
+      .option(
+        '--override-guard',
+        'apply this tick even if its plan goes over the sync\'s guard or the sync holds every tick ("approval": "always")',
+      ),
   ).action(
     async (
       name: string,
-      opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean },
+      opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean; overrideGuard?: boolean },
       command: Command,
     ) => (await actions()).runSyncNow(name, opts, command),
   );

@@ -119,3 +119,22 @@ export type LeadUpdateFields = z.infer<typeof LeadUpdateFieldsSchema>;
 export type ContactUpdateFields = z.infer<typeof ContactUpdateFieldsSchema>;
 export type InviteOptions = z.infer<typeof InviteOptionsSchema>;
 export type TeamMembersBody = z.infer<typeof TeamMembersBodySchema>;
+
+/**
+ * The value a field is cleared with (a mapping's `"emptyCells": "clear"`), for the fields whose
+ * request body can hold an empty value. The spec types every request field as a string, number
+ * or array and shows no null; it shows empty values only for `phone_number` ("May be an empty
+ * string", §2.2–2.3) and tag lists (an empty `tags` array, §4.1), and an empty array is a valid
+ * `tag_ids`. Every other field (a name, an email, a status, an owner, a company, a stage…) cannot
+ * be cleared through this API: a mapping that asks is refused. Correct here if the service differs.
+ */
+export const CLEAR_VALUES: Readonly<Record<string, string | readonly string[]>> = {
+  phone_number: '',
+  tag_ids: [],
+};
+
+/** The value that clears `field` in a request of `op`, or undefined when the API cannot clear it. */
+export function clearValueOf(op: Operation, field: string): string | readonly string[] | undefined {
+  if (!Object.hasOwn(CLEAR_VALUES, field)) return undefined;
+  return Object.hasOwn(OPERATION_FIELDS[op].shape, field) ? CLEAR_VALUES[field] : undefined;
+}

@@ -36,14 +36,20 @@ export {
 export {
   COLUMN_TYPES,
   ColumnTypeSchema,
+  EMPTY_CELL_POLICIES,
+  EmptyCellPolicySchema,
   MappingSchema,
+  WRITE_POLICIES,
+  WritePolicySchema,
   fieldsOf,
   inferType,
   loadMapping,
   parseMapping,
   readMappingFile,
   type ColumnType,
+  type EmptyCellPolicy,
   type Mapping,
+  type WritePolicy,
 } from './mapping.js';
 export { ROW_FIELD, type FieldError } from './field-error.js';
 export { validateRow } from './validate-row.js';

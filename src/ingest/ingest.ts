@@ -95,6 +95,13 @@ export async function ingest(
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
     ...(extraColumns ? { extraColumns } : {}),
   });
+  const crmValues = decoder.needsCrmValues();
+  if (crmValues.length > 0)
+    throw new CrmSyncError(
+      'USAGE',
+      `the mapping's write policies need the CRM's current values, which a plain import does not read: ${crmValues.join('; ')}. ` +
+        'Import with --reconcile (or run it as a nightly sync), or set "write": "always". Nothing was sent.',
+    );
   const reader = typeof source === 'string' ? openSource(source, readOptions) : source;
   // An update source without ids: one sentence for the file, not "id: is required" per row
   // (first: its key columns would otherwise be refused as mapping to no field).

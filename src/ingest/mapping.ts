@@ -1,11 +1,32 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { OPERATIONS, rowFieldSchemas, type Operation } from '../crm/index.js';
+import {
+  clearValueOf,
+  CLEAR_VALUES,
+  OPERATION_TABLE,
+  OPERATIONS,
+  rowFieldSchemas,
+  type Operation,
+} from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'list', 'boolean-string'] as const;
 export const ColumnTypeSchema = z.enum(COLUMN_TYPES, `must be one of ${COLUMN_TYPES.join(', ')}`);
 export type ColumnType = z.infer<typeof ColumnTypeSchema>;
+
+/**
+ * When a field may overwrite the CRM's value, where rows are compared with the CRM (reconcile,
+ * `import --reconcile`, nightly syncs, plans): `always`; `if-empty`, only where the CRM's value
+ * is empty; `never`, used to match or create, never to overwrite.
+ */
+export const WRITE_POLICIES = ['always', 'if-empty', 'never'] as const;
+export const WritePolicySchema = z.enum(WRITE_POLICIES, `must be one of ${WRITE_POLICIES.join(', ')}`);
+export type WritePolicy = z.infer<typeof WritePolicySchema>;
+
+/** What an empty source cell means: `skip`, leave the CRM's value alone; `clear`, empty it. */
+export const EMPTY_CELL_POLICIES = ['skip', 'clear'] as const;
+export const EmptyCellPolicySchema = z.enum(EMPTY_CELL_POLICIES, `must be one of ${EMPTY_CELL_POLICIES.join(', ')}`);
+export type EmptyCellPolicy = z.infer<typeof EmptyCellPolicySchema>;
 
 const ColumnRuleSchema = z.strictObject(
   {
@@ -16,11 +37,15 @@ const ColumnRuleSchema = z.strictObject(
     separator: z.string('must be text').min(1, 'must not be empty').optional(),
     /** Default true. */
     trim: z.boolean('must be true or false').optional(),
+    /** Default "always". */
+    write: WritePolicySchema.optional(),
+    /** Default "skip". "clear" only for fields the API can hold empty (CLEAR_VALUES). */
+    emptyCells: EmptyCellPolicySchema.optional(),
   },
   {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
-        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim`
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim, write, emptyCells`
         : undefined,
   },
 );
@@ -86,6 +111,10 @@ export interface ColumnRule {
    * file without it is fine (only columns a mapping names must be in the header).
    */
   implicit: boolean;
+  /** When the field may overwrite the CRM's value. */
+  write: WritePolicy;
+  /** What an empty cell does. */
+  emptyCells: EmptyCellPolicy;
 }
 
 /** Every operation's row fields: the operation table's row shape around its body schema. */
@@ -179,9 +208,41 @@ const DEFAULT_RULES = Object.fromEntries(
       trim: true,
       typed: false,
       implicit: true,
+      write: 'always',
+      emptyCells: 'skip',
     })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
+
+/**
+ * A column's write policies that cannot mean anything for `op`: a record id is how a row finds
+ * its record and is never written, and only some fields can be emptied through the API.
+ */
+function policyProblems(
+  op: Operation,
+  column: string,
+  rule: { field: string; write?: WritePolicy | undefined; emptyCells?: EmptyCellPolicy | undefined },
+): string[] {
+  const problems: string[] = [];
+  const setsPolicy = (rule.write !== undefined && rule.write !== 'always') || rule.emptyCells === 'clear';
+  if (rule.field === 'id' && setsPolicy)
+    problems.push(
+      `column "${column}" maps to id, which finds the record and is never written: "write" and "emptyCells" do not apply`,
+    );
+  else if (rule.emptyCells === 'clear' && clearValueOf(op, rule.field) === undefined) {
+    const clearable = Object.keys(CLEAR_VALUES).filter((f) => clearValueOf(op, f) !== undefined);
+    problems.push(
+      `column "${column}" has "emptyCells": "clear", but the API cannot empty ${rule.field} (` +
+        (clearable.length > 0
+          ? `of ${op}'s fields only ${clearable.join(', ')} can be cleared`
+          : `${op} has no field that can be cleared`) +
+        '); use "skip" (an empty cell leaves the value alone)',
+    );
+  }
+  if (OPERATION_TABLE[op].shape === 'invite' && setsPolicy)
+    problems.push(`column "${column}": write policies apply to record updates, not to ${op}`);
+  return problems;
+}
 
 const ruleCache = new WeakMap<Mapping, Map<Operation, ColumnRule[]>>();
 
@@ -197,10 +258,12 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
   if (cached !== undefined) return cached;
   const rules: ColumnRule[] = [];
   const wrong: string[] = [];
+  const policies: string[] = [];
   for (const [column, target] of Object.entries(mapping.columns)) {
     if (target === null) continue;
     const rule = typeof target === 'string' ? { field: target } : target;
     if (!fields.includes(rule.field)) wrong.push(`column "${column}" maps to "${rule.field}"`);
+    else policies.push(...policyProblems(op, column, rule));
     rules.push({
       column,
       field: rule.field,
@@ -209,6 +272,8 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       trim: rule.trim ?? true,
       typed: typeof target !== 'string' && target.type !== undefined,
       implicit: false,
+      write: rule.write ?? 'always',
+      emptyCells: rule.emptyCells ?? 'skip',
     });
   }
   // A mapping file names the odd columns; the rest, named like their field, still map
@@ -224,6 +289,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       `mapping: ${wrong.join('; ')}, which ${op} does not have; valid fields are ${fields.join(', ')}`,
     );
   }
+  if (policies.length > 0) throw new CrmSyncError('MAPPING_INVALID', `mapping: ${policies.join('; ')}`);
   const perOp = ruleCache.get(mapping) ?? new Map<Operation, ColumnRule[]>();
   perOp.set(op, rules);
   ruleCache.set(mapping, perOp);

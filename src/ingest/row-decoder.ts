@@ -1,9 +1,16 @@
-import { RecordIdSchema, type Operation, type OperationPayload } from '../crm/index.js';
+import { clearValueOf, OPERATION_TABLE, RecordIdSchema, type Operation, type OperationPayload } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { coerce } from './coerce.js';
 import { didYouMean } from './did-you-mean.js';
 import { ROW_FIELD, type FieldError } from './field-error.js';
-import { fieldsOf, rulesFor, type ColumnRule, type Mapping } from './mapping.js';
+import {
+  fieldsOf,
+  rulesFor,
+  type ColumnRule,
+  type EmptyCellPolicy,
+  type Mapping,
+  type WritePolicy,
+} from './mapping.js';
 import type { SourceItem } from './source-types.js';
 import { validateRow } from './validate-row.js';
 
@@ -81,6 +88,32 @@ export class RowDecoder {
     return this.#labels.get(field) ?? field;
   }
 
+  /** A field's write policies (defaults for a field no rule targets). */
+  policyOf(field: string): { write: WritePolicy; emptyCells: EmptyCellPolicy } {
+    const rule = this.rules.find((r) => r.field === field);
+    return { write: rule?.write ?? 'always', emptyCells: rule?.emptyCells ?? 'skip' };
+  }
+
+  /**
+   * Why this mapping cannot be sent without the CRM's current values (a plain import, with no
+   * reconcile to compare against): `"if-empty"` needs the CRM's value to know it is empty, and a
+   * deal update's name, required by the API, cannot be left out for `"never"`. Empty when it can.
+   * Creates are not concerned: a new record has no value to overwrite.
+   */
+  needsCrmValues(): string[] {
+    if (OPERATION_TABLE[this.op].shape !== 'update') return [];
+    const problems: string[] = [];
+    for (const rule of this.rules) {
+      if (rule.write === 'if-empty')
+        problems.push(`${labelOf(rule)} has "write": "if-empty", which needs the CRM's current value`);
+      else if (rule.write === 'never' && this.op === 'deal.update' && rule.field === 'name')
+        problems.push(
+          `${labelOf(rule)} has "write": "never", but the API requires a name on every deal update; only reconcile can keep the CRM's`,
+        );
+    }
+    return problems;
+  }
+
   /** Columns of a source that map to nothing and are skipped on purpose (null in the mapping, or unknown with "ignore"). */
   ignoredColumns(columns: readonly string[]): string[] {
     return columns.filter((c) => this.#skipped.has(c) || (!this.#known.has(c) && this.unknownColumns === 'ignore'));
@@ -149,8 +182,26 @@ export class RowDecoder {
       const result = coerce(values[rule.column], rule);
       if ('error' in result) errors.push({ field: labelOf(rule), message: result.error });
       else if ('value' in result) fields[rule.field] = result.value;
+      else if (rule.emptyCells === 'clear') {
+        // An empty cell of a column that clears: the API's empty value (rulesFor checked it has one).
+        const clear = clearValueOf(this.op, rule.field);
+        if (clear !== undefined) fields[rule.field] = Array.isArray(clear) ? [...clear] : clear;
+      }
     }
     return { fields, errors };
+  }
+
+  /**
+   * A row's fields as sent without the CRM's values to compare with (a plain import, a retry):
+   * an update leaves out every field that may not overwrite blindly (`"never"`, and
+   * `"if-empty"`, which a plain import refuses up front). Creates keep every field.
+   */
+  withoutCrmValues(fields: Record<string, unknown>): Record<string, unknown> {
+    if (OPERATION_TABLE[this.op].shape !== 'update') return fields;
+    const kept: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(fields))
+      if (this.policyOf(field).write === 'always') kept[field] = value;
+    return kept;
   }
 
   /**
@@ -193,7 +244,7 @@ export class RowDecoder {
     values: Record<string, unknown>,
   ): { payload: OperationPayload; errors?: undefined } | { payload?: undefined; errors: FieldError[] } {
     const mapped = this.mapValues(values);
-    return this.validate(mapped.fields, mapped.errors);
+    return this.validate(this.withoutCrmValues(mapped.fields), mapped.errors);
   }
 
   /** A source item → a row for the producer (a reader's problem stays a problem). */

@@ -24,11 +24,14 @@ export {
   planRows,
   RowPlanner,
   keyColumnOf,
+  heldWords,
   PLAN_ACTIONS,
   type PlanAction,
   type PlannedRow,
   type PlanRowsOptions,
 } from './plan-rows.js';
+export { applyWritePolicies, type HeldField, type PolicyOutcome } from './write-policy.js';
+export { PlanTally, topFields, type FieldTally, type PlanSummary } from './plan-tally.js';
 export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
 export {
   reconcileImport,

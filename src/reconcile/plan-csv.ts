@@ -3,7 +3,17 @@ import { describeError, escapeCsvCell, type RowResult } from '../runs/index.js';
 import { showCanonical } from './compare.js';
 import type { PlanAction, PlannedRow } from './plan-rows.js';
 
-export const PLAN_CSV_COLUMNS = ['row', 'line', 'action', 'record_id', 'key', 'changes', 'message'] as const;
+/** `held_back`: changes a mapping's write policy kept from being sent, with why (write-policy.ts). */
+export const PLAN_CSV_COLUMNS = [
+  'row',
+  'line',
+  'action',
+  'record_id',
+  'key',
+  'changes',
+  'message',
+  'held_back',
+] as const;
 
 export type PlanCounts = Record<PlanAction, number>;
 
@@ -23,10 +33,20 @@ export function planCsvLine(row: PlannedRow): string {
   const changes = (row.changes ?? [])
     .map((c) => `${c.field}: ${showCanonical(c.current)} -> ${showCanonical(c.wanted)}`)
     .join('; ');
+  const held = (row.held ?? [])
+    .map((h) => `${h.field}: keeps ${showCanonical(h.current)}, not ${showCanonical(h.wanted)} (${h.reason})`)
+    .join('; ');
   return stringify([
-    [String(row.row), String(row.line), row.action, row.recordId ?? '', row.key ?? '', changes, messageOf(row)].map(
-      escapeCsvCell,
-    ),
+    [
+      String(row.row),
+      String(row.line),
+      row.action,
+      row.recordId ?? '',
+      row.key ?? '',
+      changes,
+      messageOf(row),
+      held,
+    ].map(escapeCsvCell),
   ]);
 }
 

@@ -14,6 +14,7 @@ import { placeOf } from '../runs/index.js';
 import { diffFields, type FieldChange } from './compare.js';
 import type { RecordIndex } from './record-index.js';
 import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
+import { applyWritePolicies, type HeldField } from './write-policy.js';
 
 /** What reconcile decided for one row. */
 export type PlanAction = 'update' | 'create' | 'skip' | 'not-found' | 'ambiguous' | 'invalid';
@@ -25,8 +26,13 @@ export type PlannedRow = ProducedRow & {
   /** The normalised match key value, when the row was matched by key. */
   key?: string;
   recordId?: string;
-  /** Fields that differ from the CRM (update) — empty for skip. */
+  /** Fields that differ from the CRM and will be sent (update) — empty for skip. */
   changes?: FieldChange[];
+  /**
+   * Fields that differ from the CRM but a mapping's write policy holds back (not sent), with
+   * the CRM's value kept and why. Absent when none.
+   */
+  held?: HeldField[];
 };
 
 export interface PlanRowsOptions {
@@ -213,20 +219,43 @@ export class RowPlanner {
     }
     const checked = this.#decoder.validate({ ...fields, id: match.id });
     if (checked.errors) return invalid(base, checked.errors, key);
-    const changes = diffFields(resource, fields, match, ignore);
+    // The mapping's write policies decide which differences may be written (write-policy.ts).
+    const { send, changes, held } = applyWritePolicies(
+      this.#decoder,
+      fields,
+      diffFields(resource, fields, match, ignore),
+    );
+    // A deal update whose name a policy held back still carries one: the CRM's, unchanged.
+    if (wop === 'deal.update' && send.name === undefined) send.name = match.name;
     const keyPart = key !== undefined ? { key } : {};
+    const heldPart = held.length > 0 ? { held } : {};
     this.#matched.set(match.id, base.row);
     if (changes.length === 0) {
+      const message =
+        held.length > 0 ? `unchanged: held back by the mapping's write policy: ${heldWords(held)}` : 'unchanged';
       return {
         ...base,
         ...keyPart,
         action: 'skip',
         recordId: match.id,
         changes,
-        outcome: { status: 'skipped', message: 'unchanged', recordId: match.id },
+        ...heldPart,
+        outcome: { status: 'skipped', message, recordId: match.id },
       };
     }
-    return { ...base, ...keyPart, action: 'update', recordId: match.id, changes, payload: checked.payload };
+    // Fields a policy keeps out are not sent even when equal (the CRM may change before the row lands).
+    const whole = Object.keys(send).length === Object.keys(fields).length;
+    const payload = whole ? checked : this.#decoder.validate({ ...send, id: match.id });
+    if (payload.errors) return invalid(base, payload.errors, key);
+    return {
+      ...base,
+      ...keyPart,
+      action: 'update',
+      recordId: match.id,
+      changes,
+      ...heldPart,
+      payload: payload.payload,
+    };
   }
 
   /**
@@ -265,6 +294,11 @@ export class RowPlanner {
         : checked.payload;
     return { ...base, action: 'create', key, payload };
   }
+}
+
+/** `phone_number ("write": "never"), name ("write": "if-empty", …)` */
+export function heldWords(held: readonly HeldField[]): string {
+  return held.map((h) => `${h.field} (${h.reason})`).join(', ');
 }
 
 function invalid(base: RowBase, errors: FieldError[], key?: string): PlannedRow {

@@ -19,6 +19,7 @@ import type { RunRecord, RunStore } from '../runs/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
+import { PlanTally, type PlanSummary } from './plan-tally.js';
 import { RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
 
 export interface ReconcileSourceOptions {
@@ -115,6 +116,8 @@ export interface PlanResult {
   counts: PlanCounts;
   rows: number;
   index: IndexStats;
+  /** Per field: rows that change it, empty it, or have it held back by a write policy. */
+  summary: PlanSummary;
 }
 
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
@@ -123,6 +126,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
   try {
     const { index, stats } = await buildIndexFor(options);
     const counts = emptyPlanCounts();
+    const tally = new PlanTally();
     let rows = 0;
     const write = async (text: string) => {
       if (options.out && !options.out.write(text)) await once(options.out, 'drain');
@@ -131,10 +135,11 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
     for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
       rows++;
       counts[row.action]++;
+      tally.add(row);
       await options.onRow?.(row);
       await write(planCsvLine(row));
     }
-    return { counts, rows, index: stats };
+    return { counts, rows, index: stats, summary: tally.summary() };
   } finally {
     await close();
   }

@@ -9,6 +9,8 @@ export {
   openSyncSource,
   sourceText,
   PostgresSourceSchema,
+  SyncGuardSchema,
+  type SyncGuard,
   type SyncDefinition,
   type SyncDefinitionInput,
 } from './sync-definition.js';
@@ -28,3 +30,4 @@ export { runSync, type RunSyncOptions, type SyncSummary } from './run-sync.js';
 export { abortRun } from './abort-run.js';
 export { SyncLock } from './sync-lock.js';
 export { startSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './sync-scheduler.js';
+export { judgeGuard, guardsTicks, holdReason, type SyncHold, type FieldRows } from './sync-guard.js';

@@ -1,12 +1,12 @@
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
 import got from 'got';
 import { DEFAULTS, getWorkspace, resolveSettings } from '../config/index.js';
-import type { CrmClient } from '../crm/index.js';
+import { AuthError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
-import { reconcileImport, type PlanCounts } from '../reconcile/index.js';
+import { planReconcile, reconcileImport, type PlanCounts } from '../reconcile/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { type RunStop } from '../lifecycle/index.js';
 import { runReads, writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
@@ -15,6 +15,7 @@ import { abortRun } from './abort-run.js';
 import { openSyncSource, resolvePath, sourceText, type SyncDefinition } from './sync-definition.js';
 import { blockedSkipReason, findPreviousRun, previousRunState } from './previous-run.js';
 import { SyncLock } from './sync-lock.js';
+import { guardsTicks, holdReason, judgeGuard, type SyncHold } from './sync-guard.js';
 
 export interface RunSyncOptions {
   runtime: Runtime;
@@ -32,6 +33,11 @@ export interface RunSyncOptions {
    * applies once it is resumed. The CLI sets it: a person is waiting and has to fix the key.
    */
   returnWhenBlocked?: boolean;
+  /**
+   * Apply the tick even when its plan goes over the sync's guard, or the sync asks approval
+   * of every tick (`schedule run --override-guard`: a person looked and said yes). Default false.
+   */
+  overrideGuard?: boolean;
 }
 
 /** What a sync reports when it ends (to the log, and as JSON to the notify URL). */
@@ -54,6 +60,11 @@ export interface SyncSummary {
   /** CSV of the failed and invalid rows, when there are any. */
   failedRowsFile?: string;
   dryRun: boolean;
+  /**
+   * Set when the tick was planned but not applied: its plan went over the sync's guard (or the
+   * sync holds every tick). Why, the counts and the top fields; nothing was sent.
+   */
+  held?: SyncHold;
 }
 
 const LOCK_BUSY = 'a tick of this sync is still being handled';
@@ -103,9 +114,19 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
       if (state === 'running') return await skip(`previous run ${previous.id} still running`);
     }
 
-    const source = openSyncSource(def);
     const mapping = def.mapping !== undefined ? readMappingFile(resolvePath(def, def.mapping)) : undefined;
     client = options.client ?? createCrmClient(config, def.workspace, logger);
+    if (guardsTicks(def) && !options.overrideGuard) {
+      const hold = await planTick(def, options.runtime, client, mapping);
+      // Another tick may have taken the sync over while this one planned.
+      if (lock.lost) return await skip(`${lock.lostReason ?? 'the sync lock was lost'} while the tick was planned`);
+      if (hold !== undefined) {
+        const run = await recordHold(def, runtime, hold);
+        log.warn({ runId: run.id, held: hold.reasons }, 'sync tick held: its plan goes over the guard; nothing sent');
+        return await finish(def, options, run, started, false, hold.counts, hold);
+      }
+    }
+    const source = openSyncSource(def);
     const max = def.options.maxFailures;
     const queue = runtime.queue(def.workspace);
     let abortReason: string | undefined;
@@ -196,6 +217,78 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
   }
 }
 
+/**
+ * A guarded tick plans first (reconcile's planner: the CRM's list pages in the workspace's
+ * budget, no write) and judges the plan against the guard. Held: the hold, with the plan as a
+ * CSV in resultsDir. Within the guard: undefined (the plan file is removed) and the tick goes
+ * on as a reconciled run, which plans again as it sends.
+ */
+async function planTick(
+  def: SyncDefinition,
+  runtime: Runtime,
+  client: CrmClient,
+  mapping: ReturnType<typeof readMappingFile> | undefined,
+): Promise<SyncHold | undefined> {
+  const { config, logger } = runtime;
+  let planFile: string | undefined = join(config.resultsDir, `${def.name}-${Date.now()}-plan.csv.part`);
+  let out: ReturnType<typeof createWriteStream> | undefined;
+  try {
+    mkdirSync(config.resultsDir, { recursive: true });
+    out = createWriteStream(planFile);
+  } catch (err) {
+    logger.warn({ sync: def.name, err: errorMessage(err) }, 'could not write the plan file of a guarded tick');
+    planFile = undefined;
+  }
+  let plan;
+  try {
+    plan = await planReconcile({
+      file: openSyncSource(def),
+      op: def.operation,
+      workspace: def.workspace,
+      client,
+      budget: workspaceRequestBudget(runtime.redis, config, def.workspace),
+      logger: logger.child({ sync: def.name }),
+      ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
+      ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
+      ...(mapping ? { mapping } : {}),
+      ...(out ? { out } : {}),
+    });
+  } catch (err) {
+    // A refused key is the run's to report (blocked, as every reconciled run is): let the tick go on to it.
+    if (planFile !== undefined) rmSync(planFile, { force: true });
+    if (!(err instanceof AuthError)) throw err;
+    return undefined;
+  } finally {
+    if (out) {
+      out.end();
+      await finished(out).catch(() => undefined);
+    }
+  }
+  const hold = judgeGuard(def, plan.summary);
+  if (planFile === undefined) return hold;
+  if (hold === undefined) {
+    rmSync(planFile, { force: true });
+    return undefined;
+  }
+  const kept = planFile.slice(0, -'.part'.length);
+  renameSync(planFile, kept);
+  return { ...hold, planFile: kept };
+}
+
+/** A held tick's run: nothing read into it, nothing sent, its reason the hold. */
+async function recordHold(def: SyncDefinition, runtime: Runtime, hold: SyncHold): Promise<RunRecord> {
+  const run = await runtime.store.createRun({
+    workspace: def.workspace,
+    operation: def.operation,
+    source: sourceText(def),
+    syncName: def.name,
+    status: 'completed',
+    options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },
+  });
+  await runtime.store.setStatus(run.id, 'completed', holdReason(hold));
+  return runtime.store.finishProducing(run.id);
+}
+
 async function recordSkip(def: SyncDefinition, runtime: Runtime, why: string): Promise<RunRecord> {
   const run = await runtime.store.createRun({
     workspace: def.workspace,
@@ -216,6 +309,7 @@ async function finish(
   started: Date,
   skipped: boolean,
   plan?: PlanCounts,
+  held?: SyncHold,
 ): Promise<SyncSummary> {
   const { store, config, logger } = options.runtime;
   const finishedAt = new Date();
@@ -234,6 +328,7 @@ async function finish(
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - started.getTime(),
     dryRun: def.options.dryRun,
+    ...(held ? { held } : {}),
   };
   if (run.counts.failed + run.counts.invalid > 0) {
     try {
@@ -248,7 +343,10 @@ async function finish(
       logger.warn({ sync: def.name, runId: run.id, err: errorMessage(err) }, 'could not write the failed-rows file');
     }
   }
-  logger.info({ summary }, `sync ${def.name} ${skipped ? 'skipped' : 'finished'}: run ${run.id} ${run.status}`);
+  logger.info(
+    { summary },
+    `sync ${def.name} ${skipped ? 'skipped' : held ? 'held' : 'finished'}: run ${run.id} ${run.status}`,
+  );
   if (def.options.notifyUrl) {
     try {
       await got.post(def.options.notifyUrl, {

@@ -48,6 +48,22 @@ export const PostgresSourceSchema = z
     message: 'set exactly one of urlEnv (name of an env variable) or urlFile (path of a file)',
   });
 
+/**
+ * Limits on what one tick may change (issue 33, item 5). A tick whose plan goes over either is
+ * not applied: it is recorded as held, with why, and the notify URL is told (sync-guard.ts).
+ */
+export const SyncGuardSchema = z
+  .strictObject({
+    /** Hold the tick when more than this share (0–1) of the source's rows would write (update or create). */
+    maxChangedShare: z.number('must be a number').min(0, 'must be 0 or more').max(1, 'must be 1 or less').optional(),
+    /** Hold the tick when more than this many rows would empty a field (a blank cell of an `"emptyCells": "clear"` column). */
+    maxCleared: z.number('must be a number').int('must be a whole number').min(0, 'must be 0 or more').optional(),
+  })
+  .refine((g) => g.maxChangedShare !== undefined || g.maxCleared !== undefined, {
+    message: 'set maxChangedShare, maxCleared or both',
+  });
+export type SyncGuard = z.infer<typeof SyncGuardSchema>;
+
 export const SyncDefinitionSchema = z.strictObject({
   /** Unique among the definitions; the scheduler id and the `runs list --sync` filter. */
   name: z
@@ -85,6 +101,13 @@ export const SyncDefinitionSchema = z.strictObject({
       .refine(timezoneExists, 'is not a known IANA time zone (e.g. Europe/Berlin)')
       .default('UTC'),
   }),
+  /** Default: none — every tick is applied. */
+  guard: SyncGuardSchema.optional(),
+  /**
+   * "guard" (default): a tick is held only when it goes over its guard; "always": every tick
+   * is planned and held, nothing is sent by the schedule itself.
+   */
+  approval: z.enum(['guard', 'always'], 'must be "guard" or "always"').default('guard'),
   options: z
     .strictObject({
       /** Plan and record only, send nothing. Default false. */

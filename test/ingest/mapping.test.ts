@@ -250,6 +250,120 @@ describe('a mapping file that names only the odd column (issue 31)', () => {
   });
 });
 
+describe('field write policies in a mapping (issue 33)', () => {
+  const rule = (extra: Record<string, unknown>, field = 'phone_number') => ({
+    columns: { Email: 'email', Phone: { field, ...extra } },
+  });
+
+  it('defaults to write always and emptyCells skip; takes if-empty, never and clear', () => {
+    const decoder = new RowDecoder({ op: 'contact.update', mapping: parseMapping(rule({}), 'm') });
+    expect(decoder.policyOf('phone_number')).toEqual({ write: 'always', emptyCells: 'skip' });
+    expect(decoder.policyOf('name')).toEqual({ write: 'always', emptyCells: 'skip' });
+    const set = new RowDecoder({
+      op: 'contact.update',
+      mapping: parseMapping(rule({ write: 'if-empty', emptyCells: 'clear' }), 'm'),
+    });
+    expect(set.policyOf('phone_number')).toEqual({ write: 'if-empty', emptyCells: 'clear' });
+    expect(set.needsCrmValues()).toEqual([
+      `Phone (phone_number) has "write": "if-empty", which needs the CRM's current value`,
+    ]);
+  });
+
+  it('refuses unknown values and names the settings', () => {
+    expect(thrown(() => parseMapping(rule({ write: 'sometimes' }), 'm.json')).message).toContain(
+      'at $.columns.Phone.write: must be one of always, if-empty, never',
+    );
+    expect(thrown(() => parseMapping(rule({ emptyCells: 'erase' }), 'm.json')).message).toContain(
+      'at $.columns.Phone.emptyCells: must be one of skip, clear',
+    );
+    expect(thrown(() => parseMapping(rule({ writes: 'never' }), 'm.json')).message).toContain(
+      'use field, type, separator, trim, write, emptyCells',
+    );
+  });
+
+  it('clear only where the API can hold an empty value (phone_number, tag_ids), and never on the record id', () => {
+    const name = new RowDecoder({ op: 'contact.update', ignoreUnknownColumns: true });
+    expect(name.policyOf('id').write).toBe('always');
+    expect(
+      thrown(
+        () =>
+          new RowDecoder({ op: 'contact.update', mapping: parseMapping(rule({ emptyCells: 'clear' }, 'name'), 'm') }),
+      ).message,
+    ).toBe(
+      `mapping: column "Phone" has "emptyCells": "clear", but the API cannot empty name (of contact.update's fields only phone_number, tag_ids can be cleared); use "skip" (an empty cell leaves the value alone)`,
+    );
+    expect(
+      thrown(
+        () =>
+          new RowDecoder({
+            op: 'deal.update',
+            mapping: parseMapping({ columns: { S: { field: 'status', emptyCells: 'clear' } } }, 'm'),
+          }),
+      ).message,
+    ).toContain(`of deal.update's fields only tag_ids can be cleared`);
+    expect(
+      thrown(() => new RowDecoder({ op: 'contact.update', mapping: parseMapping(rule({ write: 'never' }, 'id'), 'm') }))
+        .message,
+    ).toContain('maps to id, which finds the record and is never written');
+    expect(
+      thrown(
+        () =>
+          new RowDecoder({
+            op: 'team.invite',
+            mapping: parseMapping(rule({ write: 'never' }, 'organization_role'), 'm'),
+          }),
+      ).message,
+    ).toContain('write policies apply to record updates, not to team.invite');
+  });
+
+  it('an empty cell clears with the API empty value; a missing key or a skip column leaves the field out', () => {
+    const mapping = parseMapping(
+      {
+        columns: {
+          Phone: { field: 'phone_number', emptyCells: 'clear' },
+          Tags: { field: 'tag_ids', type: 'list', emptyCells: 'clear' },
+          Name: { field: 'name' },
+        },
+      },
+      'm',
+    );
+    const decoder = new RowDecoder({ op: 'contact.update', mapping, ignoreUnknownColumns: true });
+    expect(decoder.mapValues({ Phone: '  ', Tags: ';', Name: '' }).fields).toEqual({ phone_number: '', tag_ids: [] });
+    expect(decoder.mapValues({ Phone: null }).fields).toEqual({ phone_number: '' });
+    expect(decoder.mapValues({ Name: 'x' }).fields).toEqual({ name: 'x' });
+    expect(decoder.decodeValues({ id: 'c1', Phone: '', Name: 'x' }).payload).toMatchObject({
+      op: 'contact.update',
+      id: 'c1',
+      fields: { phone_number: '', name: 'x' },
+    });
+  });
+
+  it('without CRM values an update leaves out never fields; a create sends them (a new record has nothing to overwrite)', () => {
+    const mapping = parseMapping(
+      { columns: { Name: { field: 'name', write: 'never' }, Value: { field: 'value', write: 'never' } } },
+      'm',
+    );
+    const update = new RowDecoder({ op: 'deal.update', mapping, ignoreUnknownColumns: true });
+    expect(update.needsCrmValues()).toEqual([
+      'Name (name) has "write": "never", but the API requires a name on every deal update; only reconcile can keep the CRM\'s',
+    ]);
+    const lead = new RowDecoder({
+      op: 'lead.update',
+      mapping: parseMapping({ columns: { Owner: { field: 'owner_id', write: 'never' } } }, 'm'),
+      ignoreUnknownColumns: true,
+    });
+    expect(lead.needsCrmValues()).toEqual([]);
+    expect(lead.decodeValues({ id: 'l1', Owner: 'o1', name: 'N' }).payload).toEqual({
+      op: 'lead.update',
+      id: 'l1',
+      fields: { name: 'N' },
+    });
+    const create = new RowDecoder({ op: 'deal.create', mapping, ignoreUnknownColumns: true });
+    expect(create.needsCrmValues()).toEqual([]);
+    expect(create.decodeValues({ Name: 'N', Value: '5' }).payload).toMatchObject({ fields: { name: 'N', value: 5 } });
+  });
+});
+
 describe('did you mean', () => {
   it('never suggests the name itself', () => {
     expect(nearest('id', ['id', 'name'])).toBeUndefined();

@@ -200,9 +200,9 @@ describe('reconcile against the simulator', () => {
     const lines = (await collect(out)).trim().split('\n');
     expect(plan.counts).toMatchObject({ update: 7, skip: 113, 'not-found': 1 });
     expect(writes(h)).toBe(0);
-    expect(lines[0]).toBe('row,line,action,record_id,key,changes,message');
+    expect(lines[0]).toBe('row,line,action,record_id,key,changes,message,held_back');
     expect(lines).toHaveLength(122);
-    expect(lines[1]).toMatch(/^1,2,update,con_\w+,[^,]+@[^,]+,phone_number: .* -> \+1 777-555-0000,$/);
+    expect(lines[1]).toMatch(/^1,2,update,con_\w+,[^,]+@[^,]+,phone_number: .* -> \+1 777-555-0000,,$/);
     expect(lines.at(-1)).toContain('not-found');
 
     const dry = await reconcile(h, file, { op: 'contact.update', dryRun: true });
