@@ -34,10 +34,15 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     const [rate, ceiling] = (
       await h.runtime.redis.hmget(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`, 'rate', 'ceiling')
     ).map(Number);
-    // Learned near the CRM's 20/s (the first 429 halves an overshoot of up to ~2x).
-    expect(ceiling).toBeGreaterThan(8);
-    expect(ceiling).toBeLessThan(40);
+    // A rate was learned, below the overshoot that met the 429s (the first cut halves it, or
+    // takes what the CRM accepted so far). A ceiling is known only once two 429s measured the
+    // CRM's rate: a run slowed by a loaded machine may end after one cut, with none yet.
     expect(rate).toBeGreaterThan(0);
+    expect(rate).toBeLessThan(40);
+    if (ceiling > 0) {
+      expect(ceiling).toBeGreaterThan(8);
+      expect(ceiling).toBeLessThan(40);
+    }
     expect(await h.runtime.redis.pttl(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`)).toBe(-1); // kept between runs
     // The next run (the learned rate has no expiry) goes at it from its first request.
     const second = await h.waitForRun((await h.importFile(file('second.csv'), 'deal.update')).id, 40_000);
