@@ -31,7 +31,7 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     expect(first.counts).toMatchObject({ total: 100, succeeded: 100 }); // 429s spent no attempt (1 allowed)
     const firstLimited = h.ws.stats.rateLimited;
     expect(firstLimited).toBeGreaterThan(0);
-    const [rate, ceiling] = (
+    const [rate = 0, ceiling = 0] = (
       await h.runtime.redis.hmget(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`, 'rate', 'ceiling')
     ).map(Number);
     // A rate was learned, below the overshoot that met the 429s (the first cut halves it, or
