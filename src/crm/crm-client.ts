@@ -89,6 +89,7 @@ export class CrmClient {
   readonly #listVersion: 'v1' | 'v2';
   readonly #logger: Logger;
   readonly #basePath: string;
+  readonly #sendWatchers = new Set<(ms: number) => void>();
   /** The CRM's clock minus ours, from the last answer's `Date` header (ms); undefined before one. */
   #clockOffsetMs: number | undefined;
 
@@ -186,6 +187,16 @@ export class CrmClient {
    * The CRM's clock now, as far as we can tell: ours shifted by the offset its last `Date`
    * header showed (whole seconds, so about ±1 s), or ours alone before any answer.
    */
+  /**
+   * Calls `watch` after every request that got an answer with how long it took from the call to
+   * the request's last byte on the wire (ms): the rate budget's margin covers it
+   * (SharedTokenBucket.noteSendDelay). Returns a function that stops the calls.
+   */
+  watchSendDelays(watch: (ms: number) => void): () => void {
+    this.#sendWatchers.add(watch);
+    return () => this.#sendWatchers.delete(watch);
+  }
+
   crmClock(): { at: number; measured: boolean } {
     const offset = this.#clockOffsetMs;
     return offset === undefined ? { at: Date.now(), measured: false } : { at: Date.now() + offset, measured: true };
@@ -253,6 +264,8 @@ export class CrmClient {
         ...(spec.signal === undefined ? {} : { signal: spec.signal }),
       });
       ({ statusCode, headers } = res);
+      const { upload, start } = res.timings;
+      for (const watch of this.#sendWatchers) watch(Math.max(0, (upload ?? start) - sentAt));
       body = res.body as string;
     } catch (error) {
       throw this.#fail({ kind: 'transport', error }, ctx);

@@ -24,10 +24,18 @@ export interface SharedTokenBucketOptions {
    * With a known limit: how late a request may leave after its granted send time (the event
    * loop, the Redis reply). The limit's window is kept this much longer than `durationMs`, and a
    * send time missed by more is given up (a new one is claimed), so that no `durationMs` window
-   * holds more than `max` sends. Default 2 % of `durationMs`, 5 to 50 ms.
+   * holds more than `max` sends. Default 2 % of `durationMs`, 5 to 50 ms. It grows, up to a
+   * tenth of `durationMs`, while requests are seen leaving later than that (noteSendDelay).
    */
   marginMs?: number;
 }
+
+/** Send delays noted within this long set the margin; older ones are forgotten. */
+const SEND_DELAY_MEMORY_MS = 10_000;
+/** The margin covers the longest recent send delay this many times over. */
+const SEND_DELAY_COVER = 1.5;
+/** The margin never grows past this share of the limit's window. */
+const MAX_MARGIN_SHARE = 0.1;
 
 /** 429s within this long of a cut come from requests sent before it: they cut nothing more. */
 const CUT_COOLDOWN_MS = 1000;
@@ -66,12 +74,16 @@ interface Waiter {
  */
 export class SharedTokenBucket {
   readonly #o: Resolved<SharedTokenBucketOptions, 'initialRate' | 'maxBatch'>;
-  readonly #interval: number;
-  readonly #tolerance: number;
+  #interval: number;
+  #tolerance: number;
   readonly #horizon: number;
   /** The limit's window plus the margin (0 while learning: no send log). */
-  readonly #window: number;
-  readonly #margin: number;
+  #window: number;
+  #margin: number;
+  /** The margin when no request is seen leaving late (ms). */
+  readonly #baseMargin: number;
+  /** The longest send delay noted lately, and when (local ms). */
+  #slowest = { ms: 0, at: 0 };
   readonly #waiting: Waiter[] = [];
   /** Send times claimed but not handed out (their waiter went away), local epoch ms. */
   #spare: Slot[] = [];
@@ -96,15 +108,43 @@ export class SharedTokenBucket {
     const { limit } = options;
     // Learning, the interval comes from Redis (0 says so), and no burst is allowed: above an
     // unknown limit a burst is only more 429s.
-    this.#margin = limit ? (options.marginMs ?? Math.min(50, Math.max(5, limit.durationMs * 0.02))) : 0;
-    this.#window = limit ? limit.durationMs + this.#margin : 0;
-    // Paced at the rate the window allows, so the log rarely has to hold a request back.
-    this.#interval = limit ? this.#window / limit.max : 0;
-    this.#tolerance = limit ? (Math.ceil(limit.max / 10) - 1) * this.#interval : 0;
+    this.#baseMargin = limit ? (options.marginMs ?? Math.min(50, Math.max(5, limit.durationMs * 0.02))) : 0;
+    this.#margin = this.#window = this.#interval = this.#tolerance = 0;
+    this.#setMargin(this.#baseMargin);
     // Learning, other processes' slots already granted still go after a 429: a short horizon.
     this.#horizon = options.horizonMs ?? (limit ? 1000 : 50);
     this.#rateKey = options.rateKey ?? `${options.key}:rate`;
     this.#logKey = `${options.key}:log`;
+  }
+
+  /** The margin in force (ms): the base, or more while requests leave late. */
+  get marginMs(): number {
+    return this.#margin;
+  }
+
+  /**
+   * A request left `ms` after it was handed to the HTTP client (the client's own time to the
+   * wire: a loaded event loop, socket queueing). With a known limit the margin grows to cover
+   * the longest such delay of the last SEND_DELAY_MEMORY_MS, so that sends bunched by a busy
+   * machine still fit the CRM's windows; it falls back once they stop.
+   */
+  noteSendDelay(ms: number): void {
+    const limit = this.#o.limit;
+    if (!limit) return;
+    const now = Date.now();
+    if (ms >= this.#slowest.ms || now - this.#slowest.at > SEND_DELAY_MEMORY_MS) this.#slowest = { ms, at: now };
+    const wanted = Math.min(limit.durationMs * MAX_MARGIN_SHARE, SEND_DELAY_COVER * this.#slowest.ms);
+    this.#setMargin(Math.max(this.#baseMargin, wanted));
+  }
+
+  #setMargin(margin: number): void {
+    const { limit } = this.#o;
+    if (!limit) return;
+    this.#margin = margin;
+    this.#window = limit.durationMs + margin;
+    // Paced at the rate the window allows, so the log rarely has to hold a request back.
+    this.#interval = this.#window / limit.max;
+    this.#tolerance = (Math.ceil(limit.max / 10) - 1) * this.#interval;
   }
 
   /** Resolves when this request may be sent (its token taken); rejects when `signal` aborts. */

@@ -60,6 +60,9 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     key: requestBudgetKey(prefix, workspace),
     ...(options.rateLimit ? { limit: options.rateLimit } : {}),
   });
+  // A known limit's margin covers how late this process's requests reach the wire (the client
+  // is the worker's own: it closes with it, and the watch with it).
+  client.watchSendDelays((ms) => bucket.noteSendDelay(ms));
   const lookup = new DealLookup({
     client,
     fence,

@@ -125,6 +125,22 @@ describe('writes against the simulator', () => {
   });
 });
 
+describe('send delays', () => {
+  it('each answered request reports how long it took to reach the wire, until the watch is stopped', async () => {
+    const c = client();
+    const seen: number[] = [];
+    const stop = c.watchSendDelays((ms) => seen.push(ms));
+    const [deal] = [...sim.workspace('acme').deals.keys()];
+    await c.updateDeal(deal!, { name: 'Watched' });
+    await c.updateDeal(deal!, { name: 'Watched again' });
+    expect(seen).toHaveLength(2);
+    for (const ms of seen) expect(ms).toBeGreaterThanOrEqual(0);
+    stop();
+    await c.updateDeal(deal!, { name: 'Not watched' });
+    expect(seen).toHaveLength(2);
+  });
+});
+
 describe('error classes against the simulator', () => {
   it('401 for a wrong, revoked or foreign key → AuthError with the service message, no key anywhere', async () => {
     const ws = sim.workspace('acme');

@@ -96,6 +96,24 @@ describe('SharedTokenBucket', () => {
     broken.disconnect();
   });
 
+  it('requests seen leaving late widen the margin: windows that long hold no more than max, and the growth is capped', async () => {
+    const key = bucketKey();
+    keys.push(`${key}:log`);
+    const limit = { max: 20, durationMs: 1000 };
+    const bucket = new SharedTokenBucket({ redis, key, limit, marginMs: 10 });
+    expect(bucket.marginMs).toBe(10);
+    // A loaded machine: requests reached the wire up to 40 ms after their turn.
+    bucket.noteSendDelay(40);
+    bucket.noteSendDelay(5); // a faster one since does not shrink what the slowest needs
+    expect(bucket.marginMs).toBe(60);
+    const times = await takeMany(bucket, 60, 6);
+    // A request 40 ms late lands in the next window: 20 sends within 1000 + 40 ms would be 21 in
+    // some CRM window. Taken within a third of the margin of their turn (20 ms), none is.
+    expect(busiestWindow(times, limit.durationMs + 40 - 20)).toBeLessThanOrEqual(limit.max);
+    bucket.noteSendDelay(10_000);
+    expect(bucket.marginMs).toBe(100); // a tenth of the window at most
+  }, 20_000);
+
   it('a known limit is a ceiling in every window: no durationMs span of sends holds more than max, bursts and idle spells included', async () => {
     const key = bucketKey();
     keys.push(`${key}:log`);
