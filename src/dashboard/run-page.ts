@@ -247,6 +247,7 @@ export function runPageBody(data: RunPageData): SafeHtml {
 <h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
 <p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · <span data-duration title="${DURATION_TIP}">${durationWords(run)}</span></p>
 ${whole !== '' ? html`<p class="muted small source">Source: <span class="mono">${whole}</span></p>` : ''}
+${run.options.plan !== undefined ? html`<p class="plan-link" data-plan="${run.options.plan}">Applies plan <a class="mono" href="/plans/${encodeURIComponent(run.options.plan)}">${run.options.plan}</a>: its rows are the plan's writes, no second diff; a record changed since the plan ends drifted.</p>` : ''}
 <div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run, data.held === true)}
 ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}
