@@ -81,13 +81,12 @@ export interface PlansPageData {
 function planLine(plan: PlanRecord, csrf: string): SafeHtml {
   return html`<tr data-plan="${plan.id}">
   <td class="run"><a href="/plans/${encodeURIComponent(plan.id)}" title="${plan.source}"><b>${planLabel(plan)}</b></a><div class="muted mono small">${plan.id}</div></td>
-  <td class="wide">${plan.workspace}</td>
-  <td class="wide">${operationWords(plan.operation)}</td>
+  <td class="wide">${plan.workspace}<div class="small muted">${operationWords(plan.operation)}</div></td>
   <td class="status">${planBadge(plan)}</td>
   <td class="num">${plan.rows.toLocaleString('en-US')}</td>
   <td class="results">${countsWords(plan)}</td>
   <td class="wide started">${formatTime(plan.createdAt)}<div class="small muted">expires ${formatTime(plan.expiresAt)}</div></td>
-  <td class="wide">${plan.approval ? html`${plan.approval.by}<div class="small muted">${formatTime(plan.approval.at)}</div>` : html`<span class="muted">—</span>`}</td>
+  <td class="wide approver">${plan.approval ? html`${plan.approval.by}<div class="small muted">${formatTime(plan.approval.at)}</div>` : html`<span class="muted">—</span>`}</td>
   <td>${runLink(plan) || html`<span class="muted">—</span>`}</td>
   <td>${discardForm(plan, csrf, 'list')}</td>
 </tr>`;
@@ -103,9 +102,9 @@ export function plansPageBody(data: PlansPageData): SafeHtml {
 <p class="sub">Every stored plan (<code>crm-sync plan</code>, and nightly syncs held by their guard), newest first. Open a plan to review each field it would change before → after, approve it, or download it as CSV; apply an approved plan with <code>crm-sync apply &lt;planId&gt;</code>. Plans expire after the workspace's <code>planTtlMs</code>.</p>
 ${data.notice}
 <div class="scroll"><table>
-<thead><tr><th>Plan</th><th class="wide">Workspace</th><th class="wide">Operation</th><th>Status</th>
-<th class="num">Rows</th><th>Actions</th><th class="wide">Created</th><th class="wide">Approved by</th><th>Run</th><th><span class="muted">Discard</span></th></tr></thead>
-<tbody>${data.plans.length === 0 ? html`<tr><td colspan="10" class="muted">No plans. Make one with <code>crm-sync plan &lt;file&gt; --op &lt;op&gt; -w &lt;workspace&gt;</code>.</td></tr>` : data.plans.map((p) => planLine(p, data.csrf))}</tbody>
+<thead><tr><th>Plan</th><th class="wide">Workspace</th><th>Status</th>
+<th class="num">Rows</th><th>Planned</th><th class="wide">Created</th><th class="wide">Approved by</th><th>Run</th><th>Discard</th></tr></thead>
+<tbody>${data.plans.length === 0 ? html`<tr><td colspan="9" class="muted">No plans. Make one with <code>crm-sync plan &lt;file&gt; --op &lt;op&gt; -w &lt;workspace&gt;</code>.</td></tr>` : data.plans.map((p) => planLine(p, data.csrf))}</tbody>
 </table></div>
 <div class="pager">
   ${page > 1 ? html`<a href="/plans${query({ page: page - 1 })}">← Newer</a>` : ''}
@@ -185,7 +184,8 @@ ${discardForm(plan, v.csrf, 'plan')}
     rows.length === 0
       ? html`<tr><td colspan="7" class="muted">No rows match.</td></tr>`
       : rows.flatMap((r) => {
-          const changes = planChanges(r);
+          // Filtered by a field: that field's before → after, not the row's other changes.
+          const changes = planChanges(r).filter((c) => v.filter.field === undefined || c.field === v.filter.field);
           const record = r.recordId ?? r.key ?? '';
           return (changes.length > 0 ? changes : [{ field: '', before: '', after: '' }]).map(
             (c) =>
