@@ -95,6 +95,9 @@ figure.spark.ok .plot { color:var(--ok); }
 figure.spark.warn .plot { color:#c88a00; }
 figure.spark.bad .plot { color:var(--bad); }
 table.groups td.err { max-width:640px; }
+/* A plan's ids and sources are long words: they wrap rather than widen a phone's page. */
+h1.plan-title, .sub .mono, p.history, p.plan-link, td.approver { overflow-wrap:anywhere; }
+td.approver { max-width:180px; }
 @media (max-width: 720px) {
   header.top { flex-wrap:wrap; gap:8px 16px; padding:10px 12px; }
   header.top nav { flex-basis:100%; order:3; }

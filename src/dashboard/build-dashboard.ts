@@ -199,7 +199,9 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     auth,
     scope,
     pageSize: options.problemsPageSize,
+    listPageSize: options.runsPageSize,
     exports: downloads,
+    searches,
   });
   registerUploadRoute(app, {
     runtime,

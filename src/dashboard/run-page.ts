@@ -212,6 +212,14 @@ function dryRunNotice(run: RunRecord): SafeHtml | '' {
   return html`<div class="notice warn"><b>Dry run.</b> Rows were read and validated; nothing was sent to the CRM. “Unchanged” counts the valid rows. There is nothing to retry: fix invalid rows in the file and import it for real.</div>`;
 }
 
+/** An applied plan's rows that were not written because someone changed their record since the plan. */
+function driftedNotice(run: RunRecord): SafeHtml | '' {
+  const n = run.counts.drifted;
+  if (n === 0) return '';
+  const rows = `${n.toLocaleString('en-US')} row${n === 1 ? '' : 's'}`;
+  return html`<div class="notice warn" data-notice="drifted"><b>${rows} drifted:</b> ${n === 1 ? 'its record' : 'their records'} changed since the plan, so ${n === 1 ? 'it was' : 'they were'} not written (nothing was overwritten). The results CSV says the CRM's current values. Retry does not send drifted rows: make a new plan for them (<code>crm-sync plan</code>), review it, approve it.</div>`;
+}
+
 function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   const id = encodeURIComponent(run.id);
   const c = run.counts;
@@ -247,11 +255,13 @@ export function runPageBody(data: RunPageData): SafeHtml {
 <h1>${operationWords(run.operation)} · ${name}${run.options.dryRun === true ? html` <span class="badge warn">Dry run</span>` : ''}</h1>
 <p class="sub">Run <span class="mono">${run.id}</span> · workspace <b>${run.workspace}</b> · started ${formatTime(run.createdAt)} · <span data-duration title="${DURATION_TIP}">${durationWords(run)}</span></p>
 ${whole !== '' ? html`<p class="muted small source">Source: <span class="mono">${whole}</span></p>` : ''}
+${run.options.plan !== undefined ? html`<p class="plan-link" data-plan="${run.options.plan}">Applies plan <a class="mono" href="/plans/${encodeURIComponent(run.options.plan)}">${run.options.plan}</a>: its rows are the plan's writes, no second diff; a record changed since the plan ends drifted.</p>` : ''}
 <div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run, data.held === true)}
 ${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
 ${data.notice ?? ''}
 ${data.presence ?? ''}
 ${dryRunNotice(run)}
+${driftedNotice(run)}
 ${blockedNotice(run, csrf)}
 ${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
 ${countTiles(run)}

@@ -204,13 +204,18 @@ export function firstTable(query: string): string | undefined {
 
 /**
  * A run's short name for lists and headings: the name given at import (`--name`), the sync's
- * name, a query's first table, `stdin`
+ * name, an applied plan's source (`Plan: renames.csv`), a query's first table, `stdin`
  * for piped rows (whose file is a spool the run reads from, not a name anyone gave), or the
  * file's base name. The whole source stays on the run page's sub-line.
  */
 export function runLabel(run: Pick<RunRecord, 'source' | 'options' | 'syncName'>): string {
   if (run.options.label !== undefined) return run.options.label;
   if (run.syncName !== undefined) return `Nightly sync “${run.syncName}”`;
+  if (run.options.plan !== undefined) {
+    // `plan <id> (<the plan's source>)`: named by the plan's file, not by the whole line.
+    const inner = /^plan \S+ \((.*)\)$/s.exec(run.source)?.[1];
+    return `Plan: ${inner === undefined ? run.options.plan : /[\\/]/.test(inner) ? basename(inner) : inner}`;
+  }
   if (run.options.query !== undefined) {
     const table = firstTable(run.options.query.query);
     return table !== undefined ? `PostgreSQL: ${table}` : 'PostgreSQL query';

@@ -23,6 +23,11 @@ export class WorkspaceScope {
     this.#only = only === null ? null : new Set(only);
   }
 
+  /** The workspaces served, or null for every workspace. */
+  get served(): readonly string[] | null {
+    return this.#only === null ? null : [...this.#only];
+  }
+
   allows(workspace: string): boolean {
     return this.#only === null || this.#only.has(workspace);
   }

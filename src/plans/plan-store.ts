@@ -110,6 +110,41 @@ export class PlanStore {
     return plans;
   }
 
+  /**
+   * One page of the plans of some workspaces (null: every workspace that has plans), newest
+   * first, and how many there are (for the dashboard's list). Read only: a plan whose keys
+   * expired is left out of the page (`list` prunes the index), so a page may be a little short.
+   */
+  async listPage(options: {
+    workspaces: readonly string[] | null;
+    offset: number;
+    limit: number;
+  }): Promise<{ plans: PlanRecord[]; total: number }> {
+    const { offset, limit } = options;
+    const workspaces = options.workspaces ?? [
+      ...new Set(Object.values(await this.redis.hgetall(planWorkspacesKey(this.prefix)))),
+    ];
+    const end = offset + limit;
+    const parts = await Promise.all(
+      workspaces.map(async (w) => {
+        const key = workspacePlansKey(this.prefix, w);
+        // One workspace: just its page; several: each one's first `end`, merged below.
+        const from = workspaces.length === 1 ? offset : 0;
+        const [count, got] = await Promise.all([
+          this.redis.zcard(key),
+          this.redis.zrevrange(key, from, end - 1, 'WITHSCORES'),
+        ]);
+        const ids: Array<{ id: string; score: number }> = [];
+        for (let i = 0; i < got.length; i += 2) ids.push({ id: got[i]!, score: Number(got[i + 1]) });
+        return { count, ids };
+      }),
+    );
+    const merged = parts.flatMap((p) => p.ids).sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : -1));
+    const ids = workspaces.length === 1 ? merged : merged.slice(offset, end);
+    const plans = (await Promise.all(ids.map(({ id }) => this.get(id)))).filter((p): p is PlanRecord => p !== null);
+    return { plans, total: parts.reduce((sum, p) => sum + p.count, 0) };
+  }
+
   /** The plan's rows in row order (a bucket of 100 at a time: a 100,000-row plan is never held whole). */
   async *rows(plan: Pick<PlanRecord, 'id' | 'workspace' | 'rows'>, fromBucket = 0): AsyncGenerator<PlanRow> {
     const last = Math.floor(maxRow(plan) / RESULT_BUCKET_ROWS);
@@ -285,6 +320,8 @@ function decodePlan(h: Record<string, string>, now: number): PlanRecord {
   };
   if (h.approvedMs && h.approvedBy)
     plan.approval = { at: new Date(Number(h.approvedMs)).toISOString(), by: h.approvedBy };
+  if (h.discardedMs && h.discardedBy)
+    plan.discard = { at: new Date(Number(h.discardedMs)).toISOString(), by: h.discardedBy };
   if (h.runId) plan.runId = h.runId;
   return plan;
 }

@@ -43,6 +43,8 @@ export interface PlanRecord {
   createdAt: string;
   expiresAt: string;
   approval?: PlanApproval;
+  /** When and by whom it was discarded (the same shape as an approval). */
+  discard?: PlanApproval;
   /** The run that applies it, once applied (or being applied). */
   runId?: string;
   rows: number;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pausedWords } from '../../src/queue/index.js';
+import { planLabel } from '../../src/dashboard/plan-pages.js';
 import { firstTable, runLabel } from '../../src/dashboard/status-words.js';
 import { normaliseMessage, runMatches, type RunRecord } from '../../src/runs/index.js';
 
@@ -48,6 +49,22 @@ describe('a run short label', () => {
       options: { format: 'ndjson' as const },
     };
     expect(runLabel(run)).toBe('stdin (ndjson)');
+  });
+});
+
+describe('a plan and its run, in short', () => {
+  it("names a plan by its file or its query's first table", () => {
+    expect(planLabel({ source: '/data/in/renames.csv' })).toBe('renames.csv');
+    expect(planLabel({ source: 'postgres ($PG_URL): SELECT id, name FROM crm.contacts' })).toBe(
+      'PostgreSQL: crm.contacts',
+    );
+    expect(planLabel({ source: 'stdin' })).toBe('stdin');
+  });
+
+  it("names the run of an applied plan by the plan's file, not by the whole source line", () => {
+    const id = 'plan-20261126-010203-456-abcdefgh';
+    expect(runLabel({ source: `plan ${id} (/data/in/renames.csv)`, options: { plan: id } })).toBe('Plan: renames.csv');
+    expect(runLabel({ source: 'something else', options: { plan: id } })).toBe(`Plan: ${id}`);
   });
 });
 

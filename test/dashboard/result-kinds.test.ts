@@ -95,6 +95,14 @@ describe('every result kind of the run store', () => {
     expect(body).not.toMatch(/Retry all [\d,]+ failed rows/);
   });
 
+  it('says why drifted rows were not written, and that a new plan, not Retry, sends them', async () => {
+    const body = (await d.get(`/runs/${runId}`)).body;
+    const notice = /<div class="notice warn" data-notice="drifted">(.*?)<\/div>/s.exec(body)?.[1];
+    expect(notice).toContain(`<b>${n(COUNT.drifted)} rows drifted:</b>`);
+    expect(notice).toContain('not written');
+    expect(notice).toContain('make a new plan');
+  });
+
   it('"Retry" sends again exactly the kinds it names', async () => {
     const res = await d.post(`/runs/${runId}/retry`, { scope: 'failed' });
     expect(res.statusCode).toBe(303);
