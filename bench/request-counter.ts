@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 export interface Arrival {
   at: number;
   status: number;
+  /** The request's method (GET: a list page; writes are POST/PATCH/PUT/DELETE). */
+  method: string;
 }
 
 /**
@@ -66,13 +68,13 @@ async function serve(upstreamPort: number): Promise<void> {
     const up = request(
       { host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers, agent },
       (answer) => {
-        arrivals.push({ at, status: answer.statusCode ?? 0 });
+        arrivals.push({ at, status: answer.statusCode ?? 0, method: req.method ?? '' });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       },
     );
     up.on('error', () => {
-      arrivals.push({ at, status: 502 });
+      arrivals.push({ at, status: 502, method: req.method ?? '' });
       res.writeHead(502).end();
     });
     req.pipe(up);
