@@ -1,4 +1,5 @@
-import { InvalidArgumentError, Option } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { RECONCILE_OPERATIONS } from '../crm/light.js';
 
 /** commander argument parser for positive integers, with a message that names the option. */
 export function positiveInt(value: string): number {
@@ -105,4 +106,27 @@ export function runName(value: string): string {
   if (name === '' || name.length > 80 || /[\r\n]/.test(name))
     throw new InvalidArgumentError('must be one line of 1 to 80 characters');
   return name;
+}
+
+/**
+ * What `plan` and `reconcile` both take: the operation, the workspace, how rows are matched to
+ * records, the mapping and the file's format.
+ */
+export function matchOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--op <operation>', 'what each row does (deal.upsert: update by key, create what is missing)')
+        .choices(RECONCILE_OPERATIONS)
+        .makeOptionMandatory(),
+    )
+    .requiredOption('-w, --workspace <name>', 'workspace from the config')
+    .option('--match <key>', 'match rows without an id by this key (email, unique_number, name, …)')
+    .option(
+      '--key-column <column>',
+      'source column holding the key (default: the column mapped to it, or named like it)',
+    )
+    .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
+    .addOption(sourceFileOptions.format())
+    .addOption(sourceFileOptions.delimiter())
+    .addOption(sourceFileOptions.ignoreUnknownColumns());
 }

@@ -1,13 +1,11 @@
 // defaults.ts itself: config/index.js loads zod, and declaring a command must stay light.
 import { DEFAULTS } from '../config/light.js';
-import { Option, type Command } from 'commander';
-import { RECONCILE_OPERATIONS } from '../crm/light.js';
+import type { Command } from 'commander';
 import type { PlanOptions } from './plan-action.js';
-import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, sourceFileOptions } from './options.js';
+import { DEFAULT_DB_URL_ENV, helpFooter, positiveInt, matchOptions } from './options.js';
 
 export function registerPlanCommand(program: Command): void {
-  program
-    .command('plan')
+  matchOptions(program.command('plan'))
     .argument('[file]', 'CSV, NDJSON or JSON array file; "-" reads stdin; none with --query')
     .description(
       'Store a plan of what an import would change, without sending anything: pages the CRM (list pages in the ' +
@@ -15,21 +13,6 @@ export function registerPlanCommand(program: Command): void {
         "skip / not-found / ambiguous / invalid) and each field's CRM value now and new value. Review it with " +
         '"plans show", approve it with "plans approve", send exactly it with "apply".',
     )
-    .addOption(
-      new Option('--op <operation>', 'what each row does (deal.upsert: update by key, create what is missing)')
-        .choices(RECONCILE_OPERATIONS)
-        .makeOptionMandatory(),
-    )
-    .requiredOption('-w, --workspace <name>', 'workspace from the config')
-    .option('--match <key>', 'match rows without an id by this key (email, unique_number, name, …)')
-    .option(
-      '--key-column <column>',
-      'source column holding the key (default: the column mapped to it, or named like it)',
-    )
-    .option('-m, --mapping <file>', 'JSON file mapping source columns to API fields')
-    .addOption(sourceFileOptions.format())
-    .addOption(sourceFileOptions.delimiter())
-    .addOption(sourceFileOptions.ignoreUnknownColumns())
     .option(
       '--query <sql>',
       'read the rows from this PostgreSQL SELECT instead of a file (read-only, through a cursor)',

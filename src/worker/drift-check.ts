@@ -1,6 +1,7 @@
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { canonicalFromRow, RecordIndex, showCanonical } from '../reconcile/index.js';
+import { abortable } from './abortable.js';
 
 export interface DriftCheckOptions {
   client: CrmClient;
@@ -118,14 +119,4 @@ export class DriftCheck {
     );
     return { startedAt, durationMs, index };
   }
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

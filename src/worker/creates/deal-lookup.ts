@@ -12,6 +12,7 @@ import {
   type RowFence,
 } from '../../runs/index.js';
 import { COMPARABLE_FIELDS, canonicalFromRecord, canonicalFromRow, normaliseName } from '../../reconcile/index.js';
+import { abortable } from '../abortable.js';
 
 export interface DealLookupOptions {
   client: CrmClient;
@@ -291,13 +292,3 @@ function sentMatcher(fields: DealCreateFields, automation: readonly string[]): (
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
