@@ -9,6 +9,7 @@ import {
   writeOperation,
   type IndexStats,
   type PlannedRow,
+  type PlanSummary,
   type ReconcileOperation,
 } from '../reconcile/index.js';
 import type { PlanStore } from './plan-store.js';
@@ -36,11 +37,15 @@ export interface MakePlanOptions {
   onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   pageSize?: number;
   logger?: Logger;
+  /** A nightly sync's tick makes the plan: its name goes on the plan, and on the run that applies it. */
+  syncName?: string;
 }
 
 export interface MakePlanResult {
   plan: PlanRecord;
   index: IndexStats;
+  /** Per field: rows that change it, empty it, or have it held back (what a sync's guard judges). */
+  summary: PlanSummary;
 }
 
 /**
@@ -56,6 +61,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     source: typeof options.file === 'string' ? options.file : options.file.label,
     matchKey,
     ttlMs: options.settings.planTtlMs,
+    ...(options.syncName !== undefined ? { syncName: options.syncName } : {}),
   });
   const fields = new Set<string>();
   const result = await planReconcile({
@@ -74,7 +80,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     fields: [...fields],
     prediction: predict(result.counts.update, writes, result.index.records, options),
   });
-  return { plan, index: result.index };
+  return { plan, index: result.index, summary: result.summary };
 }
 
 /** What a planned row keeps: an update only the fields it changes (and those the API requires), with their before-values. */
