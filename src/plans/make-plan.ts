@@ -78,7 +78,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     counts: result.counts,
     rows: result.rows,
     fields: [...fields],
-    prediction: predict(result.counts.update, writes, result.index.records, options),
+    prediction: predictApply(result.counts.update, writes, result.index.records, options),
   });
   return { plan, index: result.index, summary: result.summary };
 }
@@ -119,7 +119,12 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
  * check's passes over the list (one at least when there are updates; another each time the last
  * is older than the drift window, a pass itself spaced by 4 × its duration).
  */
-function predict(updates: number, writes: number, records: number, options: MakePlanOptions): PlanPrediction {
+export function predictApply(
+  updates: number,
+  writes: number,
+  records: number,
+  options: Pick<MakePlanOptions, 'pageSize' | 'settings'>,
+): PlanPrediction {
   const pageSize = options.pageSize ?? DEFAULTS.client.pageSize;
   const pagesPerPass = Math.ceil(records / pageSize) + 1;
   const limit = options.settings.rateLimit;
