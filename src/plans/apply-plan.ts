@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ROW_FIELD, type FieldError, type IngestedRow } from '../ingest/index.js';
 import { writeOperation } from '../reconcile/index.js';
-import { produceRun, runLife, type ProducedRow, type ProducerProgress } from '../lifecycle/index.js';
+import { produceRun, runLife, type ProducedRow, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -23,6 +23,11 @@ export interface ApplyPlanOptions {
   onRun?: (run: RunRecord) => void;
   /** The caller's stop (a nightly sync's maxFailures, its lock lost), with a RunStop as its reason. Default none. */
   signal?: AbortSignal;
+  /**
+   * Stop the run (RUN_ABORTED for the rows not yet queued) once this many of its rows matched no
+   * record or several, as a reconciled sync does (`maxFailures`). Default: never.
+   */
+  abortAfterUnmatched?: number;
 }
 
 export interface ApplyPlanResult {
@@ -53,10 +58,23 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   if (!move.ok) throw refusal(plan, move);
   let runId: string | undefined;
   try {
+    const unmatched = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, unmatched.signal]) : unmatched.signal;
+    const limit = options.abortAfterUnmatched;
+    const tooMany =
+      limit === undefined
+        ? undefined
+        : (n: number) => {
+            if (n >= limit)
+              unmatched.abort({
+                kind: 'aborted',
+                reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})`,
+              } satisfies RunStop);
+          };
     const { run, progress } = await runLife({
       store,
       logger,
-      ...(options.signal ? { signal: options.signal } : {}),
+      signal,
       columns: () => ['id', ...plan.fields],
       start: async () => {
         const run = await store.createRun({
@@ -77,7 +95,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
         return run;
       },
       produce: (run, stop) =>
-        produceRun(writesOf(plans, plan), {
+        produceRun(writesOf(plans, plan, tooMany), {
           queue,
           store,
           runId: run.id,
@@ -98,11 +116,18 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
 }
 
 /** The plan's writes (a sync's plan: every row), in row order, as the producer takes them. */
-async function* writesOf(plans: PlanStore, plan: PlanRecord): AsyncGenerator<ProducedRow> {
+async function* writesOf(
+  plans: PlanStore,
+  plan: PlanRecord,
+  onUnmatched?: (n: number) => void,
+): AsyncGenerator<ProducedRow> {
   const everyRow = plan.syncName !== undefined;
+  let unmatched = 0;
   for await (const r of plans.rows(plan)) {
     const row = producedOf(plan, r) ?? (everyRow ? decidedOf(r) : undefined);
-    if (row) yield row;
+    if (!row) continue;
+    if (r.action === 'not-found' || r.action === 'ambiguous') onUnmatched?.(++unmatched);
+    yield row;
   }
 }
 

@@ -258,6 +258,7 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
           rowsPerJob: ws.rowsPerJob,
           logger: log,
           signal: stopProducer.signal,
+          ...(max !== undefined ? { abortAfterUnmatched: max } : {}),
           onRun,
         });
         return await settle(run, plan.counts, facts);

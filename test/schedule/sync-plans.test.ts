@@ -254,6 +254,39 @@ describe('a guarded sync tick is a stored plan', () => {
   });
 });
 
+describe('a guarded tick applied from its plan keeps maxFailures', () => {
+  let f: Fixture;
+  beforeAll(async () => {
+    f = await startFixture();
+  });
+  afterAll(async () => stopFixture(f));
+
+  it('stops once maxFailures rows matched nothing: the rest is not sent, as a reconciled tick stops', async () => {
+    const { h } = f;
+    const contacts = [...h.ws.contacts.values()];
+    const rows = [
+      ...Array.from({ length: 4 }, (_, i) => [`ghost${i}@nowhere.example`, '+1 555-000-0000']),
+      ...contacts.slice(0, 20).map((c, i) => [c.email, newPhone('700', i)]),
+    ];
+    writeFileSync(join(h.dir, 'data', 'ghosts.csv'), csv(['Email', 'Phone'], rows));
+    const def = define(f, 'ghosts', {
+      source: '../data/ghosts.csv',
+      guard: { maxChangedShare: 1 },
+      options: { maxFailures: 3, notifyUrl: f.hookUrl },
+    });
+    h.ws.resetStats();
+    const summary = await runSync(def, { runtime: h.runtime, pollMs: 50 });
+    expect(summary.held).toBeUndefined();
+    expect(summary.status).toBe('failed');
+    expect(summary.reason).toMatch(/^aborted: \d+ rows (matched no record or several|failed) \(maxFailures 3\)$/);
+    expect(writes(h)).toBe(0);
+    const results = await h.runtime.store.problems(summary.runId, { limit: 100 });
+    expect(results.rows.filter((r) => r.code === 'RUN_ABORTED')).toHaveLength(20);
+    expect(results.rows.filter((r) => r.code === 'CRM_NOT_FOUND')).toHaveLength(4);
+    expect(summary.failedRowsFile).toBeDefined();
+  });
+});
+
 describe('a sync of a workspace that requires approval', () => {
   let f: Fixture;
   beforeAll(async () => {
