@@ -81,6 +81,10 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
       `  status: ${statusWords(plan)}${plan.approval ? ` · approved ${plan.approval.at} by ${plan.approval.by}` : ''} · expires ${plan.expiresAt}`,
       `  rows: ${plan.rows}: ${formatPlanCounts(plan.counts)}`,
       `  apply would take ${predictionWords(plan)}`,
+      ...(plan.syncName !== undefined
+        ? [`  made by a tick of sync ${plan.syncName}; its run carries the sync's name`]
+        : []),
+      ...(plan.reason !== undefined ? [`  ${plan.reason}`] : []),
     ];
     for (const r of rows) {
       const where = `row ${r.row}${r.line !== undefined ? ` (line ${r.line})` : ''}`;

@@ -3,7 +3,12 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
-import { derivedSettings } from '../config/index.js';
+import { derivedSettings, getWorkspace, type Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import { PlanStore, replanDrifted } from '../plans/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
+import { formatPlanCounts } from '../reconcile/index.js';
+import { createCrmClient, type Runtime } from '../runtime/index.js';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, resumeProducer, retryRun, writtenLaterWords, type RetrySummary } from '../lifecycle/index.js';
@@ -16,6 +21,7 @@ import {
   placeWords,
   pruneRuns,
   writeResultsCsv,
+  type RunRecord,
   type RunResults,
   type RunStore,
 } from '../runs/index.js';
@@ -98,12 +104,18 @@ export async function retryRunRows(
     const { runtime, logger } = scope;
     const run = await runtime.store.requireRun(id);
     // A drifted row is not sent again as it was: the record changed since its plan, and only a
-    // new plan (reviewed, approved) may write over that. Said before the retry, which leaves them.
-    if (run.counts.drifted > 0)
+    // new plan (reviewed, approved) may write over that. Its rows are re-planned against the
+    // CRM's values now; a retry from a file leaves them (said so).
+    if (run.counts.drifted > 0 && run.options.plan !== undefined && !opts.file) {
+      await replanDriftedRows(scope, run, opts.rows);
+      // Nothing else of the run to send again: the new plan is all there is to do.
+      const others = run.counts.failed + run.counts.invalid + run.counts.uncertain + run.counts.cancelled;
+      if (others === 0 && !opts.rows) return;
+    } else if (run.counts.drifted > 0)
       process.stderr.write(
         `${run.counts.drifted} drifted rows of run ${id} are not retried: their records changed after ` +
-          `${run.options.plan ? `plan ${run.options.plan}` : 'the plan'} was made. Make a new plan for them from the source ` +
-          `(crm-sync plan <file> --op ${run.operation} -w ${run.workspace}), review and approve it, then apply it.\n`,
+          `${run.options.plan ? `plan ${run.options.plan}` : 'the plan'} was made. Make a new plan for them ` +
+          `(crm-sync runs retry ${id} without --file re-plans them), review and approve it, then apply it.\n`,
       );
     await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
       const summary = await retryRun({
@@ -138,6 +150,49 @@ export async function retryRunRows(
       process.exitCode = exitCodeFor(final);
     });
   });
+}
+
+/**
+ * The drifted rows of a plan run as a new plan: the CRM's current values read in the workspace's
+ * rate budget, as `crm-sync plan` reads them; prints its id and the commands that approve and apply it.
+ */
+async function replanDriftedRows(
+  scope: { runtime: Runtime; config: Config; logger: Logger },
+  run: RunRecord,
+  rows: number[] | undefined,
+): Promise<void> {
+  const { runtime, config, logger } = scope;
+  const ws = getWorkspace(config, run.workspace);
+  const client = createCrmClient(config, run.workspace, logger);
+  try {
+    const result = await replanDrifted({
+      plans: new PlanStore({ redis: runtime.redis, prefix: config.prefix }),
+      store: runtime.store,
+      run,
+      client,
+      budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+      settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
+      ...(rows ? { rows: new Set(rows) } : {}),
+      logger,
+    });
+    const { plan } = result;
+    const lines: string[] = [];
+    if (plan)
+      lines.push(
+        `${plan.rows} drifted rows of run ${run.id} re-planned against the CRM's values now ` +
+          `(${result.pages} list requests; nothing sent): plan ${plan.id}: ${formatPlanCounts(plan.counts)}`,
+        `  review: crm-sync plans show ${plan.id}   approve: crm-sync plans approve ${plan.id}   apply: crm-sync apply ${plan.id} --wait`,
+      );
+    else if (result.drifted === 0) lines.push(`no drifted row of run ${run.id} among the rows given; none re-planned`);
+    if (result.creates > 0)
+      lines.push(
+        `${result.creates} drifted creates of run ${run.id} are not re-planned: a record matching each exists now; ` +
+          `make a new plan from the source for them (crm-sync plan <file> --op ${run.operation} -w ${run.workspace})`,
+      );
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    client.close();
+  }
 }
 
 /** `runs prune` */

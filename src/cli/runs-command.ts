@@ -56,7 +56,10 @@ export function registerRunsCommand(program: Command): void {
   runs
     .command('retry')
     .argument('<id>', 'run id')
-    .description('Queue the failed and invalid rows of a run again, or the rows of a corrected export')
+    .description(
+      "Queue the failed and invalid rows of a run again, or the rows of a corrected export; a plan run's " +
+        "drifted rows are re-planned instead (the CRM's values now; nothing sent): approve and apply the new plan",
+    )
     .option('-f, --file <csv>', 'a corrected "runs export --failed" file: its values replace the stored ones')
     .option('--rows <list>', 'only these rows, e.g. 3,7,10-12', rowList)
     .option('--wait', 'follow the run to the end')

@@ -15,6 +15,7 @@ import {
 import { withRuntime, withWorkers } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { exitCodeFor } from './run-progress.js';
+import { cliApprover } from './plans-actions.js';
 
 export interface JobsOption {
   jobsDir: string;
@@ -79,7 +80,7 @@ export async function runSyncNow(
       const summary = await runSync(def, {
         runtime,
         returnWhenBlocked: true,
-        ...(opts.overrideGuard ? { overrideGuard: true } : {}),
+        ...(opts.overrideGuard ? { overrideGuard: true, approver: `${cliApprover()} (--override-guard)` } : {}),
       });
       const c = summary.counts;
       process.stdout.write(

@@ -15,7 +15,9 @@ export function registerScheduleCommand(program: Command): void {
       'after',
       helpFooter(
         `
-A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler") turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.`,
+A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule sync" makes the installed schedules equal the definitions; "crm-sync scheduler" (or "crm-sync worker --with-scheduler") turns each tick into a reconciled run. History: crm-sync runs list --sync <name>.
+
+A sync with a "guard", with "approval": "always", or in a workspace with "requireApproval": true plans each tick into a stored plan first: within the guard the plan is applied at once; otherwise it waits for approval ("crm-sync plans approve <planId>", then "crm-sync apply <planId> --wait"; or "crm-sync plans discard <planId>"), and a newer tick discards it for its own plan.`,
       ),
     );
   const jobsDir = (cmd: Command) =>
@@ -49,7 +51,7 @@ A definition is a JSON file in jobs/ (see jobs/nightly-contacts.json). "schedule
       .option('--json', 'print the summary as JSON')
       .option(
         '--override-guard',
-        'apply this tick even if its plan goes over the sync\'s guard or the sync holds every tick ("approval": "always")',
+        'apply this tick\'s plan even if it goes over the sync\'s guard or the sync or its workspace holds every tick ("approval": "always", "requireApproval": true); you are recorded as its approver',
       ),
   ).action(
     async (

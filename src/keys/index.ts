@@ -19,6 +19,7 @@ export {
   sessionKey,
   sessionKeyBase,
   syncLockKey,
+  syncPlanKey,
   uploadAnswerKey,
   workBoardKey,
   workspacePlansKey,

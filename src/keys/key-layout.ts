@@ -64,12 +64,14 @@
  * Change control (src/plans; approve, discard and apply in Lua: commands/move-plan-1.lua):
  *   <p>:plan:{<w>}:<id>            hash    a plan: flat fields (status pending|approved|applying|applied|
  *                                          discarded, operation, source, createdMs, expiresMs, approvedMs,
- *                                          approvedBy, runId, rows) and JSON fields (counts, prediction,
+ *                                          approvedBy, runId, rows, syncName, reason) and JSON fields (counts, prediction,
  *                                          options, columns); TTL = expiresMs + PLAN_KEEP_MS
  *   <p>:plan:{<w>}:<id>:rows:<b>   hash    rows b*100 .. b*100+99 of the plan: row → compact JSON (plan-codec.ts:
  *                                          action, line, record id, key, fields to send, before-values,
  *                                          message); same TTL
  *   <p>:ws:{<w>}:plans             zset    the workspace's plan ids, score = createdMs
+ *   <p>:ws:{<w>}:sync-plan:<name>  string  the plan id of the sync's newest tick (a newer tick discards
+ *                                          the plan it names while it still waits); TTL = the plan's
  *   <p>:plans:workspace            hash    plan id → workspace: how a plan id finds its keys
  *
  * Queues and workers:
@@ -207,6 +209,11 @@ export function planRowsKey(prefix: string, workspace: string, id: string, bucke
 /** The workspace's plan ids by creation time. */
 export function workspacePlansKey(prefix: string, workspace: string): string {
   return `${workspaceKeyBase(prefix, workspace)}:plans`;
+}
+
+/** The plan of a nightly sync's newest planned tick (src/schedule/run-sync.ts). */
+export function syncPlanKey(prefix: string, workspace: string, sync: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:sync-plan:${sync}`;
 }
 
 /** Plan id → workspace, for commands that name a plan by its id alone. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { ROW_FIELD, type FieldError, type IngestedRow } from '../ingest/index.js';
 import { writeOperation } from '../reconcile/index.js';
-import { produceRun, runLife, type ProducedRow, type ProducerProgress } from '../lifecycle/index.js';
+import { produceRun, runLife, type ProducedRow, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -20,6 +21,13 @@ export interface ApplyPlanOptions {
   logger?: Logger;
   /** Called with the run as soon as it exists. */
   onRun?: (run: RunRecord) => void;
+  /** The caller's stop (a nightly sync's maxFailures, its lock lost), with a RunStop as its reason. Default none. */
+  signal?: AbortSignal;
+  /**
+   * Stop the run (RUN_ABORTED for the rows not yet queued) once this many of its rows matched no
+   * record or several, as a reconciled sync does (`maxFailures`). Default: never.
+   */
+  abortAfterUnmatched?: number;
 }
 
 export interface ApplyPlanResult {
@@ -35,6 +43,11 @@ export interface ApplyPlanResult {
  * the plan's before-values of the fields it changes, so the worker sends it only while the
  * record still holds them (else `drifted`); creates go through the duplicate-safe create as an
  * import's do. The run's life is runLife's, like every run's.
+ *
+ * A plan a nightly sync's tick made is applied as that sync's run (its name on the run, so the
+ * next tick waits for it) and with every row of the plan: unchanged rows end `skipped`, rows that
+ * matched no record or several `failed`, bad rows `invalid`, as a reconciled run records them —
+ * the sync's counts, failed-rows file and maxFailures read as before.
  */
 export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanResult> {
   const { plans, store, queue, planId } = options;
@@ -45,15 +58,30 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   if (!move.ok) throw refusal(plan, move);
   let runId: string | undefined;
   try {
+    const unmatched = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, unmatched.signal]) : unmatched.signal;
+    const limit = options.abortAfterUnmatched;
+    const tooMany =
+      limit === undefined
+        ? undefined
+        : (n: number) => {
+            if (n >= limit)
+              unmatched.abort({
+                kind: 'aborted',
+                reason: `aborted: ${n} rows matched no record or several (maxFailures ${limit})`,
+              } satisfies RunStop);
+          };
     const { run, progress } = await runLife({
       store,
       logger,
+      signal,
       columns: () => ['id', ...plan.fields],
       start: async () => {
         const run = await store.createRun({
           workspace: plan.workspace,
           operation: plan.operation,
           source: `plan ${plan.id} (${plan.source})`,
+          ...(plan.syncName !== undefined ? { syncName: plan.syncName } : {}),
           options: {
             plan: plan.id,
             reconcile: true,
@@ -67,7 +95,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
         return run;
       },
       produce: (run, stop) =>
-        produceRun(writesOf(plans, plan), {
+        produceRun(writesOf(plans, plan, tooMany), {
           queue,
           store,
           runId: run.id,
@@ -87,12 +115,42 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   }
 }
 
-/** The plan's writes, in row order, as the producer takes them. */
-async function* writesOf(plans: PlanStore, plan: PlanRecord): AsyncGenerator<ProducedRow> {
+/** The plan's writes (a sync's plan: every row), in row order, as the producer takes them. */
+async function* writesOf(
+  plans: PlanStore,
+  plan: PlanRecord,
+  onUnmatched?: (n: number) => void,
+): AsyncGenerator<ProducedRow> {
+  const everyRow = plan.syncName !== undefined;
+  let unmatched = 0;
   for await (const r of plans.rows(plan)) {
-    const row = producedOf(plan, r);
-    if (row) yield row;
+    const row = producedOf(plan, r) ?? (everyRow ? decidedOf(r) : undefined);
+    if (!row) continue;
+    if (r.action === 'not-found' || r.action === 'ambiguous') onUnmatched?.(++unmatched);
+    yield row;
   }
+}
+
+/** A row the plan does not write, with the result a reconciled run records for it. */
+function decidedOf(r: PlanRow): ProducedRow {
+  const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}), original: {} };
+  const message = r.message ?? r.action;
+  if (r.action === 'skip')
+    return {
+      ...place,
+      outcome: { status: 'skipped', message, ...(r.recordId !== undefined ? { recordId: r.recordId } : {}) },
+    };
+  if (r.action === 'invalid')
+    return { ...place, code: (r.code ?? 'ROW_INVALID') as IngestedRow['code'], errors: fieldErrorsOf(message) };
+  return { ...place, outcome: { status: 'failed', ...(r.code !== undefined ? { code: r.code } : {}), message } };
+}
+
+/** A stored invalid row's message (`field: problem; field: problem`) as the field errors it was made of. */
+function fieldErrorsOf(message: string): FieldError[] {
+  return message.split('; ').map((part) => {
+    const at = part.indexOf(': ');
+    return at > 0 ? { field: part.slice(0, at), message: part.slice(at + 2) } : { field: ROW_FIELD, message: part };
+  });
 }
 
 function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {

@@ -15,3 +15,4 @@ export {
   type PlanRow,
   type PlanStatus,
 } from './plan-types.js';
+export { replanDrifted, type ReplanDriftedOptions, type ReplanDriftedResult } from './replan-drifted.js';

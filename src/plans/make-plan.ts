@@ -9,6 +9,7 @@ import {
   writeOperation,
   type IndexStats,
   type PlannedRow,
+  type PlanSummary,
   type ReconcileOperation,
 } from '../reconcile/index.js';
 import type { PlanStore } from './plan-store.js';
@@ -36,11 +37,15 @@ export interface MakePlanOptions {
   onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
   pageSize?: number;
   logger?: Logger;
+  /** A nightly sync's tick makes the plan: its name goes on the plan, and on the run that applies it. */
+  syncName?: string;
 }
 
 export interface MakePlanResult {
   plan: PlanRecord;
   index: IndexStats;
+  /** Per field: rows that change it, empty it, or have it held back (what a sync's guard judges). */
+  summary: PlanSummary;
 }
 
 /**
@@ -56,6 +61,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     source: typeof options.file === 'string' ? options.file : options.file.label,
     matchKey,
     ttlMs: options.settings.planTtlMs,
+    ...(options.syncName !== undefined ? { syncName: options.syncName } : {}),
   });
   const fields = new Set<string>();
   const result = await planReconcile({
@@ -72,9 +78,9 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     counts: result.counts,
     rows: result.rows,
     fields: [...fields],
-    prediction: predict(result.counts.update, writes, result.index.records, options),
+    prediction: predictApply(result.counts.update, writes, result.index.records, options),
   });
-  return { plan, index: result.index };
+  return { plan, index: result.index, summary: result.summary };
 }
 
 /** What a planned row keeps: an update only the fields it changes (and those the API requires), with their before-values. */
@@ -113,7 +119,12 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
  * check's passes over the list (one at least when there are updates; another each time the last
  * is older than the drift window, a pass itself spaced by 4 × its duration).
  */
-function predict(updates: number, writes: number, records: number, options: MakePlanOptions): PlanPrediction {
+export function predictApply(
+  updates: number,
+  writes: number,
+  records: number,
+  options: Pick<MakePlanOptions, 'pageSize' | 'settings'>,
+): PlanPrediction {
   const pageSize = options.pageSize ?? DEFAULTS.client.pageSize;
   const pagesPerPass = Math.ceil(records / pageSize) + 1;
   const limit = options.settings.rateLimit;

@@ -1,4 +1,11 @@
-import { planKey, planRowsKey, planWorkspacesKey, RESULT_BUCKET_ROWS, workspacePlansKey } from '../keys/index.js';
+import {
+  planKey,
+  planRowsKey,
+  planWorkspacesKey,
+  RESULT_BUCKET_ROWS,
+  syncPlanKey,
+  workspacePlansKey,
+} from '../keys/index.js';
 import type { ReconcileOperation } from '../crm/light.js';
 import { CrmSyncError } from '../errors/index.js';
 import { LuaScript, type RedisClient } from '../redis/index.js';
@@ -24,6 +31,8 @@ export interface NewPlan {
   matchKey: string;
   /** The workspace's `planTtlMs`. */
   ttlMs: number;
+  /** The nightly sync whose tick makes the plan. Default none. */
+  syncName?: string;
 }
 
 export interface PlanSummary {
@@ -174,8 +183,31 @@ export class PlanStore {
     return this.#move(id, 'approve', by);
   }
 
-  discard(id: string, by: string): Promise<PlanMove> {
-    return this.#move(id, 'discard', by);
+  /** Discards the plan; `reason`, when given, is kept as the plan's status reason (`plans show`). */
+  async discard(id: string, by: string, reason?: string): Promise<PlanMove> {
+    const move = await this.#move(id, 'discard', by);
+    if (move.ok && reason !== undefined) await this.setReason(id, reason);
+    return move;
+  }
+
+  /** Why the plan is where it is (a held tick, a discard by a newer tick), shown with its status. */
+  async setReason(id: string, reason: string): Promise<void> {
+    const workspace = await this.#workspace(id);
+    await this.redis.hset(planKey(this.prefix, workspace, id), 'reason', reason);
+  }
+
+  /**
+   * Records `plan` as the newest planned tick of its sync and answers the plan the previous tick
+   * left there, if any (it may be applied, discarded or gone by now: the caller looks).
+   */
+  async swapSyncPlan(
+    plan: Pick<PlanRecord, 'id' | 'workspace' | 'syncName' | 'expiresAt'>,
+  ): Promise<string | undefined> {
+    if (plan.syncName === undefined) return undefined;
+    const key = syncPlanKey(this.prefix, plan.workspace, plan.syncName);
+    const previous = await this.redis.getset(key, plan.id);
+    await this.redis.pexpireat(key, Date.parse(plan.expiresAt) + PLAN_KEEP_MS);
+    return previous !== null && previous !== plan.id ? previous : undefined;
   }
 
   /** Takes the plan for applying, once: refused when approval is required and missing, expired, discarded or applied. */
@@ -290,6 +322,7 @@ export class PlanWriter {
       counts: JSON.stringify(summary.counts),
       prediction: JSON.stringify(summary.prediction),
       fields: JSON.stringify(summary.fields),
+      ...(input.syncName !== undefined ? { syncName: input.syncName } : {}),
     });
     return this.store.require(this.id);
   }
@@ -323,5 +356,7 @@ function decodePlan(h: Record<string, string>, now: number): PlanRecord {
   if (h.discardedMs && h.discardedBy)
     plan.discard = { at: new Date(Number(h.discardedMs)).toISOString(), by: h.discardedBy };
   if (h.runId) plan.runId = h.runId;
+  if (h.syncName) plan.syncName = h.syncName;
+  if (h.reason) plan.reason = h.reason;
   return plan;
 }

@@ -47,6 +47,10 @@ export interface PlanRecord {
   discard?: PlanApproval;
   /** The run that applies it, once applied (or being applied). */
   runId?: string;
+  /** The nightly sync whose tick made it: its run carries the sync's name. */
+  syncName?: string;
+  /** Why the plan is where it is, when something decided it for a person: a held tick, a discard by a newer tick. */
+  reason?: string;
   rows: number;
   counts: PlanCounts;
   prediction: PlanPrediction;

@@ -30,4 +30,12 @@ export { runSync, type RunSyncOptions, type SyncSummary } from './run-sync.js';
 export { abortRun } from './abort-run.js';
 export { SyncLock } from './sync-lock.js';
 export { startSyncScheduler, type SyncScheduler, type SyncSchedulerOptions } from './sync-scheduler.js';
-export { judgeGuard, guardsTicks, holdReason, type SyncHold, type FieldRows } from './sync-guard.js';
+export {
+  judgeGuard,
+  guardsTicks,
+  holdReason,
+  planCommands,
+  type SyncHold,
+  type FieldRows,
+  type PlanCommands,
+} from './sync-guard.js';

@@ -6,16 +6,18 @@ import { DEFAULTS, getWorkspace, resolveSettings } from '../config/index.js';
 import { AuthError, type CrmClient } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import { readMappingFile } from '../ingest/index.js';
-import { planReconcile, reconcileImport, type PlanCounts } from '../reconcile/index.js';
+import { reconcileImport, type PlanCounts, type PlanSummary } from '../reconcile/index.js';
+import { applyPlan, makePlan, PlanStore, refusal, type PlanRecord } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { type RunStop } from '../lifecycle/index.js';
+import type { Logger } from '../log/index.js';
 import { runReads, writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
 import { openSyncSource, resolvePath, sourceText, type SyncDefinition } from './sync-definition.js';
 import { blockedSkipReason, findPreviousRun, previousRunState } from './previous-run.js';
 import { SyncLock } from './sync-lock.js';
-import { guardsTicks, holdReason, judgeGuard, type SyncHold } from './sync-guard.js';
+import { guardsTicks, holdReason, judgeGuard, planCommands, type SyncHold } from './sync-guard.js';
 
 export interface RunSyncOptions {
   runtime: Runtime;
@@ -38,6 +40,11 @@ export interface RunSyncOptions {
    * of every tick (`schedule run --override-guard`: a person looked and said yes). Default false.
    */
   overrideGuard?: boolean;
+  /**
+   * Who approves the plan an overridden tick applies, recorded on the plan (`schedule run
+   * --override-guard` passes its CLI user). Default `schedule run --override-guard`.
+   */
+  approver?: string;
 }
 
 /** What a sync reports when it ends (to the log, and as JSON to the notify URL). */
@@ -62,9 +69,14 @@ export interface SyncSummary {
   dryRun: boolean;
   /**
    * Set when the tick was planned but not applied: its plan went over the sync's guard (or the
-   * sync holds every tick). Why, the counts and the top fields; nothing was sent.
+   * sync or its workspace holds every tick). Why, the counts, the top fields, and the stored plan
+   * awaiting approval with the commands that apply or discard it; nothing was sent.
    */
   held?: SyncHold;
+  /** The tick's stored plan (a guarded sync's tick): held, or applied by the run. */
+  planId?: string;
+  /** An earlier plan of this sync that still waited for approval, discarded by this tick. */
+  supersededPlan?: string;
 }
 
 const LOCK_BUSY = 'a tick of this sync is still being handled';
@@ -116,17 +128,7 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
 
     const mapping = def.mapping !== undefined ? readMappingFile(resolvePath(def, def.mapping)) : undefined;
     client = options.client ?? createCrmClient(config, def.workspace, logger);
-    if (guardsTicks(def) && !options.overrideGuard) {
-      const hold = await planTick(def, options.runtime, client, mapping);
-      // Another tick may have taken the sync over while this one planned.
-      if (lock.lost) return await skip(`${lock.lostReason ?? 'the sync lock was lost'} while the tick was planned`);
-      if (hold !== undefined) {
-        const run = await recordHold(def, runtime, hold);
-        log.warn({ runId: run.id, held: hold.reasons }, 'sync tick held: its plan goes over the guard; nothing sent');
-        return await finish(def, options, run, started, false, hold.counts, hold);
-      }
-    }
-    const source = openSyncSource(def);
+    const ws = getWorkspace(config, def.workspace);
     const max = def.options.maxFailures;
     const queue = runtime.queue(def.workspace);
     let abortReason: string | undefined;
@@ -162,8 +164,109 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
         if (why !== undefined) return abort(runId, why);
       }
     };
+    const onRun = (run: RunRecord) => {
+      log.info({ runId: run.id, source: run.source }, 'sync run started');
+      // Handled at once: a rejection here must not wait (unhandled) for the producer to end.
+      watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
+        watchError = err;
+        stopProducer.abort({
+          kind: 'aborted',
+          reason: `aborted: the run could not be watched (${errorMessage(err)})`,
+        } satisfies RunStop);
+        log.error({ runId: run.id, err: errorMessage(err) }, 'could not watch the sync run');
+      });
+    };
+    /** The run's end, judged once more after its producer is done, then summarised. */
+    const settle = async (produced: RunRecord, counts: PlanCounts, extra: TickPlanFacts = {}) => {
+      await watching;
+      let run = await store.requireRun(produced.id);
+      // Again after the producer is done: it may have queued its last chunk after a first sweep.
+      // A run that completed is only failed for its failures, never for a lock lost afterwards.
+      const going = run.status === 'running' || run.status === 'blocked';
+      const why =
+        going || abortReason !== undefined ? stopReason(run.counts.failed) : failuresReason(run.counts.failed);
+      // A run an operator cancelled stays cancelled: the sync reports it as it is.
+      if (why !== undefined && run.status !== 'cancelled') {
+        await abort(run.id, why);
+        run = await store.requireRun(run.id);
+      }
+      if (watchError !== undefined) throw watchError;
+      return finish(def, options, run, started, false, counts, undefined, extra);
+    };
+
+    if (guardsTicks(def, ws.requireApproval)) {
+      const plans = new PlanStore({ redis: runtime.redis, prefix: config.prefix });
+      const tick = await planTick(def, runtime, plans, client, mapping);
+      // undefined: the CRM refused the key while the tick planned; the reconciled run below reports it (blocked).
+      if (tick !== undefined) {
+        const { plan } = tick;
+        const by = `sync:${def.name}`;
+        const dropPlan = async (why: string) => {
+          tick.removeFile();
+          await plans.discard(plan.id, by, `discarded: ${why}`).catch(() => undefined);
+        };
+        // Another tick may have taken the sync over while this one planned.
+        if (lock.lost) {
+          const why = `${lock.lostReason ?? 'the sync lock was lost'} while the tick was planned`;
+          await dropPlan(`the tick that made it was skipped: ${why}`);
+          return await skip(why);
+        }
+        const hold = judgeGuard(def, tick.summary, ws.requireApproval);
+        const held = hold !== undefined && !options.overrideGuard;
+        const superseded = await supersede(plans, plan, held, by, log);
+        const facts: TickPlanFacts = {
+          planId: plan.id,
+          ...(superseded !== undefined ? { supersededPlan: superseded } : {}),
+        };
+        if (held) {
+          const full: SyncHold = {
+            ...hold,
+            ...tick.keepFile(),
+            planId: plan.id,
+            commands: planCommands(plan.id),
+            ...(superseded !== undefined ? { supersededPlan: superseded } : {}),
+          };
+          const reason = holdReason(full);
+          await plans.setReason(plan.id, reason);
+          const run = await recordHold(def, runtime, reason);
+          log.warn(
+            { runId: run.id, planId: plan.id, held: hold.reasons },
+            'sync tick held as a plan awaiting approval; nothing sent',
+          );
+          return await finish(def, options, run, started, false, plan.counts, full, facts);
+        }
+        tick.removeFile();
+        // A run of this sync may have started while this tick planned (an operator applying an earlier plan of it).
+        const going = await findPreviousRun(store, def.name);
+        if (going) {
+          const why = `run ${going.id} of this sync started while the tick was planned`;
+          await dropPlan(`the tick that made it was skipped: ${why}`);
+          return await skip(why);
+        }
+        // Over the guard and overridden, or in a workspace that requires approval: `schedule run
+        // --override-guard` is the approval (recorded on the plan).
+        if (hold !== undefined || ws.requireApproval) {
+          const approved = await plans.approve(plan.id, options.approver ?? OVERRIDE_APPROVER);
+          if (!approved.ok) throw refusal(plan, approved);
+        }
+        const { run } = await applyPlan({
+          plans,
+          store,
+          queue,
+          planId: plan.id,
+          requireApproval: ws.requireApproval,
+          rowsPerJob: ws.rowsPerJob,
+          logger: log,
+          signal: stopProducer.signal,
+          ...(max !== undefined ? { abortAfterUnmatched: max } : {}),
+          onRun,
+        });
+        return await settle(run, plan.counts, facts);
+      }
+    }
+
     const result = await reconcileImport({
-      file: source,
+      file: openSyncSource(def),
       op: def.operation,
       workspace: def.workspace,
       client,
@@ -173,38 +276,15 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
       syncName: def.name,
       logger: log,
       dryRun: def.options.dryRun,
-      rowsPerJob: getWorkspace(config, def.workspace).rowsPerJob,
+      rowsPerJob: ws.rowsPerJob,
       ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
       ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),
       signal: stopProducer.signal,
       ...(max !== undefined ? { abortAfterUnmatched: max } : {}),
-      onRun: (run) => {
-        log.info({ runId: run.id, source: run.source }, 'sync run started');
-        // Handled at once: a rejection here must not wait (unhandled) for reconcileImport to end.
-        watching = watch(run.id, stopWatching.signal).catch((err: unknown) => {
-          watchError = err;
-          stopProducer.abort({
-            kind: 'aborted',
-            reason: `aborted: the run could not be watched (${errorMessage(err)})`,
-          } satisfies RunStop);
-          log.error({ runId: run.id, err: errorMessage(err) }, 'could not watch the sync run');
-        });
-      },
+      onRun,
     });
-    await watching;
-    let run = await store.requireRun(result.run.id);
-    // Again after the producer is done: it may have queued its last chunk after a first sweep.
-    // A run that completed is only failed for its failures, never for a lock lost afterwards.
-    const going = run.status === 'running' || run.status === 'blocked';
-    const why = going || abortReason !== undefined ? stopReason(run.counts.failed) : failuresReason(run.counts.failed);
-    // A run an operator cancelled stays cancelled: the sync reports it as it is.
-    if (why !== undefined && run.status !== 'cancelled') {
-      await abort(run.id, why);
-      run = await store.requireRun(run.id);
-    }
-    if (watchError !== undefined) throw watchError;
-    return await finish(def, options, run, started, false, result.counts);
+    return await settle(result.run, result.counts);
   } finally {
     stopWatching.abort();
     await watching;
@@ -217,19 +297,37 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
   }
 }
 
+/** Who approved a tick's plan that `--override-guard` applied, when the caller does not say. */
+const OVERRIDE_APPROVER = 'schedule run --override-guard';
+
+/** What a summary says of a planned tick's plans. */
+type TickPlanFacts = Pick<SyncSummary, 'planId' | 'supersededPlan'>;
+
+interface TickPlan {
+  plan: PlanRecord;
+  summary: PlanSummary;
+  /** The plan CSV stays (a held tick): its path, when it could be written. */
+  keepFile(): { planFile?: string };
+  /** The plan CSV goes (the tick is applied, or dropped). */
+  removeFile(): void;
+}
+
 /**
- * A guarded tick plans first (reconcile's planner: the CRM's list pages in the workspace's
- * budget, no write) and judges the plan against the guard. Held: the hold, with the plan as a
- * CSV in resultsDir. Within the guard: undefined (the plan file is removed) and the tick goes
- * on as a reconciled run, which plans again as it sends.
+ * A guarded tick plans first, with the planner `crm-sync plan` uses (one read of the source, the
+ * CRM's list pages in the workspace's budget, no write) into a stored plan with the sync's name;
+ * the plan's CSV (reconcile's, one line per row) goes to resultsDir for a held tick. Applied or
+ * held, the tick goes on from this plan: the source is not read again, nothing is diffed twice.
+ * Undefined when the CRM refused the key while planning (the tick goes on to report it as blocked).
  */
 async function planTick(
   def: SyncDefinition,
   runtime: Runtime,
+  plans: PlanStore,
   client: CrmClient,
   mapping: ReturnType<typeof readMappingFile> | undefined,
-): Promise<SyncHold | undefined> {
+): Promise<TickPlan | undefined> {
   const { config, logger } = runtime;
+  const ws = getWorkspace(config, def.workspace);
   let planFile: string | undefined = join(config.resultsDir, `${def.name}-${Date.now()}-plan.csv.part`);
   let out: ReturnType<typeof createWriteStream> | undefined;
   try {
@@ -239,44 +337,81 @@ async function planTick(
     logger.warn({ sync: def.name, err: errorMessage(err) }, 'could not write the plan file of a guarded tick');
     planFile = undefined;
   }
-  let plan;
+  const removeFile = () => {
+    if (planFile !== undefined) rmSync(planFile, { force: true });
+    planFile = undefined;
+  };
+  let made;
   try {
-    plan = await planReconcile({
+    made = await makePlan({
+      store: plans,
       file: openSyncSource(def),
       op: def.operation,
       workspace: def.workspace,
       client,
       budget: workspaceRequestBudget(runtime.redis, config, def.workspace),
       logger: logger.child({ sync: def.name }),
+      syncName: def.name,
+      settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
       ...(def.matchKey !== undefined ? { matchKey: def.matchKey } : {}),
       ...(def.keyColumn !== undefined ? { keyColumn: def.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),
       ...(out ? { out } : {}),
     });
   } catch (err) {
+    if (out) out.destroy();
+    removeFile();
     // A refused key is the run's to report (blocked, as every reconciled run is): let the tick go on to it.
-    if (planFile !== undefined) rmSync(planFile, { force: true });
     if (!(err instanceof AuthError)) throw err;
     return undefined;
   } finally {
-    if (out) {
+    if (out && !out.destroyed) {
       out.end();
       await finished(out).catch(() => undefined);
     }
   }
-  const hold = judgeGuard(def, plan.summary);
-  if (planFile === undefined) return hold;
-  if (hold === undefined) {
-    rmSync(planFile, { force: true });
-    return undefined;
-  }
-  const kept = planFile.slice(0, -'.part'.length);
-  renameSync(planFile, kept);
-  return { ...hold, planFile: kept };
+  return {
+    plan: made.plan,
+    summary: made.summary,
+    removeFile,
+    keepFile: () => {
+      if (planFile === undefined) return {};
+      const kept = planFile.slice(0, -'.part'.length);
+      renameSync(planFile, kept);
+      planFile = undefined;
+      return { planFile: kept };
+    },
+  };
 }
 
-/** A held tick's run: nothing read into it, nothing sent, its reason the hold. */
-async function recordHold(def: SyncDefinition, runtime: Runtime, hold: SyncHold): Promise<RunRecord> {
+/**
+ * Two waiting plans of one sync would be confusing (which one is today's?), so a tick's plan
+ * replaces the one the previous tick left waiting: that one is discarded, its status reason
+ * naming the plan that replaced it. A plan already approved but not applied goes too (its data
+ * is older than this tick's); one applying or applied is left as it is. Answers the discarded id.
+ */
+async function supersede(
+  plans: PlanStore,
+  plan: PlanRecord,
+  held: boolean,
+  by: string,
+  log: Logger,
+): Promise<string | undefined> {
+  const previous = await plans.swapSyncPlan(plan);
+  if (previous === undefined) return undefined;
+  const earlier = await plans.get(previous);
+  if (!earlier || earlier.expired || (earlier.status !== 'pending' && earlier.status !== 'approved')) return undefined;
+  const why =
+    `discarded: a newer tick of sync ${plan.syncName ?? '?'} made plan ${plan.id}, which ` +
+    (held ? 'replaces it and waits for approval in its place' : 'was applied in its place');
+  const moved = await plans.discard(previous, by, why);
+  if (!moved.ok) return undefined;
+  log.info({ planId: previous, by: plan.id }, 'earlier waiting plan of this sync discarded');
+  return previous;
+}
+
+/** A held tick's run: nothing read into it, nothing sent, its reason the hold (naming the plan that waits). */
+async function recordHold(def: SyncDefinition, runtime: Runtime, reason: string): Promise<RunRecord> {
   const run = await runtime.store.createRun({
     workspace: def.workspace,
     operation: def.operation,
@@ -285,7 +420,7 @@ async function recordHold(def: SyncDefinition, runtime: Runtime, hold: SyncHold)
     status: 'completed',
     options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },
   });
-  await runtime.store.setStatus(run.id, 'completed', holdReason(hold));
+  await runtime.store.setStatus(run.id, 'completed', reason);
   return runtime.store.finishProducing(run.id);
 }
 
@@ -310,6 +445,7 @@ async function finish(
   skipped: boolean,
   plan?: PlanCounts,
   held?: SyncHold,
+  facts: TickPlanFacts = {},
 ): Promise<SyncSummary> {
   const { store, config, logger } = options.runtime;
   const finishedAt = new Date();
@@ -329,6 +465,7 @@ async function finish(
     durationMs: finishedAt.getTime() - started.getTime(),
     dryRun: def.options.dryRun,
     ...(held ? { held } : {}),
+    ...facts,
   };
   if (run.counts.failed + run.counts.invalid > 0) {
     try {

@@ -33,6 +33,29 @@ export interface SyncHold {
   topHeldBack: FieldRows[];
   /** The plan as a CSV (one line per row, with before → after and held-back fields), when it could be written. */
   planFile?: string;
+  /** The stored plan awaiting approval (`crm-sync plans show|approve|discard <id>`, `crm-sync apply <id>`). */
+  planId?: string;
+  /** What an operator runs to review, approve and apply, or discard the plan. */
+  commands?: PlanCommands;
+  /** An earlier plan of this sync that still waited, discarded by this tick. */
+  supersededPlan?: string;
+}
+
+/** The commands that settle a held tick's plan, as an operator types them. */
+export interface PlanCommands {
+  review: string;
+  approve: string;
+  apply: string;
+  discard: string;
+}
+
+export function planCommands(planId: string): PlanCommands {
+  return {
+    review: `crm-sync plans show ${planId}`,
+    approve: `crm-sync plans approve ${planId}`,
+    apply: `crm-sync apply ${planId} --wait`,
+    discard: `crm-sync plans discard ${planId}`,
+  };
 }
 
 const share = (n: number, of: number) => (of === 0 ? 0 : n / of);
@@ -41,9 +64,16 @@ const rowsOf = (tally: Record<string, number>): FieldRows[] =>
   topFields(tally, TOP_FIELDS).map(([field, rows]) => ({ field, rows }));
 const named = (list: FieldRows[]) => list.map((f) => `${f.field} ${f.rows}`).join(', ');
 
-/** Does this sync plan before it sends? Only when something could hold the tick (a dry run sends nothing anyway). */
-export function guardsTicks(def: Pick<SyncDefinition, 'guard' | 'approval' | 'options'>): boolean {
-  return !def.options.dryRun && (def.guard !== undefined || def.approval === 'always');
+/**
+ * Does this sync plan before it sends? Only when something could hold the tick: its guard,
+ * `"approval": "always"`, or a workspace that requires approval of every plan (a dry run sends
+ * nothing anyway).
+ */
+export function guardsTicks(
+  def: Pick<SyncDefinition, 'guard' | 'approval' | 'options'>,
+  requireApproval: boolean,
+): boolean {
+  return !def.options.dryRun && (def.guard !== undefined || def.approval === 'always' || requireApproval);
 }
 
 /**
@@ -51,7 +81,11 @@ export function guardsTicks(def: Pick<SyncDefinition, 'guard' | 'approval' | 'op
  * hold (reasons in words, counts, the top fields changed and cleared). A limit is passed when
  * the plan goes over it: `maxCleared: 50` lets 50 rows empty a field, not 51.
  */
-export function judgeGuard(def: Pick<SyncDefinition, 'guard' | 'approval'>, plan: PlanSummary): SyncHold | undefined {
+export function judgeGuard(
+  def: Pick<SyncDefinition, 'guard' | 'approval' | 'workspace'>,
+  plan: PlanSummary,
+  requireApproval: boolean,
+): SyncHold | undefined {
   const changedShare = share(plan.changedRows, plan.rows);
   const topChanged = rowsOf(plan.changed);
   const topCleared = rowsOf(plan.cleared);
@@ -69,6 +103,8 @@ export function judgeGuard(def: Pick<SyncDefinition, 'guard' | 'approval'>, plan
     );
   }
   if (def.approval === 'always') reasons.push('the sync asks for approval of every tick ("approval": "always")');
+  if (requireApproval)
+    reasons.push(`workspace "${def.workspace}" requires approval of every plan ("requireApproval": true)`);
   if (reasons.length === 0) return undefined;
   return {
     reasons,
@@ -83,11 +119,24 @@ export function judgeGuard(def: Pick<SyncDefinition, 'guard' | 'approval'>, plan
   };
 }
 
-/** The run's reason for a held tick: what was passed, that nothing was sent, and where the plan is. */
+/**
+ * The run's reason for a held tick (and the plan's): the plan it is held as, what was passed,
+ * that nothing was sent, and the commands that apply or discard it.
+ */
 export function holdReason(hold: SyncHold): string {
+  const what = `${hold.reasons.join('; ')}. Nothing was sent.`;
+  const earlier =
+    hold.supersededPlan !== undefined
+      ? ` The earlier plan ${hold.supersededPlan} of this sync, still waiting, was discarded: this tick's plan replaces it.`
+      : '';
+  if (hold.planId === undefined || hold.commands === undefined)
+    return `held: ${what}${hold.planFile !== undefined ? ` The plan is in ${hold.planFile}.` : ''}${earlier}`;
+  const c = hold.commands;
   return (
-    `held: ${hold.reasons.join('; ')}. Nothing was sent.` +
-    (hold.planFile !== undefined ? ` The plan is in ${hold.planFile}.` : '') +
-    ' Fix the source and let the next tick plan again, or apply this one as it is now: crm-sync schedule run <sync> --override-guard.'
+    `held as plan ${hold.planId} awaiting approval: ${what}` +
+    ` Review it: ${c.review} (or the dashboard's plan page /plans/${hold.planId})` +
+    `${hold.planFile !== undefined ? `; as CSV: ${hold.planFile}` : ''}.` +
+    ` Approve and apply it: ${c.approve}, then ${c.apply}; or discard it: ${c.discard}` +
+    ` (the next tick discards it too, with a plan of its own).${earlier}`
   );
 }

@@ -101,8 +101,37 @@ describe('change control: plan, approve, apply (issue 33)', () => {
     expect(text.stdout).toContain(
       `drifted: not sent: the record changed since the plan: name is now "Person ${edited[0]!.id}"`,
     );
+    // A retry re-plans the drifted rows against the CRM's values now (the person's names are the
+    // new before-values), sends nothing, and names the commands; approved and applied, it writes them.
+    const listBefore = h.ws.stats.listPages;
+    const writesBeforeRetry = h.ws.stats.writes.contactUpdate;
     const retried = await cli(['runs', 'retry', run.id]);
-    expect(retried.stderr).toMatch(/20 drifted rows .* are not retried.*Make a new plan/s);
+    expect(retried.code, retried.stderr).toBe(0);
+    const replanned = /re-planned .*: plan (plan-\S+): /.exec(retried.stdout)?.[1];
+    expect(retried.stdout, retried.stdout).toMatch(
+      /^20 drifted rows of run \S+ re-planned against the CRM's values now/,
+    );
+    expect(retried.stdout).toContain(
+      `approve: crm-sync plans approve ${replanned}   apply: crm-sync apply ${replanned} --wait`,
+    );
+    expect(h.ws.stats.writes.contactUpdate).toBe(writesBeforeRetry);
+    // The CRM's list read once, in pages, never one request per row.
+    expect(h.ws.stats.listPages - listBefore).toBeLessThanOrEqual(5);
+    const shownPlan = await cli(['plans', 'show', replanned!, '--json']);
+    const again = JSON.parse(shownPlan.stdout) as {
+      plan: { counts: Record<string, number>; rows: number };
+      rows: Array<{ recordId: string; before: Record<string, string>; fields: Record<string, string> }>;
+    };
+    expect(again.plan).toMatchObject({ rows: 20, counts: { update: 20 } });
+    for (const r of again.rows) {
+      expect(r.before).toEqual({ name: `Person ${r.recordId}` });
+      expect(r.fields.name).toBe(names.get(r.recordId));
+    }
+    expect((await cli(['plans', 'approve', replanned!])).code).toBe(0);
+    const reapplied = await cli(['apply', replanned!, '--wait', '--json']);
+    expect(reapplied.code, reapplied.stderr).toBe(0);
+    expect((JSON.parse(reapplied.stdout) as RunJson).counts).toMatchObject({ total: 20, succeeded: 20, drifted: 0 });
+    for (const c of edited) expect(h.ws.contacts.get(c.id)!.name).toBe(names.get(c.id));
 
     // Applied once: a second apply is refused, and sends nothing.
     const requestsAfter = h.ws.stats.requests;

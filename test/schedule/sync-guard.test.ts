@@ -108,7 +108,7 @@ describe('a guarded nightly sync', () => {
       `${wouldClear} rows would empty a field, over maxCleared 20; emptied: phone_number ${wouldClear}`,
     ]);
     expect(summary.reason).toMatch(
-      /^held: \d+ rows would empty a field, over maxCleared 20; .* Nothing was sent\. The plan is in /,
+      /^held as plan plan-\S+ awaiting approval: \d+ rows would empty a field, over maxCleared 20; .* Nothing was sent\. Review it: crm-sync plans show plan-\S+ .*; as CSV: /,
     );
     const run = await h.runtime.store.requireRun(summary.runId);
     expect(run).toMatchObject({ status: 'completed', syncName: 'blank-phones', reason: summary.reason });
