@@ -27,7 +27,7 @@ export interface PagerOptions {
    * Awaited before every page request, retries included: a shared rate budget takes its token
    * here, so paging never outruns the limit the workers keep. Default none.
    */
-  beforeFetch?: () => Promise<void>;
+  beforeFetch?: () => Promise<unknown>;
 }
 
 /** Used when a 429 carries no readable Retry-After: the same wait a worker pauses for. */

@@ -55,11 +55,13 @@ const LEARNING_LATE_MS = 10;
 const CLOCK_SAMPLE_MS = 10_000;
 
 interface Waiter {
-  resolve(): void;
+  resolve(taken: boolean): void;
   reject(err: unknown): void;
   signal: AbortSignal | undefined;
   onAbort?: () => void;
   timer?: NodeJS.Timeout;
+  /** Ends the wait unserved once `withinMs` has passed (take's second argument). */
+  deadline?: NodeJS.Timeout;
 }
 
 /**
@@ -147,20 +149,35 @@ export class SharedTokenBucket {
     this.#tolerance = (Math.ceil(limit.max / 10) - 1) * this.#interval;
   }
 
-  /** Resolves when this request may be sent (its token taken); rejects when `signal` aborts. */
-  take(signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves true when this request may be sent (its token taken); rejects when `signal`
+   * aborts. With `withinMs`, gives up once that has passed without a token and resolves false
+   * (none was taken; a send time already claimed for it is lost, never reused late) — one timer
+   * per wait, cleared with it: cheap enough for every row.
+   */
+  take(signal?: AbortSignal, withinMs?: number): Promise<boolean> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<boolean>((resolve, reject) => {
       const w: Waiter = { resolve, reject, signal };
+      const leave = () => {
+        clearTimeout(w.timer);
+        clearTimeout(w.deadline);
+        const i = this.#waiting.indexOf(w);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        if (w.onAbort) signal?.removeEventListener('abort', w.onAbort);
+      };
       if (signal) {
         w.onAbort = () => {
-          clearTimeout(w.timer);
-          const i = this.#waiting.indexOf(w);
-          if (i >= 0) this.#waiting.splice(i, 1);
+          leave();
           reject(signal.reason);
         };
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
+      if (withinMs !== undefined)
+        w.deadline = setTimeout(() => {
+          leave();
+          resolve(false);
+        }, withinMs);
       this.#waiting.push(w);
       this.#pump();
     });
@@ -288,15 +305,16 @@ export class SharedTokenBucket {
   }
 
   #settle(w: Waiter, err?: unknown): void {
+    clearTimeout(w.deadline);
     if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
-    if (err === undefined) w.resolve();
+    if (err === undefined) w.resolve(true);
     else w.reject(err);
   }
 }
 
 /** What spends a workspace's request budget: every CRM request takes a token first. */
 export interface RequestBudget {
-  take(signal?: AbortSignal): Promise<void>;
+  take(signal?: AbortSignal): Promise<unknown>;
 }
 
 /**

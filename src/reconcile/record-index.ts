@@ -17,7 +17,7 @@ export interface BuildIndexOptions {
    * Awaited before each page request: the workspace's shared request budget takes its token, so
    * paging a list beside running workers stays within the limit they keep. Default none.
    */
-  beforeFetch?: () => Promise<void>;
+  beforeFetch?: () => Promise<unknown>;
   /** Called after each page with the pages and records read so far. Default none. */
   onPage?: (progress: { pages: number; records: number }) => void;
   /** Also keep each record's created_at (verify tells when a deal was made). Default false. */

@@ -6,7 +6,7 @@ import { abortable } from './abortable.js';
 export interface DriftCheckOptions {
   client: CrmClient;
   /** The workspace's shared request budget: every list page takes a token (the drift pages are in the limit). */
-  budget: { take(signal?: AbortSignal): Promise<void> };
+  budget: { take(signal?: AbortSignal): Promise<unknown> };
   /**
    * A list read older than this is read again before a planned update is checked (the
    * workspace's `driftMaxAgeMs`); a pass is also spaced by PASS_SPACING × its own duration, so

@@ -41,7 +41,7 @@ export interface RowSenderOptions {
   creates: DuplicateSafeCreate;
   logger: Logger;
   /** The workspace's request budget: an update takes its token after the fence let it go. */
-  budget: { take(signal?: AbortSignal): Promise<void> };
+  budget: { take(signal: AbortSignal | undefined, withinMs: number): Promise<boolean> };
   /**
    * The longest an update waits for its token while it holds its record's write lease: past
    * it, the lease is given back unused and the row waits its turn again. It must leave the
@@ -148,14 +148,10 @@ export class RowSender {
 
   /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
   async #takeToken(signal: AbortSignal | undefined): Promise<'taken' | 'late' | 'aborted' | { err: unknown }> {
-    const deadline = AbortSignal.timeout(this.o.rateWaitMs ?? RATE_WAIT_MS);
     try {
-      await this.o.budget.take(signal ? AbortSignal.any([signal, deadline]) : deadline);
-      return 'taken';
+      return (await this.o.budget.take(signal, this.o.rateWaitMs ?? RATE_WAIT_MS)) ? 'taken' : 'late';
     } catch (err) {
-      if (signal?.aborted) return 'aborted';
-      if (deadline.aborted) return 'late';
-      return { err };
+      return signal?.aborted ? 'aborted' : { err };
     }
   }
 

@@ -109,7 +109,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     open: (reason) => holdUnreachable({ ...held, reason }),
     close: () => liftUnreachable(held),
     isOpen: async () => (await store.holds(workspace)).unreachable !== undefined,
-    takeToken: () => bucket.take(undefined),
+    takeToken: async () => void (await bucket.take(undefined)),
     logger,
     threshold: options.breaker.threshold,
     probeEveryMs: options.breaker.probeEveryMs,

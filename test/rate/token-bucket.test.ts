@@ -82,7 +82,7 @@ describe('SharedTokenBucket', () => {
     const other = bucket.take();
     cancel.abort(new Error('job lost'));
     await expect(cancelled).rejects.toThrow('job lost');
-    await expect(other).resolves.toBeUndefined();
+    await expect(other).resolves.toBe(true);
     await expect(bucket.take(AbortSignal.abort(new Error('already gone')))).rejects.toThrow('already gone');
   }, 10_000);
 
@@ -95,6 +95,22 @@ describe('SharedTokenBucket', () => {
     await expect(bucket.take()).rejects.toThrow();
     broken.disconnect();
   });
+
+  it('a take with a deadline resolves false once it passes without a token, and the next take is served in its turn', async () => {
+    const key = bucketKey();
+    keys.push(`${key}:log`);
+    const limit = { max: 2, durationMs: 1000 };
+    const bucket = new SharedTokenBucket({ redis, key, limit });
+    expect(await bucket.take(undefined, 5000)).toBe(true);
+    expect(await bucket.take(undefined, 5000)).toBe(true);
+    // The window is spent: the third send time is a second away, past a 100 ms deadline.
+    const asked = Date.now();
+    expect(await bucket.take(undefined, 100)).toBe(false);
+    expect(Date.now() - asked).toBeLessThan(900);
+    // A take without a deadline still gets its turn (the lost send time is never used late).
+    await bucket.take();
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(900);
+  }, 20_000);
 
   it('requests seen leaving late widen the margin: windows that long hold no more than max, and the growth is capped', async () => {
     const key = bucketKey();

@@ -35,21 +35,25 @@ afterAll(async () => {
   await cleanup();
 });
 
-/** A budget that hands out a token only when the test says so, noting what the fence held then. */
+/** A budget that hands out a token only when the test says so (SharedTokenBucket's take, by hand). */
 function heldBudget() {
   const waiting: Array<() => void> = [];
   return {
     waiting,
-    take(signal?: AbortSignal): Promise<void> {
+    take(signal: AbortSignal | undefined, withinMs: number): Promise<boolean> {
       return new Promise((resolve, reject) => {
-        waiting.push(resolve);
+        const deadline = setTimeout(() => resolve(false), withinMs);
+        waiting.push(() => {
+          clearTimeout(deadline);
+          resolve(true);
+        });
         signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
       });
     },
   };
 }
 
-function sender(budget: { take(signal?: AbortSignal): Promise<void> }, rateWaitMs: number): RowSender {
+function sender(budget: ReturnType<typeof heldBudget>, rateWaitMs: number): RowSender {
   const board = new LookupPassBoard({ redis, prefix, workspace: 'acme' });
   const settleMs = DEFAULTS.workspace.createSettleMs;
   const lookup = new DealLookup({ client, board, fence, pageSize: DEFAULTS.client.pageSize, minGapMs: settleMs });

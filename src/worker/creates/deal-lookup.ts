@@ -21,7 +21,7 @@ export interface DealLookupOptions {
   /** Where the workspace's processes share passes and their last snapshot. */
   board: LookupPassBoard;
   /** Shared rate budget: every list page takes a token first. Default: none. */
-  limiter?: { take(): Promise<void> };
+  limiter?: { take(): Promise<unknown> };
   /** Records per page. */
   pageSize: number;
   /**
