@@ -77,8 +77,16 @@ export interface RowOutcome {
 
 /** What the producer consumes: an ingested row, optionally with a decided outcome. */
 /** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
-/** `expect`: a planned row's before-values, checked by the worker before it sends (QueuedRow.expect). */
-export type ProducedRow = IngestedRow & { outcome?: RowOutcome; orderAs?: string; expect?: Record<string, string> };
+/**
+ * `expect`: a planned update's before-values, `plannedAt`: a planned create's plan time; both
+ * checked by the worker before it sends (QueuedRow.expect, QueuedRow.plannedAt).
+ */
+export type ProducedRow = IngestedRow & {
+  outcome?: RowOutcome;
+  orderAs?: string;
+  expect?: Record<string, string>;
+  plannedAt?: number;
+};
 
 interface PendingJob {
   name: SyncJobName;
@@ -256,7 +264,16 @@ export async function produceRun(
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
-      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs, ...expect });
+      const planned = row.plannedAt !== undefined ? { plannedAt: row.plannedAt } : {};
+      open.push({
+        ...placeOf(row),
+        payload: row.payload,
+        original: row.original,
+        ...round,
+        ...orderAs,
+        ...expect,
+        ...planned,
+      });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

@@ -33,8 +33,9 @@ export interface ApplyPlanResult {
  * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
  * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
  * the plan's before-values of the fields it changes, so the worker sends it only while the
- * record still holds them (else `drifted`); creates go through the duplicate-safe create as an
- * import's do. The run's life is runLife's, like every run's.
+ * record still holds them (else `drifted`); creates carry the plan's time, so the worker sends one
+ * only while no deal holds its match key and none like it was made since (else `drifted`), then
+ * through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
  */
 export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanResult> {
   const { plans, store, queue, planId } = options;
@@ -118,6 +119,7 @@ function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
         ...(r.match !== undefined ? { match: r.match } : {}),
       } as ProducedRow['payload'],
       original: originalOf(fields),
+      plannedAt: Date.parse(plan.createdAt),
     };
   return undefined;
 }

@@ -37,6 +37,12 @@ export interface QueuedRow {
    * (the drift check); otherwise the row ends `drifted`. Default: no check.
    */
   expect?: Record<string, string>;
+  /**
+   * A create of an applied plan: when the plan was made (Redis clock, ms). The worker sends it
+   * only while no deal holds its match key and none like it was made since (the drift check of
+   * a create); otherwise the row ends `drifted`. Default: no check.
+   */
+  plannedAt?: number;
 }
 
 /**

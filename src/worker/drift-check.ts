@@ -1,6 +1,15 @@
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { canonicalFromRow, RecordIndex, showCanonical } from '../reconcile/index.js';
+import {
+  canonicalFromRow,
+  MATCH_KEYS,
+  normaliseKey,
+  normaliseName,
+  RecordIndex,
+  showCanonical,
+} from '../reconcile/index.js';
+import type { RowFence } from '../runs/index.js';
+import { sendWindow, sentValues } from './creates/index.js';
 
 export interface DriftCheckOptions {
   client: CrmClient;
@@ -14,17 +23,44 @@ export interface DriftCheckOptions {
   maxAgeMs: number;
   pageSize?: number;
   logger?: Logger;
+  /**
+   * What checking a planned create needs (checkCreate): the workspace's deal claims and record
+   * clock, and the fields its automation may set (the workspace's `automationFields`, as the
+   * create lookup ignores them). Default: planned creates cannot be checked (checkCreate throws).
+   */
+  creates?: { fence: Pick<RowFence, 'claimed' | 'recordClock'>; automationFields?: readonly string[] };
+}
+
+/** A create of an applied plan: when the plan was made, and an upsert's `key=value`. */
+export interface PlannedCreate {
+  /** When the plan began (Redis clock, ms; PlanRecord.createdAt): its list read saw deals made before. */
+  plannedAt: number;
+  match?: string;
 }
 
 export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string };
 
 /** A read is fresh for at least this many times its own duration. */
 const PASS_SPACING = 4;
+/**
+ * Before the workspace's record clock is calibrated (no answered create yet), the CRM's clock
+ * is known from its `Date` header only (whole seconds): a deal stamped up to this much before
+ * the plan still counts as made since it (a drifted create is the safe side of a duplicate).
+ */
+const UNCALIBRATED_SLACK_MS = 2000;
+
+interface DealKeys {
+  byKey: Map<string, Map<string, string[]>>;
+  keyOf: Map<string, Map<string, string>>;
+  byName: Map<string, string[]>;
+}
 
 interface Snapshot {
   startedAt: number;
   durationMs: number;
   index: RecordIndex;
+  /** Deals only: ids by each match key's normalised value (and each deal's), and by normalised name. */
+  deals?: DealKeys;
 }
 
 /**
@@ -83,6 +119,69 @@ export class DriftCheck {
     return { kind: 'drifted', message: `not sent: the record changed since the plan: ${changed.join('; ')}` };
   }
 
+  /**
+   * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
+   * match key now (the plan said "create"; a plan made now would update that one), and no deal
+   * equal to it in every field it sends — compared as the create lookup compares (sentValues:
+   * names normalised, automation fields and unreported ones left out) — was made since the plan
+   * and is unclaimed by the workspace's rows. A candidate whose match key holds another value is
+   * another deal by the plan's own key. Only for a row that never sent its POST: a row with a
+   * create marker would find its own deal (the duplicate-safe create resolves that one).
+   */
+  async checkCreate(
+    fields: Readonly<Record<string, unknown>>,
+    planned: PlannedCreate,
+    signal?: AbortSignal,
+  ): Promise<DriftAnswer> {
+    const creates = this.#o.creates;
+    if (!creates) throw new Error('DriftCheck: planned creates need the fence (options.creates)');
+    const snap = await abortable(this.#fresh('deals'), signal);
+    const deals = snap.deals!;
+    const eq = planned.match?.indexOf('=') ?? -1;
+    const key = planned.match !== undefined && eq > 0 ? planned.match.slice(0, eq) : undefined;
+    const keyValue = key !== undefined ? normaliseKey(key, planned.match!.slice(eq + 1)) : '';
+    if (key !== undefined && keyValue !== '') {
+      const held = deals.byKey.get(key)?.get(keyValue);
+      if (held && held.length > 0)
+        return {
+          kind: 'drifted',
+          message: `not sent: the plan creates it, but a deal with ${key} ${JSON.stringify(planned.match!.slice(eq + 1))} is now in the CRM: ${held.join(', ')} (a deal like this one was made since the plan)`,
+        };
+    }
+    const wanted = sentValues(fields, creates.automationFields ?? []);
+    const name = wanted.find(([f]) => f === 'name')?.[1];
+    const candidates = name !== undefined ? (deals.byName.get(name) ?? []) : [...snap.index.all()].map((r) => r.id);
+    const from = await this.#since(planned.plannedAt, creates.fence);
+    const keyChecked = key !== undefined && keyValue !== '' && !wanted.some(([f]) => f === key);
+    const alike = candidates.filter((id) => {
+      const created = snap.index.createdAt(id);
+      if (created === undefined || !(created >= from)) return false;
+      const record = snap.index.byId(id)!;
+      const equal = wanted.every(([f, v]) => (f === 'name' ? normaliseName(record.name) : record.values[f]) === v);
+      const own = keyChecked ? deals.keyOf.get(key)?.get(id) : undefined;
+      return equal && (own === undefined || own === keyValue);
+    });
+    const claimed = await creates.fence.claimed(alike);
+    const free = alike.filter((id) => !claimed.has(id));
+    if (free.length === 0) return { kind: 'holds' };
+    return {
+      kind: 'drifted',
+      message: `not sent: a deal like this one was made since the plan: ${free.slice(0, 5).join(', ')}${free.length > 5 ? ', …' : ''}`,
+    };
+  }
+
+  /**
+   * The earliest creation time (the CRM's record clock) of a deal made since the plan began:
+   * the calibrated record clock's, else the `Date` header's offset less UNCALIBRATED_SLACK_MS.
+   */
+  async #since(plannedAt: number, fence: Pick<RowFence, 'recordClock'>): Promise<number> {
+    const clock = await fence.recordClock();
+    if (clock)
+      return sendWindow({ sentAt: plannedAt, crmClockAt: plannedAt, measured: false, exact: true }, clock).from;
+    const crm = this.#o.client.crmClock();
+    return plannedAt + (crm.at - Date.now()) - UNCALIBRATED_SLACK_MS;
+  }
+
   #fresh(resource: ListResource): Promise<Snapshot> {
     const stale = (s: Snapshot | undefined) =>
       s === undefined || Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
@@ -103,12 +202,33 @@ export class DriftCheck {
   async #pass(resource: ListResource): Promise<Snapshot> {
     const startedAt = Date.now();
     const { budget } = this.#o;
-    const index = await RecordIndex.build(this.#o.client, {
-      resource,
-      matchKey: 'id',
+    const index = new RecordIndex(resource, 'id', { keepCreatedAt: resource === 'deals' });
+    const deals: DealKeys | undefined =
+      resource === 'deals'
+        ? {
+            byKey: new Map(MATCH_KEYS.deals.map((k) => [k, new Map<string, string[]>()])),
+            keyOf: new Map(MATCH_KEYS.deals.map((k) => [k, new Map<string, string>()])),
+            byName: new Map(),
+          }
+        : undefined;
+    const pages = this.#o.client.pages(resource, {
       ...(this.#o.pageSize !== undefined ? { pageSize: this.#o.pageSize } : {}),
       beforeFetch: () => budget.take(),
     });
+    for await (const page of pages) {
+      index.pages += 1;
+      for (const record of page.records) {
+        index.add(record);
+        if (!deals) continue;
+        for (const [k, ids] of deals.byKey) {
+          const value = normaliseKey(k, (record as Record<string, unknown>)[k]);
+          push(ids, value, record.id);
+          if (value !== '') deals.keyOf.get(k)!.set(record.id, value);
+        }
+        push(deals.byName, normaliseName(String((record as Record<string, unknown>).name ?? '')), record.id);
+      }
+    }
+    index.pages += 1; // the closing empty page
     this.stats.passes++;
     this.stats.pages += index.pages;
     const durationMs = Date.now() - startedAt;
@@ -116,8 +236,15 @@ export class DriftCheck {
       { resource, records: index.size, pages: index.pages, ms: durationMs },
       'drift check: list read',
     );
-    return { startedAt, durationMs, index };
+    return { startedAt, durationMs, index, ...(deals ? { deals } : {}) };
   }
+}
+
+function push(map: Map<string, string[]>, key: string, id: string): void {
+  if (key === '') return;
+  const held = map.get(key);
+  if (held) held.push(id);
+  else map.set(key, [id]);
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
