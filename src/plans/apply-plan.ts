@@ -33,9 +33,9 @@ export interface ApplyPlanResult {
  * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
  * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
  * the plan's before-values of the fields it changes, so the worker sends it only while the
- * record still holds them (else `drifted`); creates carry the plan's time, so the worker sends one
- * only while no deal holds its match key and none like it was made since (else `drifted`), then
- * through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
+ * record still holds them (else `drifted`); creates carry when the plan was made and when its
+ * apply began, so the worker sends one only while no deal holds its match key and none like it
+ * was made in between (else `drifted`), then through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
  */
 export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanResult> {
   const { plans, store, queue, planId } = options;
@@ -68,7 +68,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
         return run;
       },
       produce: (run, stop) =>
-        produceRun(writesOf(plans, plan), {
+        produceRun(writesOf(plans, plan, Date.parse(run.createdAt)), {
           queue,
           store,
           runId: run.id,
@@ -88,15 +88,15 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   }
 }
 
-/** The plan's writes, in row order, as the producer takes them. */
-async function* writesOf(plans: PlanStore, plan: PlanRecord): AsyncGenerator<ProducedRow> {
+/** The plan's writes, in row order, as the producer takes them; `appliedAt`: the run's creation (Redis clock). */
+async function* writesOf(plans: PlanStore, plan: PlanRecord, appliedAt: number): AsyncGenerator<ProducedRow> {
   for await (const r of plans.rows(plan)) {
-    const row = producedOf(plan, r);
+    const row = producedOf(plan, r, appliedAt);
     if (row) yield row;
   }
 }
 
-function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
+function producedOf(plan: PlanRecord, r: PlanRow, appliedAt: number): ProducedRow | undefined {
   const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
   const fields = r.fields ?? {};
   if (r.action === 'update' && r.recordId !== undefined) {
@@ -119,7 +119,7 @@ function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
         ...(r.match !== undefined ? { match: r.match } : {}),
       } as ProducedRow['payload'],
       original: originalOf(fields),
-      plannedAt: Date.parse(plan.createdAt),
+      planned: { madeAt: Date.parse(plan.createdAt), appliedAt },
     };
   return undefined;
 }

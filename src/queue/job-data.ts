@@ -11,6 +11,12 @@ export function roundOf(row: { round?: number }): number {
   return row.round ?? FIRST_ROUND;
 }
 
+/** A planned create's window (QueuedRow.planned): the plan's making and its apply (Redis clock, ms). */
+export interface PlannedWindow {
+  madeAt: number;
+  appliedAt: number;
+}
+
 /** What one row of an update or create sends: one request. */
 export type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
 
@@ -38,11 +44,11 @@ export interface QueuedRow {
    */
   expect?: Record<string, string>;
   /**
-   * A create of an applied plan: when the plan was made (Redis clock, ms). The worker sends it
-   * only while no deal holds its match key and none like it was made since (the drift check of
-   * a create); otherwise the row ends `drifted`. Default: no check.
+   * A create of an applied plan: when the plan was made and when its apply began (Redis clock,
+   * ms). The worker sends it only while no deal holds its match key and none like it was made in
+   * between (the drift check of a create); otherwise the row ends `drifted`. Default: no check.
    */
-  plannedAt?: number;
+  planned?: PlannedWindow;
 }
 
 /**

@@ -31,10 +31,15 @@ export interface DriftCheckOptions {
   creates?: { fence: Pick<RowFence, 'claimed' | 'recordClock'>; automationFields?: readonly string[] };
 }
 
-/** A create of an applied plan: when the plan was made, and an upsert's `key=value`. */
+/** A create of an applied plan: when the plan was made and applied, and an upsert's `key=value`. */
 export interface PlannedCreate {
   /** When the plan began (Redis clock, ms; PlanRecord.createdAt): its list read saw deals made before. */
-  plannedAt: number;
+  madeAt: number;
+  /**
+   * When its apply began (Redis clock, ms; the run's creation): deals made later may be other
+   * rows' of the run whose answers are still on the way, so the fields check stops there.
+   */
+  appliedAt: number;
   match?: string;
 }
 
@@ -51,7 +56,6 @@ const UNCALIBRATED_SLACK_MS = 2000;
 
 interface DealKeys {
   byKey: Map<string, Map<string, string[]>>;
-  keyOf: Map<string, Map<string, string>>;
   byName: Map<string, string[]>;
 }
 
@@ -59,7 +63,7 @@ interface Snapshot {
   startedAt: number;
   durationMs: number;
   index: RecordIndex;
-  /** Deals only: ids by each match key's normalised value (and each deal's), and by normalised name. */
+  /** Deals only: ids by each match key's normalised value, and by normalised name. */
   deals?: DealKeys;
 }
 
@@ -123,10 +127,11 @@ export class DriftCheck {
    * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
    * match key now (the plan said "create"; a plan made now would update that one), and no deal
    * equal to it in every field it sends — compared as the create lookup compares (sentValues:
-   * names normalised, automation fields and unreported ones left out) — was made since the plan
-   * and is unclaimed by the workspace's rows. A candidate whose match key holds another value is
-   * another deal by the plan's own key. Only for a row that never sent its POST: a row with a
-   * create marker would find its own deal (the duplicate-safe create resolves that one).
+   * names normalised, automation fields and unreported ones left out) — was made between the plan
+   * and its apply and is unclaimed by the workspace's rows. Deals made after the apply began are
+   * not compared: a row of the run with the same fields (another key) may have made one whose
+   * answer is on the way. Only for a row that never sent its POST: a row with a create marker
+   * would find its own deal (the duplicate-safe create resolves that one).
    */
   async checkCreate(
     fields: Readonly<Record<string, unknown>>,
@@ -145,21 +150,18 @@ export class DriftCheck {
       if (held && held.length > 0)
         return {
           kind: 'drifted',
-          message: `not sent: the plan creates it, but a deal with ${key} ${JSON.stringify(planned.match!.slice(eq + 1))} is now in the CRM: ${held.join(', ')} (a deal like this one was made since the plan)`,
+          message: `not sent: a deal with ${key} ${JSON.stringify(planned.match!.slice(eq + 1))} was made since the plan (it planned to create one): ${held.join(', ')}`,
         };
     }
     const wanted = sentValues(fields, creates.automationFields ?? []);
     const name = wanted.find(([f]) => f === 'name')?.[1];
     const candidates = name !== undefined ? (deals.byName.get(name) ?? []) : [...snap.index.all()].map((r) => r.id);
-    const from = await this.#since(planned.plannedAt, creates.fence);
-    const keyChecked = key !== undefined && keyValue !== '' && !wanted.some(([f]) => f === key);
+    const { from, to } = await this.#window(planned, creates.fence);
     const alike = candidates.filter((id) => {
       const created = snap.index.createdAt(id);
-      if (created === undefined || !(created >= from)) return false;
+      if (created === undefined || !(created >= from && created < to)) return false;
       const record = snap.index.byId(id)!;
-      const equal = wanted.every(([f, v]) => (f === 'name' ? normaliseName(record.name) : record.values[f]) === v);
-      const own = keyChecked ? deals.keyOf.get(key)?.get(id) : undefined;
-      return equal && (own === undefined || own === keyValue);
+      return wanted.every(([f, v]) => (f === 'name' ? normaliseName(record.name) : record.values[f]) === v);
     });
     const claimed = await creates.fence.claimed(alike);
     const free = alike.filter((id) => !claimed.has(id));
@@ -171,15 +173,18 @@ export class DriftCheck {
   }
 
   /**
-   * The earliest creation time (the CRM's record clock) of a deal made since the plan began:
-   * the calibrated record clock's, else the `Date` header's offset less UNCALIBRATED_SLACK_MS.
+   * Creation times (the CRM's record clock) of deals made between the plan and its apply, wide
+   * at the start (a deal that may be older still counts) and narrow at the end (one that may be
+   * the run's own does not): the calibrated record clock's lower bound, else the `Date` header's
+   * offset less UNCALIBRATED_SLACK_MS.
    */
-  async #since(plannedAt: number, fence: Pick<RowFence, 'recordClock'>): Promise<number> {
+  async #window(planned: PlannedCreate, fence: Pick<RowFence, 'recordClock'>): Promise<{ from: number; to: number }> {
     const clock = await fence.recordClock();
-    if (clock)
-      return sendWindow({ sentAt: plannedAt, crmClockAt: plannedAt, measured: false, exact: true }, clock).from;
-    const crm = this.#o.client.crmClock();
-    return plannedAt + (crm.at - Date.now()) - UNCALIBRATED_SLACK_MS;
+    const earliest = (at: number) =>
+      clock
+        ? sendWindow({ sentAt: at, crmClockAt: at, measured: false, exact: true }, clock).from
+        : at + (this.#o.client.crmClock().at - Date.now()) - UNCALIBRATED_SLACK_MS;
+    return { from: earliest(planned.madeAt), to: earliest(planned.appliedAt) };
   }
 
   #fresh(resource: ListResource): Promise<Snapshot> {
@@ -207,7 +212,6 @@ export class DriftCheck {
       resource === 'deals'
         ? {
             byKey: new Map(MATCH_KEYS.deals.map((k) => [k, new Map<string, string[]>()])),
-            keyOf: new Map(MATCH_KEYS.deals.map((k) => [k, new Map<string, string>()])),
             byName: new Map(),
           }
         : undefined;
@@ -220,11 +224,8 @@ export class DriftCheck {
       for (const record of page.records) {
         index.add(record);
         if (!deals) continue;
-        for (const [k, ids] of deals.byKey) {
-          const value = normaliseKey(k, (record as Record<string, unknown>)[k]);
-          push(ids, value, record.id);
-          if (value !== '') deals.keyOf.get(k)!.set(record.id, value);
-        }
+        for (const [k, ids] of deals.byKey)
+          push(ids, normaliseKey(k, (record as Record<string, unknown>)[k]), record.id);
         push(deals.byName, normaliseName(String((record as Record<string, unknown>).name ?? '')), record.id);
       }
     }

@@ -1,6 +1,6 @@
 import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
-import type { QueuedRow, RowPayload } from '../queue/index.js';
+import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
 import type { DriftCheck } from './drift-check.js';
@@ -76,8 +76,8 @@ export class RowSender {
     if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
     const { payload } = r;
     if (payload.op === 'deal.create') {
-      if (r.plannedAt !== undefined && this.o.drift) {
-        const drift = await this.#plannedCreate(w, r, payload, r.plannedAt, signal);
+      if (r.planned !== undefined && this.o.drift) {
+        const drift = await this.#plannedCreate(w, r, payload, r.planned, signal);
         if (drift) return drift;
       }
       let out;
@@ -91,7 +91,7 @@ export class RowSender {
       if (out.kind !== 'exists') return out;
       // A planned create whose key another upsert created meanwhile: the plan said "create",
       // and the CRM now has one; a new plan decides what to write to it.
-      if (r.plannedAt !== undefined)
+      if (r.planned !== undefined)
         return {
           kind: 'result',
           result: drifted(
@@ -118,12 +118,12 @@ export class RowSender {
     w: RowWriter,
     r: QueuedRow,
     payload: Extract<RowPayload, { op: 'deal.create' }>,
-    plannedAt: number,
+    window: PlannedWindow,
     signal: AbortSignal | undefined,
   ): Promise<SendOutcome | undefined> {
     try {
       if ((await this.o.fence.createsInDoubt(w.runId, [w.row])).size > 0) return undefined;
-      const planned = { plannedAt, ...(payload.match !== undefined ? { match: payload.match } : {}) };
+      const planned = { ...window, ...(payload.match !== undefined ? { match: payload.match } : {}) };
       const answer = await this.o.drift!.checkCreate(payload.fields, planned, signal);
       if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message) };
       return undefined;
