@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { writeOperation } from '../reconcile/index.js';
+import { countOf, tally } from '../counts/index.js';
+import { normaliseName, writeOperation } from '../reconcile/index.js';
 import { produceRun, runLife, type ProducedRow, type ProducerProgress } from '../lifecycle/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
@@ -33,9 +34,9 @@ export interface ApplyPlanResult {
  * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
  * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
  * the plan's before-values of the fields it changes, so the worker sends it only while the
- * record still holds them (else `drifted`); creates carry when the plan was made and when its
- * apply began, so the worker sends one only while no deal holds its match key and none like it
- * was made in between (else `drifted`), then through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
+ * record still holds them (else `drifted`); creates carry when the plan was made, so the worker
+ * sends one only while no deal holds its match key and none like it was made since (else
+ * `drifted`), then through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
  */
 export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanResult> {
   const { plans, store, queue, planId } = options;
@@ -88,15 +89,28 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   }
 }
 
-/** The plan's writes, in row order, as the producer takes them; `appliedAt`: the run's creation (Redis clock). */
+/**
+ * The plan's writes, in row order, as the producer takes them; `appliedAt`: the run's creation
+ * (Redis clock). Creates sharing a name with another create of the plan are read first: their
+ * drift check counts only deals made before the apply (PlannedWindow.until).
+ */
 async function* writesOf(plans: PlanStore, plan: PlanRecord, appliedAt: number): AsyncGenerator<ProducedRow> {
+  const names = new Map<string, number>();
+  for await (const r of plans.rows(plan)) if (r.action === 'create') tally(names, nameOf(r));
   for await (const r of plans.rows(plan)) {
-    const row = producedOf(plan, r, appliedAt);
+    const twin = r.action === 'create' && countOf(names.get(nameOf(r))) > 1;
+    const row = producedOf(plan, r, twin ? appliedAt : undefined);
     if (row) yield row;
   }
 }
 
-function producedOf(plan: PlanRecord, r: PlanRow, appliedAt: number): ProducedRow | undefined {
+/** A create's name as the CRM compares names ('' when it has none). */
+function nameOf(r: PlanRow): string {
+  const name = r.fields?.name;
+  return typeof name === 'string' ? normaliseName(name) : '';
+}
+
+function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): ProducedRow | undefined {
   const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
   const fields = r.fields ?? {};
   if (r.action === 'update' && r.recordId !== undefined) {
@@ -119,7 +133,7 @@ function producedOf(plan: PlanRecord, r: PlanRow, appliedAt: number): ProducedRo
         ...(r.match !== undefined ? { match: r.match } : {}),
       } as ProducedRow['payload'],
       original: originalOf(fields),
-      planned: { madeAt: Date.parse(plan.createdAt), appliedAt },
+      planned: { madeAt: Date.parse(plan.createdAt), ...(until !== undefined ? { until } : {}) },
     };
   return undefined;
 }

@@ -9,6 +9,7 @@ import {
   showCanonical,
 } from '../reconcile/index.js';
 import type { RowFence } from '../runs/index.js';
+import type { PlannedWindow } from '../queue/index.js';
 import { sendWindow, sentValues } from './creates/index.js';
 
 export interface DriftCheckOptions {
@@ -31,15 +32,10 @@ export interface DriftCheckOptions {
   creates?: { fence: Pick<RowFence, 'claimed' | 'recordClock'>; automationFields?: readonly string[] };
 }
 
-/** A create of an applied plan: when the plan was made and applied, and an upsert's `key=value`. */
-export interface PlannedCreate {
-  /** When the plan began (Redis clock, ms; PlanRecord.createdAt): its list read saw deals made before. */
-  madeAt: number;
-  /**
-   * When its apply began (Redis clock, ms; the run's creation): deals made later may be other
-   * rows' of the run whose answers are still on the way, so the fields check stops there.
-   */
-  appliedAt: number;
+/** A create of an applied plan (QueuedRow.planned), and an upsert's `key=value`. */
+export interface PlannedCreate extends PlannedWindow {
+  /** The applying run: its first check in this process reads the list anew (checkCreate). */
+  runId: string;
   match?: string;
 }
 
@@ -47,6 +43,8 @@ export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string
 
 /** A read is fresh for at least this many times its own duration. */
 const PASS_SPACING = 4;
+/** Runs whose first planned-create check a process remembers (#runStart). */
+const RUNS_REMEMBERED = 1000;
 /**
  * Before the workspace's record clock is calibrated (no answered create yet), the CRM's clock
  * is known from its `Date` header only (whole seconds): a deal stamped up to this much before
@@ -83,6 +81,8 @@ export class DriftCheck {
   readonly #o: DriftCheckOptions;
   readonly #snaps = new Map<ListResource, Snapshot>();
   readonly #tails = new Map<ListResource, Promise<Snapshot>>();
+  /** Runs whose planned creates this process checked, and since when (#runStart). */
+  readonly #runs = new Map<string, number>();
   /** Passes and list pages read by this process (logs, tests). */
   readonly stats = { passes: 0, pages: 0 };
 
@@ -127,11 +127,11 @@ export class DriftCheck {
    * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
    * match key now (the plan said "create"; a plan made now would update that one), and no deal
    * equal to it in every field it sends — compared as the create lookup compares (sentValues:
-   * names normalised, automation fields and unreported ones left out) — was made between the plan
-   * and its apply and is unclaimed by the workspace's rows. Deals made after the apply began are
-   * not compared: a row of the run with the same fields (another key) may have made one whose
-   * answer is on the way. Only for a row that never sent its POST: a row with a create marker
-   * would find its own deal (the duplicate-safe create resolves that one).
+   * names normalised, automation fields and unreported ones left out) — was made since the plan
+   * and is unclaimed by the workspace's rows. With `until` (another create of the plan has its
+   * name), only deals made before then count: that row's deal may be made meanwhile, its answer
+   * still on the way. Only for a row that never sent its POST: a row with a create marker would
+   * find its own deal (the duplicate-safe create resolves that one).
    */
   async checkCreate(
     fields: Readonly<Record<string, unknown>>,
@@ -140,7 +140,7 @@ export class DriftCheck {
   ): Promise<DriftAnswer> {
     const creates = this.#o.creates;
     if (!creates) throw new Error('DriftCheck: planned creates need the fence (options.creates)');
-    const snap = await abortable(this.#fresh('deals'), signal);
+    const snap = await abortable(this.#fresh('deals', this.#runStart(planned.runId)), signal);
     const deals = snap.deals!;
     const eq = planned.match?.indexOf('=') ?? -1;
     const key = planned.match !== undefined && eq > 0 ? planned.match.slice(0, eq) : undefined;
@@ -173,10 +173,10 @@ export class DriftCheck {
   }
 
   /**
-   * Creation times (the CRM's record clock) of deals made between the plan and its apply, wide
-   * at the start (a deal that may be older still counts) and narrow at the end (one that may be
-   * the run's own does not): the calibrated record clock's lower bound, else the `Date` header's
-   * offset less UNCALIBRATED_SLACK_MS.
+   * Creation times (the CRM's record clock) of deals made since the plan (and before `until`),
+   * wide at the start (a deal that may be older still counts) and narrow at the end (one that
+   * may be made after `until` does not): the calibrated record clock's lower bound, else the
+   * `Date` header's offset less UNCALIBRATED_SLACK_MS.
    */
   async #window(planned: PlannedCreate, fence: Pick<RowFence, 'recordClock'>): Promise<{ from: number; to: number }> {
     const clock = await fence.recordClock();
@@ -184,12 +184,37 @@ export class DriftCheck {
       clock
         ? sendWindow({ sentAt: at, crmClockAt: at, measured: false, exact: true }, clock).from
         : at + (this.#o.client.crmClock().at - Date.now()) - UNCALIBRATED_SLACK_MS;
-    return { from: earliest(planned.madeAt), to: earliest(planned.appliedAt) };
+    return {
+      from: earliest(planned.madeAt),
+      to: planned.until !== undefined ? earliest(planned.until) : Number.POSITIVE_INFINITY,
+    };
   }
 
-  #fresh(resource: ListResource): Promise<Snapshot> {
+  /**
+   * When this process first checked a planned create of the run (its clock): the run's checks
+   * read no list older than that, so a deal made before the apply is always seen, however
+   * recent this process's last read was (it may be older than the plan itself).
+   */
+  #runStart(runId: string): number {
+    let at = this.#runs.get(runId);
+    if (at === undefined) {
+      at = Date.now();
+      this.#runs.set(runId, at);
+      // Forgetting a run costs one more list read if its rows come back.
+      for (const old of this.#runs.keys()) {
+        if (this.#runs.size <= RUNS_REMEMBERED) break;
+        this.#runs.delete(old);
+      }
+    }
+    return at;
+  }
+
+  /** `notBefore`: a read begun earlier is stale (this process's clock). */
+  #fresh(resource: ListResource, notBefore?: number): Promise<Snapshot> {
     const stale = (s: Snapshot | undefined) =>
-      s === undefined || Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
+      s === undefined ||
+      (notBefore !== undefined && s.startedAt < notBefore) ||
+      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
     const tail = this.#tails.get(resource) ?? Promise.resolve(undefined);
     const turn = tail
       .catch(() => undefined)

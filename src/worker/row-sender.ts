@@ -123,7 +123,7 @@ export class RowSender {
   ): Promise<SendOutcome | undefined> {
     try {
       if ((await this.o.fence.createsInDoubt(w.runId, [w.row])).size > 0) return undefined;
-      const planned = { ...window, ...(payload.match !== undefined ? { match: payload.match } : {}) };
+      const planned = { ...window, runId: w.runId, ...(payload.match !== undefined ? { match: payload.match } : {}) };
       const answer = await this.o.drift!.checkCreate(payload.fields, planned, signal);
       if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message) };
       return undefined;
