@@ -6,7 +6,14 @@ import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
-import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
+import type {
+  InviteBatchJobData,
+  InviteRow,
+  PlannedWindow,
+  QueuedRow,
+  SyncJobData,
+  SyncJobName,
+} from '../queue/index.js';
 import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
 import { rideOutRedis } from '../redis/index.js';
 import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
@@ -77,8 +84,16 @@ export interface RowOutcome {
 
 /** What the producer consumes: an ingested row, optionally with a decided outcome. */
 /** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
-/** `expect`: a planned row's before-values, checked by the worker before it sends (QueuedRow.expect). */
-export type ProducedRow = IngestedRow & { outcome?: RowOutcome; orderAs?: string; expect?: Record<string, string> };
+/**
+ * `expect`: a planned update's before-values, `planned`: a planned create's window; both
+ * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned).
+ */
+export type ProducedRow = IngestedRow & {
+  outcome?: RowOutcome;
+  orderAs?: string;
+  expect?: Record<string, string>;
+  planned?: PlannedWindow;
+};
 
 interface PendingJob {
   name: SyncJobName;
@@ -256,7 +271,16 @@ export async function produceRun(
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
-      open.push({ ...placeOf(row), payload: row.payload, original: row.original, ...round, ...orderAs, ...expect });
+      const planned = row.planned !== undefined ? { planned: row.planned } : {};
+      open.push({
+        ...placeOf(row),
+        payload: row.payload,
+        original: row.original,
+        ...round,
+        ...orderAs,
+        ...expect,
+        ...planned,
+      });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
     if (jobRows >= chunkSize) await flushJobs();

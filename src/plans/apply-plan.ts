@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { countOf, tally } from '../counts/index.js';
 import { ROW_FIELD, type FieldError, type IngestedRow } from '../ingest/index.js';
-import { writeOperation } from '../reconcile/index.js';
+import { normaliseName, writeOperation } from '../reconcile/index.js';
 import { produceRun, runLife, type ProducedRow, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
@@ -41,8 +42,9 @@ export interface ApplyPlanResult {
  * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
  * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
  * the plan's before-values of the fields it changes, so the worker sends it only while the
- * record still holds them (else `drifted`); creates go through the duplicate-safe create as an
- * import's do. The run's life is runLife's, like every run's.
+ * record still holds them (else `drifted`); creates carry when the plan was made, so the worker
+ * sends one only while no deal holds its match key and none like it was made since (else
+ * `drifted`), then through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
  *
  * A plan a nightly sync's tick made is applied as that sync's run (its name on the run, so the
  * next tick waits for it) and with every row of the plan: unchanged rows end `skipped`, rows that
@@ -95,7 +97,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
         return run;
       },
       produce: (run, stop) =>
-        produceRun(writesOf(plans, plan, tooMany), {
+        produceRun(writesOf(plans, plan, Date.parse(run.createdAt), tooMany), {
           queue,
           store,
           runId: run.id,
@@ -115,20 +117,35 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   }
 }
 
-/** The plan's writes (a sync's plan: every row), in row order, as the producer takes them. */
+/**
+ * The plan's writes (a sync's plan: every row), in row order, as the producer takes them;
+ * `appliedAt`: the run's creation (Redis clock). Creates sharing a name with another create of
+ * the plan are read first: their drift check counts only deals made before the apply
+ * (PlannedWindow.until).
+ */
 async function* writesOf(
   plans: PlanStore,
   plan: PlanRecord,
+  appliedAt: number,
   onUnmatched?: (n: number) => void,
 ): AsyncGenerator<ProducedRow> {
+  const names = new Map<string, number>();
+  for await (const r of plans.rows(plan)) if (r.action === 'create') tally(names, nameOf(r));
   const everyRow = plan.syncName !== undefined;
   let unmatched = 0;
   for await (const r of plans.rows(plan)) {
-    const row = producedOf(plan, r) ?? (everyRow ? decidedOf(r) : undefined);
+    const twin = r.action === 'create' && countOf(names.get(nameOf(r))) > 1;
+    const row = producedOf(plan, r, twin ? appliedAt : undefined) ?? (everyRow ? decidedOf(r) : undefined);
     if (!row) continue;
     if (r.action === 'not-found' || r.action === 'ambiguous') onUnmatched?.(++unmatched);
     yield row;
   }
+}
+
+/** A create's name as the CRM compares names ('' when it has none). */
+function nameOf(r: PlanRow): string {
+  const name = r.fields?.name;
+  return typeof name === 'string' ? normaliseName(name) : '';
 }
 
 /** A row the plan does not write, with the result a reconciled run records for it. */
@@ -153,7 +170,7 @@ function fieldErrorsOf(message: string): FieldError[] {
   });
 }
 
-function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
+function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): ProducedRow | undefined {
   const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
   const fields = r.fields ?? {};
   if (r.action === 'update' && r.recordId !== undefined) {
@@ -176,6 +193,7 @@ function producedOf(plan: PlanRecord, r: PlanRow): ProducedRow | undefined {
         ...(r.match !== undefined ? { match: r.match } : {}),
       } as ProducedRow['payload'],
       original: originalOf(fields),
+      planned: { madeAt: Date.parse(plan.createdAt), ...(until !== undefined ? { until } : {}) },
     };
   return undefined;
 }

@@ -78,7 +78,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     counts: result.counts,
     rows: result.rows,
     fields: [...fields],
-    prediction: predictApply(result.counts.update, writes, result.index.records, options),
+    prediction: predictApply(writes, result.index.records, options),
   });
   return { plan, index: result.index, summary: result.summary };
 }
@@ -116,11 +116,11 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
 
 /**
  * Requests and time at the workspace's known limit: one request per write, plus the drift
- * check's passes over the list (one at least when there are updates; another each time the last
- * is older than the drift window, a pass itself spaced by 4 × its duration).
+ * check's passes over the list (one at least when there are writes: updates and creates are both
+ * checked; another each time the last is older than the drift window, a pass itself spaced by
+ * 4 × its duration).
  */
 export function predictApply(
-  updates: number,
   writes: number,
   records: number,
   options: Pick<MakePlanOptions, 'pageSize' | 'settings'>,
@@ -129,14 +129,14 @@ export function predictApply(
   const pagesPerPass = Math.ceil(records / pageSize) + 1;
   const limit = options.settings.rateLimit;
   if (!limit) {
-    const listPages = updates > 0 ? pagesPerPass : 0;
+    const listPages = writes > 0 ? pagesPerPass : 0;
     return { requests: writes + listPages, writes, listPages, limit: 'unknown limit' };
   }
   const perSecond = (limit.max * 1000) / limit.durationMs;
   const passSeconds = pagesPerPass / perSecond;
   const writeSeconds = writes / perSecond;
   const spacing = Math.max(options.settings.driftMaxAgeMs / 1000, 5 * passSeconds);
-  const passes = updates > 0 ? 1 + Math.floor(writeSeconds / spacing) : 0;
+  const passes = writes > 0 ? 1 + Math.floor(writeSeconds / spacing) : 0;
   const listPages = passes * pagesPerPass;
   const requests = writes + listPages;
   return {

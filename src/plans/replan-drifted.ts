@@ -107,7 +107,7 @@ export async function replanDrifted(options: ReplanDriftedOptions): Promise<Repl
     counts,
     rows: n,
     fields: [...fields],
-    prediction: predictApply(counts.update, counts.update, index.size, options),
+    prediction: predictApply(counts.update, index.size, options),
   });
   logger.info({ runId: run.id, from: old.id, planId: plan.id, rows: n }, 'drifted rows re-planned');
   return { plan, drifted: wanted.size, creates, pages: index.pages };

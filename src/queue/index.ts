@@ -7,6 +7,7 @@ export {
   type LegacyRowJobData,
   type StoredJobData,
   type QueuedRow,
+  type PlannedWindow,
   type RowBatchJobData,
   type RowPayload,
   type InviteBatchJobData,

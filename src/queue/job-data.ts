@@ -11,6 +11,17 @@ export function roundOf(row: { round?: number }): number {
   return row.round ?? FIRST_ROUND;
 }
 
+/** A planned create's window (QueuedRow.planned): from the plan's making (Redis clock, ms). */
+export interface PlannedWindow {
+  madeAt: number;
+  /**
+   * When the apply began (Redis clock, ms), for a create whose plan creates another deal of the
+   * same name: deals made later may be that row's, so only deals made before count. Default:
+   * none (every deal like it made since the plan counts; the row's own never, see RowSender).
+   */
+  until?: number;
+}
+
 /** What one row of an update or create sends: one request. */
 export type RowPayload = Exclude<OperationPayload, { op: 'team.invite' }>;
 
@@ -37,6 +48,12 @@ export interface QueuedRow {
    * (the drift check); otherwise the row ends `drifted`. Default: no check.
    */
   expect?: Record<string, string>;
+  /**
+   * A create of an applied plan: when the plan was made (Redis clock, ms). The worker sends it
+   * only while no deal holds its match key and none like it was made since (the drift check of
+   * a create); otherwise the row ends `drifted`. Default: no check.
+   */
+  planned?: PlannedWindow;
 }
 
 /**

@@ -39,15 +39,18 @@ export class RecordIndex {
   /** created_at (epoch ms) by id, when asked to keep it. */
   #created: Map<string, number> | undefined;
 
-  constructor(resource: ListResource, matchKey = 'id') {
+  /** `keepCreatedAt`: also keep each record's created_at (createdAt). */
+  constructor(resource: ListResource, matchKey = 'id', options: { keepCreatedAt?: boolean } = {}) {
     this.resource = resource;
     this.matchKey = checkMatchKey(resource, matchKey);
+    if (options.keepCreatedAt) this.#created = new Map();
   }
 
   /** Pages the whole list (until the empty page, retrying 429 and transient failures). */
   static async build(client: CrmClient, options: BuildIndexOptions): Promise<RecordIndex> {
-    const index = new RecordIndex(options.resource, options.matchKey ?? 'id');
-    if (options.keepCreatedAt) index.#created = new Map();
+    const index = new RecordIndex(options.resource, options.matchKey ?? 'id', {
+      ...(options.keepCreatedAt ? { keepCreatedAt: true } : {}),
+    });
     const pages = client.pages(options.resource, {
       pageSize: options.pageSize ?? DEFAULTS.client.pageSize,
       ...(options.version ? { version: options.version } : {}),

@@ -1,6 +1,16 @@
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { canonicalFromRow, RecordIndex, showCanonical } from '../reconcile/index.js';
+import {
+  canonicalFromRow,
+  MATCH_KEYS,
+  normaliseKey,
+  normaliseName,
+  RecordIndex,
+  showCanonical,
+} from '../reconcile/index.js';
+import type { RowFence } from '../runs/index.js';
+import type { PlannedWindow } from '../queue/index.js';
+import { sendWindow, sentValues } from './creates/index.js';
 import { abortable } from './abortable.js';
 
 export interface DriftCheckOptions {
@@ -15,17 +25,45 @@ export interface DriftCheckOptions {
   maxAgeMs: number;
   pageSize?: number;
   logger?: Logger;
+  /**
+   * What checking a planned create needs (checkCreate): the workspace's deal claims and record
+   * clock, and the fields its automation may set (the workspace's `automationFields`, as the
+   * create lookup ignores them). Default: planned creates cannot be checked (checkCreate throws).
+   */
+  creates?: { fence: Pick<RowFence, 'claimed' | 'recordClock'>; automationFields?: readonly string[] };
+}
+
+/** A create of an applied plan (QueuedRow.planned), and an upsert's `key=value`. */
+export interface PlannedCreate extends PlannedWindow {
+  /** The applying run: its first check in this process reads the list anew (checkCreate). */
+  runId: string;
+  match?: string;
 }
 
 export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string };
 
 /** A read is fresh for at least this many times its own duration. */
 const PASS_SPACING = 4;
+/** Runs whose first planned-create check a process remembers (#runStart). */
+const RUNS_REMEMBERED = 1000;
+/**
+ * Before the workspace's record clock is calibrated (no answered create yet), the CRM's clock
+ * is known from its `Date` header only (whole seconds): a deal stamped up to this much before
+ * the plan still counts as made since it (a drifted create is the safe side of a duplicate).
+ */
+const UNCALIBRATED_SLACK_MS = 2000;
+
+interface DealKeys {
+  byKey: Map<string, Map<string, string[]>>;
+  byName: Map<string, string[]>;
+}
 
 interface Snapshot {
   startedAt: number;
   durationMs: number;
   index: RecordIndex;
+  /** Deals only: ids by each match key's normalised value, and by normalised name. */
+  deals?: DealKeys;
 }
 
 /**
@@ -44,6 +82,8 @@ export class DriftCheck {
   readonly #o: DriftCheckOptions;
   readonly #snaps = new Map<ListResource, Snapshot>();
   readonly #tails = new Map<ListResource, Promise<Snapshot>>();
+  /** Runs whose planned creates this process checked, and since when (#runStart). */
+  readonly #runs = new Map<string, number>();
   /** Passes and list pages read by this process (logs, tests). */
   readonly stats = { passes: 0, pages: 0 };
 
@@ -84,9 +124,98 @@ export class DriftCheck {
     return { kind: 'drifted', message: `not sent: the record changed since the plan: ${changed.join('; ')}` };
   }
 
-  #fresh(resource: ListResource): Promise<Snapshot> {
+  /**
+   * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
+   * match key now (the plan said "create"; a plan made now would update that one), and no deal
+   * equal to it in every field it sends — compared as the create lookup compares (sentValues:
+   * names normalised, automation fields and unreported ones left out) — was made since the plan
+   * and is unclaimed by the workspace's rows. With `until` (another create of the plan has its
+   * name), only deals made before then count: that row's deal may be made meanwhile, its answer
+   * still on the way. Only for a row that never sent its POST: a row with a create marker would
+   * find its own deal (the duplicate-safe create resolves that one).
+   */
+  async checkCreate(
+    fields: Readonly<Record<string, unknown>>,
+    planned: PlannedCreate,
+    signal?: AbortSignal,
+  ): Promise<DriftAnswer> {
+    const creates = this.#o.creates;
+    if (!creates) throw new Error('DriftCheck: planned creates need the fence (options.creates)');
+    const snap = await abortable(this.#fresh('deals', this.#runStart(planned.runId)), signal);
+    const deals = snap.deals!;
+    const eq = planned.match?.indexOf('=') ?? -1;
+    const key = planned.match !== undefined && eq > 0 ? planned.match.slice(0, eq) : undefined;
+    const keyValue = key !== undefined ? normaliseKey(key, planned.match!.slice(eq + 1)) : '';
+    if (key !== undefined && keyValue !== '') {
+      const held = deals.byKey.get(key)?.get(keyValue);
+      if (held && held.length > 0)
+        return {
+          kind: 'drifted',
+          message: `not sent: a deal with ${key} ${JSON.stringify(planned.match!.slice(eq + 1))} was made since the plan (it planned to create one): ${held.join(', ')}`,
+        };
+    }
+    const wanted = sentValues(fields, creates.automationFields ?? []);
+    const name = wanted.find(([f]) => f === 'name')?.[1];
+    const candidates = name !== undefined ? (deals.byName.get(name) ?? []) : [...snap.index.all()].map((r) => r.id);
+    const { from, to } = await this.#window(planned, creates.fence);
+    const alike = candidates.filter((id) => {
+      const created = snap.index.createdAt(id);
+      if (created === undefined || !(created >= from && created < to)) return false;
+      const record = snap.index.byId(id)!;
+      return wanted.every(([f, v]) => (f === 'name' ? normaliseName(record.name) : record.values[f]) === v);
+    });
+    const claimed = await creates.fence.claimed(alike);
+    const free = alike.filter((id) => !claimed.has(id));
+    if (free.length === 0) return { kind: 'holds' };
+    return {
+      kind: 'drifted',
+      message: `not sent: a deal like this one was made since the plan: ${free.slice(0, 5).join(', ')}${free.length > 5 ? ', …' : ''}`,
+    };
+  }
+
+  /**
+   * Creation times (the CRM's record clock) of deals made since the plan (and before `until`),
+   * wide at the start (a deal that may be older still counts) and narrow at the end (one that
+   * may be made after `until` does not): the calibrated record clock's lower bound, else the
+   * `Date` header's offset less UNCALIBRATED_SLACK_MS.
+   */
+  async #window(planned: PlannedCreate, fence: Pick<RowFence, 'recordClock'>): Promise<{ from: number; to: number }> {
+    const clock = await fence.recordClock();
+    const earliest = (at: number) =>
+      clock
+        ? sendWindow({ sentAt: at, crmClockAt: at, measured: false, exact: true }, clock).from
+        : at + (this.#o.client.crmClock().at - Date.now()) - UNCALIBRATED_SLACK_MS;
+    return {
+      from: earliest(planned.madeAt),
+      to: planned.until !== undefined ? earliest(planned.until) : Number.POSITIVE_INFINITY,
+    };
+  }
+
+  /**
+   * When this process first checked a planned create of the run (its clock): the run's checks
+   * read no list older than that, so a deal made before the apply is always seen, however
+   * recent this process's last read was (it may be older than the plan itself).
+   */
+  #runStart(runId: string): number {
+    let at = this.#runs.get(runId);
+    if (at === undefined) {
+      at = Date.now();
+      this.#runs.set(runId, at);
+      // Forgetting a run costs one more list read if its rows come back.
+      for (const old of this.#runs.keys()) {
+        if (this.#runs.size <= RUNS_REMEMBERED) break;
+        this.#runs.delete(old);
+      }
+    }
+    return at;
+  }
+
+  /** `notBefore`: a read begun earlier is stale (this process's clock). */
+  #fresh(resource: ListResource, notBefore?: number): Promise<Snapshot> {
     const stale = (s: Snapshot | undefined) =>
-      s === undefined || Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
+      s === undefined ||
+      (notBefore !== undefined && s.startedAt < notBefore) ||
+      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
     const tail = this.#tails.get(resource) ?? Promise.resolve(undefined);
     const turn = tail
       .catch(() => undefined)
@@ -104,12 +233,29 @@ export class DriftCheck {
   async #pass(resource: ListResource): Promise<Snapshot> {
     const startedAt = Date.now();
     const { budget } = this.#o;
-    const index = await RecordIndex.build(this.#o.client, {
-      resource,
-      matchKey: 'id',
+    const index = new RecordIndex(resource, 'id', { keepCreatedAt: resource === 'deals' });
+    const deals: DealKeys | undefined =
+      resource === 'deals'
+        ? {
+            byKey: new Map(MATCH_KEYS.deals.map((k) => [k, new Map<string, string[]>()])),
+            byName: new Map(),
+          }
+        : undefined;
+    const pages = this.#o.client.pages(resource, {
       ...(this.#o.pageSize !== undefined ? { pageSize: this.#o.pageSize } : {}),
       beforeFetch: () => budget.take(),
     });
+    for await (const page of pages) {
+      index.pages += 1;
+      for (const record of page.records) {
+        index.add(record);
+        if (!deals) continue;
+        for (const [k, ids] of deals.byKey)
+          push(ids, normaliseKey(k, (record as Record<string, unknown>)[k]), record.id);
+        push(deals.byName, normaliseName(String((record as Record<string, unknown>).name ?? '')), record.id);
+      }
+    }
+    index.pages += 1; // the closing empty page
     this.stats.passes++;
     this.stats.pages += index.pages;
     const durationMs = Date.now() - startedAt;
@@ -117,6 +263,14 @@ export class DriftCheck {
       { resource, records: index.size, pages: index.pages, ms: durationMs },
       'drift check: list read',
     );
-    return { startedAt, durationMs, index };
+    return { startedAt, durationMs, index, ...(deals ? { deals } : {}) };
   }
 }
+
+function push(map: Map<string, string[]>, key: string, id: string): void {
+  if (key === '') return;
+  const held = map.get(key);
+  if (held) held.push(id);
+  else map.set(key, [id]);
+}
+

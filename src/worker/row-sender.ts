@@ -1,6 +1,6 @@
 import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
-import type { QueuedRow, RowPayload } from '../queue/index.js';
+import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
 import type { DriftCheck } from './drift-check.js';
@@ -76,6 +76,10 @@ export class RowSender {
     if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
     const { payload } = r;
     if (payload.op === 'deal.create') {
+      if (r.planned !== undefined && this.o.drift) {
+        const drift = await this.#plannedCreate(w, r, payload, r.planned, signal);
+        if (drift) return drift;
+      }
       let out;
       try {
         out = await this.o.creates.create(w, r, payload.fields, signal, payload.match);
@@ -85,6 +89,16 @@ export class RowSender {
       // The write fence refused the POST because the run was cancelled: the row was not sent.
       if (out.kind === 'lost' && out.reason === 'cancelled') return { kind: 'cancelled' };
       if (out.kind !== 'exists') return out;
+      // A planned create whose key another upsert created meanwhile: the plan said "create",
+      // and the CRM now has one; a new plan decides what to write to it.
+      if (r.planned !== undefined)
+        return {
+          kind: 'result',
+          result: drifted(
+            r,
+            `not sent: the plan creates it, but ${payload.match} was created since the plan: ${out.dealId}`,
+          ),
+        };
       // A concurrent upsert created this key first: this row updates that deal instead.
       this.o.logger.info(
         { runId: w.runId, row: r.row, dealId: out.dealId },
@@ -93,6 +107,29 @@ export class RowSender {
       return this.#updateRow(w, r, { op: 'deal.update', id: out.dealId, fields: payload.fields }, signal);
     }
     return this.#updateRow(w, r, payload, signal);
+  }
+
+  /**
+   * A planned create goes only while the CRM has no deal the plan did not see (DriftCheck
+   * .checkCreate): undefined when it may go on. A row with a create marker sent its POST before
+   * and its own deal may be in the list: it is not checked (the duplicate-safe create settles it).
+   */
+  async #plannedCreate(
+    w: RowWriter,
+    r: QueuedRow,
+    payload: Extract<RowPayload, { op: 'deal.create' }>,
+    window: PlannedWindow,
+    signal: AbortSignal | undefined,
+  ): Promise<SendOutcome | undefined> {
+    try {
+      if ((await this.o.fence.createsInDoubt(w.runId, [w.row])).size > 0) return undefined;
+      const planned = { ...window, runId: w.runId, ...(payload.match !== undefined ? { match: payload.match } : {}) };
+      const answer = await this.o.drift!.checkCreate(payload.fields, planned, signal);
+      if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message) };
+      return undefined;
+    } catch (err) {
+      return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
+    }
   }
 
   async #updateRow(

@@ -281,13 +281,26 @@ export function sendWindow(marker: CreateMarker, clock: RecordClock | undefined)
  * compared, nor `position` (never reported).
  */
 function sentMatcher(fields: DealCreateFields, automation: readonly string[]): (d: DealEntry) => boolean {
-  const wanted: Array<[number, string]> = [];
-  DEAL_FIELDS.forEach((f, i) => {
-    const v = (fields as Record<string, unknown>)[f];
-    if (v === undefined || automation.includes(f)) return;
-    wanted.push([i, f === 'name' ? normaliseName(String(v)) : canonicalFromRow(f, v)]);
-  });
+  const wanted = sentValues(fields, automation).map(([f, v]) => [DEAL_FIELDS.indexOf(f), v] as const);
   return (d) => wanted.every(([i, v]) => d.values[i] === v);
+}
+
+/**
+ * What the lookup compares a deal with: the row's sent fields it can tell deals apart by
+ * (DealLookup.comparable), each as the CRM stores it (names normalised), in DEAL_FIELDS order.
+ * Apply's drift check of a planned create compares the same way (drift-check.ts).
+ */
+export function sentValues(
+  fields: Readonly<Record<string, unknown>>,
+  automation: readonly string[],
+): Array<[field: string, canonical: string]> {
+  const wanted: Array<[string, string]> = [];
+  for (const f of DEAL_FIELDS) {
+    const v = fields[f];
+    if (v === undefined || automation.includes(f)) continue;
+    wanted.push([f, f === 'name' ? normaliseName(String(v)) : canonicalFromRow(f, v)]);
+  }
+  return wanted;
 }
 
 const gzipAsync = promisify(gzip);

@@ -5,4 +5,4 @@ export {
   type CreateOutcome,
   type CreateRow,
 } from './duplicate-safe-create.js';
-export { DealLookup, sendWindow, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';
+export { DealLookup, sendWindow, sentValues, type DealLookupOptions, type LookupAnswer } from './deal-lookup.js';
