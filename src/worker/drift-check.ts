@@ -95,8 +95,11 @@ export class DriftCheck {
    * Whether record `id` still holds `expect` (canonical before-values by field). A field that
    * already holds the value the row sends counts as holding: an earlier attempt of this row may
    * have been applied. CRM errors of the list read propagate (the worker's verdict decides).
+   * `runId`: the run's first check in this process reads the list anew (#runStart), so a read
+   * from before the apply — of an earlier run's writes — never passes for drift.
    */
   async check(
+    runId: string,
     resource: ListResource,
     id: string,
     expect: Readonly<Record<string, string>>,
@@ -104,7 +107,7 @@ export class DriftCheck {
     signal?: AbortSignal,
   ): Promise<DriftAnswer> {
     if (Object.keys(expect).length === 0) return { kind: 'holds' };
-    const snap = await abortable(this.#fresh(resource), signal);
+    const snap = await abortable(this.#fresh(resource, this.#runStart(runId)), signal);
     const record = snap.index.byId(id);
     if (!record)
       return {
@@ -192,7 +195,7 @@ export class DriftCheck {
   }
 
   /**
-   * When this process first checked a planned create of the run (its clock): the run's checks
+   * When this process first checked a planned row of the run (its clock): the run's checks
    * read no list older than that, so a deal made before the apply is always seen, however
    * recent this process's last read was (it may be older than the plan itself).
    */
@@ -273,4 +276,3 @@ function push(map: Map<string, string[]>, key: string, id: string): void {
   if (held) held.push(id);
   else map.set(key, [id]);
 }
-
