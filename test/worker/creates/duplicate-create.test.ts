@@ -48,6 +48,19 @@ describe('duplicate-safe deal creates', () => {
     console.log(`[creates] 1,000 at 20% commit-then-drop: ${h.ws.stats.drops} drops, ${inDoubt.length} rows uncertain`);
     expect(done.counts).toMatchObject({ total: 1000, succeeded: 1000 - inDoubt.length, failed: 0 });
     expect(inDoubt.length).toBeLessThan(h.ws.stats.drops);
+    // On a failure, what a reader needs to find the cause: each duplicated name's deals (id and
+    // when the CRM stamped them) and what its row recorded.
+    if (h.ws.deals.size !== before + 1000) {
+      const byName = new Map<string, Array<{ id: string; created_at: string }>>();
+      for (const d of h.ws.deals.values()) byName.set(d.name, [...(byName.get(d.name) ?? []), d]);
+      for (const [name, deals] of byName) {
+        if (deals.length < 2) continue;
+        const r = results.find((x) => x.row === Number(name.replace('Dup-safe deal ', '')));
+        console.log(
+          `[creates] duplicated ${name}: ${JSON.stringify(deals.map((d) => [d.id, d.created_at]))}; row ${r?.status} ${r?.recordId ?? ''} ${r?.message ?? ''}`,
+        );
+      }
+    }
     expect(h.ws.deals.size).toBe(before + 1000);
     const names = new Set([...h.ws.deals.values()].map((d) => d.name));
     expect(names.size).toBe(h.ws.deals.size);
