@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { RECONCILE_OPERATIONS } from '../crm/light.js';
+import { RECONCILE_OPERATIONS, type ReconcileOperation } from '../crm/light.js';
+import type { SourceFormat } from '../ingest/index.js';
 
 /** commander argument parser for positive integers, with a message that names the option. */
 export function positiveInt(value: string): number {
@@ -106,6 +107,18 @@ export function runName(value: string): string {
   if (name === '' || name.length > 80 || /[\r\n]/.test(name))
     throw new InvalidArgumentError('must be one line of 1 to 80 characters');
   return name;
+}
+
+/** What matchOptions declares, as commander hands it to an action. */
+export interface MatchOptions {
+  op: ReconcileOperation;
+  workspace: string;
+  match?: string;
+  keyColumn?: string;
+  mapping?: string;
+  format?: SourceFormat;
+  delimiter?: string;
+  ignoreUnknownColumns?: boolean;
 }
 
 /**

@@ -3,26 +3,19 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
-import { readMappingFile, type SourceFormat } from '../ingest/index.js';
+import { readMappingFile } from '../ingest/index.js';
 import { makePlan, PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
-import { formatPlanCounts, type ReconcileOperation } from '../reconcile/index.js';
+import { formatPlanCounts } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
 import { openImportSource } from './import-action.js';
 import { predictionWords } from './plans-actions.js';
+import type { MatchOptions } from './options.js';
 import { sourceNotes } from './source-notes.js';
 
-export interface PlanOptions {
-  op: ReconcileOperation;
-  workspace: string;
-  match?: string;
-  keyColumn?: string;
-  mapping?: string;
-  format?: SourceFormat;
-  delimiter?: string;
-  ignoreUnknownColumns?: boolean;
+export interface PlanOptions extends MatchOptions {
   query?: string;
   dbUrlEnv?: string;
   dbUrlFile?: string;

@@ -4,27 +4,14 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
-import { readMappingFile, type SourceFormat } from '../ingest/index.js';
-import {
-  formatPlanCounts,
-  planReconcile,
-  topFields,
-  type FieldTally,
-  type ReconcileOperation,
-} from '../reconcile/index.js';
+import { readMappingFile } from '../ingest/index.js';
+import { formatPlanCounts, planReconcile, topFields, type FieldTally } from '../reconcile/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { cliContext } from './context.js';
+import type { MatchOptions } from './options.js';
 import { sourceNotes } from './source-notes.js';
 
-export interface ReconcileOptions {
-  op: ReconcileOperation;
-  workspace: string;
-  match?: string;
-  keyColumn?: string;
-  mapping?: string;
-  format?: SourceFormat;
-  delimiter?: string;
-  ignoreUnknownColumns?: boolean;
+export interface ReconcileOptions extends MatchOptions {
   out?: string;
   /** Always set by commander (reconcile-command.ts, DEFAULTS.client.pageSize). */
   pageSize: number;
