@@ -169,6 +169,10 @@ export class DuplicateSafeCreate {
         id = err.recordId; // created, but the answer is off-spec: the deal exists all the same
       } else if (provesNotApplied(err)) {
         await this.#o.fence.releaseCreate(w, fp, marker);
+        this.#logger.info(
+          { runId: w.runId, row: w.row, err: errorMessage(err) },
+          'create not applied (the answer proves it): the row may be sent again',
+        );
         throw err;
       } else {
         // It may exist: identical rows wait on the lock through the settle time and the lookup.

@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
@@ -9,6 +11,7 @@ import { csv, resultsByRow, startHarness, type Harness } from '../../helpers/pip
 
 describe('duplicate-safe deal creates', () => {
   let h: Harness;
+  const workerLines: string[] = [];
   beforeAll(async () => {
     // Short backoff: the test is about what a retry does, not how long it waits. A settle time of
     // 3 s, not the harness's 200 ms: the simulator runs in this process, and on a loaded machine
@@ -17,7 +20,17 @@ describe('duplicate-safe deal creates', () => {
     // this test is not about. (A dropped answer is causal: its lookup waits for a pass begun
     // after the loss was seen — see test/faults/creates.test.ts.)
     h = await startHarness({ records: 5, seed: 3, retry: { attempts: 12, backoffMs: 5 }, createSettleMs: 3000 });
-    await h.startWorkers({ concurrency: 16 });
+    // The workers' create lines (info and up), kept so a failure can show what each duplicated row went through.
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          workerLines.push(chunk.toString('utf8').trim());
+          done();
+        },
+      }),
+    );
+    await h.startWorkers({ concurrency: 16, logger });
   });
   afterAll(async () => {
     await h?.close();
@@ -59,6 +72,8 @@ describe('duplicate-safe deal creates', () => {
         console.log(
           `[creates] duplicated ${name}: ${JSON.stringify(deals.map((d) => [d.id, d.created_at]))}; row ${r?.status} ${r?.recordId ?? ''} ${r?.message ?? ''}`,
         );
+        const row = `"row":${r?.row ?? -1},`;
+        for (const line of workerLines.filter((l) => l.includes(row) && l.includes(done.id))) console.log(`  ${line}`);
       }
     }
     expect(h.ws.deals.size).toBe(before + 1000);
