@@ -51,7 +51,7 @@ export const ERROR_CODES = {
   PLAN_REFUSED:
     'The plan cannot be applied (or approved, or discarded) in its state: unapproved where approval is required, expired, discarded, or already applied; nothing was sent',
   CREATE_UNCERTAIN:
-    'A create may have been applied but its deal could not be told apart; it is never re-sent blindly (runs retry looks again)',
+    'A create may have been applied but its deal could not be told apart, or not looked for before its attempts ran out; it is never re-sent blindly (runs retry looks again)',
   CREATE_CONFLICT: 'The CRM named a deal that another row had already recorded as its own',
   JOB_LOST: "The worker lost its job (lock expired, e.g. cut off from Redis); the job's new owner sends the rows",
   DASHBOARD_BUSY:

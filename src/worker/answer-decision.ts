@@ -74,6 +74,12 @@ export type RowOutcome =
   | { kind: 'done'; result: RowResult; settles?: OrderSettlement }
   /** The row's final failure: the caller stamps its result (a clock read). */
   | { kind: 'failed'; err: unknown }
+  /**
+   * A create that may have made its deal, out of attempts before it could look for it (`err`,
+   * the last error): recorded `uncertain`, never `failed`, so `runs retry` looks before it
+   * sends (restoring a lost marker) and its export line is refused. The caller stamps it.
+   */
+  | { kind: 'in-doubt'; err: unknown }
   | { kind: 'recorded' }
   /** Not now: the row continues after `ms`, without spending an attempt. */
   | { kind: 'wait'; ms: number; lostCreate?: true }
@@ -94,6 +100,11 @@ export interface RowFacts {
   creates: boolean;
   /** The error's verdict, when the send failed. */
   verdict?: Verdict;
+  /**
+   * A create's marker was there when its final error came back (or it could not be read): the
+   * create may have been applied. Read only for a create's final failure; undefined otherwise.
+   */
+  createInDoubt?: boolean;
   /** How long a create whose answer was lost waits before looking for its deal. */
   settleMs: number;
 }
@@ -116,11 +127,22 @@ export function decideRow(sent: SendOutcome, facts: RowFacts): RowDecision {
     case 'error': {
       const verdict = facts.verdict ?? { kind: 'fail', err: sent.err };
       if (verdict.kind !== 'fail') return { outcome: verdict };
-      if (facts.creates && sent.err instanceof TransientError && sent.err.maybeCommitted) {
-        // Out of attempts, but the deal may exist: failing the row would hide it (and a retry
-        // would look for it only then). The row's marker stays: after the settle time its next
-        // start looks for the deal, and only a lookup that finds none sends it again.
-        return { outcome: { kind: 'wait', ms: facts.settleMs, lostCreate: true } };
+      if (facts.creates) {
+        // Only a write's error is maybe-committed (src/crm/errors.ts): this is the POST's own.
+        const answerLost = sent.err instanceof TransientError && sent.err.maybeCommitted;
+        if (answerLost && facts.createInDoubt !== false) {
+          // Out of attempts, but the deal may exist and it has not been looked for yet: the
+          // row's marker stays, and after the settle time its next start looks for the deal
+          // (only a lookup that finds none sends it again; one that cannot be done ends below).
+          return { outcome: { kind: 'wait', ms: facts.settleMs, lostCreate: true } };
+        }
+        if (answerLost || facts.createInDoubt === true) {
+          // Its marker says the create may have been applied (the look-up failed, or was refused,
+          // or Redis failed it), or the answer was lost with no marker left to look with:
+          // `failed` would invite a re-send (a re-import, or a retry that POSTs blindly once the
+          // marker is gone). `uncertain` keeps it from being sent again without a look.
+          return { outcome: { kind: 'in-doubt', err: verdict.err } };
+        }
       }
       return { outcome: { kind: 'failed', err: verdict.err }, counts: 'failed' };
     }

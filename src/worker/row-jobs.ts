@@ -1,11 +1,12 @@
 import { RateLimitError } from 'bullmq';
 import type { QueuedRow, RowBatchJobData } from '../queue/index.js';
+import { errorMessage } from '../errors/index.js';
 import { placeOf, type RowWriter } from '../runs/index.js';
 import { decideJobEnd, decideRow, type LoopEnd, type RowOutcome } from './answer-decision.js';
 import { defer, handOff } from './job-rewrite.js';
 import type { SyncJob } from './sync-job.js';
 import type { FencedResult } from './result-writer.js';
-import { failureResult } from './row-results.js';
+import { failureResult, inDoubtResult } from './row-results.js';
 import { JobLostError, type WorkerCore } from './worker-core.js';
 
 /**
@@ -89,16 +90,19 @@ async function sendRow(
   r: QueuedRow,
   writer: RowWriter,
   signal: AbortSignal | undefined,
-): Promise<Exclude<RowOutcome, { kind: 'failed' | 'lost' }>> {
+): Promise<Exclude<RowOutcome, { kind: 'failed' | 'in-doubt' | 'lost' }>> {
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
   if (r.payload.op === 'deal.create') await core.takeToken(job, signal);
   const sent = await core.parts.sender.send(writer, r, signal);
   const verdict = sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1) : undefined;
+  const creates = r.payload.op === 'deal.create';
+  const createInDoubt = creates && verdict?.kind === 'fail' ? await markerLeft(core, data.runId, r.row) : undefined;
   const { outcome, counts } = decideRow(sent, {
-    creates: r.payload.op === 'deal.create',
+    creates,
     settleMs,
     ...(verdict ? { verdict } : {}),
+    ...(createInDoubt !== undefined ? { createInDoubt } : {}),
   });
   if (counts === 'succeeded') {
     metrics.succeeded(job.name, 1, data.runId);
@@ -109,6 +113,12 @@ async function sendRow(
       throw new JobLostError(job.id, outcome.reason);
     case 'failed':
       return { kind: 'done', result: failureResult(placeOf(r), outcome.err, r.original) };
+    case 'in-doubt':
+      logger.warn(
+        { runId: data.runId, row: r.row, err: errorMessage(outcome.err) },
+        'a create that may have made its deal ran out of attempts before it could look for it: recorded uncertain (runs retry looks again)',
+      );
+      return { kind: 'done', result: inDoubtResult(placeOf(r), outcome.err, r.original) };
     case 'wait':
       if (outcome.lostCreate)
         logger.info(
@@ -118,5 +128,17 @@ async function sendRow(
       return outcome;
     default:
       return outcome;
+  }
+}
+
+/**
+ * Whether a create's marker is still there (its create may have been applied): a marker that
+ * cannot be read counts as there, since `failed` for an applied create invites a duplicate.
+ */
+async function markerLeft(core: WorkerCore, runId: string, row: number): Promise<boolean> {
+  try {
+    return (await core.parts.fence.createsInDoubt(runId, [row])).has(row);
+  } catch {
+    return true;
   }
 }

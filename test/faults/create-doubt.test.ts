@@ -244,6 +244,76 @@ describe('a marker that is gone before runs retry', () => {
   }, 40_000);
 });
 
+describe('creates whose look-up cannot be done before their attempts run out', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      records: 2,
+      seed: 28,
+      crmProxy: true,
+      createSettleMs: 300,
+      requestTimeoutMs: 1500,
+      retry: { attempts: 2, backoffMs: 100 },
+    });
+    await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
+    await calibrateRecordClock(h);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('end uncertain, never failed: with their markers gone runs retry sends nothing, and their export is refused', async () => {
+    // Every create is applied and its answer lost; every list read (the look-up) answers 502.
+    h.proxy!.setRules([
+      { ...POST_DEALS, applyAndDrop: true, times: 5, ...FAULTED_POST_LATENCY },
+      { method: 'GET', path: /\/v2\/deals$/, fail502: true },
+    ]);
+    const rows = Array.from({ length: 5 }, (_, i) => [`Unlooked L ${i}`, 70 + i]);
+    let run: RunRecord;
+    try {
+      run = await h.waitForRun(
+        (await h.importFile(h.file('unlooked.csv', csv(['name', 'value'], rows)), 'deal.create')).id,
+        // Each row's look-up is a pass of its own that fails (2 s apart): slow on purpose.
+        90_000,
+      );
+    } finally {
+      h.proxy!.setRules([]);
+    }
+    expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5); // every create was applied
+    const results = await resultsByRow(h, run.id);
+    expect(results).toHaveLength(5);
+    for (const r of results) {
+      // Its deal may exist: never `failed` (an operator would send it again), but uncertain, naming why.
+      expect(r).toMatchObject({ status: 'uncertain', code: 'CREATE_UNCERTAIN' });
+      expect(r.message).toMatch(/look-up .*could not be done.*502.*runs retry/);
+    }
+    expect(run.counts).toMatchObject({ total: 5, uncertain: 5, failed: 0 });
+
+    // The markers expire (stood in for by removing them): runs retry looks before it sends.
+    await h.runtime.redis.del(new RunKeys(h.config.prefix).creating(run));
+    const posts = h.proxy!.count('POST', ANY_DEAL_POST);
+    await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    const again = await h.waitForRun(run.id, 20_000, (r) => r.counts.queued === 0 && r.status !== 'running');
+    expect(again.counts).toMatchObject({ uncertain: 5, failed: 0 });
+    expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
+    expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5);
+
+    // The failed-rows export imported again as it is: refused, no second deal.
+    const path = h.file('unlooked-failed.csv', '');
+    const out = createWriteStream(path);
+    await writeResultsCsv(h.runtime.store, run.id, out, { problemsOnly: true });
+    out.end();
+    await finished(out);
+    const reimported = await h.waitForRun(
+      (await h.importFile(path, 'deal.create', { ignoreUnknownColumns: true })).id,
+      20_000,
+    );
+    expect(reimported.counts).toMatchObject({ total: 5, invalid: 5, succeeded: 0 });
+    expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
+    expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5);
+  }, 150_000);
+});
+
 describe('a cancel while creates wait out their settle time', () => {
   let h: Harness;
   const cli = cliFor(() => h);

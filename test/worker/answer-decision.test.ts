@@ -136,7 +136,7 @@ describe('decideRow', () => {
   const bad = failed(place, { message: 'no' }, original);
   const over = superseded(place, 'later rows wrote it');
   const doubt = uncertain(place, 'CREATE_UNCERTAIN', 'maybe', original);
-  const facts = { creates: false, settleMs: 30_000 };
+  const facts: { creates: boolean; settleMs: number; createInDoubt?: boolean } = { creates: false, settleMs: 30_000 };
   const rateLimited: Verdict = { kind: 'rate-limited', err: e.r429(), pauseMs: 1000 };
 
   it.each<[string, SendOutcome, Partial<typeof facts> & { verdict?: Verdict }, object, string | undefined]>([
@@ -201,6 +201,76 @@ describe('decideRow', () => {
       { creates: true, verdict: { kind: 'fail', err: 'y' } },
       { kind: 'wait', ms: 30_000, lostCreate: true },
       undefined,
+    ],
+    [
+      'a create whose last answer was lost, its marker there (looks for its deal after the settle time)',
+      { kind: 'error', err: e.reset(true) },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'wait', ms: 30_000, lostCreate: true },
+      undefined,
+    ],
+    [
+      'a create whose last answer was lost with no marker left to look with (uncertain, not failed)',
+      { kind: 'error', err: e.r503(true) },
+      { creates: true, createInDoubt: false, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'in-doubt', err: 'y' },
+      undefined,
+    ],
+    [
+      "a create in doubt whose look-up's list read failed on the last attempt (uncertain, not failed)",
+      { kind: 'error', err: e.r503(false) },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'in-doubt', err: 'y' },
+      undefined,
+    ],
+    [
+      "a create in doubt whose look-up's list read timed out on the last attempt",
+      { kind: 'error', err: e.reset(false) },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'in-doubt', err: 'y' },
+      undefined,
+    ],
+    [
+      'a create in doubt whose look-up hit Redis errors on the last attempt',
+      { kind: 'error', err: e.plain() },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'in-doubt', err: 'y' },
+      undefined,
+    ],
+    [
+      'a create in doubt whose look-up got an off-spec list page (permanent, any attempt)',
+      { kind: 'error', err: e.badBody() },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'in-doubt', err: 'y' },
+      undefined,
+    ],
+    [
+      'a create in doubt that gave up at the start cap (429s during its look-up)',
+      { kind: 'error', err: e.r429() },
+      { creates: true, createInDoubt: true, verdict: { kind: 'fail', err: 'gave up after 100 starts' } },
+      { kind: 'in-doubt', err: 'gave up after 100 starts' },
+      undefined,
+    ],
+    [
+      'a create in doubt whose look-up failed, with attempts left (retries)',
+      { kind: 'error', err: e.r503(false) },
+      { creates: true, createInDoubt: true, verdict: { kind: 'retry', err: 'y' } },
+      { kind: 'retry', err: 'y' },
+      undefined,
+    ],
+    [
+      'a create without a marker whose last request surely did not commit',
+      { kind: 'error', err: e.r503(false) },
+      { creates: true, createInDoubt: false, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'failed', err: 'y' },
+      'failed',
+    ],
+    [
+      'a create without a marker rejected for good',
+      { kind: 'error', err: e.r422() },
+      { creates: true, createInDoubt: false, verdict: { kind: 'fail', err: 'y' } },
+      { kind: 'failed', err: 'y' },
+      'failed',
     ],
     [
       'a create whose last request surely did not commit',
