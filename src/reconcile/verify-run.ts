@@ -51,7 +51,10 @@ export interface VerifyResult {
   otherRunsDeals: number;
   /** Deals like a row's made after the run ended (a person's, a later import's): not this run's doing. */
   madeAfterRun: number;
-  /** Deals an `uncertain` row of this run names (maybe its own; `runs retry` looks again): not duplicates. */
+  /**
+   * Deals an `uncertain` row of this run names that are in the CRM and recorded by no row (maybe
+   * its own; `runs retry` looks again): not duplicates, whatever content the succeeded rows have.
+   */
   inDoubtDeals: number;
   /** Succeeded rows whose deal was made before the run began: a deal that cannot be the row's own. Exit 1. */
   recordedBeforeSend: number;
@@ -174,7 +177,12 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
     const ids = recordedByContent.get(contentKey(record)) ?? new Set<string>();
     recordedByContent.set(contentKey(record), ids.add(record.id));
   }
-  const window = createsDeals ? await RunWindow.of(store, run, doubtWords) : undefined;
+  // Every deal an uncertain row names, whether or not a succeeded row has the same content (the
+  // look-alikes below are only sought beside succeeded rows, and an uncertain row's candidates
+  // equal its own sent fields, which no succeeded row may share).
+  const inDoubt = createsDeals ? await namedInDoubt(store, run, doubtWords, index, rowsById) : new Set<string>();
+  outcome.inDoubtDeals = inDoubt.size;
+  const window = createsDeals ? await RunWindow.of(store, run, inDoubt) : undefined;
   // A database run's rows are named by their key, next to the line (its row number).
   const keyed = query?.keyColumn !== undefined;
   const write = async (cells: Array<string | number | undefined>, ref?: string) => {
@@ -215,7 +223,7 @@ export async function verifyRun(options: VerifyRunOptions): Promise<VerifyResult
       outcome.preexistingLookAlikes += sorted.before.length;
       outcome.otherRunsDeals += sorted.otherRuns.length;
       outcome.madeAfterRun += sorted.after.length;
-      outcome.inDoubtDeals += sorted.inDoubt.length;
+      // sorted.inDoubt is already counted (namedInDoubt): it is only kept out of the other kinds.
       outcome.suspectedDuplicates += sorted.duplicates.length;
       if (sorted.duplicates.length > 0)
         await write(
@@ -302,11 +310,11 @@ class RunWindow {
      * can have landed (the write lease after its end; Infinity while it runs).
      */
     private readonly until: number,
-    /** Words of the run's uncertain rows' messages, which name the deals each may have made. */
-    private readonly doubtWords: ReadonlySet<string>,
+    /** Deals the run's uncertain rows name (namedInDoubt): each may be its row's own. */
+    private readonly inDoubt: ReadonlySet<string>,
   ) {}
 
-  static async of(store: RunStore, run: RunRecord, doubtWords: ReadonlySet<string>): Promise<RunWindow> {
+  static async of(store: RunStore, run: RunRecord, inDoubt: ReadonlySet<string>): Promise<RunWindow> {
     const fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
     const clock: RecordClock | undefined = await fence.recordClock().catch(() => undefined);
     const began = Date.parse(run.createdAt);
@@ -317,7 +325,7 @@ class RunWindow {
     // a write lease after the end may still be the run's duplicate.
     const late = ended + fence.leaseMs;
     const until = clock ? late + clock.hi + clock.resolutionMs : late + UNCALIBRATED_MARGIN_MS;
-    return new RunWindow(store, run, from, until, doubtWords);
+    return new RunWindow(store, run, from, until, inDoubt);
   }
 
   surelyBefore(createdAt: number | undefined): boolean {
@@ -342,13 +350,33 @@ class RunWindow {
       const owner = owners[i];
       const createdAt = index.createdAt(id);
       if (owner && !owner.startsWith(`${this.run.id}/`)) out.otherRuns.push(id);
+      // What its uncertain row says of it comes first: it may be that row's own.
+      else if (this.inDoubt.has(id)) out.inDoubt.push(id);
       else if (this.surelyBefore(createdAt)) out.before.push(id);
       else if (createdAt !== undefined && createdAt > this.until) out.after.push(id);
-      else if (this.doubtWords.has(id)) out.inDoubt.push(id);
       else out.duplicates.push(id);
     });
     return out;
   }
+}
+
+/**
+ * The deals the run's uncertain rows name (words of their messages) that are in the CRM and that
+ * no row of any run recorded: each may be its row's own (`runs retry` looks for it again). A
+ * named deal a row recorded since is that row's, not in doubt.
+ */
+async function namedInDoubt(
+  store: RunStore,
+  run: RunRecord,
+  doubtWords: ReadonlySet<string>,
+  index: RecordIndex,
+  recordedByRun: ReadonlyMap<string, unknown>,
+): Promise<Set<string>> {
+  const named = [...doubtWords].filter((w) => index.byId(w) !== undefined && !recordedByRun.has(w));
+  if (named.length === 0) return new Set();
+  const keys = new RunKeys(store.prefix);
+  const owners = await store.redis.mget(...named.map((id) => keys.dealClaim(run.workspace, id)));
+  return new Set(named.filter((_, i) => owners[i] === null));
 }
 
 /** How far the CRM's record clock may be from ours when no answered create calibrated it. */

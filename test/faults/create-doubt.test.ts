@@ -116,6 +116,8 @@ describe('no clock signal at all', () => {
     expect(result).toMatchObject({ status: 'uncertain', code: 'CREATE_UNCERTAIN' });
     expect(result!.message).toContain(theirs.id);
     expect(h.proxy!.count('POST', ANY_DEAL_POST)).toBe(1);
+    // verify reports the deals uncertain rows name, though no succeeded row shares their content.
+    expect(await verify(h, run.id)).toMatchObject({ inDoubtDeals: 1, suspectedDuplicates: 0 });
   });
 });
 
@@ -175,6 +177,9 @@ describe('near twins under 502s and lost answers', () => {
         for (const d of named) expect(own.map((o) => o.id)).toContain(d.id);
       }
     }
+    // verify counts every deal an uncertain row names (its succeeded twin differs in status).
+    const named = new Set(deals.filter((d) => inDoubt.some((r) => r.message?.includes(d.id))).map((d) => d.id));
+    expect(await verify(h, run.id)).toMatchObject({ inDoubtDeals: named.size, suspectedDuplicates: 0 });
   }, 120_000);
 
   it("100 pairs alike but for position, which the CRM never reports: the twins meet on one lock, none takes the other's deal", async () => {
