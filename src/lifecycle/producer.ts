@@ -16,7 +16,7 @@ import type {
 } from '../queue/index.js';
 import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
 import { rideOutRedis } from '../redis/index.js';
-import { stopOf, stoppedResult, type RunStop } from './stop-run.js';
+import { createsInDoubt, stopOf, stoppedInDoubt, stoppedResult, type RunStop } from './stop-run.js';
 import { WorkBoard } from '../queue/index.js';
 import { pendingJobCount, type WorkspaceQueue } from '../queue/index.js';
 
@@ -161,9 +161,24 @@ export async function produceRun(
     });
   const flushResults = async () => {
     if (results.length === 0) return;
-    const batch = results;
+    let batch = results;
     results = [];
+    // A retry's create may have made its deal in an earlier round (its marker is set): stopped
+    // before it was queued, it is never recorded "not sent" (which invites an import again).
+    if (options.requeued) batch = await redisStep(() => keepInDoubt(batch));
     await redisStep(() => store.recordResults(runId, batch, { fromQueue: options.requeued ?? false }));
+  };
+  const keepInDoubt = async (batch: RowResult[]): Promise<RowResult[]> => {
+    const isStopped = (r: RowResult) => r.status === 'cancelled' || r.code === 'RUN_ABORTED';
+    const stop = stopNow();
+    const rows = batch.filter(isStopped).map((r) => r.row);
+    if (stop === undefined || rows.length === 0) return batch;
+    const doubt = await createsInDoubt(store, { id: runId, workspace: workspaceOfQueue(queue.name) }, rows);
+    return batch.map((r) =>
+      isStopped(r) && doubt.has(r.row)
+        ? stoppedInDoubt(stop, { row: r.row, line: r.line, ...(r.ref !== undefined ? { ref: r.ref } : {}) }, r.original)
+        : r,
+    );
   };
   // A cancel the store reported (addQueued refused) when no signal said so yet.
   let refused: RunStop | undefined;

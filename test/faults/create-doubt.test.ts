@@ -3,7 +3,7 @@ import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys } from '../../src/keys/index.js';
-import { retryRun } from '../../src/lifecycle/index.js';
+import { produceRun, retryRun } from '../../src/lifecycle/index.js';
 import { writeResultsCsv, type RunRecord } from '../../src/runs/index.js';
 import {
   csv,
@@ -317,6 +317,57 @@ describe('creates whose look-up cannot be done before their attempts run out', (
     expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
     expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5);
   }, 150_000);
+});
+
+describe('a retry stopped before it queued a create whose marker is set', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 29, createSettleMs: 300 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('records it uncertain, never cancelled "not sent"; a row without a marker is cancelled', async () => {
+    // No worker: the run's rows stay queued, as a retry's rows are once requeued.
+    await h.runtime.queue('acme').pause();
+    const file = h.file(
+      'stopped-retry.csv',
+      csv(
+        ['name', 'value'],
+        [
+          ['Stopped R 0', 80],
+          ['Stopped R 1', 81],
+        ],
+      ),
+    );
+    const run = await h.importFile(file, 'deal.create');
+    await h.runtime.queue('acme').obliterate({ force: true });
+    // Row 1's create was sent in an earlier round: its marker is set (its deal may exist).
+    await h.runtime.redis.hset(new RunKeys(h.config.prefix).creating(run), '1', `${Date.now()}|${Date.now()}|1||`);
+    const rows = [0, 1].map((i) => ({
+      row: i + 1,
+      line: i + 2,
+      original: { name: `Stopped R ${i}`, value: String(80 + i) },
+      payload: { op: 'deal.create' as const, fields: { name: `Stopped R ${i}`, value: 80 + i } },
+    }));
+    async function* source() {
+      yield* rows;
+    }
+    // The run is cancelled while the retry is being produced: nothing more is queued.
+    await produceRun(source(), {
+      queue: h.runtime.queue('acme'),
+      store: h.runtime.store,
+      runId: run.id,
+      requeued: true,
+      generation: Date.now(),
+      signal: AbortSignal.abort({ kind: 'cancelled', reason: 'cancelled by a test' }),
+    });
+    const results = await resultsByRow(h, run.id);
+    expect(results.find((r) => r.row === 1)).toMatchObject({ status: 'uncertain', code: 'CREATE_UNCERTAIN' });
+    expect(results.find((r) => r.row === 1)!.message).toMatch(/runs retry/);
+    expect(results.find((r) => r.row === 2)).toMatchObject({ status: 'cancelled' });
+  });
 });
 
 describe('a cancel while creates wait out their settle time', () => {
