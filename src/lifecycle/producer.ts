@@ -55,6 +55,13 @@ export interface ProducerOptions {
    * step, up to this long; then it stops with REDIS_LOST, saying how to resume. Default 60000 ms.
    */
   redisOutageMs?: number;
+  /**
+   * Looked at before each chunk is queued and about once a second while the producer waits for
+   * room: what Redis itself says (full, evicting keys). 'hold' keeps the next chunk back (Redis
+   * evicts keys: what is queued now could vanish) until it answers 'go'; it throws to stop
+   * producing (Redis evicted keys: REDIS_EVICTS). Without it, nothing is looked at.
+   */
+  redisWatch?: () => Promise<'go' | 'hold'>;
   /** Rows up to this one were queued by an earlier producer of the run (a resume): not counted again. Default 0. */
   countedThrough?: number;
   /**
@@ -176,7 +183,9 @@ export async function produceRun(
     jobRows = 0;
     // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
     // (creates go one per job, invites and updates several).
-    await redisStep(() => waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal));
+    await redisStep(() =>
+      waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal, options.redisWatch),
+    );
     const held = (stop: RunStop) => {
       // Rows held here when the run stopped would otherwise reach the CRM after it.
       results.push(...batch.flatMap((j) => j.data.rows.map((r): RowResult => stoppedResult(stop, r, r.original))));
@@ -310,22 +319,33 @@ export function jobsForRows(rows: number, rowsPerJob: number): number {
   return Math.max(1, Math.ceil(rows / Math.max(1, rowsPerJob)));
 }
 
+/** How often `redisWatch` is asked while the producer waits for room. */
+const REDIS_WATCH_EVERY_MS = 1000;
+
 /**
- * Resolves once fewer than `maxJobs` jobs wait in the queue, or the run is stopped (polls; logs
- * once if it is paused).
+ * Resolves once fewer than `maxJobs` jobs wait in the queue and `redisWatch` (if given) says go,
+ * or the run is stopped (polls; logs once if it is paused). `redisWatch` may throw: then so does
+ * this. Without it, a producer held here while Redis evicted keys (the workers stop taking jobs,
+ * so the queue never drains) waited for good, saying nothing.
  */
 export async function waitForRoom(
   queue: WorkspaceQueue,
   maxJobs: number,
   logger: Logger,
   signal?: AbortSignal,
+  redisWatch?: () => Promise<'go' | 'hold'>,
 ): Promise<void> {
   let warned = false;
+  let looked = 0;
+  let hold = false;
   for (;;) {
     if (signal?.aborted) return;
-    const pending = await pendingJobCount(queue);
-    if (pending < maxJobs) return;
-    if (!warned && (await queue.isPaused())) {
+    if (redisWatch && Date.now() - looked >= REDIS_WATCH_EVERY_MS) {
+      looked = Date.now();
+      hold = (await redisWatch()) === 'hold';
+    }
+    if (!hold && (await pendingJobCount(queue)) < maxJobs) return;
+    if (!hold && !warned && (await queue.isPaused())) {
       logger.warn(
         { workspace: workspaceOfQueue(queue.name) },
         'workspace queue is paused (blocked run?); waiting for it to resume',
