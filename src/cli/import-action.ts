@@ -306,6 +306,20 @@ async function importSource(
         ? // Cancelled while it read: its last line counts the rows still landing once they have.
           await settledRun(runtime.store, run)
         : run;
+    // Failed by the workers because Redis evicted keys: said in the same words as when this
+    // command noticed it first (the catch below waits out requests on the wire first, so the way
+    // on it prints is safe at once).
+    if (final.status === 'failed' && isEvictionReason(final.reason) && !opts.dryRun)
+      throw new RunGoneError({
+        runId: run.id,
+        lastSeen: final,
+        lastSeenAt: new Date(),
+        cause: {
+          kind: 'evicted',
+          policy: health.evicted?.policy ?? 'unknown',
+          evictedKeys: health.evicted?.evictedKeys ?? 0,
+        },
+      });
     if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
     else process.stdout.write(`${formatRunSummary(final)}\n`);
     if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
@@ -326,7 +340,8 @@ async function importSource(
     const last = err instanceof RunGoneError ? err.facts : undefined;
     const lastSeen = newer(seen.run, last?.lastSeen);
     const lastSeenAt = lastSeen !== undefined && lastSeen === last?.lastSeen ? last.lastSeenAt : seen.at;
-    const cause = await goneCause(runtime.store, config.prefix, generation, health);
+    const found = await goneCause(runtime.store, config.prefix, generation, health);
+    const cause = found.kind !== 'evicted' && last?.cause.kind === 'evicted' ? last.cause : found;
     if (cause.kind === 'evicted') await halt(runId, { policy: cause.policy, evictedKeys: cause.evictedKeys });
     const facts: RunGoneFacts = {
       runId,
