@@ -146,6 +146,17 @@ export async function produceRun(
   // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
   let open: QueuedRow[] = [];
 
+  /**
+   * Rows the run counts as queued whose jobs did not reach the queue yet: a chunk is counted
+   * before its jobs are added (a worker may finish one before addBulk returns), so a step that
+   * stopped between the two leaves them. `runs resume` queues them (up to `producedRow`).
+   */
+  let countedNotQueued = 0;
+  const whereItStands = () =>
+    `${progress.read} rows read, ${progress.queued} of them in the queue` +
+    (countedNotQueued > 0
+      ? `; the run counts ${countedNotQueued} more as queued that did not reach the queue (runs resume queues them)`
+      : '');
   // Every Redis step below is safe to repeat, so a Redis restart or partition is waited out.
   const redisStep = <T>(step: () => Promise<T>) =>
     rideOutRedis(step, {
@@ -154,14 +165,14 @@ export async function produceRun(
       giveUp: (waited, last) =>
         new CrmSyncError(
           'REDIS_LOST',
-          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued). ` +
+          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}). ` +
             `Nothing queued is lost: once Redis answers, go on from where it stopped with: crm-sync runs resume ${runId}`,
           { cause: last },
         ),
-      full: (err) =>
+      full: (waited, err) =>
         new CrmSyncError(
           'REDIS_FULL',
-          `Redis is full (maxmemory reached) while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued); ` +
+          `Redis stayed full (maxmemory reached) for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}); ` +
             `no row was sent that cannot be recorded. Free memory or raise maxmemory, then go on with: crm-sync runs resume ${runId}`,
           { cause: err },
         ),
@@ -203,6 +214,7 @@ export async function produceRun(
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
       if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled')
         return false;
+      countedNotQueued = counted;
       // A retry's rows were counted when they were requeued: ask the run's status instead.
       if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await addTracedBatches(
@@ -210,6 +222,7 @@ export async function produceRun(
         batch.map(({ name, data, opts }) => ({ name, data, opts })),
         (jobs) => queue.addBulk(jobs),
       );
+      countedNotQueued = 0;
       // After the jobs exist: an idle pool starts a worker for the workspace (WorkBoard).
       await board.signal(workspaceOfQueue(queue.name));
       return true;
