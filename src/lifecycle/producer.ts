@@ -73,9 +73,16 @@ export interface ProducerOptions {
 }
 
 export interface ProducerProgress {
+  /** Rows taken from the source (a resume's earlier rows queued again among them). */
   read: number;
+  /** Rows handed to the queue (a resume's earlier rows queued again among them). */
   queued: number;
   invalid: number;
+  /**
+   * Of `queued`, a resume's rows at or before where the earlier producer got (`countedThrough`)
+   * that had no result yet, queued again without being counted again: not rows read anew.
+   */
+  again: number;
 }
 
 /**
@@ -137,7 +144,7 @@ export async function produceRun(
   // A retry's rows carry its round: the run store lets only that round's job write them.
   const round = generation === FIRST_ROUND ? {} : { round: generation };
   const logger = options.logger ?? silentLogger;
-  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
+  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0, again: 0 };
   const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
   let jobs: PendingJob[] = [];
   let jobRows = 0;
@@ -232,6 +239,7 @@ export async function produceRun(
       return held(refused);
     }
     progress.queued += count;
+    progress.again += rowsOf.length - counted;
   };
   const pushJob = (job: PendingJob) => {
     jobs.push(job);
