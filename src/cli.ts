@@ -17,7 +17,8 @@ async function main(argv: string[]): Promise<number> {
     }
     if (isCrmSyncError(err)) {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
-      if (err.code === 'REDIS_LOST') return EXIT.REDIS_LOST;
+      // A producer that waited out a full Redis as long as an outage stops the same way: resumable.
+      if (err.code === 'REDIS_LOST' || err.code === 'REDIS_FULL') return EXIT.REDIS_LOST;
       if (err.code === 'REDIS_DATA_LOST') return EXIT.REDIS_DATA_LOST;
       if (err.code === 'CRM_AUTH') return EXIT.BLOCKED;
       return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;

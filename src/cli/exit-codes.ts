@@ -14,8 +14,9 @@ export const EXIT = {
   /** Redis or another dependency was unreachable, or an unexpected internal error. */
   INTERNAL: 4,
   /**
-   * Redis stopped answering for longer than --redis-outage while the command followed a run. The
-   * run is not failed by this: its workers go on; look again with `crm-sync runs show <id>`.
+   * Redis stopped answering (or, while the file was read, stayed full: REDIS_FULL) for longer
+   * than --redis-outage while the command read or followed a run. Its workers go on; look again
+   * with `crm-sync runs show <id>`, or, stopped mid-file, go on with `crm-sync runs resume <id>`.
    */
   REDIS_LOST: 5,
   /**

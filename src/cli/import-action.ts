@@ -10,14 +10,22 @@ import {
   type Source,
   type SourceFormat,
 } from '../ingest/index.js';
-import { currentGeneration, evicts, readEviction, redisLostDataSince } from '../redis/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  currentGeneration,
+  evicts,
+  isEvictionReason,
+  readEviction,
+  redisLostDataSince,
+  type EvictionState,
+} from '../redis/index.js';
 import { importFile } from '../lifecycle/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { createCrmClient, openRuntime } from '../runtime/index.js';
-import { startWorkerPool, type WorkerPool } from '../worker/index.js';
+import { evictedReason, startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { DEFAULTS, derivedSettings, getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
@@ -193,6 +201,49 @@ async function importSource(
     },
   );
   const seen = new LastSeen(runtime.store);
+  const onWireMs = getWorkspace(config, opts.workspace).requestTimeoutMs;
+  let halted = false;
+  /**
+   * Redis evicted keys while this command produced or followed its run: the run is failed by its
+   * own key (REDIS_EVICTS; its entries in the run indexes may be gone, so the workers' watch may
+   * not find it), which stops every worker sending its rows (the write fence refuses them), and
+   * this command waits out the requests already on the wire. Then the way on it prints (for
+   * creates, a reconciled import) meets no row of this run still being sent: safe at once.
+   */
+  const halt = async (runId: string, evicted: EvictionState): Promise<void> => {
+    if (halted) return;
+    halted = true;
+    const run = (await runtime.store.getRun(runId).catch(() => null)) ?? seen.run;
+    if (run && !(run.status === 'failed' && isEvictionReason(run.reason)))
+      await runtime.store
+        .failByRef({ id: runId, workspace: opts.workspace }, evictedReason(run, evicted, evicted.evictedKeys, onWireMs))
+        .catch(() => false);
+    process.stderr.write(
+      `Redis evicted keys while run ${runId} was under way [REDIS_EVICTS]: the run is failed, and no worker sends another of its rows; ` +
+        `waiting ${Math.ceil(onWireMs / 1000)} s for requests already on the wire to end, so that what follows is safe to do at once\n`,
+    );
+    await sleep(onWireMs + 1000);
+  };
+  /**
+   * What Redis says while the file is read: a line when it is full or evicts keys; 'hold' while
+   * it evicts (rows queued now could vanish); once it evicted keys, the run is stopped (exit 6).
+   */
+  const redisWatch = async (): Promise<'go' | 'hold'> => {
+    const line = await health.look().catch(() => undefined);
+    if (line !== undefined) process.stderr.write(`${line}\n`);
+    const runId = seen.runId;
+    if (health.evicted && runId !== undefined) {
+      const cause = { kind: 'evicted' as const, ...health.evicted };
+      await halt(runId, health.evicted);
+      throw new RunGoneError({
+        runId,
+        cause,
+        ...(seen.run ? { lastSeen: seen.run } : {}),
+        ...(seen.at ? { lastSeenAt: seen.at } : {}),
+      });
+    }
+    return health.evicting ? 'hold' : 'go';
+  };
   const started = (r: RunRecord, how: string) => {
     producing = { runId: r.id };
     seen.follow(r);
@@ -238,6 +289,7 @@ async function importSource(
             onRun: (r) => started(r, ''),
             onProgress: (p) => (seen.handed = p.queued),
             redisOutageMs: opts.redisOutage * 1000,
+            ...(opts.dryRun ? {} : { redisWatch }),
           });
     producing = null;
     const following = Boolean(opts.wait || opts.work || opts.dryRun);
@@ -254,6 +306,20 @@ async function importSource(
         ? // Cancelled while it read: its last line counts the rows still landing once they have.
           await settledRun(runtime.store, run)
         : run;
+    // Failed by the workers because Redis evicted keys: said in the same words as when this
+    // command noticed it first (the catch below waits out requests on the wire first, so the way
+    // on it prints is safe at once).
+    if (final.status === 'failed' && isEvictionReason(final.reason) && !opts.dryRun)
+      throw new RunGoneError({
+        runId: run.id,
+        lastSeen: final,
+        lastSeenAt: new Date(),
+        cause: {
+          kind: 'evicted',
+          policy: health.evicted?.policy ?? 'unknown',
+          evictedKeys: health.evicted?.evictedKeys ?? 0,
+        },
+      });
     if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
     else process.stdout.write(`${formatRunSummary(final)}\n`);
     if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
@@ -274,9 +340,12 @@ async function importSource(
     const last = err instanceof RunGoneError ? err.facts : undefined;
     const lastSeen = newer(seen.run, last?.lastSeen);
     const lastSeenAt = lastSeen !== undefined && lastSeen === last?.lastSeen ? last.lastSeenAt : seen.at;
+    const found = await goneCause(runtime.store, config.prefix, generation, health);
+    const cause = found.kind !== 'evicted' && last?.cause.kind === 'evicted' ? last.cause : found;
+    if (cause.kind === 'evicted') await halt(runId, { policy: cause.policy, evictedKeys: cause.evictedKeys });
     const facts: RunGoneFacts = {
       runId,
-      cause: await goneCause(runtime.store, config.prefix, generation, health),
+      cause,
       importCommand: importCommandOf(source, opts),
       ...(lastSeen ? { lastSeen } : {}),
       ...(lastSeenAt ? { lastSeenAt } : {}),

@@ -10,7 +10,7 @@ Exit codes:
   ${EXIT.USAGE}  bad arguments, configuration or input: nothing was sent
   ${EXIT.BLOCKED}  the CRM refused the API key: the run is blocked ("runs resume <id>" after fixing it), or a worker refused to start
   ${EXIT.INTERNAL}  Redis unreachable or an unexpected error
-  ${EXIT.REDIS_LOST}  Redis stopped answering while following a run (the run goes on: crm-sync runs show <id>)
+  ${EXIT.REDIS_LOST}  Redis stopped answering (or stayed full while the file was read) for over --redis-outage (the run goes on: crm-sync runs show <id>; stopped mid-file: crm-sync runs resume <id>)
   ${EXIT.REDIS_DATA_LOST}  Redis lost the run's data (restarted without persistence, or evicting keys): rows may have been sent; the message says how to send the rest without duplicates
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.

@@ -11,10 +11,17 @@ import type { RunStore } from '../runs/index.js';
 export class RedisHealthWatch {
   #said = '';
   readonly #key: string;
+  /** The last evicting policy seen. */
+  #policy: string | undefined;
   /** `evicted_keys` when the watch began: more since means keys of the run may be gone. */
   #baseline: number | undefined;
-  /** Set once Redis evicted keys since the watch began (the run may never finish). */
+  /**
+   * Set once Redis evicted keys since the watch began (the run may never finish): the policy
+   * that evicted them (not a noeviction set back since) and the keys evicted since the start.
+   */
   evicted: EvictionState | undefined;
+  /** Whether Redis evicts keys now (its policy, at the last look). */
+  evicting = false;
 
   constructor(
     private readonly store: RunStore,
@@ -43,7 +50,10 @@ export class RedisHealthWatch {
     const eviction = await readEviction(this.store.redis);
     if (eviction) {
       this.#baseline ??= eviction.evictedKeys;
-      if (eviction.evictedKeys > this.#baseline) this.evicted = eviction;
+      this.evicting = evicts(eviction);
+      if (this.evicting) this.#policy = eviction.policy;
+      if (eviction.evictedKeys > this.#baseline)
+        this.evicted = { policy: this.#policy ?? eviction.policy, evictedKeys: eviction.evictedKeys - this.#baseline };
     }
     if (eviction && evicts(eviction))
       why.push(

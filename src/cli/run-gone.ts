@@ -5,7 +5,10 @@ import type { RunRecord } from '../runs/index.js';
 export type GoneCause =
   /** Redis no longer holds the generation it held at the command's start: restarted empty, flushed. */
   | { kind: 'lost' }
-  /** Redis evicts keys (REDIS_EVICTS): the run's keys may have been among them. */
+  /**
+   * Redis evicted keys (REDIS_EVICTS): the run's keys may have been among them. The import that
+   * says so failed the run and waited out the requests on the wire first (import-action.ts halt).
+   */
   | { kind: 'evicted'; policy: string; evictedKeys: number }
   /** Redis kept its generation and evicts nothing: lost some other way, or deleted. */
   | { kind: 'unknown' };
@@ -52,11 +55,12 @@ export function runGoneWords(facts: RunGoneFacts): string {
     facts.cause.kind === 'lost'
       ? 'Redis lost its data (restarted without persistence, or flushed)'
       : facts.cause.kind === 'evicted'
-        ? `Redis evicts keys (maxmemory-policy ${facts.cause.policy}, ${facts.cause.evictedKeys} keys evicted) [REDIS_EVICTS]`
+        ? `Redis evicted ${facts.cause.evictedKeys} keys (maxmemory-policy ${facts.cause.policy}) [REDIS_EVICTS]`
         : 'Redis lost its data, or the run was deleted';
   const lines = [
     facts.cause.kind === 'evicted'
-      ? `Redis lost keys of run ${runId} while it was under way: ${why}. Its queued rows, results or its place in the run lists may be among them, so the run may never finish.`
+      ? `Redis lost keys of run ${runId} while it was under way: ${why}. Its queued rows, results or its place in the run lists may be among them, so it cannot finish: ` +
+        'it is failed, no worker sends another of its rows, and the requests that were on the wire have ended.'
       : `Redis lost run ${runId} while it was under way: ${why}. Its record, queued rows and results are gone, so the run cannot finish.`,
   ];
   if (run) {

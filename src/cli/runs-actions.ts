@@ -11,7 +11,14 @@ import { formatPlanCounts } from '../reconcile/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, resumeProducer, retryRun, writtenLaterWords, type RetrySummary } from '../lifecycle/index.js';
+import {
+  cancelRun,
+  resumeProducer,
+  retryRun,
+  writtenLaterWords,
+  type ProducerProgress,
+  type RetrySummary,
+} from '../lifecycle/index.js';
 import { pausedWords, resumeWorkspace } from '../queue/index.js';
 import {
   ArchivedRuns,
@@ -281,9 +288,7 @@ export async function resumeRun(id: string, command: Command): Promise<void> {
         store: rt.store,
         logger,
       });
-      process.stdout.write(
-        `run ${id}: ${progress.read} more rows read, ${progress.queued} queued, ${progress.invalid} invalid; the file is read to the end\n`,
-      );
+      process.stdout.write(`run ${id}: ${resumeWords(progress)}; the file is read to the end\n`);
       process.stdout.write(`${formatRunSummary(resumed)}\n`);
       return;
     }
@@ -309,4 +314,21 @@ export function retryWrittenLaterLines(id: string, w: RetrySummary['writtenLater
   return writtenLaterWords(w, hint)
     .map((l) => `${l}\n`)
     .join('');
+}
+
+/**
+ * What a resume did, in two numbers kept apart: rows the earlier producer had not read, and its
+ * rows with no result yet that went to the queue again (not counted twice). One sum read as
+ * "2211 more rows read" when only 1,000 rows were left unread.
+ */
+export function resumeWords(progress: ProducerProgress): string {
+  const fresh = progress.read - progress.again;
+  const words = [
+    `${fresh} rows not read before were read now (${progress.queued - progress.again} queued, ${progress.invalid} invalid)`,
+  ];
+  if (progress.again > 0)
+    words.push(
+      `${progress.again} earlier rows that had no result yet were queued again (counted once: a row in two jobs is still sent once)`,
+    );
+  return words.join('; ');
 }

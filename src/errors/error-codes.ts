@@ -31,7 +31,8 @@ export const ERROR_CODES = {
   REDIS_CLUSTER: 'REDIS_URL points at a Redis Cluster node: name the cluster with REDIS_CLUSTER_NODES instead',
   REDIS_LAYOUT:
     "The keys under the prefix are in a layout this version cannot use (a newer version's, or a migration in progress)",
-  REDIS_FULL: 'Redis refused a write because it is full (maxmemory); nothing more was sent',
+  REDIS_FULL:
+    'Redis stayed full (maxmemory) longer than --redis-outage while a run was produced; nothing more was sent, and `runs resume` goes on (exit 5)',
   REDIS_LOST: 'Redis stopped answering while a command followed a run; the run itself goes on in the workers',
   REDIS_DATA_LOST:
     "Redis lost a run's data while it was under way (restarted without persistence, flushed, or keys evicted); the message says how many rows were sent before and how to send the rest without duplicates",

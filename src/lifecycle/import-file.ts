@@ -16,7 +16,14 @@ import type { WorkspaceQueue } from '../queue/index.js';
 
 export interface ImportFileOptions extends Pick<
   ProducerOptions,
-  'chunkSize' | 'highWaterMark' | 'inviteBatchSize' | 'rowsPerJob' | 'dryRun' | 'logger' | 'redisOutageMs'
+  | 'chunkSize'
+  | 'highWaterMark'
+  | 'inviteBatchSize'
+  | 'rowsPerJob'
+  | 'dryRun'
+  | 'logger'
+  | 'redisOutageMs'
+  | 'redisWatch'
 > {
   /** A short name for the run (`import --name`), shown where it is listed. Default: the source's. */
   label?: string;

@@ -55,6 +55,13 @@ export interface ProducerOptions {
    * step, up to this long; then it stops with REDIS_LOST, saying how to resume. Default 60000 ms.
    */
   redisOutageMs?: number;
+  /**
+   * Looked at before each chunk is queued and about once a second while the producer waits for
+   * room: what Redis itself says (full, evicting keys). 'hold' keeps the next chunk back (Redis
+   * evicts keys: what is queued now could vanish) until it answers 'go'; it throws to stop
+   * producing (Redis evicted keys: REDIS_EVICTS). Without it, nothing is looked at.
+   */
+  redisWatch?: () => Promise<'go' | 'hold'>;
   /** Rows up to this one were queued by an earlier producer of the run (a resume): not counted again. Default 0. */
   countedThrough?: number;
   /**
@@ -66,9 +73,16 @@ export interface ProducerOptions {
 }
 
 export interface ProducerProgress {
+  /** Rows taken from the source (a resume's earlier rows queued again among them). */
   read: number;
+  /** Rows handed to the queue (a resume's earlier rows queued again among them). */
   queued: number;
   invalid: number;
+  /**
+   * Of `queued`, a resume's rows at or before where the earlier producer got (`countedThrough`)
+   * that had no result yet, queued again without being counted again: not rows read anew.
+   */
+  again: number;
 }
 
 /**
@@ -130,7 +144,7 @@ export async function produceRun(
   // A retry's rows carry its round: the run store lets only that round's job write them.
   const round = generation === FIRST_ROUND ? {} : { round: generation };
   const logger = options.logger ?? silentLogger;
-  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0 };
+  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0, again: 0 };
   const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
   let jobs: PendingJob[] = [];
   let jobRows = 0;
@@ -139,6 +153,17 @@ export async function produceRun(
   // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
   let open: QueuedRow[] = [];
 
+  /**
+   * Rows the run counts as queued whose jobs did not reach the queue yet: a chunk is counted
+   * before its jobs are added (a worker may finish one before addBulk returns), so a step that
+   * stopped between the two leaves them. `runs resume` queues them (up to `producedRow`).
+   */
+  let countedNotQueued = 0;
+  const whereItStands = () =>
+    `${progress.read} rows read, ${progress.queued} of them in the queue` +
+    (countedNotQueued > 0
+      ? `; the run counts ${countedNotQueued} more as queued that did not reach the queue (runs resume queues them)`
+      : '');
   // Every Redis step below is safe to repeat, so a Redis restart or partition is waited out.
   const redisStep = <T>(step: () => Promise<T>) =>
     rideOutRedis(step, {
@@ -147,14 +172,14 @@ export async function produceRun(
       giveUp: (waited, last) =>
         new CrmSyncError(
           'REDIS_LOST',
-          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued). ` +
+          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}). ` +
             `Nothing queued is lost: once Redis answers, go on from where it stopped with: crm-sync runs resume ${runId}`,
           { cause: last },
         ),
-      full: (err) =>
+      full: (waited, err) =>
         new CrmSyncError(
           'REDIS_FULL',
-          `Redis is full (maxmemory reached) while run ${runId} was being produced (${progress.read} rows read, ${progress.queued} queued); ` +
+          `Redis stayed full (maxmemory reached) for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}); ` +
             `no row was sent that cannot be recorded. Free memory or raise maxmemory, then go on with: crm-sync runs resume ${runId}`,
           { cause: err },
         ),
@@ -191,7 +216,9 @@ export async function produceRun(
     jobRows = 0;
     // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
     // (creates go one per job, invites and updates several).
-    await redisStep(() => waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal));
+    await redisStep(() =>
+      waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal, options.redisWatch),
+    );
     const held = (stop: RunStop) => {
       // Rows held here when the run stopped would otherwise reach the CRM after it.
       results.push(...batch.flatMap((j) => j.data.rows.map((r): RowResult => stoppedResult(stop, r, r.original))));
@@ -209,6 +236,7 @@ export async function produceRun(
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
       if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled')
         return false;
+      countedNotQueued = counted;
       // A retry's rows were counted when they were requeued: ask the run's status instead.
       if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await addTracedBatches(
@@ -216,6 +244,7 @@ export async function produceRun(
         batch.map(({ name, data, opts }) => ({ name, data, opts })),
         (jobs) => queue.addBulk(jobs),
       );
+      countedNotQueued = 0;
       // After the jobs exist: an idle pool starts a worker for the workspace (WorkBoard).
       await board.signal(workspaceOfQueue(queue.name));
       return true;
@@ -225,6 +254,7 @@ export async function produceRun(
       return held(refused);
     }
     progress.queued += count;
+    progress.again += rowsOf.length - counted;
   };
   const pushJob = (job: PendingJob) => {
     jobs.push(job);
@@ -325,22 +355,33 @@ export function jobsForRows(rows: number, rowsPerJob: number): number {
   return Math.max(1, Math.ceil(rows / Math.max(1, rowsPerJob)));
 }
 
+/** How often `redisWatch` is asked while the producer waits for room. */
+const REDIS_WATCH_EVERY_MS = 1000;
+
 /**
- * Resolves once fewer than `maxJobs` jobs wait in the queue, or the run is stopped (polls; logs
- * once if it is paused).
+ * Resolves once fewer than `maxJobs` jobs wait in the queue and `redisWatch` (if given) says go,
+ * or the run is stopped (polls; logs once if it is paused). `redisWatch` may throw: then so does
+ * this. Without it, a producer held here while Redis evicted keys (the workers stop taking jobs,
+ * so the queue never drains) waited for good, saying nothing.
  */
 export async function waitForRoom(
   queue: WorkspaceQueue,
   maxJobs: number,
   logger: Logger,
   signal?: AbortSignal,
+  redisWatch?: () => Promise<'go' | 'hold'>,
 ): Promise<void> {
   let warned = false;
+  let looked = 0;
+  let hold = false;
   for (;;) {
     if (signal?.aborted) return;
-    const pending = await pendingJobCount(queue);
-    if (pending < maxJobs) return;
-    if (!warned && (await queue.isPaused())) {
+    if (redisWatch && Date.now() - looked >= REDIS_WATCH_EVERY_MS) {
+      looked = Date.now();
+      hold = (await redisWatch()) === 'hold';
+    }
+    if (!hold && (await pendingJobCount(queue)) < maxJobs) return;
+    if (!hold && !warned && (await queue.isPaused())) {
       logger.warn(
         { workspace: workspaceOfQueue(queue.name) },
         'workspace queue is paused (blocked run?); waiting for it to resume',

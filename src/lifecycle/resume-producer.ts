@@ -1,6 +1,7 @@
 import type { Operation } from '../crm/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
+import { isEvictionReason } from '../redis/index.js';
 import { ingest, parseMapping, reopenSource, resumeRefusal, sourceChange, type IngestedRow } from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -95,6 +96,9 @@ function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
       'invite rows are batched out of file order; import only the addresses the team does not have yet (invitations that went out would go out again)',
     );
   if (run.options.dryRun) throw why('it was a dry run; run it again');
+  // Its results may have been evicted: a resume would send again rows that reached the CRM.
+  if (run.status === 'failed' && isEvictionReason(run.reason))
+    throw why(`Redis evicted keys while it was under way [REDIS_EVICTS]; its reason says the way on: ${run.reason}`);
   const refused = resumeRefusal(run);
   if (refused !== undefined) throw why(refused);
   if (run.status === 'cancelled')

@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { exitedProducer, PRODUCER_HEARTBEAT_MS, producerIdentity } from './producer-heartbeat.js';
 import type { ProducerProgress } from './producer.js';
-import { rideOutRedis } from '../redis/index.js';
+import { isEvictionReason, rideOutRedis } from '../redis/index.js';
 import type { RunStop } from './stop-run.js';
 import { WorkBoard } from '../queue/index.js';
 
@@ -109,8 +109,10 @@ async function endAfterFailure(store: RunStore, runId: string, options: RunLifeO
     await store.finishProducing(runId).catch(() => undefined);
     return;
   }
-  // A cancelled run stays cancelled (its producer may fail on the way out).
-  if ((await store.getStatus(runId).catch(() => null)) === 'cancelled') return;
+  // A cancelled run stays cancelled (its producer may fail on the way out); a run failed because
+  // Redis evicted keys keeps that reason (REDIS_EVICTS): it is what stops its rows being sent.
+  const now = await store.getRun(runId).catch(() => null);
+  if (now?.status === 'cancelled' || (now?.status === 'failed' && isEvictionReason(now.reason))) return;
   await store.setStatus(runId, 'failed', errorMessage(err)).catch(() => undefined);
 }
 

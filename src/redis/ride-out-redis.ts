@@ -25,8 +25,12 @@ export interface RideOutOptions {
   outageMs?: number;
   /** The error to end with, given how long Redis was away. */
   giveUp: (waitedMs: number, last: unknown) => Error;
-  /** The error to end with when Redis refuses writes because it is full. Default: the refusal itself. */
-  full?: (err: unknown) => Error;
+  /**
+   * Given, a write Redis refuses because it is full (maxmemory, noeviction) is waited out like an
+   * outage (the workers free room as they finish rows, or an operator raises maxmemory), said in
+   * one line, up to `outageMs`; then this is the error to end with. Not given: the refusal is thrown at once.
+   */
+  full?: (waitedMs: number, err: unknown) => Error;
 }
 
 /**
@@ -43,21 +47,23 @@ export async function rideOutRedis<T>(step: () => Promise<T>, options: RideOutOp
       if (since !== undefined)
         options.logger.info(
           { seconds: Math.round((Date.now() - since) / 1000) },
-          'Redis answers again: producing goes on',
+          'Redis answers (and has room) again: producing goes on',
         );
       return value;
     } catch (err) {
-      if (isRedisFull(err) && options.full) throw options.full(err);
-      if (!isRedisUnavailable(err)) throw err;
+      const full = isRedisFull(err) ? options.full : undefined;
+      if (!full && !isRedisUnavailable(err)) throw err;
       const now = Date.now();
       if (since === undefined) {
         since = now;
         options.logger.warn(
           { err: errorMessage(err), waitUpToSeconds: Math.round(outageMs / 1000) },
-          'Redis does not answer: the producer waits for it; nothing read so far is lost',
+          full
+            ? 'Redis is full (maxmemory reached): the producer waits for room before it queues more rows, and goes on by itself once it has some; nothing read so far is lost. Free memory or raise maxmemory'
+            : 'Redis does not answer: the producer waits for it; nothing read so far is lost',
         );
       }
-      if (now - since >= outageMs) throw options.giveUp(now - since, err);
+      if (now - since >= outageMs) throw full ? full(now - since, err) : options.giveUp(now - since, err);
       await sleep(Math.min(200 * 2 ** Math.min(attempt, 4), 3000));
     }
   }

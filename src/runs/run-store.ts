@@ -78,7 +78,11 @@ export interface OrderSettlement {
  * Why a result was not stored (see RECORD_RESULTS), or a row not sent (the write fence's
  * SEND_FENCE: `cancelled`, its run was cancelled).
  */
-export type RefusalReason = 'lock' | 'round' | 'exists' | 'cancelled';
+/**
+ * Why the write fence refused a row: its job attempt is stale (`lock`, `round`), it has a result
+ * (`exists`), its run was cancelled, failed for evicted keys (`halted`, REDIS_EVICTS) or is gone.
+ */
+export type RefusalReason = 'lock' | 'round' | 'exists' | 'cancelled' | 'halted' | 'gone';
 
 export interface RecordOutcome {
   counts: RunCounts;
@@ -334,6 +338,32 @@ export class RunStore {
   async getStatus(id: string): Promise<RunStatus | null> {
     const ref = await this.refOrNull(id);
     return ref === null ? null : ((await this.redis.hget(this.keys.run(ref), 'status')) as RunStatus | null);
+  }
+
+  /**
+   * The run's status and reason (one HMGET), or null when its record is gone. Keyed by the ref,
+   * not through the run-id index: Redis may have evicted the index while the run hash stayed.
+   */
+  async statusOf(ref: RunRef): Promise<{ status: RunStatus; reason: string | null } | null> {
+    this.#refs.remember(ref);
+    const [status, reason] = await this.redis.hmget(this.keys.run(ref), 'status', 'reason');
+    return status ? { status: status as RunStatus, reason: reason ?? null } : null;
+  }
+
+  /**
+   * Fails the run by its key (whose workspace the caller knows) with the reason: for a run
+   * whose entries in the indexes (its id → workspace, its status list) may have been evicted,
+   * so store.listRuns would not find it. False when its record itself is gone.
+   */
+  async failByRef(ref: RunRef, reason: string): Promise<boolean> {
+    this.#refs.remember(ref);
+    try {
+      await this.setStatus(ref.id, 'failed', reason);
+      return true;
+    } catch (err) {
+      if (err instanceof CrmSyncError && err.code === 'RUN_NOT_FOUND') return false;
+      throw err;
+    }
   }
 
   /** running/blocked → cancelled with the reason; false for a run that had already ended. */

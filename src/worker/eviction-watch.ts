@@ -1,8 +1,11 @@
 import type { RedisClient } from '../redis/index.js';
+import { DEFAULTS } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { EVICTION_TAG, evicts, readEviction, type EvictionState } from '../redis/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
+import type { RunRef } from '../keys/index.js';
+import { workspaceOfQueue } from '../queue/index.js';
 import type { SyncWorker } from './sync-worker.js';
 
 export interface EvictionWatchOptions {
@@ -44,6 +47,7 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
     if (busy) return;
     busy = true;
     try {
+      noteSeen();
       const state = await readEviction(options.redis);
       if (!state) return;
       baseline ??= state.evictedKeys;
@@ -90,11 +94,49 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
     return runs.filter((r) => options.serves(r.workspace));
   };
 
+  /** Runs whose jobs the pool's workers took, by id (bounded, newest last). */
+  const seen = new Map<string, RunRef>();
+  const noteSeen = () => {
+    for (const w of options.workers()) {
+      const workspace = workspaceOfQueue(w.queue.name);
+      for (const id of w.runsSeen) {
+        seen.delete(id);
+        seen.set(id, { id, workspace });
+      }
+    }
+    // Not a setting: far more runs than a pool runs at once.
+    for (const id of seen.keys()) {
+      if (seen.size <= 1000) break;
+      seen.delete(id);
+    }
+  };
+
+  /**
+   * Running runs of the pool's jobs that the status index no longer lists (its entries evicted):
+   * read by their own key, so an eviction that took the index cannot leave them running for good.
+   */
+  const unlisted = async (listed: RunRecord[], status: 'running' | 'blocked'): Promise<RunRecord[]> => {
+    const known = new Set(listed.map((r) => r.id));
+    const found: RunRecord[] = [];
+    for (const ref of seen.values()) {
+      if (known.has(ref.id) || !options.serves(ref.workspace)) continue;
+      const now = await store.statusOf(ref);
+      if (now?.status !== status) continue;
+      const run = await store.getRun(ref.id).catch(() => null);
+      if (run) found.push(run);
+    }
+    return found;
+  };
+
   const endRuns = async (state: EvictionState, evicted: number): Promise<void> => {
-    const running = await runsOf('running');
-    const blocked = evicted > 0 ? (await runsOf('blocked')).filter((r) => r.reason?.includes(EVICTION_TAG)) : [];
+    const listedRunning = await runsOf('running');
+    const running = [...listedRunning, ...(await unlisted(listedRunning, 'running'))];
+    const listedBlocked = evicted > 0 ? await runsOf('blocked') : [];
+    const blocked = [...listedBlocked, ...(evicted > 0 ? await unlisted(listedBlocked, 'blocked') : [])].filter((r) =>
+      r.reason?.includes(EVICTION_TAG),
+    );
     for (const run of running) {
-      if (evicted > 0) await store.setStatus(run.id, 'failed', evictedReason(run, state, evicted));
+      if (evicted > 0) await store.failByRef(run, evictedReason(run, state, evicted));
       else
         await store.blockRun(
           run.id,
@@ -103,7 +145,7 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
         );
     }
     // Held while Redis only threatened to evict; now it did.
-    for (const run of blocked) await store.setStatus(run.id, 'failed', evictedReason(run, state, evicted));
+    for (const run of blocked) await store.failByRef(run, evictedReason(run, state, evicted));
   };
 
   const timer = setInterval(() => void tick(), options.everyMs);
@@ -113,7 +155,12 @@ export function startEvictionWatch(options: EvictionWatchOptions): EvictionWatch
 }
 
 /** Why a run was failed for evictions, with what it had sent and a way on that makes no duplicate. */
-function evictedReason(run: RunRecord, state: EvictionState, evicted: number): string {
+export function evictedReason(
+  run: RunRecord,
+  state: EvictionState,
+  evicted: number,
+  onWireMs: number = DEFAULTS.workspace.requestTimeoutMs,
+): string {
   const c = run.counts;
   const again = `crm-sync import ${run.source} -w ${run.workspace}`;
   const way =
@@ -126,6 +173,8 @@ function evictedReason(run: RunRecord, state: EvictionState, evicted: number): s
           : `Set noeviction, then import the file again (updates send the same values again): ${again} --op ${run.operation}`;
   return (
     `Redis evicted ${evicted} keys (maxmemory-policy ${state.policy}) while this run was under way ${EVICTION_TAG}: ` +
-    `its queued rows or results may be gone, so it cannot finish; ${c.succeeded} rows had succeeded, ${c.queued} had no result yet. ${way}`
+    `its queued rows or results may be gone, so it cannot finish; ${c.succeeded} rows had succeeded, ${c.queued} had no result yet. ` +
+    // The way on below may create what a row of this run still sends: so none is sent from now on.
+    `No worker sends another of its rows (rows taken from now on are recorded failed, not sent); requests already on the wire end within ${Math.ceil(onWireMs / 1000)} s (the request timeout). ${way}`
   );
 }

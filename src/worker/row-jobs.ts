@@ -51,7 +51,8 @@ export async function processRows(
         });
       else if (outcome.kind === 'wait') loop.waiting.push({ row: r, ms: outcome.ms });
       else if (outcome.kind === 'cancelled') {
-        // The cancel landed while this job was running: none of its rows left is sent.
+        // The run stopped (a cancel, or failed for evicted keys) while this job was running:
+        // none of its rows left is sent.
         cancelledRun = true;
         break;
       } else if (outcome.kind === 'retry') {
@@ -68,7 +69,7 @@ export async function processRows(
     // Stored even when the job is lost: the fence refuses what this attempt may no longer write.
     if (results.length > 0) await core.store(job, data.runId, results);
   }
-  if (cancelledRun) await core.recordCancelled(job, data.runId, token, data.rows.slice(loop.next));
+  if (cancelledRun) await core.recordStopped(job, data.runId, token, data.rows.slice(loop.next));
   const end = decideJobEnd(loop);
   if (end.kind === 'complete') {
     if (end.retryAlone.length > 0)

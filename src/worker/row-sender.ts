@@ -28,7 +28,10 @@ export type SendOutcome =
   | { kind: 'has-result' }
   /** The job is no longer this worker's: nothing more may be sent or stored. */
   | { kind: 'lost'; reason: string }
-  /** The row's run was cancelled before its request was sent: nothing was sent. */
+  /**
+   * The row's run stopped before its request was sent (cancelled, failed because Redis evicted
+   * keys, or its record is gone): nothing was sent. WorkerCore.recordStopped records its rows.
+   */
   | { kind: 'cancelled' }
   /** Not now: another write to the record (or an identical create) is on the wire. */
   | { kind: 'wait'; ms: number }
@@ -86,8 +89,9 @@ export class RowSender {
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
-      // The write fence refused the POST because the run was cancelled: the row was not sent.
-      if (out.kind === 'lost' && out.reason === 'cancelled') return { kind: 'cancelled' };
+      // The write fence refused the POST because the run stopped (cancelled, failed for evicted
+      // keys, gone): the row was not sent.
+      if (out.kind === 'lost' && runStopped(out.reason)) return { kind: 'cancelled' };
       if (out.kind !== 'exists') return out;
       // A planned create whose key another upsert created meanwhile: the plan said "create",
       // and the CRM now has one; a new plan decides what to write to it.
@@ -173,7 +177,7 @@ export class RowSender {
         return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
       case 'refused':
         // Checked in the same step as the send decision: after a cancel lands no row goes out.
-        if (begin.reason === 'cancelled') return { kind: 'cancelled' };
+        if (runStopped(begin.reason)) return { kind: 'cancelled' };
         return { kind: 'lost', reason: `refused by the write fence (${begin.reason})` };
       case 'wait':
         // The lease only bounds a write whose worker vanished; most end in milliseconds.
@@ -227,6 +231,11 @@ export class RowSender {
       return { kind: 'error', err };
     }
   }
+}
+
+/** The fence's refusals that stop every row of the run, not just this attempt's. */
+function runStopped(reason: string): boolean {
+  return reason === 'cancelled' || reason === 'halted' || reason === 'gone';
 }
 
 function mayHaveApplied(err: unknown): boolean {

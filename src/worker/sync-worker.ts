@@ -1,7 +1,7 @@
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { isInviteBatch, toJobData, workspaceOfQueue, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
-import { isRedisFull } from '../redis/index.js';
+import { isEvictionReason, isRedisFull } from '../redis/index.js';
 import { annotateBatchSpan } from '../telemetry/index.js';
 import { processInvites } from './invites.js';
 import type { JobLockWatch } from './job-locks.js';
@@ -26,6 +26,11 @@ export class SyncWorker {
   readonly #logger: Logger;
   readonly #locks: JobLockWatch;
   readonly #full: RedisFullGuard;
+  /**
+   * Runs whose jobs this worker took (newest last, bounded): when Redis evicts keys, the
+   * eviction watch fails these by their key, since their index entries may be gone.
+   */
+  readonly runsSeen = new Set<string>();
   /** Jobs this process is working on, by id. */
   readonly #active = new Map<string, SyncJob>();
   #jobDataGone = false;
@@ -98,8 +103,9 @@ export class SyncWorker {
     try {
       const data = toJobData(job.data);
       if (!intactJobData(data)) return this.#onJobDataGone(job);
+      this.#sawRun(data.runId);
       annotateBatchSpan(workspaceOfQueue(this.queue.name), { name: job.name, data });
-      if (await this.#cancelledRun(job, data, token ?? '')) return;
+      if (await this.#stoppedRun(job, data, token ?? '')) return;
       if (isInviteBatch(data)) return await processInvites(this.#core, job, data, token ?? '', signal);
       return await processRows(this.#core, job, data, token ?? '', signal);
     } catch (err) {
@@ -112,24 +118,38 @@ export class SyncWorker {
   }
 
   /**
-   * A job of a cancelled run (queued by a producer just as the cancel removed the waiting
-   * ones, or taken from a blocked queue) sends nothing: its rows without a result are recorded
-   * `cancelled`, through the fence like any result. One HGET per job.
+   * A job of a run that stopped sending: cancelled (queued by a producer just as the cancel
+   * removed the waiting ones, or taken from a blocked queue), failed because Redis evicted keys
+   * (REDIS_EVICTS: its way on is a reconciled import, which must not meet rows this run still
+   * sends), or gone from Redis. It sends nothing: its rows without a result are recorded
+   * (WorkerCore.recordStopped), through the fence like any result. One HMGET per job.
    */
-  async #cancelledRun(job: SyncJob, data: SyncJobData, token: string): Promise<boolean> {
-    const { store, fence } = this.#core.parts;
-    if ((await store.getStatus(data.runId)) !== 'cancelled') return false;
+  async #stoppedRun(job: SyncJob, data: SyncJobData, token: string): Promise<boolean> {
+    const { store, fence, workspace } = this.#core.parts;
+    const run = await store.statusOf({ id: data.runId, workspace });
+    if (
+      run !== null &&
+      run.status !== 'cancelled' &&
+      !(run.status === 'failed' && isEvictionReason(run.reason ?? undefined))
+    )
+      return false;
     // A create whose answer was lost may have made its deal: never recorded "not sent". Its job
     // goes on to look for the deal (the fence lets a row with a marker look, and never POST).
-    if (!isInviteBatch(data)) {
+    if (run !== null && !isInviteBatch(data)) {
       const inDoubt = await fence.createsInDoubt(
         data.runId,
         data.rows.map((r) => r.row),
       );
       if (inDoubt.size > 0) return false;
     }
-    await this.#core.recordCancelled(job, data.runId, token, data.rows);
-    return true;
+    return this.#core.recordStopped(job, data.runId, token, data.rows);
+  }
+
+  #sawRun(runId: string): void {
+    if (this.runsSeen.has(runId)) return;
+    // Not a setting: far more runs than one workspace runs at once.
+    if (this.runsSeen.size >= 1000) this.runsSeen.delete(this.runsSeen.values().next().value!);
+    this.runsSeen.add(runId);
   }
 
   /** BullMQ's errors: a lock lost as a job finished is said as such, not as a connection error. */

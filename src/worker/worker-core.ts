@@ -3,7 +3,8 @@ import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { SharedTokenBucket } from '../rate/index.js';
 import { roundOf, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
-import { cancelled, type RowFence, type RowWriter, type RunStore } from '../runs/index.js';
+import { cancelled, failed, type RowFence, type RowWriter, type RunStore } from '../runs/index.js';
+import { EVICTION_TAG, isEvictionReason } from '../redis/index.js';
 import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';
 import type { CrmOutageWatch } from './crm-outage-watch.js';
@@ -51,6 +52,8 @@ export interface WorkerCoreParts {
  */
 export class WorkerCore {
   readonly #results: ResultWriter;
+  /** Runs found gone from Redis, said once each. */
+  readonly #goneSaid = new Set<string>();
 
   constructor(readonly parts: WorkerCoreParts) {
     this.#results = new ResultWriter(parts.store);
@@ -87,17 +90,46 @@ export class WorkerCore {
     );
   }
 
-  /** Records `rows` of a cancelled run `cancelled`, but those that already have a result. */
-  async recordCancelled(job: SyncJob, runId: string, token: string, rows: SyncJobData['rows']): Promise<void> {
-    const reason = (await this.parts.store.getRun(runId))?.reason ?? 'the run was cancelled';
+  /**
+   * Records `rows` of a run that stopped sending (but those that already have a result):
+   * `cancelled` for a cancelled run; `failed` (REDIS_EVICTS, "not sent") for a run failed because
+   * Redis evicted keys. A run whose record is gone can store no result: its rows are dropped,
+   * said once per worker. Answers whether the run stopped (false: it sends again, e.g. retried).
+   */
+  async recordStopped(job: SyncJob, runId: string, token: string, rows: SyncJobData['rows']): Promise<boolean> {
+    const { store, workspace, logger } = this.parts;
+    const run = await store.statusOf({ id: runId, workspace });
+    if (run === null) {
+      if (!this.#goneSaid.has(runId)) {
+        this.#goneSaid.add(runId);
+        logger.error(
+          { runId, jobId: job.id },
+          `run ${runId} is gone from Redis (evicted or flushed: ${EVICTION_TAG}?): its queued rows are not sent, since no result could be stored for them`,
+        );
+      }
+      return true;
+    }
+    const evicted = run.status === 'failed' && isEvictionReason(run.reason ?? undefined);
+    if (run.status !== 'cancelled' && !evicted) return false;
     // Rows an earlier start of the job sent keep their result (and need no refusal logged).
     const unsent = await this.withoutResult<SyncJobData['rows'][number]>(runId, rows);
-    if (unsent.length === 0) return;
+    if (unsent.length === 0) return true;
     const results = unsent.map((r) => ({
-      result: cancelled(r, reason, r.original),
+      result: evicted
+        ? failed(
+            r,
+            {
+              code: 'REDIS_EVICTS',
+              message:
+                'not sent: the run was failed because Redis evicted keys while it was under way [REDIS_EVICTS]; its way on is in the run reason',
+            },
+            r.original,
+          )
+        : cancelled(r, run.reason ?? 'the run was cancelled', r.original),
       fence: this.writer(job, runId, token, r),
     }));
     await this.store(job, runId, results);
+    return true;
   }
 
   /** A token from the workspace's shared bucket before each request (waits its turn). */
