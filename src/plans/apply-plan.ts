@@ -182,6 +182,7 @@ function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): Pr
       payload: { op: writeOperation(plan.operation), id: r.recordId, fields } as ProducedRow['payload'],
       original: originalOf({ id: r.recordId, ...fields }),
       expect,
+      ...(r.place !== undefined ? { listPlace: r.place } : {}),
     };
   }
   if (r.action === 'create')

@@ -79,6 +79,8 @@ export interface PlanRow {
   before?: Record<string, string | null>;
   /** A create's match (`name=Acme`), for the duplicate-safe create. */
   match?: string;
+  /** update: the record's place in the CRM's list when planned (0-based), where apply's drift check reads it first. */
+  place?: number;
   code?: string;
   message?: string;
 }
