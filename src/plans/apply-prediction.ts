@@ -1,5 +1,5 @@
 import { DEFAULTS } from '../config/index.js';
-import { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, pageOfPlace } from '../reconcile/index.js';
+import { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from '../reconcile/index.js';
 import type { PlanPrediction } from './plan-types.js';
 
 /** What predictApply needs of the workspace: its known limit and the drift window. */
@@ -95,16 +95,21 @@ function countListPages(
       if (place < 0) pass();
       else {
         const page = pageOfPlace(place, pageSize);
-        const at = pageAt.get(page);
-        if (at === undefined || !fresh(at, 0)) {
+        // Its page, then the next one when the row is far enough into its page (DriftCheck#readAhead).
+        const wanted =
+          place % pageSize >= DRIFT_READ_AHEAD_FROM * pageSize && page < pagesPerPass ? [page, page + 1] : [page];
+        for (const n of wanted) {
+          const at = pageAt.get(n);
+          if (at !== undefined && fresh(at, 0)) continue;
           while (recent.length > 0 && recent[0]! < t - window) recent.shift();
-          if (recent.length >= share) pass();
-          else {
-            recent.push(t);
-            pageAt.set(page, t);
-            pages += 1;
-            t += step;
+          if (recent.length >= share) {
+            if (n === page) pass();
+            break;
           }
+          recent.push(t);
+          pageAt.set(n, t);
+          pages += 1;
+          t += step;
         }
       }
     }

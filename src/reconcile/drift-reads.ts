@@ -13,6 +13,13 @@ export const DRIFT_PASS_SPACING = 4;
  */
 export const DRIFT_PAGE_READ_SHARE = 0.25;
 
+/**
+ * A row this far into its page (a share of the page size) also starts reading the next page, if
+ * the list has one and it is not fresh: a plan's rows come in list order when its records sit
+ * together, and the rows that reach the next page then find it read instead of all waiting for it.
+ */
+export const DRIFT_READ_AHEAD_FROM = 0.5;
+
 /** The 1-based page that holds 0-based list place `place`. */
 export function pageOfPlace(place: number, pageSize: number): number {
   return Math.floor(place / pageSize) + 1;

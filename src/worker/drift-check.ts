@@ -5,6 +5,7 @@ import {
   canonicalFromRow,
   DRIFT_PAGE_READ_SHARE,
   DRIFT_PASS_SPACING,
+  DRIFT_READ_AHEAD_FROM,
   MATCH_KEYS,
   pageOfPlace,
   normaliseKey,
@@ -139,7 +140,9 @@ export class DriftCheck {
     const notBefore = this.#runStart(runId);
     let record: IndexedRecord | undefined;
     if (at.place !== undefined && this.#stale(this.#snaps.get(resource), notBefore)) {
-      const read = this.#page(resource, pageOfPlace(at.place, this.#pageSize), notBefore);
+      const n = pageOfPlace(at.place, this.#pageSize);
+      const read = this.#page(resource, n, notBefore);
+      this.#readAhead(resource, at.place, n, notBefore);
       if (read) record = (await abortable(read, at.signal)).byId(id);
     }
     if (!record) record = (await abortable(this.#fresh(resource, notBefore), at.signal)).index.byId(id);
@@ -292,6 +295,14 @@ export class DriftCheck {
       reads.delete(k);
     }
     return read.done;
+  }
+
+  /** Starts reading page n + 1 for a row DRIFT_READ_AHEAD_FROM into page n (its failure is the next check's). */
+  #readAhead(resource: ListResource, place: number, n: number, notBefore: number): void {
+    const total = this.#totalPages.get(resource);
+    if (total === undefined || n + 1 > total) return;
+    if (place % this.#pageSize < DRIFT_READ_AHEAD_FROM * this.#pageSize) return;
+    this.#page(resource, n + 1, notBefore)?.catch(() => undefined);
   }
 
   async #readPage(resource: ListResource, n: number): Promise<RecordIndex> {

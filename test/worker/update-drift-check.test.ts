@@ -44,7 +44,7 @@ describe("DriftCheck.check with the plan's places", () => {
     const { drift, budget } = check();
     const run = `run-${++runs}`;
     const place = 42;
-    const onPage = ids.slice(40, 50);
+    const onPage = ids.slice(40, 45); // the first half of page 5: no read-ahead of page 6
     const edited = onPage[3]!;
     const before = new Map(onPage.map((id) => [id, nameOf(id)]));
     ws.updateRecord('contacts', edited, { name: 'A person was here' });
@@ -80,7 +80,7 @@ describe("DriftCheck.check with the plan's places", () => {
       id,
       { name: nameOf(id) },
       { name: 'y' },
-      { place: 5 },
+      { place: 3 },
     );
     expect(answer).toEqual({ kind: 'holds' });
     expect(drift.stats).toEqual({ passes: 1, pageReads: 1, pages: 1 + 25 });
@@ -110,13 +110,13 @@ describe('predictApply', () => {
     for (let i = 0; i < 10_000; i++) together.write(i);
     expect(predictApply(together, 100_000, { settings })).toMatchObject({
       writes: 10_000,
-      listPages: 100,
-      requests: 10_100,
+      listPages: 101, // the 100 pages, and page 101 read ahead by the last rows
+      requests: 10_101,
       seconds: 51,
     });
     // Unknown limit: the least apply reads (no read goes stale).
     expect(predictApply(together, 100_000, { settings: { driftMaxAgeMs: 10_000 } })).toMatchObject({
-      listPages: 100,
+      listPages: 101,
       limit: 'unknown limit',
     });
     // No places: a pass of 1,000 pages (5 s) at the start, then one whenever the last is older than 20 s.
