@@ -4,6 +4,7 @@ import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { applyPlan, PlanStore } from '../plans/index.js';
 import { withRuntime, withWorkers } from './context.js';
+import { cliApprover } from './plans-actions.js';
 import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 
@@ -38,6 +39,7 @@ export async function runApply(planId: string, opts: ApplyOptions, command: Comm
           planId,
           requireApproval: ws.requireApproval,
           rowsPerJob: ws.rowsPerJob,
+          by: cliApprover(),
           logger,
           onRun: (r) => logger.info({ runId: r.id, planId }, `run ${r.id} applies plan ${planId}`),
         });

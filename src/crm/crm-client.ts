@@ -218,7 +218,7 @@ export class CrmClient {
     return page;
   }
 
-  /** Every page of a list until the empty page, each record once; retries 429 and transient failures. */
+  /** Every page of a list to its last (pager.ts: paginate), each record once; retries 429 and transient failures. */
   pages<R extends ListResource>(resource: R, opts: PagerOptions = {}): AsyncIterable<ListPage<RecordOf<R>>> {
     const version = opts.version ?? this.#listVersion;
     const fetchPage = (pageNumber: number, pageSize: number) =>

@@ -50,9 +50,14 @@ interface PaginateContext {
 }
 
 /**
- * Follows page_number from startPage until the first empty page (spec §8.1 rule 2). Records
- * appended while paging shift nothing already read, and a record seen twice (rows moving
- * between pages) is yielded once: ids of this pass are kept in a Set.
+ * Follows page_number from startPage to the end of the list: the page whose own answer says it
+ * is the last (`pagination.total_pages`, spec §8.1), or an empty page (rule 2) when an answer
+ * counts more pages than there are. No request goes past the end, so a list of N full pages
+ * takes N requests. Each answer's count is read anew: records appended while paging raise it,
+ * and the pager follows them to the new end (what is appended after the last page's answer is
+ * not seen, as it would not be after an empty page either). Records appended shift nothing
+ * already read, and a record seen twice (rows moving between pages) is yielded once: ids of
+ * this pass are kept in a Set.
  */
 export async function* paginate<T extends { id: string }>(
   fetchPage: FetchPage<T>,
@@ -77,7 +82,16 @@ export async function* paginate<T extends { id: string }>(
     const out: ListPage<T> = { records: fresh, pagination: page.pagination };
     options.onPage?.(out);
     yield out;
+    if (isLastPage(page.pagination, pageNumber)) return;
   }
+}
+
+/** Whether the answer to page `pageNumber` says no page follows it (spec §8.1: total_pages). */
+export function isLastPage(
+  pagination: Pick<ListPage<unknown>['pagination'], 'total_pages'>,
+  pageNumber: number,
+): boolean {
+  return pageNumber >= pagination.total_pages;
 }
 
 async function fetchWithRetry<T>(

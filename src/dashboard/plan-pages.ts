@@ -27,6 +27,11 @@ export function canApprove(plan: PlanRecord): boolean {
   return !plan.expired && plan.status === 'pending';
 }
 
+/** A plan can be applied once, while pending or approved and not expired (a workspace that requires approval refuses a pending one). */
+export function canApply(plan: PlanRecord): boolean {
+  return !plan.expired && (plan.status === 'pending' || plan.status === 'approved');
+}
+
 export function canDiscard(plan: PlanRecord): boolean {
   return !plan.expired && (plan.status === 'pending' || plan.status === 'approved');
 }
@@ -126,6 +131,7 @@ function planHistory(plan: PlanRecord): SafeHtml {
   const parts: SafeHtml[] = [html`created ${formatTime(plan.createdAt)}`];
   if (plan.approval) parts.push(html`approved ${formatTime(plan.approval.at)} by <b>${plan.approval.by}</b>`);
   if (plan.discard) parts.push(html`discarded ${formatTime(plan.discard.at)} by <b>${plan.discard.by}</b>`);
+  if (plan.apply) parts.push(html`applied ${formatTime(plan.apply.at)} by <b>${plan.apply.by}</b>`);
   parts.push(html`${plan.expired ? 'expired' : 'expires'} ${formatTime(plan.expiresAt)}`);
   if (plan.runId !== undefined)
     parts.push(
@@ -136,7 +142,7 @@ function planHistory(plan: PlanRecord): SafeHtml {
 
 /**
  * A plan's page: its counts, approval and prediction, its rows with each field's before → after
- * (filtered by action, field and text; paged), the CSV download, Approve and Discard.
+ * (filtered by action, field and text; paged), the CSV download, Approve, Apply and Discard.
  */
 export function planPageBody(plan: PlanRecord, rows: PlanRow[], v: PlanPageView): SafeHtml {
   const id = encodeURIComponent(plan.id);
@@ -152,6 +158,11 @@ ${v.notice}
 ${
   canApprove(plan)
     ? html`<form method="post" action="/plans/${id}/approve"><input type="hidden" name="_csrf" value="${v.csrf}"><button class="primary" type="submit">Approve plan</button></form>`
+    : ''
+}
+${
+  canApply(plan)
+    ? html`<form method="post" action="/plans/${id}/apply"><input type="hidden" name="_csrf" value="${v.csrf}"><button class="${canApprove(plan) ? '' : 'primary'}" type="submit" aria-label="Apply plan ${plan.id}">Apply plan</button></form>`
     : ''
 }
 ${discardForm(plan, v.csrf, 'plan')}

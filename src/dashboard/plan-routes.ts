@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
+  applyPlan,
   planRowFilter,
   PlanStore,
   writePlanCsv,
@@ -97,9 +99,11 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
     const notice =
       done === 'approve'
         ? html`<div class="notice ok">Plan approved.</div>`
-        : done === 'discard'
-          ? html`<div class="notice ok">Plan discarded: it can no longer be approved or applied.</div>`
-          : ('' as const);
+        : done === 'apply' && plan.runId !== undefined
+          ? html`<div class="notice ok">Plan applied: run <a href="/runs/${encodeURIComponent(plan.runId)}">${plan.runId}</a> sends its writes.</div>`
+          : done === 'discard'
+            ? html`<div class="notice ok">Plan discarded: it can no longer be approved or applied.</div>`
+            : ('' as const);
     const body = planPageBody(plan, shown, { filter, page: wanted, more, csrf, notice });
     return sendPage(
       reply,
@@ -133,6 +137,41 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
       if (!move.ok) throw notMoved(plan, move, 'approved');
       if (wantsJson(request)) return { plan: await plans.require(plan.id) };
       return reply.redirect(`/plans/${encodeURIComponent(plan.id)}?done=approve`, 303);
+    },
+  );
+
+  // Apply as `crm-sync apply` does (applyPlan: refused, nothing queued, when the workspace requires
+  // approval and the plan has none, or it expired, was discarded or applied). The answer comes
+  // once the run exists; its rows are queued meanwhile, by this process, as the CLI queues them.
+  app.post<{ Params: { id: string } }>(
+    '/plans/:id/apply',
+    { preHandler: formTokenGuard(o.auth) },
+    async (request, reply) => {
+      const plan = await planOf(request.params.id);
+      const ws = getWorkspace(o.runtime.config, plan.workspace);
+      const { runtime } = o;
+      const started = new Promise<string>((resolve, reject) => {
+        applyPlan({
+          plans,
+          store: runtime.store,
+          queue: runtime.queue(plan.workspace),
+          planId: plan.id,
+          requireApproval: ws.requireApproval,
+          rowsPerJob: ws.rowsPerJob,
+          by: sessionOf(request),
+          logger: runtime.logger,
+          onRun: (run) => resolve(run.id),
+        }).then(
+          ({ run }) => resolve(run.id),
+          (err: unknown) => {
+            runtime.logger.warn({ planId: plan.id, err }, 'dashboard apply failed');
+            reject(err instanceof Error ? err : new Error(String(err)));
+          },
+        );
+      });
+      const runId = await started;
+      if (wantsJson(request)) return { plan: await plans.require(plan.id), runId };
+      return reply.redirect(`/plans/${encodeURIComponent(plan.id)}?done=apply`, 303);
     },
   );
 

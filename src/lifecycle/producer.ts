@@ -106,6 +106,8 @@ export type ProducedRow = IngestedRow & {
   outcome?: RowOutcome;
   orderAs?: string;
   expect?: Record<string, string>;
+  /** With `expect`: QueuedRow.listPlace. */
+  listPlace?: number;
   planned?: PlannedWindow;
 };
 
@@ -316,6 +318,7 @@ export async function produceRun(
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
+      const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
       open.push({
         ...placeOf(row),
@@ -324,6 +327,7 @@ export async function produceRun(
         ...round,
         ...orderAs,
         ...expect,
+        ...listPlace,
         ...planned,
       });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();

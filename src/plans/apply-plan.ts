@@ -17,6 +17,8 @@ export interface ApplyPlanOptions {
   planId: string;
   /** The workspace's `requireApproval`: an unapproved plan is refused. */
   requireApproval: boolean;
+  /** Who applies it (`cli:<user>@<host>`, `dashboard:<session>`), kept on the plan. Default: not recorded. */
+  by?: string;
   /** The workspace's `rowsPerJob`. */
   rowsPerJob?: number;
   logger?: Logger;
@@ -60,6 +62,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   if (!move.ok) throw refusal(plan, move);
   let runId: string | undefined;
   try {
+    if (options.by !== undefined) await plans.setApplier(planId, options.by);
     const unmatched = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, unmatched.signal]) : unmatched.signal;
     const limit = options.abortAfterUnmatched;
@@ -182,6 +185,7 @@ function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): Pr
       payload: { op: writeOperation(plan.operation), id: r.recordId, fields } as ProducedRow['payload'],
       original: originalOf({ id: r.recordId, ...fields }),
       expect,
+      ...(r.place !== undefined ? { listPlace: r.place } : {}),
     };
   }
   if (r.action === 'create')

@@ -1,4 +1,3 @@
-import { DEFAULTS } from '../config/index.js';
 import { OPERATION_TABLE, type CrmClient } from '../crm/index.js';
 import type { Mapping, RowDecoder, Source, SourceFormat, SourceReader } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
@@ -12,8 +11,9 @@ import {
   type PlanSummary,
   type ReconcileOperation,
 } from '../reconcile/index.js';
+import { ApplyReads, predictApply } from './apply-prediction.js';
 import type { PlanStore } from './plan-store.js';
-import type { PlanPrediction, PlanRecord, PlanRow } from './plan-types.js';
+import type { PlanRecord, PlanRow } from './plan-types.js';
 
 export interface MakePlanOptions {
   store: PlanStore;
@@ -64,21 +64,24 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     ...(options.syncName !== undefined ? { syncName: options.syncName } : {}),
   });
   const fields = new Set<string>();
+  const reads = new ApplyReads();
   const result = await planReconcile({
     ...options,
     matchKey,
-    onRow: async (row) => {
+    keepPlaces: true,
+    onRow: async (row, place) => {
       const stored = planRowOf(options.op, row);
+      if (stored.action === 'update' && place !== undefined) stored.place = place;
+      if (stored.action === 'update' || stored.action === 'create') reads.write(stored.place);
       for (const f of Object.keys(stored.fields ?? {})) fields.add(f);
       await writer.add(stored);
     },
   });
-  const writes = result.counts.update + result.counts.create;
   const plan = await writer.finish({
     counts: result.counts,
     rows: result.rows,
     fields: [...fields],
-    prediction: predictApply(writes, result.index.records, options),
+    prediction: predictApply(reads, result.index.records, options),
   });
   return { plan, index: result.index, summary: result.summary };
 }
@@ -112,38 +115,4 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
     out.message = row.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   }
   return out;
-}
-
-/**
- * Requests and time at the workspace's known limit: one request per write, plus the drift
- * check's passes over the list (one at least when there are writes: updates and creates are both
- * checked; another each time the last is older than the drift window, a pass itself spaced by
- * 4 × its duration).
- */
-export function predictApply(
-  writes: number,
-  records: number,
-  options: Pick<MakePlanOptions, 'pageSize' | 'settings'>,
-): PlanPrediction {
-  const pageSize = options.pageSize ?? DEFAULTS.client.pageSize;
-  const pagesPerPass = Math.ceil(records / pageSize) + 1;
-  const limit = options.settings.rateLimit;
-  if (!limit) {
-    const listPages = writes > 0 ? pagesPerPass : 0;
-    return { requests: writes + listPages, writes, listPages, limit: 'unknown limit' };
-  }
-  const perSecond = (limit.max * 1000) / limit.durationMs;
-  const passSeconds = pagesPerPass / perSecond;
-  const writeSeconds = writes / perSecond;
-  const spacing = Math.max(options.settings.driftMaxAgeMs / 1000, 5 * passSeconds);
-  const passes = writes > 0 ? 1 + Math.floor(writeSeconds / spacing) : 0;
-  const listPages = passes * pagesPerPass;
-  const requests = writes + listPages;
-  return {
-    requests,
-    writes,
-    listPages,
-    seconds: Math.ceil(requests / perSecond),
-    limit: `${limit.max} requests per ${limit.durationMs / 1000} s`,
-  };
 }

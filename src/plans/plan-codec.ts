@@ -27,6 +27,7 @@ interface Stored {
   f?: Record<string, unknown>;
   b?: Record<string, string | null>;
   x?: string;
+  p?: number;
   c?: string;
   m?: string;
 }
@@ -40,6 +41,7 @@ export function encodePlanRow(row: PlanRow): string {
   if (row.fields !== undefined) s.f = row.fields;
   if (row.before !== undefined) s.b = row.before;
   if (row.match !== undefined) s.x = row.match;
+  if (row.place !== undefined) s.p = row.place;
   if (row.code !== undefined) s.c = row.code;
   if (row.message !== undefined && row.message !== '') s.m = row.message;
   return ACTION_CHAR[row.action] + JSON.stringify(s);
@@ -57,6 +59,7 @@ export function decodePlanRow(row: number, value: string): PlanRow {
   if (s.f !== undefined) out.fields = s.f;
   if (s.b !== undefined) out.before = s.b;
   if (s.x !== undefined) out.match = s.x;
+  if (s.p !== undefined) out.place = s.p;
   if (s.c !== undefined) out.code = s.c;
   if (s.m !== undefined) out.message = s.m;
   return out;

@@ -215,6 +215,12 @@ export class PlanStore {
     return this.#move(id, 'apply', token, requireApproval ? '1' : '0');
   }
 
+  /** Records who applies the plan, and when (the plan is `applying`, taken by this process). */
+  async setApplier(id: string, by: string): Promise<void> {
+    const workspace = await this.#workspace(id);
+    await this.redis.hset(planKey(this.prefix, workspace, id), 'appliedMs', String(Date.now()), 'appliedBy', by);
+  }
+
   /** Records the run that applies the plan (the plan is `applying`, taken by this process). */
   async setRun(id: string, runId: string): Promise<void> {
     const workspace = await this.#workspace(id);
@@ -355,6 +361,7 @@ function decodePlan(h: Record<string, string>, now: number): PlanRecord {
     plan.approval = { at: new Date(Number(h.approvedMs)).toISOString(), by: h.approvedBy };
   if (h.discardedMs && h.discardedBy)
     plan.discard = { at: new Date(Number(h.discardedMs)).toISOString(), by: h.discardedBy };
+  if (h.appliedMs && h.appliedBy) plan.apply = { at: new Date(Number(h.appliedMs)).toISOString(), by: h.appliedBy };
   if (h.runId) plan.runId = h.runId;
   if (h.syncName) plan.syncName = h.syncName;
   if (h.reason) plan.reason = h.reason;

@@ -45,6 +45,8 @@ export interface PlanRecord {
   approval?: PlanApproval;
   /** When and by whom it was discarded (the same shape as an approval). */
   discard?: PlanApproval;
+  /** When and by whom it was applied (`crm-sync apply`'s user, or a dashboard session). */
+  apply?: PlanApproval;
   /** The run that applies it, once applied (or being applied). */
   runId?: string;
   /** The nightly sync whose tick made it: its run carries the sync's name. */
@@ -79,6 +81,8 @@ export interface PlanRow {
   before?: Record<string, string | null>;
   /** A create's match (`name=Acme`), for the duplicate-safe create. */
   match?: string;
+  /** update: the record's place in the CRM's list when planned (0-based), where apply's drift check reads it first. */
+  place?: number;
   code?: string;
   message?: string;
 }

@@ -10,7 +10,8 @@ import {
   writeOperation,
 } from '../reconcile/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { predictApply, type MakePlanOptions } from './make-plan.js';
+import { ApplyReads, predictApply } from './apply-prediction.js';
+import type { MakePlanOptions } from './make-plan.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
 
@@ -83,6 +84,7 @@ export async function replanDrifted(options: ReplanDriftedOptions): Promise<Repl
   const index = await RecordIndex.build(options.client, {
     resource: RECONCILE_RESOURCE[old.operation],
     matchKey: 'id',
+    keepPlaces: true,
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
     ...(budget ? { beforeFetch: () => budget.take() } : {}),
   });
@@ -97,9 +99,11 @@ export async function replanDrifted(options: ReplanDriftedOptions): Promise<Repl
   const counts = emptyPlanCounts();
   const fields = new Set<string>();
   let n = 0;
+  const reads = new ApplyReads();
   for (const r of planned) {
     const row = replanned(r, ++n, index, required);
     counts[row.action]++;
+    if (row.action === 'update') reads.write(row.place);
     for (const f of Object.keys(row.fields ?? {})) fields.add(f);
     await writer.add(row);
   }
@@ -107,7 +111,7 @@ export async function replanDrifted(options: ReplanDriftedOptions): Promise<Repl
     counts,
     rows: n,
     fields: [...fields],
-    prediction: predictApply(counts.update, index.size, options),
+    prediction: predictApply(reads, index.size, options),
   });
   logger.info({ runId: run.id, from: old.id, planId: plan.id, rows: n }, 'drifted rows re-planned');
   return { plan, drifted: wanted.size, creates, pages: index.pages };
@@ -139,5 +143,6 @@ function replanned(r: PlanRow, row: number, index: RecordIndex, required: Readon
   if (Object.keys(before).length === 0)
     return { ...place, action: 'skip', message: 'unchanged: the CRM already holds the planned values' };
   const send = Object.fromEntries(Object.entries(all).filter(([f]) => f in before || required.has(f)));
-  return { ...place, action: 'update', fields: send, before };
+  const at = index.placeOf(record.id);
+  return { ...place, action: 'update', fields: send, before, ...(at !== undefined ? { place: at } : {}) };
 }

@@ -49,6 +49,12 @@ export interface QueuedRow {
    */
   expect?: Record<string, string>;
   /**
+   * With `expect`: the record's place in the CRM's list when planned (0-based). The drift check
+   * reads the one page that held it rather than the whole list, while that page still holds it.
+   * Default: none (the whole list is read).
+   */
+  listPlace?: number;
+  /**
    * A create of an applied plan: when the plan was made (Redis clock, ms). The worker sends it
    * only while no deal holds its match key and none like it was made since (the drift check of
    * a create); otherwise the row ends `drifted`. Default: no check.

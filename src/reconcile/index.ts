@@ -20,6 +20,7 @@ export {
   type IndexedRecord,
 } from './compare.js';
 export { RecordIndex, type BuildIndexOptions } from './record-index.js';
+export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from './drift-reads.js';
 export {
   planRows,
   RowPlanner,

@@ -65,7 +65,7 @@ export function defaultMatchKey(op: ReconcileOperation): string {
 
 /** Pages the resource the operation writes into an index by the match key. */
 export async function buildIndexFor(
-  options: ReconcileSourceOptions,
+  options: ReconcileSourceOptions & { keepPlaces?: boolean },
 ): Promise<{ index: RecordIndex; stats: IndexStats }> {
   const started = Date.now();
   const { budget } = options;
@@ -75,6 +75,7 @@ export async function buildIndexFor(
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
     ...(options.listVersion ? { version: options.listVersion } : {}),
     ...(budget ? { beforeFetch: () => budget.take() } : {}),
+    ...(options.keepPlaces ? { keepPlaces: true } : {}),
   });
   return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
 }
@@ -108,8 +109,13 @@ async function openChecked(
 export interface PlanReconcileOptions extends ReconcileSourceOptions {
   /** Where the plan CSV goes (one line per row). Default: nowhere. */
   out?: NodeJS.WritableStream;
-  /** Called with every planned row, in source order (`crm-sync plan` stores them). Default: none. */
-  onRow?: (row: PlannedRow) => void | Promise<void>;
+  /**
+   * Called with every planned row, in source order (`crm-sync plan` stores them), and its
+   * record's place in the CRM's list as read (with `keepPlaces`). Default: none.
+   */
+  onRow?: (row: PlannedRow, place: number | undefined) => void | Promise<void>;
+  /** Keep each record's place in the list for onRow (RecordIndex.placeOf). Default false. */
+  keepPlaces?: boolean;
 }
 
 export interface PlanResult {
@@ -136,7 +142,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
       rows++;
       counts[row.action]++;
       tally.add(row);
-      await options.onRow?.(row);
+      await options.onRow?.(row, row.recordId !== undefined ? index.placeOf(row.recordId) : undefined);
       await write(planCsvLine(row));
     }
     return { counts, rows, index: stats, summary: tally.summary() };

@@ -22,6 +22,8 @@ export interface BuildIndexOptions {
   onPage?: (progress: { pages: number; records: number }) => void;
   /** Also keep each record's created_at (verify tells when a deal was made). Default false. */
   keepCreatedAt?: boolean;
+  /** Also keep each record's place in the list (placeOf: a plan's hint for apply's drift check). Default false. */
+  keepPlaces?: boolean;
 }
 
 /**
@@ -32,24 +34,32 @@ export interface BuildIndexOptions {
 export class RecordIndex {
   readonly resource: ListResource;
   readonly matchKey: string;
-  /** List requests answered while building, the closing empty page included (0 for an index filled by hand). */
+  /** List requests answered while building (0 for an index filled by hand). */
   pages = 0;
   readonly #byId = new Map<string, string>();
   readonly #byKey = new Map<string, string | string[]>();
   /** created_at (epoch ms) by id, when asked to keep it. */
   #created: Map<string, number> | undefined;
+  /** Place in the list as read (0-based, in list order) by id, when asked to keep it. */
+  #places: Map<string, number> | undefined;
 
-  /** `keepCreatedAt`: also keep each record's created_at (createdAt). */
-  constructor(resource: ListResource, matchKey = 'id', options: { keepCreatedAt?: boolean } = {}) {
+  /** `keepCreatedAt`: also keep each record's created_at (createdAt); `keepPlaces`: its place in the list (placeOf). */
+  constructor(
+    resource: ListResource,
+    matchKey = 'id',
+    options: { keepCreatedAt?: boolean; keepPlaces?: boolean } = {},
+  ) {
     this.resource = resource;
     this.matchKey = checkMatchKey(resource, matchKey);
     if (options.keepCreatedAt) this.#created = new Map();
+    if (options.keepPlaces) this.#places = new Map();
   }
 
-  /** Pages the whole list (until the empty page, retrying 429 and transient failures). */
+  /** Pages the whole list (to its last page, retrying 429 and transient failures). */
   static async build(client: CrmClient, options: BuildIndexOptions): Promise<RecordIndex> {
     const index = new RecordIndex(options.resource, options.matchKey ?? 'id', {
       ...(options.keepCreatedAt ? { keepCreatedAt: true } : {}),
+      ...(options.keepPlaces ? { keepPlaces: true } : {}),
     });
     const pages = client.pages(options.resource, {
       pageSize: options.pageSize ?? DEFAULTS.client.pageSize,
@@ -62,7 +72,6 @@ export class RecordIndex {
       for (const record of page.records) index.add(record);
       options.onPage?.({ pages: index.pages, records: index.size });
     }
-    index.pages += 1;
     return index;
   }
 
@@ -72,6 +81,7 @@ export class RecordIndex {
 
   add(record: AnyRecord): void {
     const packed = packRecord(this.resource, record);
+    if (this.#places && !this.#byId.has(record.id)) this.#places.set(record.id, this.#byId.size);
     this.#byId.set(record.id, packed);
     this.#created?.set(record.id, Date.parse(record.created_at));
     if (this.matchKey === 'id') return;
@@ -86,6 +96,11 @@ export class RecordIndex {
   /** Every record, in no particular order. */
   *all(): IterableIterator<IndexedRecord> {
     for (const packed of this.#byId.values()) yield unpackRecord(this.resource, packed);
+  }
+
+  /** The record's place in the list when read (0-based; page = floor(place / page size) + 1); undefined unless kept. */
+  placeOf(id: string): number | undefined {
+    return this.#places?.get(id);
   }
 
   /** When the record was made (epoch ms, the CRM's record clock); undefined unless kept. */

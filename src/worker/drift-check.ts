@@ -1,12 +1,18 @@
+import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import {
   canonicalFromRow,
+  DRIFT_PAGE_READ_SHARE,
+  DRIFT_PASS_SPACING,
+  DRIFT_READ_AHEAD_FROM,
   MATCH_KEYS,
+  pageOfPlace,
   normaliseKey,
   normaliseName,
   RecordIndex,
   showCanonical,
+  type IndexedRecord,
 } from '../reconcile/index.js';
 import type { RowFence } from '../runs/index.js';
 import type { PlannedWindow } from '../queue/index.js';
@@ -19,8 +25,7 @@ export interface DriftCheckOptions {
   budget: { take(signal?: AbortSignal): Promise<unknown> };
   /**
    * A list read older than this is read again before a planned update is checked (the
-   * workspace's `driftMaxAgeMs`); a pass is also spaced by PASS_SPACING × its own duration, so
-   * list pages stay about a fifth of the budget at most.
+   * workspace's `driftMaxAgeMs`); a read is also fresh for DRIFT_PASS_SPACING × its own duration.
    */
   maxAgeMs: number;
   pageSize?: number;
@@ -42,8 +47,19 @@ export interface PlannedCreate extends PlannedWindow {
 
 export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string };
 
-/** A read is fresh for at least this many times its own duration. */
-const PASS_SPACING = 4;
+/** Where a planned update's check looks first (check): the page that held its record when planned. */
+export interface CheckAt {
+  signal?: AbortSignal;
+  /** The record's place in the list when planned (QueuedRow.listPlace). Default: unknown (the whole list is read). */
+  place?: number;
+}
+
+interface PageRead {
+  startedAt: number;
+  /** Set once answered: a page is fresh for DRIFT_PASS_SPACING × its read's duration at least. */
+  durationMs?: number;
+  done: Promise<RecordIndex>;
+}
 /** Runs whose first planned-create check a process remembers (#runStart). */
 const RUNS_REMEMBERED = 1000;
 /**
@@ -69,14 +85,19 @@ interface Snapshot {
 /**
  * Apply's drift check (docs/architecture.md, "Change control"): before a planned update is sent,
  * its record must still hold the plan's before-values of the fields it changes. The spec has no
- * GET by id, so the check reads the resource's list — one pass (list pages inside the workspace's
- * request budget) shared by every job of this process, refreshed once it is older than
- * `maxAgeMs` (or PASS_SPACING × its duration, whichever is longer). One pass at a time per
- * resource: rows asking together wait for the same one.
+ * GET by id, so the check reads the resource's list, inside the workspace's request budget:
+ * - a planned update that knows where the plan saw its record (its place in the list) reads that
+ *   one page, shared by the rows of this process that ask for it while it is fresh (younger than
+ *   `maxAgeMs`, or DRIFT_PASS_SPACING × its own duration) — a plan of records that sit together
+ *   reads each page about once;
+ * - otherwise (no place, the record no longer on that page, or DRIFT_PAGE_READ_SHARE of the
+ *   list read page by page in the last window: rows spread over the whole list), one pass over
+ *   the whole list, shared by every job of this process and fresh by the same rule. One pass at
+ *   a time per resource: rows asking together wait for the same one.
  *
- * What remains: a record edited after the pass that the row's check read began, and before the
+ * What remains: a record edited after the read that the row's check used began, and before the
  * row's request lands, is not seen — a window of at most the read's age (≤ max(maxAgeMs,
- * PASS_SPACING × pass duration) + the pass itself) plus the row's wait for its token.
+ * DRIFT_PASS_SPACING × read duration) + the read itself) plus the row's wait for its token.
  */
 export class DriftCheck {
   readonly #o: DriftCheckOptions;
@@ -84,8 +105,14 @@ export class DriftCheck {
   readonly #tails = new Map<ListResource, Promise<Snapshot>>();
   /** Runs whose planned creates this process checked, and since when (#runStart). */
   readonly #runs = new Map<string, number>();
-  /** Passes and list pages read by this process (logs, tests). */
-  readonly stats = { passes: 0, pages: 0 };
+  /** Single pages read (#page), by resource and page number, in the order read. */
+  readonly #pageReads = new Map<ListResource, Map<number, PageRead>>();
+  /** When this process began its single-page reads, by resource (the drift window's count them). */
+  readonly #pageTimes = new Map<ListResource, number[]>();
+  /** The list's page count as last answered, by resource. */
+  readonly #totalPages = new Map<ListResource, number>();
+  /** Whole-list passes, single-page reads and list pages read in all by this process (logs, tests). */
+  readonly stats = { passes: 0, pageReads: 0, pages: 0 };
 
   constructor(options: DriftCheckOptions) {
     this.#o = options;
@@ -97,6 +124,9 @@ export class DriftCheck {
    * have been applied. CRM errors of the list read propagate (the worker's verdict decides).
    * `runId`: the run's first check in this process reads the list anew (#runStart), so a read
    * from before the apply — of an earlier run's writes — never passes for drift.
+   * `at.place`: where the plan saw the record. Unless a whole-list read is fresh, the check reads
+   * that one page (#page); a record no longer there (records before it deleted, the list
+   * reordered) is looked up in a whole-list read, as is every record without a place.
    */
   async check(
     runId: string,
@@ -104,11 +134,18 @@ export class DriftCheck {
     id: string,
     expect: Readonly<Record<string, string>>,
     fields: Readonly<Record<string, unknown>>,
-    signal?: AbortSignal,
+    at: CheckAt = {},
   ): Promise<DriftAnswer> {
     if (Object.keys(expect).length === 0) return { kind: 'holds' };
-    const snap = await abortable(this.#fresh(resource, this.#runStart(runId)), signal);
-    const record = snap.index.byId(id);
+    const notBefore = this.#runStart(runId);
+    let record: IndexedRecord | undefined;
+    if (at.place !== undefined && this.#stale(this.#snaps.get(resource), notBefore)) {
+      const n = pageOfPlace(at.place, this.#pageSize);
+      const read = this.#page(resource, n, notBefore);
+      this.#readAhead(resource, at.place, n, notBefore);
+      if (read) record = (await abortable(read, at.signal)).byId(id);
+    }
+    if (!record) record = (await abortable(this.#fresh(resource, notBefore), at.signal)).index.byId(id);
     if (!record)
       return {
         kind: 'drifted',
@@ -213,12 +250,83 @@ export class DriftCheck {
     return at;
   }
 
-  /** `notBefore`: a read begun earlier is stale (this process's clock). */
-  #fresh(resource: ListResource, notBefore?: number): Promise<Snapshot> {
-    const stale = (s: Snapshot | undefined) =>
+  get #pageSize(): number {
+    return this.#o.pageSize ?? DEFAULTS.client.pageSize;
+  }
+
+  /** Whether a read (begun at startedAt, taking durationMs) is too old for a check; `notBefore`: a read begun earlier is. */
+  #stale(s: { startedAt: number; durationMs?: number } | undefined, notBefore?: number): boolean {
+    return (
       s === undefined ||
       (notBefore !== undefined && s.startedAt < notBefore) ||
-      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, PASS_SPACING * s.durationMs);
+      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, DRIFT_PASS_SPACING * (s.durationMs ?? 0))
+    );
+  }
+
+  /**
+   * Page `n` of the list, read for a check at most once while fresh (rows asking together share
+   * the read). Undefined when this process read DRIFT_PAGE_READ_SHARE of the list's pages page by
+   * page in the last drift window (`maxAgeMs`): one whole-list read serves the rest then.
+   */
+  #page(resource: ListResource, n: number, notBefore: number): Promise<RecordIndex> | undefined {
+    let reads = this.#pageReads.get(resource);
+    if (!reads) this.#pageReads.set(resource, (reads = new Map()));
+    const last = reads.get(n);
+    // A read still on its way is fresh when it began after notBefore: its age starts at its answer.
+    if (last && (last.durationMs === undefined ? last.startedAt >= notBefore : !this.#stale(last, notBefore)))
+      return last.done;
+    const now = Date.now();
+    let times = this.#pageTimes.get(resource);
+    if (!times) this.#pageTimes.set(resource, (times = []));
+    while (times.length > 0 && times[0]! < now - this.#o.maxAgeMs) times.shift();
+    const total = this.#totalPages.get(resource);
+    if (total !== undefined && times.length >= Math.max(1, DRIFT_PAGE_READ_SHARE * total)) return undefined;
+    times.push(now);
+    const read: PageRead = { startedAt: now, done: this.#readPage(resource, n) };
+    read.done.then(
+      () => (read.durationMs = Date.now() - now),
+      () => reads.get(n) === read && reads.delete(n), // a failed read is not kept: the next check tries again
+    );
+    // In the order read, so the oldest are dropped first once stale.
+    reads.delete(n);
+    reads.set(n, read);
+    for (const [k, r] of reads) {
+      if (r.durationMs === undefined || !this.#stale(r)) break;
+      reads.delete(k);
+    }
+    return read.done;
+  }
+
+  /** Starts reading page n + 1 for a row DRIFT_READ_AHEAD_FROM into page n (its failure is the next check's). */
+  #readAhead(resource: ListResource, place: number, n: number, notBefore: number): void {
+    const total = this.#totalPages.get(resource);
+    if (total === undefined || n + 1 > total) return;
+    if (place % this.#pageSize < DRIFT_READ_AHEAD_FROM * this.#pageSize) return;
+    this.#page(resource, n + 1, notBefore)?.catch(() => undefined);
+  }
+
+  async #readPage(resource: ListResource, n: number): Promise<RecordIndex> {
+    const { budget } = this.#o;
+    const index = new RecordIndex(resource, 'id');
+    const pages = this.#o.client.pages(resource, {
+      pageSize: this.#pageSize,
+      startPage: n,
+      beforeFetch: () => budget.take(),
+    });
+    for await (const page of pages) {
+      for (const record of page.records) index.add(record);
+      this.#totalPages.set(resource, page.pagination.total_pages);
+      break;
+    }
+    index.pages = 1;
+    this.stats.pageReads++;
+    this.stats.pages++;
+    return index;
+  }
+
+  /** `notBefore`: a read begun earlier is stale (this process's clock). */
+  #fresh(resource: ListResource, notBefore?: number): Promise<Snapshot> {
+    const stale = (s: Snapshot | undefined) => this.#stale(s, notBefore);
     const tail = this.#tails.get(resource) ?? Promise.resolve(undefined);
     const turn = tail
       .catch(() => undefined)
@@ -245,11 +353,12 @@ export class DriftCheck {
           }
         : undefined;
     const pages = this.#o.client.pages(resource, {
-      ...(this.#o.pageSize !== undefined ? { pageSize: this.#o.pageSize } : {}),
+      pageSize: this.#pageSize,
       beforeFetch: () => budget.take(),
     });
     for await (const page of pages) {
       index.pages += 1;
+      this.#totalPages.set(resource, page.pagination.total_pages);
       for (const record of page.records) {
         index.add(record);
         if (!deals) continue;
@@ -258,7 +367,6 @@ export class DriftCheck {
         push(deals.byName, normaliseName(String((record as Record<string, unknown>).name ?? '')), record.id);
       }
     }
-    index.pages += 1; // the closing empty page
     this.stats.passes++;
     this.stats.pages += index.pages;
     const durationMs = Date.now() - startedAt;

@@ -148,7 +148,10 @@ export class RowSender {
     // before the fence, so no record's write lease is held while the list is read.
     if (r.expect && this.o.drift) {
       try {
-        const answer = await this.o.drift.check(w.runId, resource, payload.id, r.expect, payload.fields, signal);
+        const answer = await this.o.drift.check(w.runId, resource, payload.id, r.expect, payload.fields, {
+          ...(signal ? { signal } : {}),
+          ...(r.listPlace !== undefined ? { place: r.listPlace } : {}),
+        });
         if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message, payload.id) };
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };

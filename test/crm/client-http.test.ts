@@ -178,7 +178,7 @@ describe('CrmClient over real HTTP', () => {
     }
   });
 
-  it('the pager yields a record once when it moves onto the next page, and stops at the empty page', async () => {
+  it('the pager yields a record once when it moves onto the next page, and stops at the page its answer calls the last', async () => {
     seen.length = 0;
     const byPage: Record<string, string[]> = { '1': ['a', 'b'], '2': ['b', 'c'], '3': ['c', 'd'] };
     handler = (req, res) => {
@@ -193,6 +193,33 @@ describe('CrmClient over real HTTP', () => {
       const ids: string[] = [];
       for await (const r of c.records('leads', { pageSize: 2, version: 'v1' })) ids.push(r.id);
       expect(ids).toEqual(['a', 'b', 'c', 'd']);
+    } finally {
+      c.close();
+    }
+    expect(seen.map((s) => s.url)).toEqual([1, 2, 3].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`));
+  });
+
+  it('the pager follows a list that grows while it reads (each answer counts its pages), and an empty page ends one that counted too many', async () => {
+    seen.length = 0;
+    // Pages of 2: 4 records when page 1 is read, 5 by page 2 (a third page), and page 3's
+    // answer counts a fourth page that is not there.
+    const byPage: Record<string, { ids: string[]; total: number }> = {
+      '1': { ids: ['a', 'b'], total: 2 },
+      '2': { ids: ['c', 'd'], total: 3 },
+      '3': { ids: ['e'], total: 4 },
+    };
+    handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const n = url.searchParams.get('page_number') ?? '1';
+      const { ids, total } = byPage[n] ?? { ids: [], total: 4 };
+      const pagination = { total_records: total * 2, current_page_number: Number(n), total_pages: total, page_size: 2 };
+      json(res, 200, { leads: ids.map((id) => ({ ...lead, id })), pagination });
+    };
+    const c = client();
+    try {
+      const ids: string[] = [];
+      for await (const r of c.records('leads', { pageSize: 2, version: 'v1' })) ids.push(r.id);
+      expect(ids).toEqual(['a', 'b', 'c', 'd', 'e']);
     } finally {
       c.close();
     }
