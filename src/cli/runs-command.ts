@@ -2,7 +2,7 @@
 import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
-import { positiveInt, rowList } from './options.js';
+import { nonNegativeInt, positiveInt, rowList } from './options.js';
 
 // The declarations only: each action loads its implementation when it runs, so `runs --help`
 // loads neither BullMQ nor Redis, and `runs list` only the run store.
@@ -38,8 +38,9 @@ export function registerRunsCommand(program: Command): void {
     .argument('<id>', 'run id')
     .description('Counts and the first failed/invalid rows of a run')
     .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, DEFAULTS.cli.listLimit)
+    .option('--changes <n>', 'how many written rows to list with their values before -> after', nonNegativeInt, 5)
     .option('--json', 'JSON output')
-    .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) =>
+    .action(async (id: string, opts: { problems: number; changes: number; json?: boolean }, command: Command) =>
       (await actions()).showRun(id, opts, command),
     );
 

@@ -86,12 +86,14 @@ export interface RowOutcome {
 /** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
 /**
  * `expect`: a planned update's before-values, `planned`: a planned create's window; both
- * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned).
+ * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned); `before`: a
+ * reconciled update's before-values, kept with its result (QueuedRow.before).
  */
 export type ProducedRow = IngestedRow & {
   outcome?: RowOutcome;
   orderAs?: string;
   expect?: Record<string, string>;
+  before?: Record<string, string>;
   planned?: PlannedWindow;
 };
 
@@ -271,6 +273,7 @@ export async function produceRun(
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
+      const before = row.before !== undefined ? { before: row.before } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
       open.push({
         ...placeOf(row),
@@ -279,6 +282,7 @@ export async function produceRun(
         ...round,
         ...orderAs,
         ...expect,
+        ...before,
         ...planned,
       });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
