@@ -1,0 +1,1 @@
+export { recordHistory, type HistoryEntry, type RecordHistoryOptions } from './record-history.js';
