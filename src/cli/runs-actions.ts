@@ -32,7 +32,7 @@ import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 
 /** Where a run's results are read from: Redis while it is there, else its archive (retention). */
-async function resultsOf(
+export async function resultsOf(
   store: RunStore,
   resultsDir: string,
   id: string,

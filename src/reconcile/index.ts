@@ -16,6 +16,7 @@ export {
   showCanonical,
   normaliseName,
   canonicalFromRecord,
+  rowValueFromCanonical,
   type FieldChange,
   type IndexedRecord,
 } from './compare.js';
