@@ -295,6 +295,19 @@ export const DEFAULTS = {
     followEveryMs: 250,
   },
 
+  /** The PostgreSQL history of field changes (src/history/pg-history.ts). */
+  history: {
+    /** Table crm-sync creates and writes (optionally `schema.table`). */
+    table: 'crm_sync_history',
+    /** Changes per INSERT. */
+    batchRows: 500,
+    /** The longest a change waits in a worker before it is written (ms). */
+    flushMs: 1000,
+    /** Changes a worker holds while the database does not answer; older ones are dropped (counted). */
+    maxPending: 200_000,
+    connectTimeoutMs: 5000,
+  },
+
   /** Key layout migrations (runtime/migrate-layout). */
   migration: {
     /** How long a process waits for another one's migration (ms). */

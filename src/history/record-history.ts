@@ -22,8 +22,8 @@ export interface HistoryEntry {
   /** Display form; null: not known (a create, or a field the CRM does not report). */
   before: string | null;
   after: string;
-  /** Where the run's results were read: `redis`, or its archive. */
-  from: 'redis' | 'archive';
+  /** Where it was read: a run in Redis, its archive, or the PostgreSQL history. */
+  from: 'redis' | 'archive' | 'postgres';
 }
 
 export interface RecordHistoryOptions {
