@@ -91,6 +91,13 @@ export const DEFAULTS = {
   worker: {
     /** Requests in flight per workspace in one process. */
     concurrency: 8,
+    /**
+     * A plain import's row waits this long for the list read of its record's value before (kept for
+     * `runs undo`), then goes on with it unknown: the read never holds a row up for long (ms).
+     */
+    beforeReadWaitMs: 5 * SECOND,
+    /** After a list read for before-values failed or was late, rows go on without one this long (ms). */
+    beforeReadPauseMs: 30 * SECOND,
     /** Job lock: a crashed worker's jobs return to the queue after it (ms). */
     lockDurationMs: 30 * SECOND,
     /** Graceful close waits this long for in-flight requests (ms). */

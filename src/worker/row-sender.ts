@@ -1,4 +1,6 @@
 import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import { DEFAULTS } from '../config/index.js';
+import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { fieldChanges, sentDigest } from '../reconcile/index.js';
@@ -74,6 +76,9 @@ const RECHECK_MS = 1000;
  * the job's abort signal, so losing the job lock cancels it.
  */
 export class RowSender {
+  /** Until when rows go on without reading before-values (a failed or late read; #before). */
+  #beforeOffUntil = 0;
+
   constructor(private readonly o: RowSenderOptions) {}
 
   async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined): Promise<SendOutcome> {
@@ -197,6 +202,11 @@ export class RowSender {
   }
 
   /** The before-values a row's result keeps: the plan's, the planner's, or a list read's (plain rows). */
+  /**
+   * Never holds a row up for long, never fails it: a read that fails, or has not answered within
+   * DEFAULTS.worker.beforeReadWaitMs, leaves the row's before unknown, and rows of this process
+   * skip the read for beforeReadPauseMs (a CRM failing its list pages fails no row twice).
+   */
   async #before(
     runId: string,
     r: QueuedRow,
@@ -206,9 +216,29 @@ export class RowSender {
   ): Promise<BeforeValues> {
     const listed = r.expect ?? r.before;
     if (listed !== undefined) return { listed };
-    if (!this.o.drift) return undefined;
-    const record = await this.o.drift.values(runId, resource, id, signal);
-    return record !== undefined ? { record } : undefined;
+    if (!this.o.drift || Date.now() < this.#beforeOffUntil) return undefined;
+    const { beforeReadWaitMs, beforeReadPauseMs } = DEFAULTS.worker;
+    const read = this.o.drift.values(runId, resource, id, signal);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), beforeReadWaitMs)));
+    try {
+      const record = await Promise.race([read, late]);
+      if (record !== 'late') return record !== undefined ? { record } : undefined;
+      read.catch(() => undefined);
+      this.#beforeOffUntil = Date.now() + beforeReadPauseMs;
+      this.o.logger.warn({ runId, resource }, 'list read of before-values is late: rows go on without them for now');
+      return undefined;
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      this.#beforeOffUntil = Date.now() + beforeReadPauseMs;
+      this.o.logger.warn(
+        { runId, resource, err: errorMessage(err) },
+        'list read of before-values failed: rows go on without them for now',
+      );
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
