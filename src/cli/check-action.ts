@@ -62,6 +62,8 @@ export async function runCheck(opts: { workspace?: string[]; json?: boolean }, c
   const lines = problem === null ? checked : checked.map((l) => (l.subject === 'config' ? problem : l));
   const token = dashboardTokenProblem(config);
   if (token !== null) lines.splice(1, 0, token);
+  const history = await historyLine(config);
+  if (history !== null) lines.push(history);
   if (opts.json) process.stdout.write(`${JSON.stringify(lines, null, 2)}\n`);
   else process.stdout.write(`${lines.map((l) => `${l.level.padEnd(4)}  ${l.subject}: ${l.message}`).join('\n')}\n`);
   const failed = lines.filter((l) => l.level === 'fail');
@@ -74,4 +76,23 @@ export async function runCheck(opts: { workspace?: string[]; json?: boolean }, c
         : failed.length > 0
           ? EXIT.USAGE
           : EXIT.OK;
+}
+
+/** Whether the PostgreSQL history (config `history`) answers; null when none is configured. The URL is never shown. */
+export async function historyLine(config: Config): Promise<CheckLine | null> {
+  if (!config.history) return null;
+  const { PgHistory } = await import('../history/index.js');
+  const history = new PgHistory({ url: config.history.postgresUrl, table: config.history.table });
+  try {
+    const why = await history.ping();
+    return why === null
+      ? { level: 'ok', subject: 'history', message: `the history database answers (table ${config.history.table})` }
+      : {
+          level: 'fail',
+          subject: 'history',
+          message: `the history database does not answer (${why}); rows are still written, their history is held and retried`,
+        };
+  } finally {
+    await history.close();
+  }
 }

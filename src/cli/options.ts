@@ -9,6 +9,13 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+/** commander argument parser for whole numbers of 0 or more. */
+export function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number of 0 or more');
+  return n;
+}
+
 /** Comma-separated list, e.g. `--workspace acme,globex`. */
 export function list(value: string, previous: string[] = []): string[] {
   return [

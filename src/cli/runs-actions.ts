@@ -28,6 +28,8 @@ import {
   placeWords,
   pruneRuns,
   writeResultsCsv,
+  changeWords,
+  type RowResult,
   type RunRecord,
   type RunResults,
   type RunStore,
@@ -37,7 +39,7 @@ import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 
 /** Where a run's results are read from: Redis while it is there, else its archive (retention). */
-async function resultsOf(
+export async function resultsOf(
   store: RunStore,
   resultsDir: string,
   id: string,
@@ -48,7 +50,11 @@ async function resultsOf(
 }
 
 /** `runs show` */
-export async function showRun(id: string, opts: { problems: number; json?: boolean }, command: Command): Promise<void> {
+export async function showRun(
+  id: string,
+  opts: { problems: number; changes?: number; json?: boolean },
+  command: Command,
+): Promise<void> {
   await withRuntime(command, async ({ runtime: { store }, config }) => {
     const { source, archived } = await resultsOf(store, config.resultsDir, id);
     const run = await source.requireRun(id);
@@ -62,11 +68,17 @@ export async function showRun(id: string, opts: { problems: number; json?: boole
       }
       problems.total += run.counts.drifted;
     }
+    const changes = await writtenRows(source, id, opts.changes ?? 0);
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ run, problems, ...(archived ? { archived } : {}) }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ run, problems, changes, ...(archived ? { archived } : {}) }, null, 2)}\n`,
+      );
     } else {
       process.stdout.write(`${formatRunSummary(run)}\n`);
       if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
+      if (run.options.undoOf !== undefined) process.stdout.write(`  undoes run ${run.options.undoOf}\n`);
+      if (run.undoneBy !== undefined) process.stdout.write(`  undone by run ${run.undoneBy.join(', ')}\n`);
+      for (const c of changes) process.stdout.write(`  row ${c.row}: ${c.recordId ?? ''} ${changeWords(c.changes)}\n`);
       for (const p of problems.rows) {
         process.stdout.write(
           `  row ${p.row}${placeWords(p) ? ` (${placeWords(p)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
@@ -77,6 +89,18 @@ export async function showRun(id: string, opts: { problems: number; json?: boole
     }
     process.exitCode = exitCodeFor(run);
   });
+}
+
+/** The first `n` rows that wrote something, with their values before and after (RowResult.changes). */
+async function writtenRows(source: RunResults, id: string, n: number): Promise<RowResult[]> {
+  const rows: RowResult[] = [];
+  if (n <= 0) return rows;
+  for await (const r of source.iterateResults(id)) {
+    if (r.changes === undefined) continue;
+    rows.push(r);
+    if (rows.length >= n) break;
+  }
+  return rows;
 }
 
 /** `runs export` */

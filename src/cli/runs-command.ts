@@ -2,7 +2,8 @@
 import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
-import { positiveInt, rowList } from './options.js';
+import type { UndoOptions } from './undo-action.js';
+import { nonNegativeInt, positiveInt, rowList } from './options.js';
 
 // The declarations only: each action loads its implementation when it runs, so `runs --help`
 // loads neither BullMQ nor Redis, and `runs list` only the run store.
@@ -38,8 +39,9 @@ export function registerRunsCommand(program: Command): void {
     .argument('<id>', 'run id')
     .description('Counts and the first failed/invalid rows of a run')
     .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, DEFAULTS.cli.listLimit)
+    .option('--changes <n>', 'how many written rows to list with their values before -> after', nonNegativeInt, 5)
     .option('--json', 'JSON output')
-    .action(async (id: string, opts: { problems: number; json?: boolean }, command: Command) =>
+    .action(async (id: string, opts: { problems: number; changes: number; json?: boolean }, command: Command) =>
       (await actions()).showRun(id, opts, command),
     );
 
@@ -51,6 +53,22 @@ export function registerRunsCommand(program: Command): void {
     .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)')
     .action(async (id: string, opts: { failed?: boolean; out?: string }, command: Command) =>
       (await actions()).exportRun(id, opts, command),
+    );
+
+  runs
+    .command('undo')
+    .argument('<id>', 'run id (in Redis, or archived)')
+    .description(
+      'Take a run back: a new run writes back the value before the run wherever the CRM still holds the value ' +
+        'the run wrote; fields changed since are left and reported; deals the run created are listed (no delete)',
+    )
+    .option('--plan', 'only store the undo as a plan (nothing sent): review, approve and apply it')
+    .option('--wait', 'follow the undo run to the end')
+    .option('--work', 'also process the queue in this process (implies --wait)')
+    .option('--concurrency <n>', 'requests in flight with --work', positiveInt, DEFAULTS.cli.workConcurrency)
+    .option('--json', 'JSON output')
+    .action(async (id: string, opts: UndoOptions, command: Command) =>
+      (await import('./undo-action.js')).undoRun(id, opts, command),
     );
 
   runs

@@ -159,6 +159,22 @@ export const ConfigFileSchema = z
       })
       .strict()
       .optional(),
+    /**
+     * History that outlives Redis: every applied field change is also written, in batches, to a
+     * PostgreSQL table crm-sync creates (CRM_SYNC_HISTORY_URL sets or overrides the URL). Default
+     * none: history lives with the runs in Redis and their archives.
+     */
+    history: z
+      .object({
+        postgresUrl: z.string().min(1).optional(),
+        /** Default crm_sync_history; `schema.table` allowed. */
+        table: z
+          .string()
+          .regex(/^([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$/i)
+          .optional(),
+      })
+      .strict()
+      .optional(),
     /** Directory where exports (failed-row CSVs) are written. Default ./crm-sync-results. */
     resultsDir: z.string().min(1).optional(),
     /**

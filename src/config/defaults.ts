@@ -91,6 +91,13 @@ export const DEFAULTS = {
   worker: {
     /** Requests in flight per workspace in one process. */
     concurrency: 8,
+    /**
+     * A plain import's row waits this long for the list read of its record's value before (kept for
+     * `runs undo`), then goes on with it unknown: the read never holds a row up for long (ms).
+     */
+    beforeReadWaitMs: 5 * SECOND,
+    /** After a list read for before-values failed or was late, rows go on without one this long (ms). */
+    beforeReadPauseMs: 30 * SECOND,
     /** Job lock: a crashed worker's jobs return to the queue after it (ms). */
     lockDurationMs: 30 * SECOND,
     /** Graceful close waits this long for in-flight requests (ms). */
@@ -293,6 +300,19 @@ export const DEFAULTS = {
     archivePageSize: 50,
     /** A process following a run (runReads) reads its record this often when not told (ms). */
     followEveryMs: 250,
+  },
+
+  /** The PostgreSQL history of field changes (src/history/pg-history.ts). */
+  history: {
+    /** Table crm-sync creates and writes (optionally `schema.table`). */
+    table: 'crm_sync_history',
+    /** Changes per INSERT. */
+    batchRows: 500,
+    /** The longest a change waits in a worker before it is written (ms). */
+    flushMs: 1000,
+    /** Changes a worker holds while the database does not answer; older ones are dropped (counted). */
+    maxPending: 200_000,
+    connectTimeoutMs: 5000,
   },
 
   /** Key layout migrations (runtime/migrate-layout). */

@@ -63,6 +63,8 @@ export interface Config {
   retention: { days: number };
   workspaces: Record<string, WorkspaceConfig>;
   dashboardTokenSource: ApiKeySource;
+  /** The PostgreSQL history (config `history`, CRM_SYNC_HISTORY_URL); absent: none. */
+  history?: { postgresUrl: string; table: string };
 }
 
 export interface LoadConfigOptions {
@@ -138,10 +140,20 @@ export function configFromObject(
     resultsDir: resolve(baseDir, file.resultsDir ?? DEFAULTS.config.resultsDir),
     retention: file.retention ?? { days: DEFAULTS.retention.days },
     workspaces,
+    ...historyOf(file.history, env.CRM_SYNC_HISTORY_URL),
     dashboardTokenSource: dash?.tokenFile
       ? { file: resolve(baseDir, dash.tokenFile) }
       : { env: dash?.tokenEnv ?? DEFAULTS.config.dashboardTokenEnv },
   };
+}
+
+function historyOf(
+  file: { postgresUrl?: string | undefined; table?: string | undefined } | undefined,
+  envUrl: string | undefined,
+): { history?: { postgresUrl: string; table: string } } {
+  const postgresUrl = envUrl !== undefined && envUrl !== '' ? envUrl : file?.postgresUrl;
+  if (postgresUrl === undefined) return {};
+  return { history: { postgresUrl, table: file?.table ?? DEFAULTS.history.table } };
 }
 
 /**

@@ -14,6 +14,7 @@ import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
 import { registerPlanRoutes } from './plan-routes.js';
 import { registerRunRoutes } from './run-routes.js';
+import { registerUndoRoutes } from './undo-routes.js';
 import { registerRunsRoutes } from './runs-routes.js';
 import { registerSecurityHeaders } from './security-headers.js';
 import { SessionAuth, checkTokenStrength } from './session-auth.js';
@@ -194,6 +195,7 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     limits: { search: searches, export: downloads },
     groupScanRows: options.groupScanRows,
   });
+  registerUndoRoutes(app, { runtime, auth, scope });
   registerPlanRoutes(app, {
     runtime,
     auth,

@@ -241,6 +241,25 @@ function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   ${invalidNote}`;
 }
 
+/** A run that wrote something, no longer running, and not a dry run: its writes can be planned back. */
+function undoable(run: RunRecord): boolean {
+  return (
+    run.status !== 'running' &&
+    run.status !== 'blocked' &&
+    run.counts.succeeded > 0 &&
+    run.options.dryRun !== true &&
+    run.operation !== 'team.invite'
+  );
+}
+
+/** The run an undo run undoes, and the undo runs of this one. */
+function undoLinks(run: RunRecord): SafeHtml | '' {
+  const link = (id: string) => html`<a class="mono" href="/runs/${encodeURIComponent(id)}">${id}</a>`;
+  const of = run.options.undoOf !== undefined ? html`Undoes run ${link(run.options.undoOf)}. ` : '';
+  const by = run.undoneBy !== undefined ? html`Undone by run ${run.undoneBy.map(link)}.` : '';
+  return of === '' && by === '' ? '' : html`<p class="undo-links">${of}${by}</p>`;
+}
+
 export function runPageBody(data: RunPageData): SafeHtml {
   const { run, csrf } = data;
   const id = encodeURIComponent(run.id);
@@ -257,7 +276,9 @@ export function runPageBody(data: RunPageData): SafeHtml {
 ${whole !== '' ? html`<p class="muted small source">Source: <span class="mono">${whole}</span></p>` : ''}
 ${run.options.plan !== undefined ? html`<p class="plan-link" data-plan="${run.options.plan}">Applies plan <a class="mono" href="/plans/${encodeURIComponent(run.options.plan)}">${run.options.plan}</a>: its rows are the plan's writes, no second diff; a record changed since the plan ends drifted.</p>` : ''}
 <div class="actions">${statusBadge(run)} ${progressBar(run)} ${liveLine(run, data.held === true)}
-${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}</div>
+${cancellable ? html`<form method="post" action="/runs/${id}/cancel">${hidden(csrf)}<button class="danger" type="submit">Cancel run</button></form>` : ''}
+${undoable(run) ? html`<form method="post" action="/runs/${id}/undo" title="Plans the undo (nothing sent): the values before the run, written back where the CRM still holds what the run wrote; review, approve and apply it on the plan's page">${hidden(csrf)}<button type="submit">Undo…</button></form>` : ''}</div>
+${undoLinks(run)}
 ${data.notice ?? ''}
 ${data.presence ?? ''}
 ${dryRunNotice(run)}

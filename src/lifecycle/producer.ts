@@ -100,7 +100,8 @@ export interface RowOutcome {
 /** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
 /**
  * `expect`: a planned update's before-values, `planned`: a planned create's window; both
- * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned).
+ * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned); `before`: a
+ * reconciled update's before-values, kept with its result (QueuedRow.before).
  */
 export type ProducedRow = IngestedRow & {
   outcome?: RowOutcome;
@@ -108,6 +109,7 @@ export type ProducedRow = IngestedRow & {
   expect?: Record<string, string>;
   /** With `expect`: QueuedRow.listPlace. */
   listPlace?: number;
+  before?: Record<string, string>;
   planned?: PlannedWindow;
 };
 
@@ -319,6 +321,7 @@ export async function produceRun(
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
       const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
+      const before = row.before !== undefined ? { before: row.before } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
       open.push({
         ...placeOf(row),
@@ -328,6 +331,7 @@ export async function produceRun(
         ...orderAs,
         ...expect,
         ...listPlace,
+        ...before,
         ...planned,
       });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();

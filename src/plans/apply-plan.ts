@@ -91,11 +91,13 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
             plan: plan.id,
             reconcile: true,
             matchKey: plan.matchKey,
+            ...(plan.undoOf !== undefined ? { undoOf: plan.undoOf } : {}),
             ...(options.rowsPerJob !== undefined && options.rowsPerJob > 1 ? { rowsPerJob: options.rowsPerJob } : {}),
           },
         });
         runId = run.id;
         await plans.setRun(planId, run.id);
+        if (plan.undoOf !== undefined) await store.linkUndo(plan.undoOf, run.id);
         options.onRun?.(run);
         return run;
       },
@@ -134,7 +136,8 @@ async function* writesOf(
 ): AsyncGenerator<ProducedRow> {
   const names = new Map<string, number>();
   for await (const r of plans.rows(plan)) if (r.action === 'create') tally(names, nameOf(r));
-  const everyRow = plan.syncName !== undefined;
+  // An undo says for every row why it was not put back (changed since the run, a created deal).
+  const everyRow = plan.syncName !== undefined || plan.undoOf !== undefined;
   let unmatched = 0;
   for await (const r of plans.rows(plan)) {
     const twin = r.action === 'create' && countOf(names.get(nameOf(r))) > 1;

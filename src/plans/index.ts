@@ -1,5 +1,6 @@
 export { PlanStore, PlanWriter, PLAN_KEEP_MS, type NewPlan, type PlanMove, type PlanRefusal } from './plan-store.js';
 export { makePlan, planRowOf, type MakePlanOptions, type MakePlanResult } from './make-plan.js';
+export { predictApply } from './apply-prediction.js';
 export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-plan.js';
 export { refusal } from './plan-refusal.js';
 export { encodePlanRow, decodePlanRow } from './plan-codec.js';

@@ -33,6 +33,8 @@ export interface NewPlan {
   ttlMs: number;
   /** The nightly sync whose tick makes the plan. Default none. */
   syncName?: string;
+  /** The run whose writes the plan puts back (`runs undo`). Default none. */
+  undoOf?: string;
 }
 
 export interface PlanSummary {
@@ -329,6 +331,7 @@ export class PlanWriter {
       prediction: JSON.stringify(summary.prediction),
       fields: JSON.stringify(summary.fields),
       ...(input.syncName !== undefined ? { syncName: input.syncName } : {}),
+      ...(input.undoOf !== undefined ? { undoOf: input.undoOf } : {}),
     });
     return this.store.require(this.id);
   }
@@ -364,6 +367,7 @@ function decodePlan(h: Record<string, string>, now: number): PlanRecord {
   if (h.appliedMs && h.appliedBy) plan.apply = { at: new Date(Number(h.appliedMs)).toISOString(), by: h.appliedBy };
   if (h.runId) plan.runId = h.runId;
   if (h.syncName) plan.syncName = h.syncName;
+  if (h.undoOf) plan.undoOf = h.undoOf;
   if (h.reason) plan.reason = h.reason;
   return plan;
 }

@@ -51,6 +51,11 @@ export interface PlanRecord {
   runId?: string;
   /** The nightly sync whose tick made it: its run carries the sync's name. */
   syncName?: string;
+  /**
+   * The run whose writes it puts back (`runs undo`): its run is an undo run (options.undoOf,
+   * linked on that run), applied with every row so skipped ones say why.
+   */
+  undoOf?: string;
   /** Why the plan is where it is, when something decided it for a person: a held tick, a discard by a newer tick. */
   reason?: string;
   rows: number;

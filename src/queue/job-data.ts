@@ -55,6 +55,12 @@ export interface QueuedRow {
    */
   listPlace?: number;
   /**
+   * A reconciled row: the CRM's values, canonical, of the fields it changes when the run read
+   * them. Kept with its result (RowResult.changes) for `runs undo`; never checked. Default: a
+   * plain import's row, whose before-values the worker reads from a list page.
+   */
+  before?: Record<string, string>;
+  /**
    * A create of an applied plan: when the plan was made (Redis clock, ms). The worker sends it
    * only while no deal holds its match key and none like it was made since (the drift check of
    * a create); otherwise the row ends `drifted`. Default: no check.

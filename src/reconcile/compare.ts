@@ -134,3 +134,16 @@ export function diffFields(
 export function showCanonical(value: string | undefined): string {
   return value === undefined ? '(not reported)' : value.replaceAll(LIST, ';');
 }
+
+/**
+ * A canonical value back as a row sends it (what `runs undo` writes back): tag sets as id
+ * lists, `value` as a number, the rest as text. Undefined for an empty value no request can
+ * write (an empty name, owner, …: the API refuses empty text), except the fields that take one
+ * (`phone_number`, `tag_ids`).
+ */
+export function rowValueFromCanonical(field: string, value: string): unknown {
+  if (field === 'tag_ids') return value === '' ? [] : value.split(LIST);
+  if (value === '') return field === 'phone_number' ? '' : undefined;
+  if (field === 'value') return Number(value);
+  return value;
+}

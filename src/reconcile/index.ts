@@ -16,6 +16,7 @@ export {
   showCanonical,
   normaliseName,
   canonicalFromRecord,
+  rowValueFromCanonical,
   type FieldChange,
   type IndexedRecord,
 } from './compare.js';
@@ -46,5 +47,6 @@ export {
   type PlanResult,
   type IndexStats,
 } from './reconcile-import.js';
+export { fieldChanges } from './field-changes.js';
 export { sentDigest, checkDigest, digestHolds, type DigestCheck } from './sent-digest.js';
 export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';

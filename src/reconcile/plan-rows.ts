@@ -247,6 +247,10 @@ export class RowPlanner {
     const whole = Object.keys(send).length === Object.keys(fields).length;
     const payload = whole ? checked : this.#decoder.validate({ ...send, id: match.id });
     if (payload.errors) return invalid(base, payload.errors, key);
+    // What the record held, kept with the row's result (RowResult.changes) for `runs undo`.
+    const before = Object.fromEntries(
+      changes.filter((c) => c.current !== undefined).map((c) => [c.field, c.current!] as const),
+    );
     return {
       ...base,
       ...keyPart,
@@ -255,6 +259,7 @@ export class RowPlanner {
       changes,
       ...heldPart,
       payload: payload.payload,
+      before,
     };
   }
 

@@ -48,6 +48,8 @@ const StoredResultSchema = z.object({
   o: z.record(z.string(), z.string()).optional(),
   /** what a succeeded row sent, as a digest */
   v: z.string().optional(),
+  /** changes: field -> [before (null: not known), after] */
+  b: z.record(z.string(), z.tuple([z.string().nullable(), z.string()])).optional(),
   /** at, epoch ms */
   t: z.number(),
 });
@@ -74,6 +76,8 @@ export function encodeResult(result: RowResult): string {
   if ((isProblem(result.status) || result.code === 'ROW_WRITTEN_LATER') && result.original !== undefined)
     stored.o = result.original;
   if (result.status === 'succeeded' && result.sent !== undefined) stored.v = result.sent;
+  if (result.status === 'succeeded' && result.changes !== undefined && Object.keys(result.changes).length > 0)
+    stored.b = result.changes;
   return STATUS_CHAR[result.status] + JSON.stringify(stored);
 }
 
@@ -92,5 +96,6 @@ export function decodeResult(row: number, value: string): RowResult {
   if (stored.e !== undefined) result.errors = stored.e.map(([field, message]) => ({ field, message }));
   if (stored.o !== undefined) result.original = stored.o;
   if (stored.v !== undefined) result.sent = stored.v;
+  if (stored.b !== undefined) result.changes = stored.b;
   return result;
 }

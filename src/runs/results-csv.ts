@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { RunResults } from './run-archive.js';
+import { changeCells } from './change-words.js';
 import type { RowResult, RunRecord } from './run-types.js';
 
 /**
@@ -16,6 +17,9 @@ export const EXPORT_META_COLUMNS = [
   'crm_sync_record_id',
   'crm_sync_http_status',
   'crm_sync_error',
+  // What a succeeded row wrote over, and wrote (RowResult.changes): JSON objects by field.
+  'crm_sync_before',
+  'crm_sync_after',
 ] as const;
 
 /** After crm_sync_line in the exports of runs whose rows have keys (a database run's key column). */
@@ -107,6 +111,7 @@ export async function writeResultsCsv(
         result.recordId ?? '',
         result.httpStatus === undefined ? '' : String(result.httpStatus),
         describeError(result),
+        ...Object.values(changeCells(result.changes)),
       ];
       const original = result.original ?? {};
       yield [...meta, ...columns.map((column) => original[column] ?? '')].map(escapeCsvCell);

@@ -1,4 +1,4 @@
-import type { FieldError, RowResult } from './run-types.js';
+import type { FieldChanges, FieldError, RowResult } from './run-types.js';
 
 /*
  * The one place a row's result is built, so every path that ends a row (producer, workers,
@@ -34,14 +34,24 @@ export function placeOf<L extends number | undefined>(r: {
   return { row: r.row, line: r.line, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
 }
 
-/** `sent`: the digest of the fields the row sent (src/reconcile/sent-digest.ts), kept for `verify`. */
-export function succeeded(place: RowPlace, recordId: string | undefined, message?: string, sent?: string): RowResult {
+/**
+ * `sent`: the digest of the fields the row sent (src/reconcile/sent-digest.ts), kept for `verify`;
+ * `changes`: what it wrote over what, field by field (RowResult.changes), kept for `runs undo`.
+ */
+export function succeeded(
+  place: RowPlace,
+  recordId: string | undefined,
+  message?: string,
+  sent?: string,
+  changes?: FieldChanges,
+): RowResult {
   return {
     ...base(place),
     status: 'succeeded',
     ...(recordId !== undefined ? { recordId } : {}),
     ...(message ? { message } : {}),
     ...(sent !== undefined ? { sent } : {}),
+    ...(changes !== undefined && Object.keys(changes).length > 0 ? { changes } : {}),
   };
 }
 

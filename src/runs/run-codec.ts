@@ -30,6 +30,7 @@ const RunOptionsSchema = z.object({
     .optional(),
   sourceSize: z.number().optional(),
   sourceMtimeMs: z.number().optional(),
+  undoOf: z.string().optional(),
 }) satisfies z.ZodType<RunOptions>;
 
 const Count = z.coerce.number().int();
@@ -43,6 +44,8 @@ const RunHashSchema = z.object({
   operation: z.enum(RUN_OPERATIONS),
   source: z.string(),
   syncName: z.string().optional(),
+  /** Undo runs of this run, space-separated (RunStore.linkUndo appends). */
+  undoneBy: z.string().optional(),
   status: z.enum(RUN_STATUSES),
   columns: z.string().default('[]'),
   options: z.string().default('{}'),
@@ -132,6 +135,7 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
     producerDone: h.producerDone === '1',
   };
   if (h.syncName !== undefined) record.syncName = h.syncName;
+  if (h.undoneBy !== undefined && h.undoneBy.trim() !== '') record.undoneBy = h.undoneBy.trim().split(' ');
   if (h.finishedAt !== undefined) record.finishedAt = h.finishedAt;
   if (h.firstFinishedAt !== undefined) record.firstFinishedAt = h.firstFinishedAt;
   if (h.reason !== undefined) record.reason = h.reason;

@@ -34,3 +34,5 @@ export const REQUEUE_ROWS = LuaScript.load('requeue-rows-8', BUCKETS);
 export const SERVER_TIME = LuaScript.load('server-time-1');
 /** Lifts one kind of a workspace's hold; answers {removed, holds left}. */
 export const LIFT_HOLD = LuaScript.load('lift-hold-1');
+/** Names an undo run on the run it undoes; KEYS[1] the undone run's hash. */
+export const LINK_UNDO = LuaScript.load('link-undo-1');

@@ -30,6 +30,7 @@ import {
   SET_STATUS,
   SOURCE_READ,
   TOUCH_PRODUCER,
+  LINK_UNDO,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
 import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
@@ -242,6 +243,13 @@ export class RunStore {
     const ref = await this.#refs.one(id);
     if (ref === null) throw runNotFound(id);
     return ref;
+  }
+
+  /** Names undo run `undoId` on run `id` (RunRecord.undoneBy); false when `id` is not in Redis (archived). */
+  async linkUndo(id: string, undoId: string): Promise<boolean> {
+    const ref = await this.refOrNull(id);
+    if (ref === null) return false;
+    return (await LINK_UNDO.run(this.redis, [this.keys.run(ref)], [undoId])) === 1;
   }
 
   async setColumns(id: string, columns: string[]): Promise<void> {

@@ -65,6 +65,8 @@ export interface RunOptions {
   reconcile?: boolean;
   /** The plan this run applies (`crm-sync apply`): its rows are the plan's writes. */
   plan?: string;
+  /** An undo run (`runs undo`): the run whose writes it puts back. */
+  undoOf?: string;
   matchKey?: string;
   inviteBatchSize?: number;
   /** Update rows per queue job, so a retry batches rows the same way. */
@@ -87,6 +89,8 @@ export interface RunRecord {
   source: string;
   /** Set for runs started by a nightly sync definition. */
   syncName?: string;
+  /** Undo runs of this run (`runs undo`), oldest first. */
+  undoneBy?: string[];
   status: RunStatus;
   counts: RunCounts;
   /** Column names of the source, in file order (CSV header, or keys seen in JSON rows). */
@@ -120,6 +124,9 @@ export interface RunRecord {
 /** Moved to ingest/ (where rows are decoded); re-exported so the run store's users need no change. */
 export type { FieldError } from '../ingest/index.js';
 
+/** Per field, [before, after] in canonical text (src/reconcile/compare.ts); before null: not known. */
+export type FieldChanges = Record<string, [before: string | null, after: string]>;
+
 export interface RowResult {
   /** 1-based data row number (the header is not a row). */
   row: number;
@@ -139,6 +146,12 @@ export interface RowResult {
   original?: Record<string, string>;
   /** A succeeded row's sent fields as a compact digest, for `verify` (src/reconcile/sent-digest.ts). */
   sent?: string;
+  /**
+   * A succeeded row's writes, field by field: the CRM's value before (canonical; null when it is
+   * not known: a create, or a field the CRM does not report) and the value written. An update
+   * keeps the fields it changed, a create every field it sent. What `runs undo` puts back.
+   */
+  changes?: FieldChanges;
   /** When the result was recorded (ISO). */
   at: string;
 }

@@ -165,6 +165,22 @@ export class DriftCheck {
   }
 
   /**
+   * The record's canonical values (by comparable field) as a list pass read them, for what a
+   * plain import's row writes over (RowResult.changes); undefined when the list does not hold
+   * the record. The same passes as the drift check's, with the same freshness: a run's first
+   * read in this process reads the list anew, so an earlier run's writes are never missed.
+   */
+  async values(
+    runId: string,
+    resource: ListResource,
+    id: string,
+    signal?: AbortSignal,
+  ): Promise<Readonly<Record<string, string>> | undefined> {
+    const snap = await abortable(this.#fresh(resource, this.#runStart(runId)), signal);
+    return snap.index.byId(id)?.values;
+  }
+
+  /**
    * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
    * match key now (the plan said "create"; a plan made now would update that one), and no deal
    * equal to it in every field it sends — compared as the create lookup compares (sentValues:

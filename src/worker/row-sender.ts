@@ -1,7 +1,9 @@
 import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import { DEFAULTS } from '../config/index.js';
+import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
-import { sentDigest } from '../reconcile/index.js';
+import { fieldChanges, sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
 import type { DriftCheck } from './drift-check.js';
 import {
@@ -63,6 +65,10 @@ export const RATE_WAIT_MS = 7_500;
 
 type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
 
+/** What a row's write goes over, as fieldChanges takes it (undefined: not known). */
+type BeforeValues = Parameters<typeof fieldChanges>[2];
+type UpdateResource = (typeof OPERATION_TABLE)[UpdatePayload['op']]['resource'];
+
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
 
@@ -73,6 +79,9 @@ const RECHECK_MS = 1000;
  * the job's abort signal, so losing the job lock cancels it.
  */
 export class RowSender {
+  /** Until when rows go on without reading before-values (a failed or late read; #before). */
+  #beforeOffUntil = 0;
+
   constructor(private readonly o: RowSenderOptions) {}
 
   async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined): Promise<SendOutcome> {
@@ -157,6 +166,15 @@ export class RowSender {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
     }
+    // What the row writes over (RowResult.changes, for `runs undo`): a planned or reconciled row
+    // carries it; a plain import's is read from the list (shared passes in the budget), also
+    // before the fence.
+    let before: BeforeValues;
+    try {
+      before = await this.#before(w.runId, r, resource, payload.id, signal);
+    } catch (err) {
+      return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
+    }
     const begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
     switch (begin.kind) {
       case 'send': {
@@ -174,7 +192,7 @@ export class RowSender {
         // Fields a later row already wrote are left out: sending them would put older values back.
         const fields = begin.fields as UpdatePayload['fields'];
         const sent = { ...payload, fields } as UpdatePayload;
-        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater);
+        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, before);
       }
       case 'superseded':
         return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
@@ -187,6 +205,46 @@ export class RowSender {
         return { kind: 'wait', ms: Math.min(begin.ms, RECHECK_MS) };
       default:
         return begin;
+    }
+  }
+
+  /** The before-values a row's result keeps: the plan's, the planner's, or a list read's (plain rows). */
+  /**
+   * Never holds a row up for long, never fails it: a read that fails, or has not answered within
+   * DEFAULTS.worker.beforeReadWaitMs, leaves the row's before unknown, and rows of this process
+   * skip the read for beforeReadPauseMs (a CRM failing its list pages fails no row twice).
+   */
+  async #before(
+    runId: string,
+    r: QueuedRow,
+    resource: UpdateResource,
+    id: string,
+    signal: AbortSignal | undefined,
+  ): Promise<BeforeValues> {
+    const listed = r.expect ?? r.before;
+    if (listed !== undefined) return { listed };
+    if (!this.o.drift || Date.now() < this.#beforeOffUntil) return undefined;
+    const { beforeReadWaitMs, beforeReadPauseMs } = DEFAULTS.worker;
+    const read = this.o.drift.values(runId, resource, id, signal);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), beforeReadWaitMs)));
+    try {
+      const record = await Promise.race([read, late]);
+      if (record !== 'late') return record !== undefined ? { record } : undefined;
+      read.catch(() => undefined);
+      this.#beforeOffUntil = Date.now() + beforeReadPauseMs;
+      this.o.logger.warn({ runId, resource }, 'list read of before-values is late: rows go on without them for now');
+      return undefined;
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      this.#beforeOffUntil = Date.now() + beforeReadPauseMs;
+      this.o.logger.warn(
+        { runId, resource, err: errorMessage(err) },
+        'list read of before-values failed: rows go on without them for now',
+      );
+      return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -206,6 +264,7 @@ export class RowSender {
     seq: string,
     signal: AbortSignal | undefined,
     writtenLater: readonly WrittenLater[],
+    before: BeforeValues,
   ): Promise<SendOutcome> {
     const base = placeOf(r);
     const partly = partlySent(payload.fields, writtenLater);
@@ -215,18 +274,20 @@ export class RowSender {
       : undefined;
     const note = [resent, partly].filter(Boolean).join('; ') || undefined;
     const opts = signal ? { signal } : {};
-    const sent = sentDigest(OPERATION_TABLE[payload.op].resource, payload.fields);
+    const { resource } = OPERATION_TABLE[payload.op];
+    const sent = sentDigest(resource, payload.fields);
+    const changes = fieldChanges(resource, payload.fields, before);
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {
       const id = await this.o.client.update(payload, opts);
-      return { kind: 'result', result: succeeded(base, id, note, sent), settles };
+      return { kind: 'result', result: succeeded(base, id, note, sent, changes), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})${note ? `; ${note}` : ''}`;
-        return { kind: 'result', result: succeeded(base, err.recordId, message, sent), settles };
+        return { kind: 'result', result: succeeded(base, err.recordId, message, sent, changes), settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
       await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));

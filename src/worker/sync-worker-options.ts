@@ -2,7 +2,7 @@ import type { CrmClient } from '../crm/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRecorder } from '../metrics/index.js';
 import type { RedisClient } from '../redis/index.js';
-import type { RunStore } from '../runs/index.js';
+import type { RowResult, RunStore } from '../runs/index.js';
 
 /**
  * A workspace's worker, every setting resolved: the pool resolves its own options once
@@ -61,4 +61,11 @@ export interface SyncWorkerOptions {
   logger: Logger;
   /** Fleet-wide counters for the dashboard's /metrics. */
   metrics: MetricsRecorder;
+  /** The process's PostgreSQL history writer (config `history`); absent: none. */
+  history?: HistorySink;
+}
+
+/** Takes the field changes of stored results; never blocks or fails a row (PgHistory.add). */
+export interface HistorySink {
+  add(workspace: string, runId: string, results: readonly RowResult[]): void;
 }

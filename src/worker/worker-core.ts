@@ -10,6 +10,7 @@ import type { CircuitBreaker } from './circuit-breaker.js';
 import type { CrmOutageWatch } from './crm-outage-watch.js';
 import { jobAttempts, type SyncJob } from './sync-job.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
+import type { HistorySink } from './sync-worker-options.js';
 import type { RowSender } from './row-sender.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 import type { WorkspacePause } from './workspace-pause.js';
@@ -44,6 +45,8 @@ export interface WorkerCoreParts {
   maxStarts: number;
   settleMs: number;
   backoffMs: number;
+  /** Where stored results' field changes also go (the PostgreSQL history). Default none. */
+  history?: HistorySink;
 }
 
 /**
@@ -78,6 +81,15 @@ export class WorkerCore {
   /** Stores a job's results; a refused one (a stale or late writer) is logged, never forced. */
   async store(job: SyncJob, runId: string, results: FencedResult[]): Promise<void> {
     const refused = await this.#results.write(runId, results);
+    const { history } = this.parts;
+    if (history) {
+      const no = new Set(refused.map((r) => r.row));
+      history.add(
+        this.parts.workspace,
+        runId,
+        results.filter((r) => !no.has(r.result.row)).map((r) => r.result),
+      );
+    }
     if (refused.length === 0) return;
     this.parts.logger.warn(
       {

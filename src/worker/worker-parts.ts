@@ -121,6 +121,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
     workspace,
     client,
     store,
+    ...(options.history ? { history: options.history } : {}),
     fence,
     queue,
     sender: new RowSender({

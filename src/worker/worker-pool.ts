@@ -9,6 +9,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { PgHistory } from '../history/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { isRedisFull, redisLiveness, watchRedisGeneration } from '../redis/index.js';
 import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
@@ -171,6 +172,9 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     await runtime.close();
     throw err;
   }
+  const history = config.history
+    ? new PgHistory({ url: config.history.postgresUrl, table: config.history.table, logger })
+    : undefined;
   const roster = new WorkspaceRoster({
     config,
     logger,
@@ -185,6 +189,7 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     retryStartMs: DEFAULTS.worker.retryStartMs,
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
     shared: {
+      ...(history ? { history } : {}),
       lockDurationMs: options.lockDurationMs,
       closeTimeoutMs: options.closeTimeoutMs,
       maxStartedAttempts: options.maxStartedAttempts,
@@ -225,7 +230,7 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
       // and a SIGTERM must end the process within the close timeout plus a few seconds.
       await Promise.all([roster.close(), presence.stop()]);
       await Promise.race([
-        metrics.close().catch(() => undefined),
+        Promise.all([metrics.close().catch(() => undefined), history?.close()]),
         new Promise((resolve) => setTimeout(resolve, 2000).unref()),
       ]);
       await runtime.close();

@@ -12,7 +12,7 @@ import type { SyncWorkerOptions } from './sync-worker-options.js';
 /** The per-workspace settings every SyncWorker of the pool shares (the pool's own options, resolved). */
 export type SharedWorkerOptions = Pick<
   SyncWorkerOptions,
-  'lockDurationMs' | 'closeTimeoutMs' | 'maxStartedAttempts' | 'sweepIntervalMs' | 'producerSilenceMs'
+  'lockDurationMs' | 'closeTimeoutMs' | 'maxStartedAttempts' | 'sweepIntervalMs' | 'producerSilenceMs' | 'history'
 >;
 
 /** A pool's roster, every setting resolved (startWorkerPool resolves the pool's options once). */

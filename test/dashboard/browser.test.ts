@@ -107,7 +107,7 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     expect(after).toEqual([]);
     const header2 = readFileSync(join(ARTIFACTS, 'failed-after.csv'), 'utf8').split('\n')[0];
     expect(header2).toBe(
-      'crm_sync_run_id,crm_sync_row,crm_sync_line,crm_sync_result,crm_sync_record_id,crm_sync_http_status,crm_sync_error,id,name,value,stage_id',
+      'crm_sync_run_id,crm_sync_row,crm_sync_line,crm_sync_result,crm_sync_record_id,crm_sync_http_status,crm_sync_error,crm_sync_before,crm_sync_after,id,name,value,stage_id',
     );
     const all = await download(page, 'Download all results (CSV)', 'results-after.csv');
     expect(all.map((r) => r.crm_sync_result)).toEqual(Array(12).fill('succeeded'));

@@ -79,8 +79,8 @@ describe('writeResultsCsv', () => {
     expect(rows).toBe(4);
     expect(records[0]).toEqual([...EXPORT_META_COLUMNS, 'id', 'status', 'note']);
     expect(records.slice(1)).toEqual([
-      [runId, '1', '2', 'succeeded', '501', '', '', '', '', ''],
-      [runId, '2', '3', 'failed', '', '422', 'status is not allowed', '502', "'=SUM(A1)", "'+1"],
+      [runId, '1', '2', 'succeeded', '501', '', '', '', '', '', '', ''],
+      [runId, '2', '3', 'failed', '', '422', 'status is not allowed', '', '', '502', "'=SUM(A1)", "'+1"],
       [
         runId,
         '3',
@@ -89,15 +89,17 @@ describe('writeResultsCsv', () => {
         '',
         '',
         'row is invalid; id: must be a number; owner_id: is required',
+        '',
+        '',
         "'-5",
         "'@x",
         'line one\nline two, "quoted"',
       ],
-      [runId, '4', '6', 'succeeded', '504', '', '', '', '', ''],
+      [runId, '4', '6', 'succeeded', '504', '', '', '', '', '', '', ''],
     ]);
     // Unescaping the cells gives back exactly what was read from the source.
-    expect(records[2]!.slice(7).map(unescapeCsvCell)).toEqual(['502', '=SUM(A1)', '+1']);
-    expect(records[3]!.slice(7).map(unescapeCsvCell)).toEqual(['-5', '@x', 'line one\nline two, "quoted"']);
+    expect(records[2]!.slice(9).map(unescapeCsvCell)).toEqual(['502', '=SUM(A1)', '+1']);
+    expect(records[3]!.slice(9).map(unescapeCsvCell)).toEqual(['-5', '@x', 'line one\nline two, "quoted"']);
   });
 
   it('exports only failed and invalid rows when asked', async () => {

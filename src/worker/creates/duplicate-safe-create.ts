@@ -10,8 +10,9 @@ import {
   type RowFence,
   type RowResult,
   type RowWriter,
+  type FieldChanges,
 } from '../../runs/index.js';
-import { canonicalFromRow, normaliseName, sentDigest } from '../../reconcile/index.js';
+import { canonicalFromRow, fieldChanges, normaliseName, sentDigest } from '../../reconcile/index.js';
 import type { DealLookup } from './deal-lookup.js';
 
 export interface DuplicateSafeCreateOptions {
@@ -35,6 +36,8 @@ interface CreateContext {
   match?: string;
   /** What the row sends, as a digest for its result (verify). */
   sent?: string | undefined;
+  /** Every field the row sends, its before unknown (a new deal), for its result (`runs undo` lists it). */
+  changes?: FieldChanges;
 }
 
 /** The row as the result needs it. */
@@ -127,6 +130,7 @@ export class DuplicateSafeCreate {
       fp,
       ...(match !== undefined ? { match } : {}),
       sent: sentDigest('deals', fields),
+      changes: fieldChanges('deals', fields),
     };
     // Two turns: a lookup that proves the earlier attempt was not applied leads to one POST.
     for (let turn = 0; turn < 2; turn++) {
@@ -247,7 +251,7 @@ export class DuplicateSafeCreate {
     const { w, row, fp } = c;
     const message =
       how === 'lookup' ? 'created by an earlier attempt whose answer was lost; found by a lookup' : undefined;
-    const success = succeeded(row, dealId, message, c.sent);
+    const success = succeeded(row, dealId, message, c.sent, c.changes);
     const conflict =
       how === 'answer'
         ? failed(

@@ -1,0 +1,53 @@
+// What `crm-sync history` does, loaded by history-command.ts only when the command runs.
+import type { Command } from 'commander';
+import { getWorkspace } from '../config/index.js';
+import { PgHistory, recordHistory, type HistoryEntry } from '../history/index.js';
+import { withRuntime } from './context.js';
+
+export async function showHistory(
+  recordId: string,
+  opts: { workspace: string; json?: boolean },
+  command: Command,
+): Promise<void> {
+  await withRuntime(command, async ({ runtime, config }) => {
+    getWorkspace(config, opts.workspace);
+    // With a history database, it answers (from an index, whatever was pruned from Redis).
+    const entries = config.history
+      ? await fromPostgres(config.history, opts.workspace, recordId)
+      : await recordHistory({
+          store: runtime.store,
+          resultsDir: config.resultsDir,
+          workspace: opts.workspace,
+          recordId,
+        });
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
+      return;
+    }
+    if (entries.length === 0) {
+      process.stdout.write(`no change by crm-sync to record ${recordId} in workspace "${opts.workspace}"\n`);
+      return;
+    }
+    for (const e of entries) {
+      const place = `row ${e.row}${e.line !== undefined ? ` (line ${e.line})` : ''}${e.ref !== undefined ? ` [${e.ref}]` : ''}`;
+      const undo = e.undoOf !== undefined ? ` (undo of run ${e.undoOf})` : '';
+      const before = e.before === null ? '(not known)' : JSON.stringify(e.before);
+      process.stdout.write(
+        `${e.at}  run ${e.runId}${undo} ${place}: ${e.field} ${before} -> ${JSON.stringify(e.after)}${e.from === 'archive' ? '  [archived]' : ''}\n`,
+      );
+    }
+  });
+}
+
+async function fromPostgres(
+  history: { postgresUrl: string; table: string },
+  workspace: string,
+  recordId: string,
+): Promise<HistoryEntry[]> {
+  const db = new PgHistory({ url: history.postgresUrl, table: history.table });
+  try {
+    return await db.query(workspace, recordId);
+  } finally {
+    await db.close();
+  }
+}

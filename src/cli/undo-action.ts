@@ -1,0 +1,116 @@
+// What `crm-sync runs undo` does, loaded by runs-command.ts only when the command runs.
+import type { Command } from 'commander';
+import { getWorkspace } from '../config/index.js';
+import { applyPlan, PlanStore } from '../plans/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
+import { formatPlanCounts } from '../reconcile/index.js';
+import { createCrmClient } from '../runtime/index.js';
+import { planUndo, type PlanUndoResult } from '../undo/index.js';
+import { withRuntime, withWorkers } from './context.js';
+import { QueuePresenceWatch } from './queue-presence.js';
+import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { resultsOf } from './runs-actions.js';
+
+export interface UndoOptions {
+  plan?: boolean;
+  wait?: boolean;
+  work?: boolean;
+  /** Always set by commander (DEFAULTS.cli.workConcurrency). */
+  concurrency: number;
+  json?: boolean;
+}
+
+/**
+ * `runs undo <id>`: plans the undo (planUndo: the run's before/after against the CRM now), then
+ * applies it as a new run (kind undo, linked both ways) unless `--plan` — or the workspace
+ * requires approval, when the plan waits for `plans approve` like any.
+ */
+export async function undoRun(id: string, opts: UndoOptions, command: Command): Promise<void> {
+  await withRuntime(command, async (scope) => {
+    const { runtime, config, logger } = scope;
+    const { source, archived } = await resultsOf(runtime.store, config.resultsDir, id);
+    const run = await source.requireRun(id);
+    const ws = getWorkspace(config, run.workspace);
+    const plans = new PlanStore({ redis: runtime.redis, prefix: config.prefix });
+    const client = createCrmClient(config, run.workspace, logger);
+    let undo: PlanUndoResult;
+    try {
+      undo = await planUndo({
+        plans,
+        results: source,
+        run,
+        client,
+        budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+        settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
+        logger,
+      });
+    } finally {
+      client.close();
+    }
+    const report = {
+      undoOf: run.id,
+      planId: undo.plan.id,
+      counts: undo.plan.counts,
+      restores: undo.restores,
+      left: undo.left,
+      created: undo.created,
+      listRequests: undo.pages,
+      ...(archived ? { archived } : {}),
+    };
+    const held = !opts.plan && ws.requireApproval;
+    if (opts.plan || held) {
+      if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        process.stdout.write(
+          `undo of run ${run.id} planned (nothing sent; ${undo.pages} list requests): plan ${undo.plan.id}: ${formatPlanCounts(undo.plan.counts)}\n`,
+        );
+        writeLeft(undo);
+        if (held) process.stdout.write(`  workspace "${run.workspace}" requires approval (requireApproval)\n`);
+        process.stdout.write(
+          `  review: crm-sync plans show ${undo.plan.id}\n  then:   crm-sync plans approve ${undo.plan.id} && crm-sync apply ${undo.plan.id} --wait\n`,
+        );
+      }
+      return;
+    }
+    await withWorkers(scope, { work: opts.work, workspace: run.workspace, concurrency: opts.concurrency }, async () => {
+      const { run: started } = await applyPlan({
+        plans,
+        store: runtime.store,
+        queue: runtime.queue(run.workspace),
+        planId: undo.plan.id,
+        requireApproval: false,
+        rowsPerJob: ws.rowsPerJob,
+        logger,
+        onRun: (r) => logger.info({ runId: r.id, undoOf: run.id }, `run ${r.id} undoes run ${run.id}`),
+      });
+      const following = Boolean(opts.wait || opts.work);
+      if (!following && started.counts.queued > 0) await warnIfNoWorkers(runtime.store, run.workspace);
+      const final = following
+        ? await followRun(runtime.store, started.id, {
+            quiet: Boolean(opts.json),
+            presence: new QueuePresenceWatch(runtime.store, run.workspace),
+          })
+        : started;
+      if (opts.json) process.stdout.write(`${JSON.stringify({ ...report, run: final }, null, 2)}\n`);
+      else {
+        process.stdout.write(`${formatRunSummary(final)}\n  undoes run ${run.id}\n`);
+        writeLeft(undo);
+        if (!following) process.stdout.write(`  queued; follow it with: crm-sync runs show ${started.id}\n`);
+      }
+      process.exitCode = following ? exitCodeFor(final) : 0;
+    });
+  });
+}
+
+/** The fields left as they are and the created deals, one line each (the first 50 of each). */
+function writeLeft(undo: PlanUndoResult): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  if (undo.left.length > 0) out(`  ${undo.left.length} fields left as they are:`);
+  for (const l of undo.left.slice(0, 50))
+    out(
+      `    ${l.recordId} ${l.field}: ${l.reason}${l.now !== undefined ? `: now ${JSON.stringify(l.now)}` : ''} (the run wrote ${JSON.stringify(l.wrote)}; run row ${l.runRows.join(', ')})`,
+    );
+  if (undo.created.length > 0)
+    out(`  ${undo.created.length} deals the run created (the API has no delete: remove them by hand):`);
+  for (const c of undo.created.slice(0, 50)) out(`    deal ${c.dealId} (row ${c.row}): ${JSON.stringify(c.fields)}`);
+}

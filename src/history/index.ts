@@ -1,0 +1,2 @@
+export { recordHistory, type HistoryEntry, type RecordHistoryOptions } from './record-history.js';
+export { PgHistory, type PgHistoryOptions, type PgHistoryStats } from './pg-history.js';

@@ -1,0 +1,34 @@
+import type { ListResource } from '../crm/index.js';
+import type { FieldChanges } from '../runs/index.js';
+import { canonicalFromRow } from './compare.js';
+import { COMPARABLE_FIELDS } from './resource-fields.js';
+
+/**
+ * What a write changed, field by field (RowResult.changes): per field sent, the record's value
+ * before (canonical) and the value written. `before` is what the run read of the record:
+ * - `listed` (a plan's or reconcile's before-values of the fields it changes): only those
+ *   fields, where they differ from the value sent;
+ * - `record` (the record's comparable values, as a list page showed them): every sent field
+ *   that differs;
+ * - undefined (a create, or a record the read did not find): every field, before unknown.
+ * A field the CRM does not report (`position`) is kept with its before unknown (null).
+ */
+export function fieldChanges(
+  resource: ListResource,
+  fields: Readonly<Record<string, unknown>>,
+  before?: { listed: Readonly<Record<string, string>> } | { record: Readonly<Record<string, string>> },
+): FieldChanges {
+  const comparable: readonly string[] = COMPARABLE_FIELDS[resource];
+  const out: FieldChanges = {};
+  for (const [field, value] of Object.entries(fields)) {
+    if (field === 'id' || value === undefined) continue;
+    const after = canonicalFromRow(field, value);
+    if (!comparable.includes(field) || before === undefined) {
+      out[field] = [null, after];
+      continue;
+    }
+    const was = 'listed' in before ? before.listed[field] : (before.record[field] ?? '');
+    if (was !== undefined && was !== after) out[field] = [was, after];
+  }
+  return out;
+}

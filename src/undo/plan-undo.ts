@@ -1,0 +1,210 @@
+import { OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import { CrmSyncError } from '../errors/index.js';
+import { silentLogger, type Logger } from '../log/index.js';
+import { predictApply, type MakePlanOptions, type PlanRecord, type PlanRow, type PlanStore } from '../plans/index.js';
+import type { RequestBudget } from '../rate/index.js';
+import {
+  emptyPlanCounts,
+  isReconcileOperation,
+  RECONCILE_RESOURCE,
+  RecordIndex,
+  rowValueFromCanonical,
+  writeOperation,
+  type IndexedRecord,
+  type ReconcileOperation,
+} from '../reconcile/index.js';
+import { changeValue, type RunRecord, type RunResults } from '../runs/index.js';
+import { foldWrites, type CreatedDeal, type RecordWrites } from './undo-rows.js';
+
+export interface PlanUndoOptions {
+  plans: PlanStore;
+  /** Where the run's results are read: Redis, or its archive. */
+  results: RunResults;
+  run: RunRecord;
+  client: CrmClient;
+  /** The workspace's shared request budget: every list page takes a token. */
+  budget?: RequestBudget;
+  settings: MakePlanOptions['settings'];
+  pageSize?: number;
+  logger?: Logger;
+}
+
+/** A field the undo leaves as it is, and why. */
+export interface LeftField {
+  /** The undo plan's row, and the run's rows that wrote the field. */
+  row: number;
+  runRows: number[];
+  recordId: string;
+  field: string;
+  /** What the run wrote, and what the CRM holds now (display form). */
+  wrote: string;
+  now?: string;
+  reason: 'changed since the run' | 'value before not known' | 'empty value cannot be written' | 'record gone';
+}
+
+export interface PlanUndoResult {
+  plan: PlanRecord;
+  /** Fields to put back (plan updates' fields). */
+  restores: number;
+  /** Fields left as they are, with the CRM's value now. */
+  left: LeftField[];
+  /** Deals the run created: listed for removal by hand (the API has no delete). */
+  created: CreatedDeal[];
+  /** List requests read for the CRM's current values. */
+  pages: number;
+}
+
+/**
+ * `runs undo` as a plan: from the run's results (RowResult.changes, folded per record) and the
+ * CRM's values now (one list pass in the budget), a pending plan whose updates write back the
+ * value before the run only where the record still holds what the run wrote — the plan's
+ * before-values are the run's after-values, so apply's drift check holds the undo to that too.
+ * A field changed since (a person, a later run) is left: its row is `skip` "changed since the
+ * run" naming the value now. Created deals are `skip` rows naming the deal. Rows are numbered
+ * 1..n (plans are); each keeps the run's line, and its `ref` names the run's rows.
+ */
+export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult> {
+  const { run, plans } = options;
+  const logger = options.logger ?? silentLogger;
+  const op = undoOperation(run);
+  const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
+  const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
+  const { budget } = options;
+  const index =
+    records.length > 0
+      ? await RecordIndex.build(options.client, {
+          resource: RECONCILE_RESOURCE[op],
+          matchKey: 'id',
+          ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+          ...(budget ? { beforeFetch: () => budget.take() } : {}),
+        })
+      : undefined;
+  const writer = await plans.begin({
+    workspace: run.workspace,
+    operation: op,
+    source: `undo of run ${run.id} (${run.source})`,
+    matchKey: 'id',
+    ttlMs: options.settings.planTtlMs,
+    undoOf: run.id,
+  });
+  const required = OPERATION_TABLE[writeOperation(op)].updateRequired;
+  const counts = emptyPlanCounts();
+  const fields = new Set<string>();
+  const left: LeftField[] = [];
+  let restores = 0;
+  let n = 0;
+  for (const w of records) {
+    const row = undoRow(++n, w, index!.byId(w.recordId), required, left);
+    counts[row.action]++;
+    if (row.action === 'update') restores += Object.keys(row.before ?? {}).length;
+    for (const f of Object.keys(row.fields ?? {})) fields.add(f);
+    await writer.add(row);
+  }
+  for (const c of created) {
+    counts.skip++;
+    await writer.add({
+      row: ++n,
+      line: c.row,
+      ref: `row ${c.row}`,
+      action: 'skip',
+      recordId: c.dealId,
+      message: `deal ${c.dealId} was created by row ${c.row} of run ${run.id}; the API has no delete: remove it by hand`,
+    });
+  }
+  const plan = await writer.finish({
+    counts,
+    rows: n,
+    fields: [...fields],
+    prediction: predictApply(counts.update, index?.size ?? 0, options),
+  });
+  logger.info({ runId: run.id, planId: plan.id, rows: n, restores, left: left.length }, 'undo planned');
+  return { plan, restores, left, created, pages: index?.pages ?? 0 };
+}
+
+/** The plan operation an undo of the run writes with; refused for runs that cannot be undone. */
+function undoOperation(run: RunRecord): ReconcileOperation {
+  if (run.operation === 'deal.create') return 'deal.update';
+  if (isReconcileOperation(run.operation)) return run.operation;
+  throw new CrmSyncError(
+    'USAGE',
+    `run ${run.id} is ${run.operation}: invitations cannot be taken back through the API; nothing was planned`,
+  );
+}
+
+/** One record's undo: the fields that still hold what the run wrote, back to their values before. */
+function undoRow(
+  row: number,
+  w: RecordWrites,
+  record: IndexedRecord | undefined,
+  required: readonly string[],
+  left: LeftField[],
+): PlanRow {
+  const place = {
+    row,
+    ...(w.line !== undefined ? { line: w.line } : {}),
+    ref: `row ${w.rows.join(', row ')}`,
+    recordId: w.recordId,
+  };
+  const leave = (field: string, wrote: string, reason: LeftField['reason'], now?: string) =>
+    left.push({
+      row,
+      runRows: w.rows,
+      recordId: w.recordId,
+      field,
+      wrote: changeValue(wrote),
+      ...(now !== undefined ? { now: changeValue(now) } : {}),
+      reason,
+    });
+  if (!record) {
+    for (const [field, [, after]] of Object.entries(w.changes)) leave(field, after, 'record gone');
+    return {
+      ...place,
+      action: 'not-found',
+      code: 'CRM_NOT_FOUND',
+      message: `record ${w.recordId} is no longer in the CRM; nothing put back`,
+    };
+  }
+  const send: Record<string, unknown> = {};
+  const before: Record<string, string> = {};
+  const words: string[] = [];
+  for (const [field, [was, after]] of Object.entries(w.changes)) {
+    const now = record.values[field];
+    if (was === null || now === undefined) {
+      leave(field, after, 'value before not known');
+      words.push(`${field}: its value before the run is not known`);
+      continue;
+    }
+    if (now === was) continue; // already back
+    if (now !== after) {
+      leave(field, after, 'changed since the run', now);
+      words.push(
+        `${field} changed since the run: it is now ${JSON.stringify(changeValue(now))} (the run wrote ${JSON.stringify(changeValue(after))})`,
+      );
+      continue;
+    }
+    const value = rowValueFromCanonical(field, was);
+    if (value === undefined) {
+      leave(field, after, 'empty value cannot be written', now);
+      words.push(`${field} was empty before the run, and the API cannot write an empty ${field}`);
+      continue;
+    }
+    send[field] = value;
+    before[field] = after;
+  }
+  if (Object.keys(before).length === 0)
+    return {
+      ...place,
+      action: 'skip',
+      message:
+        words.length > 0 ? `not put back: ${words.join('; ')}` : 'unchanged: already holds the values before the run',
+    };
+  // A deal update's required name rides along as the CRM holds it, unless it is put back itself.
+  for (const f of required) if (send[f] === undefined) send[f] = rowValueFromCanonical(f, record.values[f] ?? '');
+  return {
+    ...place,
+    action: 'update',
+    fields: send,
+    before,
+    ...(words.length > 0 ? { message: `put back in part: ${words.join('; ')}` } : {}),
+  };
+}
