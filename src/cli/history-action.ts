@@ -1,7 +1,7 @@
 // What `crm-sync history` does, loaded by history-command.ts only when the command runs.
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
-import { PgHistory, recordHistory, type HistoryEntry } from '../history/index.js';
+import { historyOf } from '../history/index.js';
 import { withRuntime } from './context.js';
 
 export async function showHistory(
@@ -11,15 +11,13 @@ export async function showHistory(
 ): Promise<void> {
   await withRuntime(command, async ({ runtime, config }) => {
     getWorkspace(config, opts.workspace);
-    // With a history database, it answers (from an index, whatever was pruned from Redis).
-    const entries = config.history
-      ? await fromPostgres(config.history, opts.workspace, recordId)
-      : await recordHistory({
-          store: runtime.store,
-          resultsDir: config.resultsDir,
-          workspace: opts.workspace,
-          recordId,
-        });
+    const entries = await historyOf({
+      history: config.history,
+      store: runtime.store,
+      resultsDir: config.resultsDir,
+      workspace: opts.workspace,
+      recordId,
+    });
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
       return;
@@ -37,17 +35,4 @@ export async function showHistory(
       );
     }
   });
-}
-
-async function fromPostgres(
-  history: { postgresUrl: string; table: string },
-  workspace: string,
-  recordId: string,
-): Promise<HistoryEntry[]> {
-  const db = new PgHistory({ url: history.postgresUrl, table: history.table });
-  try {
-    return await db.query(workspace, recordId);
-  } finally {
-    await db.close();
-  }
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { PgHistory, recordHistory, type HistoryEntry } from '../history/index.js';
+import { historyOf } from '../history/index.js';
 import { PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
@@ -64,9 +64,13 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
       const { workspace, id } = request.params;
       if (!scope.allows(workspace) || config.workspaces[workspace] === undefined || !RECORD_ID.test(id))
         throw new CrmSyncError('USAGE', `no record ${id.slice(0, 80)} in a workspace you can see`);
-      const entries = config.history
-        ? await fromPostgres(config.history, workspace, id)
-        : await recordHistory({ store: runtime.store, resultsDir: config.resultsDir, workspace, recordId: id });
+      const entries = await historyOf({
+        history: config.history,
+        store: runtime.store,
+        resultsDir: config.resultsDir,
+        workspace,
+        recordId: id,
+      });
       if (wantsJson(request)) return { workspace, recordId: id, entries };
       const csrf = formTokenFor(o.auth, request);
       const rows = entries.map(
@@ -84,17 +88,4 @@ ${
       return sendPage(reply, page({ title: `Record ${id}`, body, nav: 'runs', canSignOut: !o.auth.insecure, csrf }));
     },
   );
-}
-
-async function fromPostgres(
-  history: { postgresUrl: string; table: string },
-  workspace: string,
-  recordId: string,
-): Promise<HistoryEntry[]> {
-  const db = new PgHistory({ url: history.postgresUrl, table: history.table });
-  try {
-    return await db.query(workspace, recordId);
-  } finally {
-    await db.close();
-  }
 }
