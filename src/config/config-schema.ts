@@ -86,6 +86,11 @@ export const WorkspaceFileSchema = z
      * longest a record may be edited unseen before a planned write lands. Default 10000 ms.
      */
     driftMaxAgeMs: z.number().int().min(0).max(3_600_000).default(W.driftMaxAgeMs),
+    /**
+     * A plain import's update reads its record's values before the write from list pages (in the
+     * rate budget), so `runs undo` can put them back. Default true.
+     */
+    readBefore: z.boolean().default(W.readBefore),
     breaker: z
       .object({
         /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */

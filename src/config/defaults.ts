@@ -47,6 +47,12 @@ const workspace = {
    * pass is also spaced by 4 × its own duration (list pages stay ≤ 1/5 of the budget).
    */
   driftMaxAgeMs: 10 * SECOND,
+  /**
+   * A plain import's update reads its record's values before the write from list pages (in the
+   * rate budget, shared by the process's rows), so its result keeps what it overwrote for
+   * `runs undo` and `history`. Off: such rows keep only what they wrote.
+   */
+  readBefore: true,
   breaker: {
     /** Unreachable failures in a row (no success between) that hold the workspace. */
     threshold: 5,

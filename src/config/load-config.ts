@@ -37,6 +37,8 @@ export interface WorkspaceConfig {
   planTtlMs: number;
   /** Apply's drift check reads the list again once its last read is this old (ms). */
   driftMaxAgeMs: number;
+  /** A plain import's update reads its before-values from list pages (for `runs undo`). */
+  readBefore: boolean;
 }
 
 /** A Redis Cluster to use instead of `redisUrl` (REDIS_CLUSTER_NODES or `redisCluster`). */
@@ -128,6 +130,7 @@ export function configFromObject(
       requireApproval: w.requireApproval,
       planTtlMs: w.planTtlMs,
       driftMaxAgeMs: w.driftMaxAgeMs,
+      readBefore: w.readBefore,
     };
   }
   const dash = file.dashboard;

@@ -55,6 +55,8 @@ export interface RowSenderOptions {
   rateWaitMs?: number;
   /** Checks a planned row's record still holds the plan's before-values (QueuedRow.expect). */
   drift?: DriftCheck;
+  /** Plain rows read their before-values from list pages (`drift`). Default true. */
+  readBefore?: boolean;
 }
 
 /**
@@ -223,7 +225,7 @@ export class RowSender {
   ): Promise<BeforeValues> {
     const listed = r.expect ?? r.before;
     if (listed !== undefined) return { listed };
-    if (!this.o.drift || Date.now() < this.#beforeOffUntil) return undefined;
+    if (!this.o.drift || this.o.readBefore === false || Date.now() < this.#beforeOffUntil) return undefined;
     const { beforeReadWaitMs, beforeReadPauseMs } = DEFAULTS.worker;
     const read = this.o.drift.values(runId, resource, id, signal);
     let timer: NodeJS.Timeout | undefined;

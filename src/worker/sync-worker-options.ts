@@ -42,6 +42,8 @@ export interface SyncWorkerOptions {
   createSettleMs: number;
   /** Apply's drift check reads the list again once its last read is this old (the workspace's `driftMaxAgeMs`; ms). */
   driftMaxAgeMs: number;
+  /** A plain import's update reads its before-values from list pages (the workspace's `readBefore`). Default true. */
+  readBefore?: boolean;
   /** The config's retention (ms): create markers and deal claims live as long as a run can be retried. */
   retentionMs: number;
   /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. */

@@ -130,6 +130,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
       creates,
       logger,
       budget: bucket,
+      readBefore: options.readBefore ?? DEFAULTS.workspace.readBefore,
       drift: new DriftCheck({
         client,
         budget: bucket,

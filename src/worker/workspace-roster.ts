@@ -203,6 +203,7 @@ export class WorkspaceRoster {
         retry: ws.retry,
         createSettleMs: ws.createSettleMs,
         driftMaxAgeMs: ws.driftMaxAgeMs,
+        readBefore: ws.readBefore,
         retentionMs: derivedSettings({ retention: this.#config.retention }).retentionMs,
         automationFields: ws.automationFields,
         breaker: ws.breaker,

@@ -374,7 +374,9 @@ describe('a cancel while creates wait out their settle time', () => {
   let h: Harness;
   const cli = cliFor(() => h);
   beforeAll(async () => {
-    h = await startHarness({ records: 2, seed: 25, crmProxy: true, createSettleMs: 2500, requestTimeoutMs: 1500 });
+    // A settle time longer than a loaded machine takes to start the `runs cancel` CLI: the
+    // cancel must land while the creates still wait (2.5 s was not, once, in the full suite).
+    h = await startHarness({ records: 2, seed: 25, crmProxy: true, createSettleMs: 8000, requestTimeoutMs: 1500 });
     await h.startWorkers({ concurrency: 8, sweepIntervalMs: 300 });
     await calibrateRecordClock(h);
   });

@@ -149,7 +149,12 @@ describe('rows per job (updates share a job; creates go alone)', () => {
      * token meanwhile).
      */
     async function pausedBatch() {
-      h = await startHarness({ records: 20, simRateLimit: { max: 4, windowMs: 4000 } });
+      // Counts the CRM's requests and tokens exactly: no list reads of before-values (readBefore) among them.
+      h = await startHarness({
+        records: 20,
+        simRateLimit: { max: 4, windowMs: 4000 },
+        workspace: { readBefore: false },
+      });
       await h.startWorkers({ concurrency: 1 });
       const deals = [...h.ws.deals.values()].slice(0, 10);
       const rows = deals.map((d) => [d.id, 'Kept']);

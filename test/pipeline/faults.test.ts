@@ -47,7 +47,8 @@ describe('workers under faults', () => {
   }, 60_000);
 
   it('a 429 pauses the whole workspace queue for Retry-After, not just the one job', async () => {
-    h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 5000 } });
+    // Counts the CRM's requests and tokens exactly: no list reads of before-values (readBefore) among them.
+    h = await startHarness({ records: 10, simRateLimit: { max: 1, windowMs: 5000 }, workspace: { readBefore: false } });
     await h.startWorkers({ concurrency: 8 });
     const queue = h.runtime.queue('acme');
     await h.importFile(dealUpdateFile(h, 8), 'deal.update');

@@ -10,7 +10,8 @@ import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ records: 20, retry: { attempts: 3, backoffMs: 50 } });
+  // Counts the CRM's requests and tokens exactly: no list reads of before-values (readBefore) among them.
+  h = await startHarness({ records: 20, retry: { attempts: 3, backoffMs: 50 }, workspace: { readBefore: false } });
   await h.startWorkers();
 });
 afterAll(async () => h?.close());

@@ -21,7 +21,8 @@ async function harness(): Promise<Harness> {
   h = await startHarness({
     records: ROWS,
     knownRateLimit: { max: 10, durationMs: 1000 },
-    workspace: { rowsPerJob: 10 },
+    // Counts the CRM's requests exactly: no list reads of before-values (readBefore) among them.
+    workspace: { rowsPerJob: 10, readBefore: false },
   });
   return h;
 }
