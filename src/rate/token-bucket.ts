@@ -262,22 +262,19 @@ export class SharedTokenBucket {
 
   /** The waiter sends at its slot, unless a 429 came meanwhile or the slot was missed: then it queues again. */
   #schedule(w: Waiter, slot: Slot): void {
-    const due = () => {
-      w.timer = undefined;
-      const now = Date.now();
-      // (A learned rate has no window to keep: a late timer only sends late.)
-      if (now < this.#pausedUntil || (this.#o.limit && this.#missed(slot, now))) {
-        this.#waiting.unshift(w);
-        this.#pump();
-        return;
-      }
-      this.#settle(w);
-    };
-    // A send time already come is used now: a timer would wait at least 1 ms (setTimeout's
-    // floor), and every request would take that much longer from its fence to the wire.
-    const wait = slot.at - Date.now();
-    if (wait <= 0) due();
-    else w.timer = setTimeout(due, wait);
+    w.timer = setTimeout(
+      () => {
+        const now = Date.now();
+        // (A learned rate has no window to keep: a late timer only sends late.)
+        if (now < this.#pausedUntil || (this.#o.limit && this.#missed(slot, now))) {
+          this.#waiting.unshift(w);
+          this.#pump();
+          return;
+        }
+        this.#settle(w);
+      },
+      Math.max(0, slot.at - Date.now()),
+    );
   }
 
   /**
