@@ -24,8 +24,8 @@ import {
 export type SendOutcome =
   /** A result for the fenced result writer, and the write order it settles (an applied update). */
   | { kind: 'result'; result: RowResult; settles?: OrderSettlement }
-  /** The result is already stored (a create's deal, claim and result go in one step). */
-  | { kind: 'recorded'; status: RowResult['status'] }
+  /** The result is already stored (a create's deal, claim and result go in one step); `result`: a succeeded one. */
+  | { kind: 'recorded'; status: RowResult['status']; result?: RowResult }
   /** The row had its result before this attempt: nothing was sent. */
   | { kind: 'has-result' }
   /** The job is no longer this worker's: nothing more may be sent or stored. */
