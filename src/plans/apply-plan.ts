@@ -189,6 +189,7 @@ function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): Pr
       original: originalOf({ id: r.recordId, ...fields }),
       expect,
       ...(r.place !== undefined ? { listPlace: r.place } : {}),
+      ...(plan.undoOf !== undefined ? { undo: true as const } : {}),
     };
   }
   if (r.action === 'create')

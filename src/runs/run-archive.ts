@@ -28,6 +28,18 @@ export function archiveDir(resultsDir: string): string {
   return join(resultsDir, 'archive');
 }
 
+/**
+ * RUN_NOT_FOUND for a run neither in Redis nor archived here, saying where runs are listed
+ * (as `apply` says where plans are).
+ */
+export function runNotFoundHere(resultsDir: string, runId: string): CrmSyncError {
+  const dir = archiveDir(resultsDir);
+  return new CrmSyncError(
+    'RUN_NOT_FOUND',
+    `no run with id ${runId} in Redis or archived under ${dir}; list the runs with: crm-sync runs list (archived runs are the files in ${dir})`,
+  );
+}
+
 export function archivePath(resultsDir: string, runId: string): string {
   // Run ids are generated (run-id.ts); refuse anything that could leave the directory.
   if (!/^[\w-]+$/.test(runId)) throw new CrmSyncError('USAGE', `not a run id: ${runId}`);
@@ -102,11 +114,7 @@ export class ArchivedRuns implements RunResults {
 
   async *#lines(runId: string): AsyncIterable<string> {
     const path = archivePath(this.resultsDir, runId);
-    if (!existsSync(path))
-      throw new CrmSyncError(
-        'RUN_NOT_FOUND',
-        `no run with id ${runId} (in Redis or archived under ${archiveDir(this.resultsDir)})`,
-      );
+    if (!existsSync(path)) throw runNotFoundHere(this.resultsDir, runId);
     const lines = createInterface({ input: createReadStream(path).pipe(createGunzip()), crlfDelay: Infinity });
     for await (const line of lines) if (line !== '') yield line;
   }
