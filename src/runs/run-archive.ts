@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -97,6 +98,39 @@ export class ArchivedRuns implements RunResults {
       const result = JSON.parse(line) as RowResult;
       if (!options.problemsOnly || isProblem(result.status)) yield result;
     }
+  }
+
+  /**
+   * Names undo run `undoId` on archived run `runId` (RunRecord.undoneBy), as RunStore.linkUndo
+   * does for a run in Redis: the archive is written anew beside it and renamed over it, so a
+   * reader sees the old archive or the new one, never half of one. False when the run has no
+   * archive here. Two undos of one archived run linking at the same instant may keep one link.
+   */
+  async linkUndo(runId: string, undoId: string): Promise<boolean> {
+    if (!this.has(runId)) return false;
+    const path = archivePath(this.resultsDir, runId);
+    const partial = `${path}.${randomBytes(4).toString('hex')}.partial`;
+    const lines = this.#lines(runId);
+    async function* linked(): AsyncGenerator<string> {
+      let first = true;
+      for await (const line of lines) {
+        if (first) {
+          first = false;
+          const { run } = JSON.parse(line) as { run: RunRecord };
+          const undoneBy = run.undoneBy ?? [];
+          if (!undoneBy.includes(undoId)) run.undoneBy = [...undoneBy, undoId];
+          yield `${JSON.stringify({ run })}\n`;
+        } else yield `${line}\n`;
+      }
+    }
+    try {
+      await pipeline(Readable.from(linked()), createGzip(), createWriteStream(partial));
+      renameSync(partial, path);
+    } catch (err) {
+      rmSync(partial, { force: true });
+      throw err;
+    }
+    return true;
   }
 
   async problems(runId: string, query: ProblemsQuery = {}): Promise<{ rows: RowResult[]; total: number }> {
