@@ -8,6 +8,7 @@ import { cliFor } from '../helpers/run-cli.js';
  * simulator over HTTP and real Redis: a record a person edits after the undo was planned is left
  * alone and its row ends `skipped` "changed since the run" naming the value now (not `drifted`,
  * as a normal apply's row does); `verify` checks an undo run's rows against what they put back;
+ * a row with another field changed puts none back, and undoing the run again puts the rest back;
  * `runs undo` of an unknown run says where runs are listed.
  */
 
@@ -115,6 +116,38 @@ describe("an undo run writes only what still holds the run's values (issue 34)",
     expect(report).toMatchObject({ checked: 19, matching: 18, drifted: 1, byField: { name: 1 } });
     const line = after.stdout.split('\n').find((l) => l.includes(changed.id));
     expect(line).toMatch(/,name,.*,Person five$/);
+  }, 120_000);
+
+  it("a row's other fields are not put back with a changed one; undoing the run again puts them back", async () => {
+    const pair = [...h.ws.contacts.values()].slice(40, 42);
+    const before = pair.map((c) => ({ name: c.name, phone: c.phone_number }));
+    const file = h.file(
+      'two-fields.csv',
+      csv(
+        ['id', 'name', 'phone_number'],
+        pair.map((c, i) => [c.id, `Two ${i}`, `+1555000100${i}`]),
+      ),
+    );
+    const imported = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--wait', '--json']);
+    const run = JSON.parse(imported.stdout) as RunJson;
+    expect(run.counts.succeeded).toBe(2);
+    const planned = await cli(['runs', 'undo', run.id, '--plan', '--json']);
+    const { planId } = JSON.parse(planned.stdout) as { planId: string };
+    h.ws.updateRecord('contacts', pair[0]!.id, { phone_number: '+15559990000' });
+    const applied = await cli(['apply', planId, '--wait', '--json']);
+    const undo = JSON.parse(applied.stdout) as RunJson;
+    expect(undo.counts).toMatchObject({ succeeded: 1, skipped: 1 });
+    const left = (await resultsByRow(h, undo.id)).find((r) => r.status === 'skipped')!;
+    expect(left.message).toBe(
+      'not put back: phone_number changed since the run: it is now "+15559990000" (the run wrote "+15550001000"); ' +
+        'name not put back with it (one request writes the row): undo the run again to put it back',
+    );
+    expect(h.ws.contacts.get(pair[0]!.id)).toMatchObject({ name: 'Two 0', phone_number: '+15559990000' });
+    expect(h.ws.contacts.get(pair[1]!.id)).toMatchObject({ name: before[1]!.name, phone_number: before[1]!.phone });
+
+    const again = await cli(['runs', 'undo', run.id, '--wait', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(h.ws.contacts.get(pair[0]!.id)).toMatchObject({ name: before[0]!.name, phone_number: '+15559990000' });
   }, 120_000);
 
   it('runs undo of an unknown run says where runs are listed', async () => {
