@@ -39,6 +39,7 @@ export async function runApply(planId: string, opts: ApplyOptions, command: Comm
           planId,
           requireApproval: ws.requireApproval,
           rowsPerJob: ws.rowsPerJob,
+          resultsDir: config.resultsDir,
           by: cliApprover(),
           logger,
           onRun: (r) => logger.info({ runId: r.id, planId }, `run ${r.id} applies plan ${planId}`),

@@ -24,6 +24,7 @@ import {
   ArchivedRuns,
   archivePath,
   archiveRun,
+  runNotFoundHere,
   parseDuration,
   placeWords,
   pruneRuns,
@@ -46,7 +47,8 @@ export async function resultsOf(
 ): Promise<{ source: RunResults; archived?: string }> {
   if ((await store.getRun(id)) !== null) return { source: store };
   const archived = new ArchivedRuns(resultsDir);
-  return archived.has(id) ? { source: archived, archived: archivePath(resultsDir, id) } : { source: store };
+  if (!archived.has(id)) throw runNotFoundHere(resultsDir, id);
+  return { source: archived, archived: archivePath(resultsDir, id) };
 }
 
 /** `runs show` */

@@ -80,6 +80,7 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
         planId: undo.plan.id,
         requireApproval: false,
         rowsPerJob: ws.rowsPerJob,
+        resultsDir: config.resultsDir,
         logger,
         onRun: (r) => logger.info({ runId: r.id, undoOf: run.id }, `run ${r.id} undoes run ${run.id}`),
       });

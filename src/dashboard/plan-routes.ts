@@ -158,6 +158,7 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
           planId: plan.id,
           requireApproval: ws.requireApproval,
           rowsPerJob: ws.rowsPerJob,
+          resultsDir: o.runtime.config.resultsDir,
           by: sessionOf(request),
           logger: runtime.logger,
           onRun: (run) => resolve(run.id),

@@ -109,6 +109,8 @@ export type ProducedRow = IngestedRow & {
   expect?: Record<string, string>;
   /** With `expect`: QueuedRow.listPlace. */
   listPlace?: number;
+  /** With `expect`: QueuedRow.undo. */
+  undo?: true;
   before?: Record<string, string>;
   planned?: PlannedWindow;
 };
@@ -321,6 +323,7 @@ export async function produceRun(
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
       const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
+      const undo = row.undo !== undefined ? { undo: row.undo } : {};
       const before = row.before !== undefined ? { before: row.before } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
       open.push({
@@ -331,6 +334,7 @@ export async function produceRun(
         ...orderAs,
         ...expect,
         ...listPlace,
+        ...undo,
         ...before,
         ...planned,
       });

@@ -3,9 +3,10 @@ import { countOf, tally } from '../counts/index.js';
 import { ROW_FIELD, type FieldError, type IngestedRow } from '../ingest/index.js';
 import { normaliseName, writeOperation } from '../reconcile/index.js';
 import { produceRun, runLife, type ProducedRow, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
+import { errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
-import type { RunRecord, RunStore } from '../runs/index.js';
+import { ArchivedRuns, type RunRecord, type RunStore } from '../runs/index.js';
 import type { PlanStore } from './plan-store.js';
 import { refusal } from './plan-refusal.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
@@ -26,6 +27,11 @@ export interface ApplyPlanOptions {
   onRun?: (run: RunRecord) => void;
   /** The caller's stop (a nightly sync's maxFailures, its lock lost), with a RunStop as its reason. Default none. */
   signal?: AbortSignal;
+  /**
+   * The config's resultsDir: an undo of a run retention archived names its undo run in the
+   * run's archive (ArchivedRuns.linkUndo). Default: only runs in Redis are linked.
+   */
+  resultsDir?: string;
   /**
    * Stop the run (RUN_ABORTED for the rows not yet queued) once this many of its rows matched no
    * record or several, as a reconciled sync does (`maxFailures`). Default: never.
@@ -97,7 +103,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
         });
         runId = run.id;
         await plans.setRun(planId, run.id);
-        if (plan.undoOf !== undefined) await store.linkUndo(plan.undoOf, run.id);
+        if (plan.undoOf !== undefined) await linkUndo(store, options.resultsDir, plan.undoOf, run.id, logger);
         options.onRun?.(run);
         return run;
       },
@@ -119,6 +125,28 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
     // the plan stays `applying`, naming its run (runLife failed it with the reason).
     if (runId === undefined) await plans.unapply(planId, token).catch(() => undefined);
     throw err;
+  }
+}
+
+/**
+ * Names the undo run on the run it undoes: in Redis, or in its archive. A link that cannot be
+ * written (an archive on another machine, a full disk) is logged, not a failure: the undo run
+ * names the run it undoes either way (options.undoOf).
+ */
+async function linkUndo(
+  store: RunStore,
+  resultsDir: string | undefined,
+  undoOf: string,
+  undoId: string,
+  logger: Logger,
+): Promise<void> {
+  if (await store.linkUndo(undoOf, undoId)) return;
+  const words = 'the undone run does not name its undo run';
+  try {
+    if (resultsDir !== undefined && (await new ArchivedRuns(resultsDir).linkUndo(undoOf, undoId))) return;
+    logger.warn({ runId: undoOf, undoId }, `${words}: it is neither in Redis nor archived here`);
+  } catch (err) {
+    logger.warn({ runId: undoOf, undoId, err: errorMessage(err) }, `${words}: its archive could not be written`);
   }
 }
 
@@ -189,6 +217,7 @@ function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): Pr
       original: originalOf({ id: r.recordId, ...fields }),
       expect,
       ...(r.place !== undefined ? { listPlace: r.place } : {}),
+      ...(plan.undoOf !== undefined ? { undo: true as const } : {}),
     };
   }
   if (r.action === 'create')

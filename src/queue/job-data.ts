@@ -55,6 +55,13 @@ export interface QueuedRow {
    */
   listPlace?: number;
   /**
+   * With `expect`: a row of an undo run (`runs undo`), whose `expect` is what the undone run
+   * wrote. A record no longer holding it was changed since the run (a person, a later run): the
+   * row is left alone and ends `skipped` "changed since the run" with the value now, as the
+   * undo's plan records such a field; not `drifted`. Default: an applied plan's row.
+   */
+  undo?: true;
+  /**
    * A reconciled row: the CRM's values, canonical, of the fields it changes when the run read
    * them. Kept with its result (RowResult.changes) for `runs undo`; never checked. Default: a
    * plain import's row, whose before-values the worker reads from a list page.

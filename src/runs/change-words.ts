@@ -12,6 +12,17 @@ export function changeValue(value: string | null): string {
   return value === null ? '(not known)' : value.replaceAll(LIST, ';');
 }
 
+/** Why `runs undo` leaves a field as it is (LeftField.reason), at its plan or at its write. */
+export const CHANGED_SINCE_RUN = 'changed since the run';
+
+/**
+ * `name changed since the run: it is now "Ann B" (the run wrote "Anna")` (canonical values):
+ * the one wording of a field an undo leaves, whether its plan saw the change or its write did.
+ */
+export function changedSinceRunWords(field: string, now: string, wrote: string): string {
+  return `${field} ${CHANGED_SINCE_RUN}: it is now ${JSON.stringify(changeValue(now))} (the run wrote ${JSON.stringify(changeValue(wrote))})`;
+}
+
 /** `name "Ann" -> "Anna"; email (not known) -> "a@x.io"` */
 export function changeWords(changes: FieldChanges | undefined): string {
   return Object.entries(changes ?? {})

@@ -83,8 +83,8 @@ export {
 } from './row-results.js';
 export { isProblem } from './result-codec.js';
 export { placeWords, sourceName } from './source-words.js';
-export { changeWords, changeCells, changeValue } from './change-words.js';
-export { archiveRun, archivePath, archiveDir, ArchivedRuns, type RunResults } from './run-archive.js';
+export { changeWords, changeCells, changeValue, changedSinceRunWords, CHANGED_SINCE_RUN } from './change-words.js';
+export { archiveRun, archivePath, archiveDir, ArchivedRuns, runNotFoundHere, type RunResults } from './run-archive.js';
 export { runDurations, durationParts, durationWords, formatDuration, type RunDurations } from './run-durations.js';
 export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';
 export { runReads, runWhenDone, type RunReadsOptions } from './run-follower.js';

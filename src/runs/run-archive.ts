@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -26,6 +27,18 @@ export interface RunResults {
 
 export function archiveDir(resultsDir: string): string {
   return join(resultsDir, 'archive');
+}
+
+/**
+ * RUN_NOT_FOUND for a run neither in Redis nor archived here, saying where runs are listed
+ * (as `apply` says where plans are).
+ */
+export function runNotFoundHere(resultsDir: string, runId: string): CrmSyncError {
+  const dir = archiveDir(resultsDir);
+  return new CrmSyncError(
+    'RUN_NOT_FOUND',
+    `no run with id ${runId} in Redis or archived under ${dir}; list the runs with: crm-sync runs list (archived runs are the files in ${dir})`,
+  );
 }
 
 export function archivePath(resultsDir: string, runId: string): string {
@@ -87,6 +100,39 @@ export class ArchivedRuns implements RunResults {
     }
   }
 
+  /**
+   * Names undo run `undoId` on archived run `runId` (RunRecord.undoneBy), as RunStore.linkUndo
+   * does for a run in Redis: the archive is written anew beside it and renamed over it, so a
+   * reader sees the old archive or the new one, never half of one. False when the run has no
+   * archive here. Two undos of one archived run linking at the same instant may keep one link.
+   */
+  async linkUndo(runId: string, undoId: string): Promise<boolean> {
+    if (!this.has(runId)) return false;
+    const path = archivePath(this.resultsDir, runId);
+    const partial = `${path}.${randomBytes(4).toString('hex')}.partial`;
+    const lines = this.#lines(runId);
+    async function* linked(): AsyncGenerator<string> {
+      let first = true;
+      for await (const line of lines) {
+        if (first) {
+          first = false;
+          const { run } = JSON.parse(line) as { run: RunRecord };
+          const undoneBy = run.undoneBy ?? [];
+          if (!undoneBy.includes(undoId)) run.undoneBy = [...undoneBy, undoId];
+          yield `${JSON.stringify({ run })}\n`;
+        } else yield `${line}\n`;
+      }
+    }
+    try {
+      await pipeline(Readable.from(linked()), createGzip(), createWriteStream(partial));
+      renameSync(partial, path);
+    } catch (err) {
+      rmSync(partial, { force: true });
+      throw err;
+    }
+    return true;
+  }
+
   async problems(runId: string, query: ProblemsQuery = {}): Promise<{ rows: RowResult[]; total: number }> {
     // Not a setting: a page without an offset starts at the first problem row.
     const offset = query.offset ?? 0;
@@ -102,11 +148,7 @@ export class ArchivedRuns implements RunResults {
 
   async *#lines(runId: string): AsyncIterable<string> {
     const path = archivePath(this.resultsDir, runId);
-    if (!existsSync(path))
-      throw new CrmSyncError(
-        'RUN_NOT_FOUND',
-        `no run with id ${runId} (in Redis or archived under ${archiveDir(this.resultsDir)})`,
-      );
+    if (!existsSync(path)) throw runNotFoundHere(this.resultsDir, runId);
     const lines = createInterface({ input: createReadStream(path).pipe(createGunzip()), crlfDelay: Infinity });
     for await (const line of lines) if (line !== '') yield line;
   }

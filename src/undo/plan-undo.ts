@@ -13,7 +13,7 @@ import {
   type IndexedRecord,
   type ReconcileOperation,
 } from '../reconcile/index.js';
-import { changeValue, type RunRecord, type RunResults } from '../runs/index.js';
+import { changedSinceRunWords, changeValue, type RunRecord, type RunResults } from '../runs/index.js';
 import { foldWrites, type CreatedDeal, type RecordWrites } from './undo-rows.js';
 
 export interface PlanUndoOptions {
@@ -177,9 +177,7 @@ function undoRow(
     if (now === was) continue; // already back
     if (now !== after) {
       leave(field, after, 'changed since the run', now);
-      words.push(
-        `${field} changed since the run: it is now ${JSON.stringify(changeValue(now))} (the run wrote ${JSON.stringify(changeValue(after))})`,
-      );
+      words.push(changedSinceRunWords(field, now, after));
       continue;
     }
     const value = rowValueFromCanonical(field, was);

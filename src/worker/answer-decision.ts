@@ -80,7 +80,8 @@ export type RowOutcome =
    * sends (restoring a lost marker) and its export line is refused. The caller stamps it.
    */
   | { kind: 'in-doubt'; err: unknown }
-  | { kind: 'recorded' }
+  /** Its result is stored already; `result`: a succeeded create's, stored in the fence's own step. */
+  | { kind: 'recorded'; result?: RowResult }
   /** Not now: the row continues after `ms`, without spending an attempt. */
   | { kind: 'wait'; ms: number; lostCreate?: true }
   /** The run was cancelled before the row's request went out (the write fence said so). */
@@ -117,7 +118,10 @@ export function decideRow(sent: SendOutcome, facts: RowFacts): RowDecision {
         ...counted(sent.result.status),
       };
     case 'recorded':
-      return { outcome: { kind: 'recorded' }, ...counted(sent.status) };
+      return {
+        outcome: { kind: 'recorded', ...(sent.result !== undefined ? { result: sent.result } : {}) },
+        ...counted(sent.status),
+      };
     case 'has-result':
       return { outcome: { kind: 'recorded' } };
     case 'wait':

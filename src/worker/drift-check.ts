@@ -45,7 +45,15 @@ export interface PlannedCreate extends PlannedWindow {
   match?: string;
 }
 
-export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string };
+/** A field a planned update's record no longer holds: its value now and the plan's before-value (canonical). */
+export interface DriftedField {
+  field: string;
+  now: string;
+  planned: string;
+}
+
+/** `changed`: the fields the record no longer holds, when it is still in the list (updates only). */
+export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string; changed?: DriftedField[] };
 
 /** Where a planned update's check looks first (check): the page that held its record when planned. */
 export interface CheckAt {
@@ -151,17 +159,19 @@ export class DriftCheck {
         kind: 'drifted',
         message: `not sent: ${resource.slice(0, -1)} ${id} is no longer in the CRM's list (it was when planned)`,
       };
-    const changed: string[] = [];
+    const changed: DriftedField[] = [];
     for (const [field, before] of Object.entries(expect)) {
       const now = record.values[field] ?? '';
       if (now === before) continue;
       if (fields[field] !== undefined && now === canonicalFromRow(field, fields[field])) continue;
-      changed.push(
-        `${field} is now ${JSON.stringify(showCanonical(now))} in the CRM (planned over ${JSON.stringify(showCanonical(before))})`,
-      );
+      changed.push({ field, now, planned: before });
     }
     if (changed.length === 0) return { kind: 'holds' };
-    return { kind: 'drifted', message: `not sent: the record changed since the plan: ${changed.join('; ')}` };
+    const words = changed.map(
+      (c) =>
+        `${c.field} is now ${JSON.stringify(showCanonical(c.now))} in the CRM (planned over ${JSON.stringify(showCanonical(c.planned))})`,
+    );
+    return { kind: 'drifted', message: `not sent: the record changed since the plan: ${words.join('; ')}`, changed };
   }
 
   /**

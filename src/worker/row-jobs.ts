@@ -60,7 +60,9 @@ export async function processRows(
         // so one flaky row neither holds up nor spends the attempts of the others.
         if (data.rows.length === 1) throw outcome.err;
         loop.flaky.push(r);
-      } else if (outcome.kind !== 'recorded') {
+      } else if (outcome.kind === 'recorded') {
+        if (outcome.result) core.toHistory(data.runId, [outcome.result]);
+      } else {
         loop.stop = outcome;
         break;
       }

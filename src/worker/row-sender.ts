@@ -5,10 +5,12 @@ import type { Logger } from '../log/index.js';
 import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { fieldChanges, sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
-import type { DriftCheck } from './drift-check.js';
+import type { DriftAnswer, DriftCheck } from './drift-check.js';
 import {
   placeOf,
+  changedSinceRunWords,
   drifted,
+  skipped,
   succeeded,
   superseded,
   type OrderSettlement,
@@ -24,8 +26,8 @@ import {
 export type SendOutcome =
   /** A result for the fenced result writer, and the write order it settles (an applied update). */
   | { kind: 'result'; result: RowResult; settles?: OrderSettlement }
-  /** The result is already stored (a create's deal, claim and result go in one step). */
-  | { kind: 'recorded'; status: RowResult['status'] }
+  /** The result is already stored (a create's deal, claim and result go in one step); `result`: a succeeded one. */
+  | { kind: 'recorded'; status: RowResult['status']; result?: RowResult }
   /** The row had its result before this attempt: nothing was sent. */
   | { kind: 'has-result' }
   /** The job is no longer this worker's: nothing more may be sent or stored. */
@@ -163,7 +165,7 @@ export class RowSender {
           ...(signal ? { signal } : {}),
           ...(r.listPlace !== undefined ? { place: r.listPlace } : {}),
         });
-        if (answer.kind === 'drifted') return { kind: 'result', result: drifted(r, answer.message, payload.id) };
+        if (answer.kind === 'drifted') return { kind: 'result', result: driftedRow(r, answer, payload.id) };
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
@@ -340,4 +342,23 @@ function supersededBy(r: QueuedRow, writtenLater: readonly WrittenLater[]): RowR
     r,
     `not sent: later rows wrote every field this row would change and were applied first (${laterWrites(writtenLater)})`,
   );
+}
+
+/**
+ * A planned update whose record no longer holds the plan's before-values: `drifted`, or for an
+ * undo run's row (QueuedRow.undo) `skipped` "changed since the run" naming the values now, as
+ * its plan records a field changed before the undo's read. One request writes the row, so its
+ * other fields are not put back either (said; `runs undo` of the run again puts them back). A
+ * record gone from the list stays `drifted`.
+ */
+function driftedRow(r: QueuedRow, answer: Extract<DriftAnswer, { kind: 'drifted' }>, id: string): RowResult {
+  if (!r.undo || answer.changed === undefined) return drifted(r, answer.message, id);
+  const words = answer.changed.map((c) => changedSinceRunWords(c.field, c.now, c.planned));
+  const changed = new Set(answer.changed.map((c) => c.field));
+  const held = Object.keys(r.expect ?? {}).filter((f) => !changed.has(f));
+  const rest =
+    held.length > 0
+      ? `; ${held.join(', ')} not put back with it (one request writes the row): undo the run again to put ${held.length > 1 ? 'them' : 'it'} back`
+      : '';
+  return skipped(r, `not put back: ${words.join('; ')}${rest}`, id);
 }

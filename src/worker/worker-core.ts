@@ -3,7 +3,7 @@ import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { SharedTokenBucket } from '../rate/index.js';
 import { roundOf, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
-import { cancelled, failed, type RowFence, type RowWriter, type RunStore } from '../runs/index.js';
+import { cancelled, failed, type RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { EVICTION_TAG, isEvictionReason } from '../redis/index.js';
 import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';
@@ -81,15 +81,11 @@ export class WorkerCore {
   /** Stores a job's results; a refused one (a stale or late writer) is logged, never forced. */
   async store(job: SyncJob, runId: string, results: FencedResult[]): Promise<void> {
     const refused = await this.#results.write(runId, results);
-    const { history } = this.parts;
-    if (history) {
-      const no = new Set(refused.map((r) => r.row));
-      history.add(
-        this.parts.workspace,
-        runId,
-        results.filter((r) => !no.has(r.result.row)).map((r) => r.result),
-      );
-    }
+    const no = new Set(refused.map((r) => r.row));
+    this.toHistory(
+      runId,
+      results.filter((r) => !no.has(r.result.row)).map((r) => r.result),
+    );
     if (refused.length === 0) return;
     this.parts.logger.warn(
       {
@@ -100,6 +96,14 @@ export class WorkerCore {
       },
       'results not stored: this worker no longer owns these rows (their stored result stands)',
     );
+  }
+
+  /**
+   * Stored results' field changes to the history sink, when there is one (never blocks or fails
+   * a row). Results the fence stored in its own step (a create's) come here directly.
+   */
+  toHistory(runId: string, results: readonly RowResult[]): void {
+    this.parts.history?.add(this.parts.workspace, runId, results);
   }
 
   /**

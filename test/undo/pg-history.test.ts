@@ -7,7 +7,8 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 /*
  * Issue 34 item 4: with a history database, the workers write every applied field change to a
  * PostgreSQL table they create (batched), queried by record; a history database that goes away
- * mid-run fails no row, and the history catches up once it answers again. Real PostgreSQL, the
+ * mid-run fails no row, and the history catches up once it answers again; creates are written
+ * too (their results are stored in the fence's own step). Real PostgreSQL, the
  * simulator over HTTP, real Redis; the test's own schema, dropped at the end.
  */
 
@@ -90,5 +91,36 @@ describe('the PostgreSQL history (issue 34, item 4)', () => {
     proxy.heal();
     await until(async () => (await rowsInTable()) >= start + 30, 20_000);
     expect(await rowsInTable()).toBe(start + 30);
+  }, 120_000);
+
+  it('a create is written too: its deal id and every field it sent, one row each, before empty', async () => {
+    const file = h.file(
+      'pg-creates.csv',
+      csv(
+        ['name', 'value'],
+        [
+          ['Pg deal one', 11],
+          ['Pg deal two', 12],
+        ],
+      ),
+    );
+    const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 60_000);
+    expect(run.counts).toMatchObject({ succeeded: 2, failed: 0 });
+    const ofRun = async () =>
+      (
+        await schema.sql(
+          `SELECT record_id, field, before, after, row_number FROM ${schema.name}.crm_sync_history
+            WHERE run_id = $1 ORDER BY row_number, field`,
+          [run.id],
+        )
+      ).rows as Array<{ record_id: string; field: string; before: string | null; after: string; row_number: number }>;
+    await until(async () => (await ofRun()).length >= 4, 15_000);
+    const deals = new Map([...h.ws.deals.values()].map((d) => [d.name, d.id]));
+    expect(await ofRun()).toEqual([
+      { record_id: deals.get('Pg deal one'), field: 'name', before: null, after: 'Pg deal one', row_number: 1 },
+      { record_id: deals.get('Pg deal one'), field: 'value', before: null, after: '11', row_number: 1 },
+      { record_id: deals.get('Pg deal two'), field: 'name', before: null, after: 'Pg deal two', row_number: 2 },
+      { record_id: deals.get('Pg deal two'), field: 'value', before: null, after: '12', row_number: 2 },
+    ]);
   }, 120_000);
 });

@@ -160,7 +160,16 @@ describe('runs undo (issue 34)', () => {
     expect(deleted.code, deleted.stderr).toBe(0);
     const undone = await cli(['runs', 'undo', run.id, '--wait', '--json']);
     expect(undone.code, undone.stderr).toBe(0);
-    expect((JSON.parse(undone.stdout) as UndoJson).run!.counts).toMatchObject({ succeeded: 10 });
+    const undo = (JSON.parse(undone.stdout) as UndoJson).run!;
+    expect(undo.counts).toMatchObject({ succeeded: 10 });
     contacts.forEach((c, i) => expect(h.ws.contacts.get(c.id)!.name).toBe(before[i]));
+    // The archived run names its undo run, as a run in Redis does; its results are intact.
+    const shown = await cli(['runs', 'show', run.id, '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    const archived = JSON.parse(shown.stdout) as { run: RunJson; archived?: string };
+    expect(archived.archived).toBeDefined();
+    expect(archived.run.undoneBy).toEqual([undo.id]);
+    const exported = await cli(['runs', 'export', run.id, '--out', '-']);
+    expect(exported.stdout.trim().split('\n')).toHaveLength(11);
   }, 300_000);
 });

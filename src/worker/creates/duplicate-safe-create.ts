@@ -50,8 +50,11 @@ export interface CreateRow {
 }
 
 export type CreateOutcome =
-  /** The deal, its claim and the row's result are stored (or a conflict/uncertain result is). */
-  | { kind: 'recorded'; status: RowResult['status'] }
+  /**
+   * The deal, its claim and the row's result are stored (or a conflict/uncertain result is);
+   * `result`: the stored succeeded result, for what else keeps field changes (the PostgreSQL history).
+   */
+  | { kind: 'recorded'; status: RowResult['status']; result?: RowResult }
   /** A result for the fenced result writer (an uncertain create). */
   | { kind: 'result'; result: RowResult }
   /** The row already has its result: nothing to send. */
@@ -293,7 +296,7 @@ export class DuplicateSafeCreate {
         { runId: w.runId, row: w.row, dealId },
         'create retried: the earlier attempt had created the deal; recording it',
       );
-    return { kind: 'recorded', status: 'succeeded' };
+    return { kind: 'recorded', status: 'succeeded', result: success };
   }
 }
 
