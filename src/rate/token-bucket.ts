@@ -222,10 +222,12 @@ export class SharedTokenBucket {
   /**
    * How long after it resolved a token may still be used (ms): a request that could not leave
    * within this of its grant takes a new one. Known limit: a third of the margin, as for the
-   * timer itself (#missed); learning: LEARNING_LATE_MS.
+   * timer itself (#missed), so the log's windows hold. Learning: no bound, as for a late timer —
+   * a learned rate has no window to keep, and a token thrown away would count as a send in the
+   * CRM's rate that pause-tokens measures.
    */
   get usableForMs(): number {
-    return this.#o.limit ? this.#margin / 3 : LEARNING_LATE_MS;
+    return this.#o.limit ? this.#margin / 3 : Number.POSITIVE_INFINITY;
   }
 
   /**
