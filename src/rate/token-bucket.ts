@@ -62,6 +62,17 @@ interface Waiter {
   timer?: NodeJS.Timeout;
   /** Ends the wait unserved once `withinMs` has passed (take's second argument). */
   deadline?: NodeJS.Timeout;
+  /** The send time this wait was given, while its timer runs. */
+  slot?: Slot;
+  /** Settled or called off: nothing more happens to it. */
+  done?: boolean;
+}
+
+/** A wait for a token that can be called off (SharedTokenBucket.reserve). */
+export interface TokenWait {
+  /** true once the token is taken; false when the wait ran out (`withinMs`) or was cancelled. */
+  granted: Promise<boolean>;
+  cancel(): void;
 }
 
 /**
@@ -156,8 +167,19 @@ export class SharedTokenBucket {
    * per wait, cleared with it: cheap enough for every row.
    */
   take(signal?: AbortSignal, withinMs?: number): Promise<boolean> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<boolean>((resolve, reject) => {
+    return this.reserve(signal, withinMs).granted;
+  }
+
+  /**
+   * As take, and the wait can be called off: `cancel()` ends it unserved (granted resolves
+   * false) and gives its send time, when one was already claimed for it and has not come, to
+   * the next request that waits. So a request may start waiting for its token while it waits
+   * for something else (the write fence), and lose nothing of the budget when that says no.
+   */
+  reserve(signal?: AbortSignal, withinMs?: number): TokenWait {
+    if (signal?.aborted) return { granted: Promise.reject(signal.reason), cancel: () => undefined };
+    let cancel: () => void = () => undefined;
+    const granted = new Promise<boolean>((resolve, reject) => {
       const w: Waiter = { resolve, reject, signal };
       const leave = () => {
         clearTimeout(w.timer);
@@ -168,6 +190,7 @@ export class SharedTokenBucket {
       };
       if (signal) {
         w.onAbort = () => {
+          w.done = true;
           leave();
           reject(signal.reason);
         };
@@ -175,12 +198,36 @@ export class SharedTokenBucket {
       }
       if (withinMs !== undefined)
         w.deadline = setTimeout(() => {
+          w.done = true;
           leave();
           resolve(false);
         }, withinMs);
+      cancel = () => {
+        if (w.done) return;
+        w.done = true;
+        leave();
+        // A send time claimed for this wait and not come yet serves the next one.
+        if (w.slot) {
+          this.#spare.unshift(w.slot);
+          this.#pump();
+        }
+        resolve(false);
+      };
       this.#waiting.push(w);
       this.#pump();
     });
+    return { granted, cancel: () => cancel() };
+  }
+
+  /**
+   * How long after it resolved a token may still be used (ms): a request that could not leave
+   * within this of its grant takes a new one. Known limit: a third of the margin, as for the
+   * timer itself (#missed), so the log's windows hold. Learning: no bound, as for a late timer —
+   * a learned rate has no window to keep, and a token thrown away would count as a send in the
+   * CRM's rate that pause-tokens measures.
+   */
+  get usableForMs(): number {
+    return this.#o.limit ? this.#margin / 3 : Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -262,8 +309,10 @@ export class SharedTokenBucket {
 
   /** The waiter sends at its slot, unless a 429 came meanwhile or the slot was missed: then it queues again. */
   #schedule(w: Waiter, slot: Slot): void {
+    w.slot = slot;
     w.timer = setTimeout(
       () => {
+        w.slot = undefined;
         const now = Date.now();
         // (A learned rate has no window to keep: a late timer only sends late.)
         if (now < this.#pausedUntil || (this.#o.limit && this.#missed(slot, now))) {
@@ -305,6 +354,8 @@ export class SharedTokenBucket {
   }
 
   #settle(w: Waiter, err?: unknown): void {
+    if (w.done) return;
+    w.done = true;
     clearTimeout(w.deadline);
     if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
     if (err === undefined) w.resolve(true);

@@ -2,6 +2,7 @@ import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmCl
 import { DEFAULTS } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { SharedTokenBucket, TokenWait } from '../rate/index.js';
 import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { fieldChanges, sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
@@ -47,8 +48,11 @@ export interface RowSenderOptions {
   fence: RowFence;
   creates: DuplicateSafeCreate;
   logger: Logger;
-  /** The workspace's request budget: an update takes its token after the fence let it go. */
-  budget: { take(signal: AbortSignal | undefined, withinMs: number): Promise<boolean> };
+  /**
+   * The workspace's request budget: an update waits for its token while the write fence is
+   * asked, and sends only once both said yes (SharedTokenBucket.reserve, usableForMs).
+   */
+  budget: Pick<SharedTokenBucket, 'reserve' | 'usableForMs'>;
   /**
    * The longest an update waits for its token while it holds its record's write lease: past
    * it, the lease is given back unused and the row waits its turn again. It must leave the
@@ -72,6 +76,8 @@ type UpdatePayload = Exclude<RowPayload, { op: 'deal.create' }>;
 /** What a row's write goes over, as fieldChanges takes it (undefined: not known). */
 type BeforeValues = Parameters<typeof fieldChanges>[2];
 type UpdateResource = (typeof OPERATION_TABLE)[UpdatePayload['op']]['resource'];
+
+type TokenAnswer = 'taken' | 'late' | 'aborted' | { err: unknown };
 
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
@@ -171,32 +177,42 @@ export class RowSender {
       }
     }
     // What the row writes over (RowResult.changes, for `runs undo`): a planned or reconciled row
-    // carries it; a plain import's is read from the list (shared passes in the budget), also
-    // before the fence.
-    let before: BeforeValues;
+    // carries it; a plain import's is read from the list (shared passes in the budget). The read,
+    // the fence call and the token wait run side by side (each is a round trip or more); the
+    // request waits for all three, so the list read still ends before the write is sent.
+    const before = this.#before(w.runId, r, resource, payload.id, signal).then(
+      (values) => ({ values }),
+      (err: unknown) => ({ err }),
+    );
+    const wait = this.#waitForToken(signal);
+    let begin;
     try {
-      before = await this.#before(w.runId, r, resource, payload.id, signal);
-    } catch (err) {
-      return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
+      begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
+    } finally {
+      if (begin?.kind !== 'send') wait.cancel();
     }
-    const begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
     switch (begin.kind) {
       case 'send': {
-        // The token is taken here, after the fence, so the request leaves at its grant's time:
-        // taken before, a slow fence call (a loaded machine, a busy Redis) would send it late,
-        // bunched against on-time ones, and a CRM counting a sliding window would see more than
-        // the limit in one. The wait is bounded, since the record's lease is held meanwhile.
-        const token = await this.#takeToken(signal);
-        if (token !== 'taken') {
+        // The token is used only within usableForMs of its grant, so the request leaves at its
+        // grant's time: sent late, bunched against on-time ones, a CRM counting a sliding window
+        // would see more than the limit in one. The wait is bounded, since the record's lease is
+        // held meanwhile.
+        let token = await wait.token;
+        if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs)
+          token = await this.#waitForToken(signal).token;
+        const read = await before;
+        // (#before fails only when the job's signal aborted.)
+        if ('err' in read) token = 'aborted';
+        if (token !== 'taken' || 'err' in read) {
           await this.o.fence.settleUpdate(record, begin.seq, false);
-          if (token === 'aborted') return { kind: 'lost', reason: String(signal?.reason) };
+          if (token === 'taken' || token === 'aborted') return { kind: 'lost', reason: String(signal?.reason) };
           if (token === 'late') return { kind: 'wait', ms: 0 };
           return { kind: 'error', err: token.err };
         }
         // Fields a later row already wrote are left out: sending them would put older values back.
         const fields = begin.fields as UpdatePayload['fields'];
         const sent = { ...payload, fields } as UpdatePayload;
-        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, before);
+        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, read.values);
       }
       case 'superseded':
         return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
@@ -253,12 +269,20 @@ export class RowSender {
   }
 
   /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
-  async #takeToken(signal: AbortSignal | undefined): Promise<'taken' | 'late' | 'aborted' | { err: unknown }> {
-    try {
-      return (await this.o.budget.take(signal, this.o.rateWaitMs ?? RATE_WAIT_MS)) ? 'taken' : 'late';
-    } catch (err) {
-      return signal?.aborted ? 'aborted' : { err };
-    }
+  #waitForToken(signal: AbortSignal | undefined): TokenWait & { token: Promise<TokenAnswer>; grantedAt: number } {
+    const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS);
+    const out = {
+      ...wait,
+      grantedAt: 0,
+      token: wait.granted.then(
+        (taken): TokenAnswer => {
+          out.grantedAt = Date.now();
+          return taken ? 'taken' : 'late';
+        },
+        (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),
+      ),
+    };
+    return out;
   }
 
   async #update(

@@ -112,6 +112,30 @@ describe('SharedTokenBucket', () => {
     expect(Date.now() - asked).toBeGreaterThanOrEqual(900);
   }, 20_000);
 
+  it('a wait called off gives its claimed send time to the next take: no token of the budget is lost', async () => {
+    const key = bucketKey();
+    keys.push(`${key}:log`);
+    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 } });
+    await bucket.take();
+    await bucket.take();
+    // The window is spent: the third send time is about half a second away, claimed for this
+    // wait (the send log keeps the last `max` grants: its newest entry is that send time).
+    const log = () => redis.lrange(`${key}:log`, 0, -1);
+    const spent = await log();
+    const wait = bucket.reserve(undefined, 5000);
+    let claimed = spent;
+    while (claimed.at(-1) === spent.at(-1)) {
+      await new Promise((s) => setTimeout(s, 5));
+      claimed = await log();
+    }
+    wait.cancel();
+    expect(await wait.granted).toBe(false);
+    // The next take is served with that send time: no other one is claimed.
+    expect(await bucket.take(undefined, 5000)).toBe(true);
+    expect(await log()).toEqual(claimed);
+    expect(bucket.usableForMs).toBeGreaterThan(0);
+  }, 10_000);
+
   it('requests seen leaving late widen the margin: windows that long hold no more than max, and the growth is capped', async () => {
     const key = bucketKey();
     keys.push(`${key}:log`);

@@ -10,11 +10,12 @@ import { RowSender } from '../../src/worker/row-sender.js';
 import { testRedis } from '../runs/redis-fixture.js';
 
 /*
- * Issue 31, item 13: an update takes its rate token after the write fence let it go, so the
- * request leaves at its grant's time (a slow fence call no longer sends it late, bunched against
- * on-time ones). The wait holds the record's write lease, so it is bounded: past `rateWaitMs`
- * the lease is given back unused and the row waits its turn. Real Redis, the simulator over HTTP;
- * the budget is the test's, to hold a token back at will.
+ * Issue 31, item 13: an update is sent only once the write fence let it go and it has its rate
+ * token; the two are asked side by side (two round trips in the time of one), and a token that
+ * came too long before the fence's answer is taken anew, so the request leaves at its grant's
+ * time. The wait holds the record's write lease, so it is bounded: past `rateWaitMs` the lease
+ * is given back unused and the row waits its turn; a fence that says no calls the token's wait
+ * off. Real Redis, the simulator over HTTP; the budget is the test's, to hold a token back at will.
  */
 const { redis, prefix, cleanup } = testRedis();
 const store = new RunStore({ redis, prefix });
@@ -25,7 +26,7 @@ let client: CrmClient;
 beforeAll(async () => {
   sim = await startSimulator({
     port: 0,
-    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 3, seed: 4, rateLimit: null }],
+    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 5, seed: 4, rateLimit: null }],
   });
   client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
 });
@@ -35,30 +36,57 @@ afterAll(async () => {
   await cleanup();
 });
 
-/** A budget that hands out a token only when the test says so (SharedTokenBucket's take, by hand). */
-function heldBudget() {
+/** A budget that hands out a token only when the test says so (SharedTokenBucket's reserve, by hand). */
+function heldBudget(usableForMs = 60_000) {
   const waiting: Array<() => void> = [];
+  let reserved = 0;
+  let cancelled = 0;
   return {
     waiting,
-    take(signal: AbortSignal | undefined, withinMs: number): Promise<boolean> {
-      return new Promise((resolve, reject) => {
+    usableForMs,
+    get reserved() {
+      return reserved;
+    },
+    get cancelled() {
+      return cancelled;
+    },
+    reserve(signal: AbortSignal | undefined, withinMs: number) {
+      reserved++;
+      let cancel = () => undefined as void;
+      const granted = new Promise<boolean>((resolve, reject) => {
         const deadline = setTimeout(() => resolve(false), withinMs);
         waiting.push(() => {
           clearTimeout(deadline);
           resolve(true);
         });
+        cancel = () => {
+          cancelled++;
+          clearTimeout(deadline);
+          resolve(false);
+        };
         signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
       });
+      return { granted, cancel: () => cancel() };
     },
   };
 }
 
-function sender(budget: ReturnType<typeof heldBudget>, rateWaitMs: number): RowSender {
+/** The write fence, counting the answers it has given (so a test knows the record is held). */
+class WatchedFence extends RowFence {
+  answered = 0;
+  override async beginUpdate(...args: Parameters<RowFence['beginUpdate']>) {
+    const answer = await super.beginUpdate(...args);
+    this.answered++;
+    return answer;
+  }
+}
+
+function sender(budget: ReturnType<typeof heldBudget>, rateWaitMs: number, watched = fence): RowSender {
   const board = new LookupPassBoard({ redis, prefix, workspace: 'acme' });
   const settleMs = DEFAULTS.workspace.createSettleMs;
   const lookup = new DealLookup({ client, board, fence, pageSize: DEFAULTS.client.pageSize, minGapMs: settleMs });
   const creates = new DuplicateSafeCreate({ client, fence, lookup, settleMs, logger: silentLogger });
-  return new RowSender({ client, fence, creates, logger: silentLogger, budget, rateWaitMs });
+  return new RowSender({ client, fence: watched, creates, logger: silentLogger, budget, rateWaitMs });
 }
 
 /** Row `row` of a run of its own, updating the simulator's deal number `deal`. */
@@ -72,14 +100,15 @@ async function writer(row: number, deal: number): Promise<{ w: RowWriter; r: Que
   return { w, r, runId: run.id };
 }
 
-describe('an update takes its rate token after the write fence', () => {
-  it('asks for the token while it holds the record, and sends once it has it', async () => {
+describe('an update is sent once the write fence let it go and it has its rate token', () => {
+  it('holds the record while it waits for the token, and sends once it has it', async () => {
     const budget = heldBudget();
+    const watched = new WatchedFence({ redis, prefix, workspace: 'acme', leaseMs: 5000 });
     const { w, r } = await writer(1, 0);
     const id = (r.payload as { id: string }).id;
     const before = sim.workspace('acme').stats.requests;
-    const sending = sender(budget, 5000).send(w, r, undefined);
-    while (budget.waiting.length === 0) await new Promise((s) => setTimeout(s, 5));
+    const sending = sender(budget, 5000, watched).send(w, r, undefined);
+    while (budget.waiting.length === 0 || watched.answered === 0) await new Promise((s) => setTimeout(s, 5));
     // The fence let it go: another row of the record waits for this write, and nothing was sent yet.
     const other = await writer(2, 0);
     expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'x' })).kind).toBe('wait');
@@ -115,5 +144,37 @@ describe('an update takes its rate token after the write fence', () => {
     expect(await sending).toMatchObject({ kind: 'lost' });
     const other = await writer(6, 2);
     expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'z' })).kind).toBe('send');
+  });
+
+  it('a fence that says wait calls the token off: nothing sent, no token spent', async () => {
+    const budget = heldBudget();
+    const first = await writer(7, 3);
+    const id = (first.r.payload as { id: string }).id;
+    // Another row's write to the record is on the wire.
+    expect((await fence.beginUpdate(first.w, { resource: 'deals', id }, { name: 'first' })).kind).toBe('send');
+    const { w, r } = await writer(8, 3);
+    const before = sim.workspace('acme').stats.requests;
+    const out = await sender(budget, 5000).send(w, r, undefined);
+    expect(out).toMatchObject({ kind: 'wait' });
+    expect(budget.reserved).toBe(1);
+    expect(budget.cancelled).toBe(1);
+    expect(sim.workspace('acme').stats.requests).toBe(before);
+  });
+
+  it('a token that came too long before the fence answered is taken anew before the request leaves', async () => {
+    // usableForMs -1: a token given before the fence's answer is stale however soon that came.
+    const budget = heldBudget(-1);
+    const watched = new WatchedFence({ redis, prefix, workspace: 'acme', leaseMs: 5000 });
+    const { w, r } = await writer(9, 4);
+    const before = sim.workspace('acme').stats.requests;
+    const sending = sender(budget, 5000, watched).send(w, r, undefined);
+    while (budget.waiting.length === 0) await new Promise((s) => setTimeout(s, 1));
+    budget.waiting[0]!();
+    while (budget.waiting.length < 2) await new Promise((s) => setTimeout(s, 5));
+    expect(sim.workspace('acme').stats.requests).toBe(before);
+    budget.waiting[1]!();
+    expect(await sending).toMatchObject({ kind: 'result', result: { status: 'succeeded' } });
+    expect(budget.reserved).toBe(2);
+    expect(sim.workspace('acme').stats.requests).toBe(before + 1);
   });
 });
