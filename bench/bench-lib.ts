@@ -106,8 +106,13 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bench-'));
   const prefix = `crm-sync-bench-${Date.now().toString(36)}`;
   const configPath = join(dir, 'crm-sync.config.json');
+  // BENCH_READ_BEFORE=false: plain imports keep no before-values (the workspace's readBefore),
+  // to measure what keeping them costs against the same tree.
+  const readBefore = process.env.BENCH_READ_BEFORE === 'false' ? { readBefore: false } : {};
   const raw = {
-    workspaces: { acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}) } },
+    workspaces: {
+      acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}), ...readBefore },
+    },
   };
   writeFileSync(configPath, JSON.stringify(raw));
   const env = { ...process.env, BENCH_KEY: sim.apiKey, CRM_SYNC_PREFIX: prefix, CRM_SYNC_CONFIG: configPath };

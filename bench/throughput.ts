@@ -5,6 +5,7 @@
  * alternating rounds, because this shared 2-core machine's speed drifts between minutes.
  *
  *   npx tsx bench/throughput.ts [rows=20000] [concurrency=16] [worker processes=1] [rounds=3]
+ *   BENCH_READ_BEFORE=false: the same without before-values kept (what keeping them costs)
  */
 import { Agent } from 'node:http';
 import { writeFileSync } from 'node:fs';
