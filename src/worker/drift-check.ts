@@ -191,6 +191,20 @@ export class DriftCheck {
   }
 
   /**
+   * As values, from a read already fresh for the run, without waiting (no promise, no timer:
+   * most rows of a plain import find their record here); undefined when a read is needed.
+   */
+  freshValues(
+    runId: string,
+    resource: ListResource,
+    id: string,
+  ): { values: Readonly<Record<string, string>> | undefined } | undefined {
+    const last = this.#snaps.get(resource);
+    if (this.#stale(last, this.#runStart(runId))) return undefined;
+    return { values: last!.index.byId(id)?.values };
+  }
+
+  /**
    * Whether a planned create (an upsert plan's) still has no deal in the CRM: none holds its
    * match key now (the plan said "create"; a plan made now would update that one), and no deal
    * equal to it in every field it sends — compared as the create lookup compares (sentValues:

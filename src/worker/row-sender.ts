@@ -244,6 +244,8 @@ export class RowSender {
     const listed = r.expect ?? r.before;
     if (listed !== undefined) return { listed };
     if (!this.o.drift || this.o.readBefore === false || Date.now() < this.#beforeOffUntil) return undefined;
+    const fresh = this.o.drift.freshValues(runId, resource, id);
+    if (fresh) return fresh.values !== undefined ? { record: fresh.values } : undefined;
     const { beforeReadWaitMs, beforeReadPauseMs } = DEFAULTS.worker;
     const read = this.o.drift.values(runId, resource, id, signal);
     let timer: NodeJS.Timeout | undefined;
