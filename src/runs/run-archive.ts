@@ -8,6 +8,7 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { isProblem } from './result-codec.js';
+import { decodeArchivedRun } from './run-codec.js';
 import type { IterateResultsOptions, ProblemsQuery, RunStore } from './run-store.js';
 import type { RowResult, RunRecord } from './run-types.js';
 
@@ -84,7 +85,7 @@ export class ArchivedRuns implements RunResults {
   }
 
   async requireRun(runId: string): Promise<RunRecord> {
-    for await (const line of this.#lines(runId)) return (JSON.parse(line) as { run: RunRecord }).run;
+    for await (const line of this.#lines(runId)) return decodeArchivedRun((JSON.parse(line) as { run: unknown }).run);
     throw new CrmSyncError('RESULT_UNREADABLE', `the archive of run ${runId} is empty`);
   }
 

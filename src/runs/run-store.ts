@@ -187,6 +187,9 @@ export class RunStore {
       createdAt: now.toISOString(),
       producerDone: false,
       producerSeenAt: now.toISOString(),
+      producedRow: 0,
+      activeMs: 0,
+      passes: 0,
     };
     if (input.syncName !== undefined) run.syncName = input.syncName;
     const score = now.getTime();
