@@ -316,6 +316,8 @@ async function importSource(
         lastSeenAt: new Date(),
         cause: {
           kind: 'evicted',
+          // Not settings: when the workers saw the eviction and this command's watch did not, it
+          // knows no policy and saw no key go.
           policy: health.evicted?.policy ?? 'unknown',
           evictedKeys: health.evicted?.evictedKeys ?? 0,
         },
