@@ -66,14 +66,22 @@ export async function archiveRun(
       yield `${JSON.stringify(result)}\n`;
     }
   }
+  await writeWhole(path, partial, lines());
+  return { path, rows };
+}
+
+/**
+ * Writes an archive's lines gzipped to `partial` and renames it to `path`: a reader sees the
+ * old archive or the new one, never half of one; a failed write leaves no partial file.
+ */
+async function writeWhole(path: string, partial: string, lines: AsyncIterable<string>): Promise<void> {
   try {
-    await pipeline(Readable.from(lines()), createGzip(), createWriteStream(partial));
+    await pipeline(Readable.from(lines), createGzip(), createWriteStream(partial));
     renameSync(partial, path);
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
   }
-  return { path, rows };
 }
 
 /** Runs read back from their archives (the same reads as the store's, for the CLI). */
@@ -124,13 +132,7 @@ export class ArchivedRuns implements RunResults {
         } else yield `${line}\n`;
       }
     }
-    try {
-      await pipeline(Readable.from(linked()), createGzip(), createWriteStream(partial));
-      renameSync(partial, path);
-    } catch (err) {
-      rmSync(partial, { force: true });
-      throw err;
-    }
+    await writeWhole(path, partial, linked());
     return true;
   }
 
