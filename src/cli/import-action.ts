@@ -34,7 +34,7 @@ import { RedisHealthWatch } from './redis-health-watch.js';
 import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown } from './shutdown.js';
-import { firstProblems, sourceNotes } from './source-notes.js';
+import { firstProblems, printSourceNotes } from './source-notes.js';
 
 export interface ImportOptions {
   op: Operation;
@@ -250,9 +250,6 @@ async function importSource(
     onRunStarted();
     logger.info({ runId: r.id, workspace: r.workspace, op: r.operation }, `run ${r.id} started${how}`);
   };
-  const noteSource = (...checked: Parameters<typeof sourceNotes>) => {
-    for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
-  };
   try {
     const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
     const client = reconciled ? createCrmClient(config, opts.workspace, logger) : null;
@@ -264,7 +261,7 @@ async function importSource(
       store: runtime.store,
       ...(mapping ? { mapping } : {}),
       ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-      onChecked: noteSource,
+      onChecked: printSourceNotes,
       ...(opts.name !== undefined ? { label: opts.name } : {}),
       dryRun: Boolean(opts.dryRun),
       highWaterMark: opts.highWater,
@@ -316,6 +313,8 @@ async function importSource(
         lastSeenAt: new Date(),
         cause: {
           kind: 'evicted',
+          // Not settings: when the workers saw the eviction and this command's watch did not, it
+          // knows no policy and saw no key go.
           policy: health.evicted?.policy ?? 'unknown',
           evictedKeys: health.evicted?.evictedKeys ?? 0,
         },

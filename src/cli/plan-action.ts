@@ -13,7 +13,7 @@ import { cliContext } from './context.js';
 import { openImportSource } from './import-action.js';
 import { predictionWords } from './plans-actions.js';
 import type { MatchOptions } from './options.js';
-import { sourceNotes } from './source-notes.js';
+import { printSourceNotes } from './source-notes.js';
 
 export interface PlanOptions extends MatchOptions {
   query?: string;
@@ -47,9 +47,7 @@ export async function runPlan(file: string | undefined, opts: PlanOptions, comma
       ...(mapping ? { mapping } : {}),
       ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
       settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
-      onChecked: (...checked) => {
-        for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
-      },
+      onChecked: printSourceNotes,
       pageSize: opts.pageSize,
       ...(out ? { out } : {}),
       logger,

@@ -9,7 +9,7 @@ import { formatPlanCounts, planReconcile, topFields, type FieldTally } from '../
 import { createCrmClient } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import type { MatchOptions } from './options.js';
-import { sourceNotes } from './source-notes.js';
+import { printSourceNotes } from './source-notes.js';
 
 export interface ReconcileOptions extends MatchOptions {
   out?: string;
@@ -35,9 +35,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       ...(opts.format ? { format: opts.format } : {}),
       ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
       ...(opts.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-      onChecked: (...checked) => {
-        for (const note of sourceNotes(...checked)) process.stderr.write(`${note}\n`);
-      },
+      onChecked: printSourceNotes,
       pageSize: opts.pageSize,
       ...(out ? { out } : {}),
       logger,

@@ -54,7 +54,7 @@ export async function resultsOf(
 /** `runs show` */
 export async function showRun(
   id: string,
-  opts: { problems: number; changes?: number; json?: boolean },
+  opts: { problems: number; changes: number; json?: boolean },
   command: Command,
 ): Promise<void> {
   await withRuntime(command, async ({ runtime: { store }, config }) => {
@@ -70,7 +70,7 @@ export async function showRun(
       }
       problems.total += run.counts.drifted;
     }
-    const changes = await writtenRows(source, id, opts.changes ?? 0);
+    const changes = await writtenRows(source, id, opts.changes);
     if (opts.json) {
       process.stdout.write(
         `${JSON.stringify({ run, problems, changes, ...(archived ? { archived } : {}) }, null, 2)}\n`,

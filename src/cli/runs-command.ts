@@ -39,7 +39,12 @@ export function registerRunsCommand(program: Command): void {
     .argument('<id>', 'run id')
     .description('Counts and the first failed/invalid rows of a run')
     .option('--problems <n>', 'how many failed/invalid rows to list', positiveInt, DEFAULTS.cli.listLimit)
-    .option('--changes <n>', 'how many written rows to list with their values before -> after', nonNegativeInt, 5)
+    .option(
+      '--changes <n>',
+      'how many written rows to list with their values before -> after',
+      nonNegativeInt,
+      DEFAULTS.cli.changesShown,
+    )
     .option('--json', 'JSON output')
     .action(async (id: string, opts: { problems: number; changes: number; json?: boolean }, command: Command) =>
       (await actions()).showRun(id, opts, command),

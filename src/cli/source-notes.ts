@@ -20,6 +20,11 @@ export function sourceNotes(reader: SourceReader, decoder: RowDecoder): string[]
   return notes;
 }
 
+/** Says the source's notes (sourceNotes) on stderr, one a line: what every command's onChecked does. */
+export function printSourceNotes(reader: SourceReader, decoder: RowDecoder): void {
+  for (const note of sourceNotes(reader, decoder)) process.stderr.write(`${note}\n`);
+}
+
 /** The first `limit` invalid and failed rows of a run, one line each, for a dry run's report. */
 export async function firstProblems(store: RunStore, run: RunRecord, limit = 10): Promise<string[]> {
   const lines: string[] = [];

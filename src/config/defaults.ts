@@ -244,6 +244,8 @@ export const DEFAULTS = {
     workConcurrency: 8,
     /** `runs list`, `runs show --problems`: how many. */
     listLimit: 20,
+    /** `runs show --changes`: written rows listed with their values before -> after. */
+    changesShown: 5,
     /** Plain progress lines this often when stderr is not a TTY (ms). */
     progressLineEveryMs: 5 * SECOND,
     /** After a run ends, wait this long for its last counts to settle (ms). */

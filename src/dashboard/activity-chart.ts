@@ -58,14 +58,11 @@ function fmt(v: number): string {
   return v.toLocaleString('en-US', { maximumFractionDigits: 1 });
 }
 
-/** A line's caption, and the box dashboard.js draws it in. */
-function figure(points: SeriesPoint[], line: Line): SafeHtml {
-  const values = points.map(line.value);
-  const max = Math.max(0, ...values);
-  // Not a setting: a chart with no points shows 0 now.
-  const last = values[values.length - 1] ?? 0;
+/** A line's caption, and the box dashboard.js draws it in; `last` is the newest of `points`. */
+function figure(points: SeriesPoint[], last: SeriesPoint, line: Line): SafeHtml {
+  const max = Math.max(0, ...points.map(line.value));
   return html`<figure class="spark ${line.tone}" data-series="${line.label}">
-  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(last)} · peak ${fmt(max)}${line.unit}</span></figcaption>
+  <figcaption><b>${line.label}</b> <span class="muted">now ${fmt(line.value(last))} · peak ${fmt(max)}${line.unit}</span></figcaption>
   <div class="plot" role="img" aria-label="${line.label}, peak ${fmt(max)}${line.unit}"></div>
 </figure>`;
 }
@@ -81,18 +78,15 @@ export interface ChartText {
 
 /** The charts of a series between two moments, or a line saying there is none. */
 export function activityCharts(title: string, points: SeriesPoint[], text: ChartText): SafeHtml {
-  const from = points[0]?.t;
-  const to = points[points.length - 1]?.t;
-  const span =
-    from !== undefined && to !== undefined
-      ? `${new Date(from).toISOString().slice(11, 19)}–${new Date(to + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC`
-      : '';
-  if (points.length === 0)
+  const first = points[0];
+  const last = points.at(-1);
+  if (first === undefined || last === undefined)
     return html`<div class="card chart" data-chart="${text.kind}"><h2>${title}</h2><p class="muted">${text.empty}</p></div>`;
+  const span = `${new Date(first.t).toISOString().slice(11, 19)}–${new Date(last.t + SERIES_BUCKET_MS).toISOString().slice(11, 19)} UTC`;
   return html`<div class="card chart" data-chart="${text.kind}">
   <h2>${title} <span class="muted small">${span}, 10-second steps</span></h2>
   ${text.note !== undefined ? html`<p class="muted small">${text.note}</p>` : ''}
-  <div class="sparks">${LINES.map((line) => figure(points, line))}</div>
+  <div class="sparks">${LINES.map((line) => figure(points, last, line))}</div>
   ${jsonBlock(html`data-chart-data`, chartData(points))}
 </div>`;
 }

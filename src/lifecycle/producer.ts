@@ -6,14 +6,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
-import type {
-  InviteBatchJobData,
-  InviteRow,
-  PlannedWindow,
-  QueuedRow,
-  SyncJobData,
-  SyncJobName,
-} from '../queue/index.js';
+import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
 import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
 import { rideOutRedis } from '../redis/index.js';
 import { createsInDoubt, stopOf, stoppedInDoubt, stoppedResult, type RunStop } from './stop-run.js';
@@ -96,24 +89,15 @@ export interface RowOutcome {
   recordId?: string;
 }
 
-/** What the producer consumes: an ingested row, optionally with a decided outcome. */
-/** `orderAs`: the row's place in write order when not its run's (QueuedRow.orderAs). */
 /**
- * `expect`: a planned update's before-values, `planned`: a planned create's window; both
- * checked by the worker before it sends (QueuedRow.expect, QueuedRow.planned); `before`: a
- * reconciled update's before-values, kept with its result (QueuedRow.before).
+ * What the producer consumes: an ingested row; what it carries into its job is QueuedRow's
+ * (orderAs, expect, listPlace, undo, before, planned: documented there once); `outcome`, a
+ * result decided before any job.
  */
-export type ProducedRow = IngestedRow & {
-  outcome?: RowOutcome;
-  orderAs?: string;
-  expect?: Record<string, string>;
-  /** With `expect`: QueuedRow.listPlace. */
-  listPlace?: number;
-  /** With `expect`: QueuedRow.undo. */
-  undo?: true;
-  before?: Record<string, string>;
-  planned?: PlannedWindow;
-};
+export type ProducedRow = IngestedRow &
+  Pick<QueuedRow, 'orderAs' | 'expect' | 'listPlace' | 'undo' | 'before' | 'planned'> & {
+    outcome?: RowOutcome;
+  };
 
 interface PendingJob {
   name: SyncJobName;

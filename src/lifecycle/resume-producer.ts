@@ -39,8 +39,8 @@ export async function resumeProducer(
   const run = await store.requireRun(runId);
   const op = refuseUnresumable(run, producerGone(await store.producerOf(runId)));
   const logger = options.logger ?? silentLogger;
-  // Not a setting: a run whose producer queued nothing yet resumes from its first row.
-  const through = run.producedRow ?? 0;
+  // 0 when the producer queued nothing yet: the run resumes from its first row.
+  const through = run.producedRow;
   const mapping =
     run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${runId}`) : undefined;
   // The source read as the run read it (its recorded format and delimiter).

@@ -316,10 +316,12 @@ async function* fromStoredRows(
     await lookFirst(requeued);
     return requeued;
   };
+  async function* requeueListed(rows: number[]): AsyncIterable<IngestedRow> {
+    for (let i = 0; i < rows.length; i += CHUNK)
+      for (const r of await requeueChunk(rows.slice(i, i + CHUNK))) yield storedToIngested(decoder, r);
+  }
   if (only) {
-    for (let i = 0; i < only.length; i += CHUNK) {
-      for (const r of await requeueChunk(only.slice(i, i + CHUNK))) yield storedToIngested(decoder, r);
-    }
+    yield* requeueListed(only);
     return;
   }
   // Walk the problems by row number: rows still invalid after re-validation go back into the
@@ -338,8 +340,7 @@ async function* fromStoredRows(
   const later: number[] = [];
   for await (const r of store.iterateResults(run.id, { batchSize: CHUNK }))
     if (r.status === 'superseded' && r.code === 'ROW_WRITTEN_LATER') later.push(r.row);
-  for (let i = 0; i < later.length; i += CHUNK)
-    for (const r of await requeueChunk(later.slice(i, i + CHUNK))) yield storedToIngested(decoder, r);
+  yield* requeueListed(later);
 }
 
 async function* fromCorrectedFile(

@@ -1,7 +1,4 @@
-import { OPERATION_TABLE, type CrmClient } from '../crm/index.js';
-import type { Mapping, RowDecoder, Source, SourceFormat, SourceReader } from '../ingest/index.js';
-import type { Logger } from '../log/index.js';
-import type { RequestBudget } from '../rate/index.js';
+import { OPERATION_TABLE } from '../crm/index.js';
 import {
   defaultMatchKey,
   planReconcile,
@@ -10,33 +7,22 @@ import {
   type PlannedRow,
   type PlanSummary,
   type ReconcileOperation,
+  type ReconcileSourceOptions,
 } from '../reconcile/index.js';
 import { ApplyReads, predictApply } from './apply-prediction.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
 
-export interface MakePlanOptions {
+/**
+ * The source, the CRM and the match are reconcile's options (ReconcileSourceOptions: one place
+ * documents them and their defaults); a plan adds where it is stored and the workspace's settings.
+ */
+export interface MakePlanOptions extends Omit<ReconcileSourceOptions, 'listVersion'> {
   store: PlanStore;
-  /** A file's path, or an opened Source (stdin, a database query). */
-  file: string | Source;
-  op: ReconcileOperation;
-  workspace: string;
-  client: CrmClient;
-  /** The workspace's shared request budget: every list page takes a token. */
-  budget?: RequestBudget;
-  matchKey?: string;
-  keyColumn?: string;
-  mapping?: { mapping: Mapping; raw: unknown };
-  format?: SourceFormat;
-  delimiter?: string;
-  ignoreUnknownColumns?: boolean;
   /** The workspace's settings the plan needs: its life, its known limit, the drift check's spacing. */
   settings: { planTtlMs: number; driftMaxAgeMs: number; rateLimit?: { max: number; durationMs: number } | undefined };
   /** The plan as CSV too (reconcile's plan CSV), one line per row. */
   out?: NodeJS.WritableStream;
-  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
-  pageSize?: number;
-  logger?: Logger;
   /** A nightly sync's tick makes the plan: its name goes on the plan, and on the run that applies it. */
   syncName?: string;
 }

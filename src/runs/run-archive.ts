@@ -8,6 +8,7 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { isProblem } from './result-codec.js';
+import { decodeArchivedRun } from './run-codec.js';
 import type { IterateResultsOptions, ProblemsQuery, RunStore } from './run-store.js';
 import type { RowResult, RunRecord } from './run-types.js';
 
@@ -65,14 +66,22 @@ export async function archiveRun(
       yield `${JSON.stringify(result)}\n`;
     }
   }
+  await writeWhole(path, partial, lines());
+  return { path, rows };
+}
+
+/**
+ * Writes an archive's lines gzipped to `partial` and renames it to `path`: a reader sees the
+ * old archive or the new one, never half of one; a failed write leaves no partial file.
+ */
+async function writeWhole(path: string, partial: string, lines: AsyncIterable<string>): Promise<void> {
   try {
-    await pipeline(Readable.from(lines()), createGzip(), createWriteStream(partial));
+    await pipeline(Readable.from(lines), createGzip(), createWriteStream(partial));
     renameSync(partial, path);
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
   }
-  return { path, rows };
 }
 
 /** Runs read back from their archives (the same reads as the store's, for the CLI). */
@@ -84,7 +93,7 @@ export class ArchivedRuns implements RunResults {
   }
 
   async requireRun(runId: string): Promise<RunRecord> {
-    for await (const line of this.#lines(runId)) return (JSON.parse(line) as { run: RunRecord }).run;
+    for await (const line of this.#lines(runId)) return decodeArchivedRun((JSON.parse(line) as { run: unknown }).run);
     throw new CrmSyncError('RESULT_UNREADABLE', `the archive of run ${runId} is empty`);
   }
 
@@ -123,13 +132,7 @@ export class ArchivedRuns implements RunResults {
         } else yield `${line}\n`;
       }
     }
-    try {
-      await pipeline(Readable.from(linked()), createGzip(), createWriteStream(partial));
-      renameSync(partial, path);
-    } catch (err) {
-      rmSync(partial, { force: true });
-      throw err;
-    }
+    await writeWhole(path, partial, linked());
     return true;
   }
 

@@ -133,6 +133,9 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
     options: RunOptionsSchema.parse(JSON.parse(h.options)),
     createdAt: h.createdAt,
     producerDone: h.producerDone === '1',
+    producedRow: h.producedRow,
+    activeMs: h.activeMs,
+    passes: h.passes,
   };
   if (h.syncName !== undefined) record.syncName = h.syncName;
   if (h.undoneBy !== undefined && h.undoneBy.trim() !== '') record.undoneBy = h.undoneBy.trim().split(' ');
@@ -140,9 +143,21 @@ export function decodeRun(hash: Record<string, string>): DecodedRun {
   if (h.firstFinishedAt !== undefined) record.firstFinishedAt = h.firstFinishedAt;
   if (h.reason !== undefined) record.reason = h.reason;
   if (h.producerSeenAt !== undefined) record.producerSeenAt = h.producerSeenAt;
-  if (h.producedRow > 0) record.producedRow = h.producedRow;
   if (h.passStartedAt !== undefined) record.passStartedAt = h.passStartedAt;
-  if (h.activeMs > 0) record.activeMs = h.activeMs;
-  if (h.passes > 0) record.passes = h.passes;
   return { record, maxRow: h.maxRow };
+}
+
+/**
+ * The counters an archive's run record may lack: archives written before they were always in the
+ * record left them out at 0 (docs/architecture.md, "A run's life"). Every other field is as written.
+ */
+const ArchivedCountersSchema = z.object({
+  producedRow: z.number().int().default(0),
+  activeMs: z.number().int().default(0),
+  passes: z.number().int().default(0),
+});
+
+/** A run record read back from its archive's first line (run-archive.ts), its counters filled. */
+export function decodeArchivedRun(run: unknown): RunRecord {
+  return { ...(run as RunRecord), ...ArchivedCountersSchema.parse(run) };
 }

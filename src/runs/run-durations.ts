@@ -26,12 +26,11 @@ export function runDurations(run: RunRecord, now = Date.now()): RunDurations {
   const ongoing = run.finishedAt === undefined;
   const end = ongoing ? now : Date.parse(run.finishedAt!);
   const lastPassMs = Math.max(0, end - Date.parse(run.passStartedAt ?? run.createdAt));
-  // Not settings: a run recorded before activeMs and passes were kept had no earlier pass.
   return {
-    activeMs: (run.activeMs ?? 0) + lastPassMs,
+    activeMs: run.activeMs + lastPassMs,
     wallMs: Math.max(0, end - created),
     lastPassMs,
-    passes: (run.passes ?? 0) + 1,
+    passes: run.passes + 1,
     ongoing,
   };
 }

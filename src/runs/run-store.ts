@@ -187,6 +187,9 @@ export class RunStore {
       createdAt: now.toISOString(),
       producerDone: false,
       producerSeenAt: now.toISOString(),
+      producedRow: 0,
+      activeMs: 0,
+      passes: 0,
     };
     if (input.syncName !== undefined) run.syncName = input.syncName;
     const score = now.getTime();
@@ -506,19 +509,10 @@ export class RunStore {
     if (options.problemsOnly === true) {
       const ref = await this.refOrNull(id);
       if (ref === null) return;
-      // Cursor by row number, not by index, so rows requeued during the walk do not shift it.
       let after = 0;
       for (;;) {
-        const members = await this.redis.zrangebyscore(
-          this.keys.problems(ref),
-          `(${after}`,
-          '+inf',
-          'LIMIT',
-          0,
-          batchSize,
-        );
-        if (members.length === 0) return;
-        const rows = members.map(Number);
+        const rows = await this.problemRowsAfter(ref, after, batchSize);
+        if (rows.length === 0) return;
         yield* await this.readRows(id, rows);
         after = rows[rows.length - 1] ?? after;
       }
@@ -574,16 +568,8 @@ export class RunStore {
     // removes what it read, so the loop ends even while workers keep recording.
     let cursor = 0;
     for (;;) {
-      const members = await this.redis.zrangebyscore(
-        this.keys.problems(ref),
-        `(${cursor}`,
-        '+inf',
-        'LIMIT',
-        0,
-        SCRIPT_CHUNK,
-      );
-      if (members.length === 0) return requeued;
-      const chunk = members.map(Number);
+      const chunk = await this.problemRowsAfter(ref, cursor, SCRIPT_CHUNK);
+      if (chunk.length === 0) return requeued;
       await requeueChunk(chunk);
       cursor = chunk[chunk.length - 1] ?? cursor;
     }
@@ -614,6 +600,15 @@ export class RunStore {
     await this.redis.zrem(this.keys.allRuns(), id);
     await this.redis.hdel(this.keys.runWorkspaces(), id);
     this.#refs.forget(id);
+  }
+
+  /**
+   * The next `limit` problem rows after row `after`, in row order: walks of the problems index go
+   * by row number, not by index, so rows requeued or recorded during a walk do not shift it.
+   */
+  private async problemRowsAfter(ref: RunRef, after: number, limit: number): Promise<number[]> {
+    const members = await this.redis.zrangebyscore(this.keys.problems(ref), `(${after}`, '+inf', 'LIMIT', 0, limit);
+    return members.map(Number);
   }
 
   private async load(id: string): Promise<(DecodedRun & { ref: RunRef }) | null> {

@@ -109,16 +109,17 @@ export interface RunRecord {
    * while it produces. A run whose producer went silent was cut off (the process died).
    */
   producerSeenAt?: string;
-  /** The highest row the producer handed to the queue: a resumed producer goes on after it. */
-  producedRow?: number;
+  /** The highest row the producer handed to the queue (0: none yet): a resumed producer goes on after it. */
+  producedRow: number;
   /**
    * Durations apart from wall time: a retry or resume starts a new pass. `passStartedAt` is when
    * the current pass began (absent: createdAt), `activeMs` the time earlier passes took from
-   * their start to their end, `passes` how many passes came after the first.
+   * their start to their end (0 before a second pass), `passes` how many passes came after the
+   * first (0: none).
    */
   passStartedAt?: string;
-  activeMs?: number;
-  passes?: number;
+  activeMs: number;
+  passes: number;
 }
 
 /** Moved to ingest/ (where rows are decoded); re-exported so the run store's users need no change. */

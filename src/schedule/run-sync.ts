@@ -97,7 +97,8 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
   const { store, logger, config } = runtime;
   const log = logger.child({ sync: def.name });
   const started = new Date();
-  const skip = async (why: string) => finish(def, options, await recordSkip(def, runtime, why), started, true);
+  const skip = async (why: string) =>
+    finish(def, options, await recordUnsent(def, runtime, `skipped: ${why}`), started, true);
   const lock = new SyncLock(runtime.redis, config.prefix, def.name, options.lockTtlMs);
   if (!(await lock.acquire())) {
     const going = await findPreviousRun(store, def.name);
@@ -228,7 +229,7 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
           };
           const reason = holdReason(full);
           await plans.setReason(plan.id, reason);
-          const run = await recordHold(def, runtime, reason);
+          const run = await recordUnsent(def, runtime, reason);
           log.warn(
             { runId: run.id, planId: plan.id, held: hold.reasons },
             'sync tick held as a plan awaiting approval; nothing sent',
@@ -410,8 +411,11 @@ async function supersede(
   return previous;
 }
 
-/** A held tick's run: nothing read into it, nothing sent, its reason the hold (naming the plan that waits). */
-async function recordHold(def: SyncDefinition, runtime: Runtime, reason: string): Promise<RunRecord> {
+/**
+ * A tick's run that sends nothing: nothing read into it, completed at once, its reason saying why
+ * (a hold naming the plan that waits, or `skipped: …`).
+ */
+async function recordUnsent(def: SyncDefinition, runtime: Runtime, reason: string): Promise<RunRecord> {
   const run = await runtime.store.createRun({
     workspace: def.workspace,
     operation: def.operation,
@@ -421,19 +425,6 @@ async function recordHold(def: SyncDefinition, runtime: Runtime, reason: string)
     options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },
   });
   await runtime.store.setStatus(run.id, 'completed', reason);
-  return runtime.store.finishProducing(run.id);
-}
-
-async function recordSkip(def: SyncDefinition, runtime: Runtime, why: string): Promise<RunRecord> {
-  const run = await runtime.store.createRun({
-    workspace: def.workspace,
-    operation: def.operation,
-    source: sourceText(def),
-    syncName: def.name,
-    status: 'completed',
-    options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },
-  });
-  await runtime.store.setStatus(run.id, 'completed', `skipped: ${why}`);
   return runtime.store.finishProducing(run.id);
 }
 

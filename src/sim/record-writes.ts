@@ -33,6 +33,22 @@ export type WriteResult<T> = { ok: true; record: T } | { ok: false; status: 404 
 
 const refused = (error: string): { ok: false; status: 422; error: string } => ({ ok: false, status: 422, error });
 
+/**
+ * An update of an existing record, as the CRM does every kind alike: the sent fields replace
+ * the record's, tags are kept once each, and updated_at moves on.
+ */
+function updated<T extends { tag_ids: string[]; updated_at: string }>(
+  data: WorkspaceData,
+  existing: T,
+  tagIds: string[] | undefined,
+  ...fields: Array<Partial<T>>
+): WriteResult<T> {
+  Object.assign(existing, ...fields);
+  if (tagIds) existing.tag_ids = [...new Set(tagIds)];
+  existing.updated_at = data.stamp(existing.updated_at);
+  return { ok: true, record: existing };
+}
+
 function checkRefs(
   data: WorkspaceData,
   prefix: string,
@@ -121,10 +137,7 @@ export function writeDeal(
     return { ok: true, record: deal };
   }
   const { tag_ids, pipeline_id: _p, stage_id: _s, ...rest } = f;
-  Object.assign(existing, rest, placement);
-  if (tag_ids) existing.tag_ids = [...new Set(tag_ids)];
-  existing.updated_at = data.stamp(existing.updated_at);
-  return { ok: true, record: existing };
+  return updated(data, existing, tag_ids, rest, placement);
 }
 
 export function writeLead(
@@ -154,10 +167,7 @@ export function writeLead(
     return { ok: true, record: lead };
   }
   const { tag_ids, ...rest } = f;
-  Object.assign(existing, rest);
-  if (tag_ids) existing.tag_ids = [...new Set(tag_ids)];
-  existing.updated_at = data.stamp(existing.updated_at);
-  return { ok: true, record: existing };
+  return updated(data, existing, tag_ids, rest);
 }
 
 export function writeContact(
@@ -195,8 +205,5 @@ export function writeContact(
     data.contactByEmail.delete(existing.email.toLowerCase());
     data.contactByEmail.set(f.email.toLowerCase(), existing.id);
   }
-  Object.assign(existing, rest);
-  if (tag_ids) existing.tag_ids = [...new Set(tag_ids)];
-  existing.updated_at = data.stamp(existing.updated_at);
-  return { ok: true, record: existing };
+  return updated(data, existing, tag_ids, rest);
 }

@@ -70,6 +70,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
   const { budget } = options;
+  // A run that updated nothing reads no list: its index is an empty one (no record, no page).
   const index =
     records.length > 0
       ? await RecordIndex.build(options.client, {
@@ -78,7 +79,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
           ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
           ...(budget ? { beforeFetch: () => budget.take() } : {}),
         })
-      : undefined;
+      : new RecordIndex(RECONCILE_RESOURCE[op], 'id');
   const writer = await plans.begin({
     workspace: run.workspace,
     operation: op,
@@ -94,7 +95,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   let restores = 0;
   let n = 0;
   for (const w of records) {
-    const row = undoRow(++n, w, index!.byId(w.recordId), required, left);
+    const row = undoRow(++n, w, index.byId(w.recordId), required, left);
     counts[row.action]++;
     if (row.action === 'update') restores += Object.keys(row.before ?? {}).length;
     for (const f of Object.keys(row.fields ?? {})) fields.add(f);
@@ -115,10 +116,10 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
     counts,
     rows: n,
     fields: [...fields],
-    prediction: predictApply(counts.update, index?.size ?? 0, options),
+    prediction: predictApply(counts.update, index.size, options),
   });
   logger.info({ runId: run.id, planId: plan.id, rows: n, restores, left: left.length }, 'undo planned');
-  return { plan, restores, left, created, pages: index?.pages ?? 0 };
+  return { plan, restores, left, created, pages: index.pages };
 }
 
 /** The plan operation an undo of the run writes with; refused for runs that cannot be undone. */

@@ -62,10 +62,16 @@ export interface CheckAt {
   place?: number;
 }
 
+/** When a read began and how long it took: what its freshness is judged by (#stale). */
+interface ReadTime {
+  startedAt: number;
+  durationMs: number;
+}
+
 interface PageRead {
   startedAt: number;
   /** Set once answered: a page is fresh for DRIFT_PASS_SPACING × its read's duration at least. */
-  durationMs?: number;
+  answered?: ReadTime;
   done: Promise<RecordIndex>;
 }
 /** Runs whose first planned-create check a process remembers (#runStart). */
@@ -82,9 +88,7 @@ interface DealKeys {
   byName: Map<string, string[]>;
 }
 
-interface Snapshot {
-  startedAt: number;
-  durationMs: number;
+interface Snapshot extends ReadTime {
   index: RecordIndex;
   /** Deals only: ids by each match key's normalised value, and by normalised name. */
   deals?: DealKeys;
@@ -295,11 +299,11 @@ export class DriftCheck {
   }
 
   /** Whether a read (begun at startedAt, taking durationMs) is too old for a check; `notBefore`: a read begun earlier is. */
-  #stale(s: { startedAt: number; durationMs?: number } | undefined, notBefore?: number): boolean {
+  #stale(s: ReadTime | undefined, notBefore?: number): boolean {
     return (
       s === undefined ||
       (notBefore !== undefined && s.startedAt < notBefore) ||
-      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, DRIFT_PASS_SPACING * (s.durationMs ?? 0))
+      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, DRIFT_PASS_SPACING * s.durationMs)
     );
   }
 
@@ -313,7 +317,7 @@ export class DriftCheck {
     if (!reads) this.#pageReads.set(resource, (reads = new Map()));
     const last = reads.get(n);
     // A read still on its way is fresh when it began after notBefore: its age starts at its answer.
-    if (last && (last.durationMs === undefined ? last.startedAt >= notBefore : !this.#stale(last, notBefore)))
+    if (last && (last.answered === undefined ? last.startedAt >= notBefore : !this.#stale(last.answered, notBefore)))
       return last.done;
     const now = Date.now();
     let times = this.#pageTimes.get(resource);
@@ -324,14 +328,14 @@ export class DriftCheck {
     times.push(now);
     const read: PageRead = { startedAt: now, done: this.#readPage(resource, n) };
     read.done.then(
-      () => (read.durationMs = Date.now() - now),
+      () => (read.answered = { startedAt: now, durationMs: Date.now() - now }),
       () => reads.get(n) === read && reads.delete(n), // a failed read is not kept: the next check tries again
     );
     // In the order read, so the oldest are dropped first once stale.
     reads.delete(n);
     reads.set(n, read);
     for (const [k, r] of reads) {
-      if (r.durationMs === undefined || !this.#stale(r)) break;
+      if (r.answered === undefined || !this.#stale(r.answered)) break;
       reads.delete(k);
     }
     return read.done;

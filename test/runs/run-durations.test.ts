@@ -29,6 +29,9 @@ function run(fields: Partial<RunRecord>): RunRecord {
     options: {},
     createdAt: iso(0),
     producerDone: true,
+    producedRow: 1,
+    activeMs: 0,
+    passes: 0,
     ...fields,
   };
 }
