@@ -141,3 +141,10 @@ export function expectOwnDealsOnly(h: Harness, results: RowResult[], nameOf: (ro
   for (const r of recorded) expect(h.ws.deals.get(r.recordId!)?.name).toBe(nameOf(r.row));
   return uncertain.length;
 }
+
+/** Every row 1..total has exactly one result, and all of them succeeded. */
+export async function expectEveryRowOnce(harness: Harness, runId: string, total: number) {
+  const results = await resultsByRow(harness, runId);
+  expect(results.map((r) => r.row)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+}

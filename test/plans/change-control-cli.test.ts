@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planKey } from '../../src/keys/index.js';
-import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import type { Harness } from '../helpers/pipeline.js';
 import { cliFor } from '../helpers/run-cli.js';
+import { planRenames, startChangeControlHarness, type RunJson } from './change-control-fixture.js';
 
 /*
  * Issue 33's "Done when", through the CLI as a person runs it, against the simulator over HTTP:
  * a workspace that requires approval, a plan of 200 renames among 300 contacts, a person who
- * renames 20 of them between plan and apply.
+ * renames 20 of them between plan and apply. Refused plans and a deal.upsert plan:
+ * change-control-refusals.test.ts.
  */
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ records: 300, workspace: { requireApproval: true } });
+  h = await startChangeControlHarness();
 });
 afterAll(async () => h?.close());
 
@@ -21,38 +22,11 @@ let started: Promise<unknown> | undefined;
 /** The workspace's worker pool, started once for the file. */
 const workers = () => (started ??= h.startWorkers());
 
-interface PlanJson {
-  planId: string;
-  counts: Record<string, number>;
-}
-interface RunJson {
-  id: string;
-  status: string;
-  counts: Record<string, number>;
-  options: { plan?: string };
-}
-
-/** A plan of `n` renames (by id) of the contacts from `from` on; the new names by contact id. */
-async function planRenames(from: number, n: number, tag: string) {
-  const contacts = [...h.ws.contacts.values()].slice(from, from + n);
-  const names = new Map(contacts.map((c, i) => [c.id, `${tag} ${i}`]));
-  const file = h.file(
-    `${tag}.csv`,
-    csv(
-      ['id', 'name'],
-      contacts.map((c) => [c.id, names.get(c.id)!]),
-    ),
-  );
-  const made = await cli(['plan', file, '--op', 'contact.update', '-w', 'acme', '--json']);
-  expect(made.code, made.stderr).toBe(0);
-  return { plan: JSON.parse(made.stdout) as PlanJson, contacts, names };
-}
-
 describe('change control: plan, approve, apply (issue 33)', () => {
   it('plan writes nothing; apply before approval exits 2; after it, 180 written and 20 drifted, none overwritten', async () => {
     expect(h.ws.contacts.size).toBe(300);
     const writesBefore = { ...h.ws.stats.writes };
-    const { plan, contacts, names } = await planRenames(0, 200, 'Renamed');
+    const { plan, contacts, names } = await planRenames(h, 0, 200, 'Renamed');
     expect(plan.planId).toMatch(/^plan-/);
     expect(plan.counts).toMatchObject({ update: 200, create: 0, skip: 0, 'not-found': 0, ambiguous: 0, invalid: 0 });
     expect(h.ws.stats.writes).toEqual(writesBefore);
@@ -140,60 +114,4 @@ describe('change control: plan, approve, apply (issue 33)', () => {
     expect(twice.stderr).toMatch(/already applied by run/);
     expect(h.ws.stats.requests).toBe(requestsAfter);
   }, 180_000);
-
-  it('a discarded plan and an expired one are refused (exit 2, nothing sent)', async () => {
-    const a = await planRenames(200, 5, 'Discarded');
-    const b = await planRenames(205, 5, 'Expired');
-    for (const id of [a.plan.planId, b.plan.planId]) expect((await cli(['plans', 'approve', id])).code).toBe(0);
-    expect((await cli(['plans', 'discard', a.plan.planId])).code).toBe(0);
-    // The plan's life ended: its expiry moved into the past.
-    await h.runtime.redis.hset(planKey(h.config.prefix, 'acme', b.plan.planId), 'expiresMs', Date.now() - 1000);
-    const before = h.ws.stats.requests;
-    const discarded = await cli(['apply', a.plan.planId]);
-    expect(discarded.code).toBe(2);
-    expect(discarded.stderr).toMatch(/was discarded/);
-    const expired = await cli(['apply', b.plan.planId]);
-    expect(expired.code).toBe(2);
-    expect(expired.stderr).toMatch(/expired at/);
-    expect(h.ws.stats.requests).toBe(before);
-    const listed = await cli(['plans', 'list', '--json']);
-    const plans = (JSON.parse(listed.stdout) as { plans: Array<{ id: string; status: string; expired: boolean }> })
-      .plans;
-    expect(plans.find((p) => p.id === a.plan.planId)).toMatchObject({ status: 'discarded' });
-    expect(plans.find((p) => p.id === b.plan.planId)).toMatchObject({ expired: true });
-    const exported = await cli(['plans', 'export', b.plan.planId, '--out', '-']);
-    expect(exported.stdout.trim().split('\n')).toHaveLength(6);
-    expect(exported.stdout).toContain('Expired 0');
-  }, 120_000);
-
-  it('a deal.upsert plan predicts its creates, and apply makes them through the duplicate-safe create', async () => {
-    const deals = [...h.ws.deals.values()].slice(0, 4);
-    const rows: Array<Array<string | number>> = deals.map((d, i) => [
-      d.name,
-      i < 2 ? d.value + 100 : d.value,
-      d.status,
-    ]);
-    rows.push(['Planned new deal A', 10, 'won'], ['Planned new deal B', 20, 'in_progress']);
-    const file = h.file('upsert.csv', csv(['name', 'value', 'status'], rows));
-    const writes = { ...h.ws.stats.writes };
-    const before = h.ws.deals.size;
-    const firstValue = deals[0]!.value;
-    const made = await cli(['plan', file, '--op', 'deal.upsert', '--match', 'name', '-w', 'acme', '--json']);
-    expect(made.code, made.stderr).toBe(0);
-    const plan = JSON.parse(made.stdout) as PlanJson & { prediction: { writes: number; limit: string } };
-    expect(plan.counts).toMatchObject({ create: 2, update: 2, skip: 2 });
-    expect(plan.prediction).toMatchObject({ writes: 4, limit: 'unknown limit' });
-    expect(h.ws.stats.writes).toEqual(writes);
-    expect((await cli(['plans', 'approve', plan.planId])).code).toBe(0);
-    await workers();
-    const applied = await cli(['apply', plan.planId, '--wait', '--json'], { timeoutMs: 90_000 });
-    expect(applied.code, applied.stderr).toBe(0);
-    const run = JSON.parse(applied.stdout) as RunJson;
-    expect(run.counts).toMatchObject({ total: 4, succeeded: 4, drifted: 0 });
-    expect(h.ws.stats.writes.dealCreate - writes.dealCreate).toBe(2);
-    expect(h.ws.stats.writes.dealUpdate - writes.dealUpdate).toBe(2);
-    expect(h.ws.deals.size).toBe(before + 2);
-    expect([...h.ws.deals.values()].filter((d) => d.name.startsWith('Planned new deal'))).toHaveLength(2);
-    expect(h.ws.deals.get(deals[0]!.id)!.value).toBe(firstValue + 100);
-  }, 120_000);
 });
