@@ -10,7 +10,7 @@ import {
   type PlannedRow,
   type PlanSummary,
   type ReconcileOperation,
-} from '../reconcile/index.js';
+} from '../reconcile/light.js';
 import { ApplyReads, predictApply } from './apply-prediction.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
