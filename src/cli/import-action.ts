@@ -2,14 +2,7 @@
 // and help are declared there).
 import type { Command } from 'commander';
 import type { Operation } from '../crm/light.js';
-import {
-  openFileSource,
-  openQuerySource,
-  openStdinSource,
-  readMappingFile,
-  type Source,
-  type SourceFormat,
-} from '../ingest/index.js';
+import { readMappingFile, type Source, type SourceFormat } from '../ingest/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   currentGeneration,
@@ -28,7 +21,8 @@ import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { evictedReason, startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { DEFAULTS, derivedSettings, getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
-import { DEFAULT_DB_URL_ENV } from './options.js';
+import { openImportSource } from './import-source.js';
+
 import { QueuePresenceWatch } from './queue-presence.js';
 import { RedisHealthWatch } from './redis-health-watch.js';
 import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
@@ -64,55 +58,6 @@ export interface ImportOptions {
   rowKey?: string;
   /** A short name for the run (--name), shown by the dashboard. */
   name?: string;
-}
-
-/**
- * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
- * not fit together are USAGE errors; the URL is read from its env variable or file here.
- */
-export async function openImportSource(
-  file: string | undefined,
-  opts: Pick<ImportOptions, 'fromPostgres' | 'query' | 'dbUrlEnv' | 'dbUrlFile' | 'rowKey' | 'format' | 'delimiter'>,
-  resultsDir: string,
-): Promise<Source> {
-  const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;
-  if (!opts.fromPostgres) {
-    const stray = dbOptions.find((o) => opts[o] !== undefined);
-    if (stray) throw new CrmSyncError('USAGE', `--${kebab(stray)} reads a database: add --from-postgres`);
-    if (file === undefined)
-      throw new CrmSyncError(
-        'USAGE',
-        'name the file to import, "-" for stdin, or read a database with --from-postgres',
-      );
-    const read = {
-      ...(opts.format ? { format: opts.format } : {}),
-      ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-    };
-    if (file !== '-') return openFileSource(file, read);
-    const format = opts.format ?? 'ndjson';
-    const stdin = await openStdinSource(process.stdin, resultsDir, { ...read, format });
-    process.stderr.write(`stdin (${format}) kept as ${stdin.label}: the run reads it from there\n`);
-    return stdin;
-  }
-  if (file !== undefined)
-    throw new CrmSyncError('USAGE', `--from-postgres reads rows from --query, not from ${JSON.stringify(file)}`);
-  if (opts.query === undefined) throw new CrmSyncError('USAGE', '--from-postgres needs --query <sql>');
-  if (opts.format !== undefined || opts.delimiter !== undefined)
-    throw new CrmSyncError('USAGE', '--format and --delimiter are for files, not --from-postgres');
-  if (opts.dbUrlEnv !== undefined && opts.dbUrlFile !== undefined)
-    throw new CrmSyncError('USAGE', 'give --db-url-env or --db-url-file, not both');
-  return openQuerySource(
-    {
-      ...(opts.dbUrlFile !== undefined ? { urlFile: opts.dbUrlFile } : { urlEnv: opts.dbUrlEnv ?? DEFAULT_DB_URL_ENV }),
-      query: opts.query,
-      ...(opts.rowKey !== undefined ? { keyColumn: opts.rowKey } : {}),
-    },
-    'database URL',
-  );
-}
-
-function kebab(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
 /** `import`: what the command does, loaded when it runs (see import-command.ts for its options). */

@@ -4,14 +4,15 @@ import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
 import { readMappingFile } from '../ingest/index.js';
-import { makePlan, PlanStore } from '../plans/index.js';
+// The light surfaces: `plan` loads neither the queue nor the workers (bench/RESULTS.md, "Change control").
+import { makePlan, PlanStore } from '../plans/light.js';
 import { workspaceRequestBudget } from '../rate/index.js';
-import { formatPlanCounts } from '../reconcile/index.js';
-import { createCrmClient } from '../runtime/index.js';
+import { formatPlanCounts } from '../reconcile/light.js';
+import { createCrmClient } from '../crm/index.js';
 import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
-import { openImportSource } from './import-action.js';
-import { predictionWords } from './plans-actions.js';
+import { openImportSource } from './import-source.js';
+import { predictionWords } from './plan-words.js';
 import type { MatchOptions } from './options.js';
 import { printSourceNotes } from './source-notes.js';
 

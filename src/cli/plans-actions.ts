@@ -8,6 +8,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { planChanges, planRowFilter, PlanStore, refusal, writePlanCsv, type PlanRecord } from '../plans/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { withStore } from './context.js';
+import { predictionWords } from './plan-words.js';
 import type { ShowPlanCliOptions } from './plans-command.js';
 
 /** Who approves from the command line: `cli:<user>@<host>`. */
@@ -19,21 +20,6 @@ export function cliApprover(): string {
     // No passwd entry (a container's arbitrary uid): the host still says where.
   }
   return `cli:${user}@${hostname()}`;
-}
-
-/** `204 requests (200 writes, 4 list pages), about 3 s at 100 requests per 1 s` */
-export function predictionWords(plan: PlanRecord): string {
-  const p = plan.prediction;
-  const parts = `${p.requests} requests (${p.writes} writes, ${p.listPages} list pages for the drift check)`;
-  return p.seconds !== undefined
-    ? `${parts}, about ${durationWords(p.seconds)} at ${p.limit}`
-    : `${parts}; how long is not known: the workspace has no known rate limit (unknown limit)`;
-}
-
-function durationWords(seconds: number): string {
-  if (seconds < 120) return `${seconds} s`;
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
-  return `${(seconds / 3600).toFixed(1)} h`;
 }
 
 export function statusWords(plan: PlanRecord): string {

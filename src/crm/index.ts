@@ -46,3 +46,5 @@ export {
 export { CrmClient, type CrmClientOptions, type ListPageOptions, type CallOptions } from './crm-client.js';
 export { paginate, DEFAULT_RATE_LIMIT_WAIT_MS, type PagerOptions, type FetchPage } from './pager.js';
 export { isLoopbackName, loopbackLookup } from './loopback-lookup.js';
+// Here, not in runtime/: `plan` makes a client without loading the queues runtime/index.ts opens.
+export { createCrmClient } from './client-factory.js';

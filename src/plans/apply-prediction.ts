@@ -1,5 +1,5 @@
 import { DEFAULTS } from '../config/index.js';
-import { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from '../reconcile/index.js';
+import { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from '../reconcile/light.js';
 import type { PlanPrediction } from './plan-types.js';
 
 /** What predictApply needs of the workspace: its known limit and the drift window. */

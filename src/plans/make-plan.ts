@@ -8,7 +8,7 @@ import {
   type PlanSummary,
   type ReconcileOperation,
   type ReconcileSourceOptions,
-} from '../reconcile/index.js';
+} from '../reconcile/light.js';
 import { ApplyReads, predictApply } from './apply-prediction.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';

@@ -11,3 +11,6 @@ export const CLAIM = LuaScript.load('claim-tokens-3');
 
 /** A 429's pause: no send time before its end; a learned rate is cut (or measured). */
 export const PAUSE = LuaScript.load('pause-tokens-2');
+
+/** Gives back send times granted but missed (known limit): out of the send log, and the TAT back. */
+export const RELEASE = LuaScript.load('release-tokens-3');

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../redis/index.js';
 import { DEFAULTS, getWorkspace, resolveSettings, type Config, type Resolved } from '../config/index.js';
 import { requestBudgetKey } from '../keys/index.js';
-import { CLAIM, PAUSE } from './token-bucket-scripts.js';
+import { CLAIM, PAUSE, RELEASE } from './token-bucket-scripts.js';
 
 export interface SharedTokenBucketOptions {
   redis: RedisClient;
@@ -44,9 +44,10 @@ const MEASURE_SPAN_MS = 10_000;
 /** A learned rate never falls below this (requests/s): the budget must not stall a workspace. */
 const MIN_RATE = 0.5;
 
-/** A send time claimed: when to send, on this process's clock (epoch ms). */
+/** A send time claimed: when to send, on this process's clock (epoch ms), and as granted on Redis's clock. */
 interface Slot {
   at: number;
+  granted: number;
 }
 
 /** Learning, a spare send time this far gone is not used: a burst would follow. */
@@ -107,6 +108,11 @@ export class SharedTokenBucket {
   #clock: { offset: number; error: number; at: number } | undefined;
   #claiming = false;
   #retry: NodeJS.Timeout | undefined;
+  /** Known limit: send times missed (never to be used), to give back (#release). */
+  #missedSlots: number[] = [];
+  #releasing = false;
+  /** Known limit: send times this process missed, and how many of them went back to the budget (logs, tests). */
+  readonly stats = { missed: 0, givenBack: 0 };
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
 
@@ -250,8 +256,15 @@ export class SharedTokenBucket {
   #pump(): void {
     const now = Date.now();
     // A send time unused for longer than one interval (known limit: the margin) is gone: using
-    // it would make a burst, or put more than `max` sends in a window.
-    this.#spare = this.#spare.filter((s) => !this.#missed(s, now) && s.at >= this.#pausedUntil);
+    // it would make a burst, or put more than `max` sends in a window. A known limit's goes back
+    // to the budget (#release).
+    this.#spare = this.#spare.filter((s) => {
+      if (s.at < this.#pausedUntil) return false;
+      if (!this.#missed(s, now)) return true;
+      this.#giveBack(s);
+      return false;
+    });
+    this.#release();
     while (this.#waiting.length > 0 && this.#spare.length > 0)
       this.#schedule(this.#waiting.shift()!, this.#spare.shift()!);
     if (this.#waiting.length === 0 || this.#claiming || this.#retry) return;
@@ -284,7 +297,7 @@ export class SharedTokenBucket {
         // between the two, not from when the reply came (a reply held up in a busy event loop
         // would send its whole batch late, and late sends bunch up against on-time ones).
         const base = redisNow - this.#learnClock(asked, Date.now(), redisNow);
-        for (const off of offsets) this.#spare.push({ at: base + off });
+        for (const off of offsets) this.#spare.push({ at: base + off, granted: redisNow + off });
         if (offsets.length === 0) this.#retryIn(wait);
       })
       .catch((err: unknown) => {
@@ -294,6 +307,38 @@ export class SharedTokenBucket {
       .finally(() => {
         this.#claiming = false;
         this.#pump();
+      });
+  }
+
+  /** A known limit's send time this process will not use: given back (#release), not lost. */
+  #giveBack(slot: Slot): void {
+    if (!this.#o.limit) return;
+    this.stats.missed++;
+    this.#missedSlots.push(slot.granted);
+  }
+
+  /**
+   * Gives back the missed send times (RELEASE): out of the send log, and the TAT back one
+   * interval each, so a process whose timers fire late (a loaded machine) does not lose them
+   * from the limit. A failed call only loses them, as before: nothing is sent on them.
+   */
+  #release(): void {
+    if (this.#missedSlots.length === 0 || this.#releasing || !this.#o.limit) return;
+    const times = this.#missedSlots.splice(0);
+    this.#releasing = true;
+    const { redis, key } = this.#o;
+    RELEASE.run(
+      redis,
+      [key, this.#rateKey, this.#logKey],
+      [this.#interval.toFixed(6), ...times.map((t) => t.toFixed(3))],
+    )
+      .then((n) => {
+        this.stats.givenBack += Number(n);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.#releasing = false;
+        this.#release();
       });
   }
 
@@ -316,6 +361,7 @@ export class SharedTokenBucket {
         const now = Date.now();
         // (A learned rate has no window to keep: a late timer only sends late.)
         if (now < this.#pausedUntil || (this.#o.limit && this.#missed(slot, now))) {
+          if (now >= this.#pausedUntil) this.#giveBack(slot);
           this.#waiting.unshift(w);
           this.#pump();
           return;

@@ -9,6 +9,8 @@ import { COMPARABLE_FIELDS, type AnyRecord } from './resource-fields.js';
  */
 
 const UNIT = '\u001f';
+/** What separates a packed record's parts (packRecord): the id, then each comparable field. */
+export const PACK_UNIT = UNIT;
 const LIST = '\u001e';
 
 function text(value: unknown): string {

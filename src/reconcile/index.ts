@@ -36,17 +36,15 @@ export { applyWritePolicies, type HeldField, type PolicyOutcome } from './write-
 export { PlanTally, topFields, type FieldTally, type PlanSummary } from './plan-tally.js';
 export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
 export {
-  reconcileImport,
   planReconcile,
   buildIndexFor,
   defaultMatchKey,
   type ReconcileSourceOptions,
-  type ReconcileImportOptions,
-  type ReconcileImportResult,
   type PlanReconcileOptions,
   type PlanResult,
   type IndexStats,
-} from './reconcile-import.js';
+} from './plan-reconcile.js';
+export { reconcileImport, type ReconcileImportOptions, type ReconcileImportResult } from './reconcile-import.js';
 export { fieldChanges } from './field-changes.js';
 export { sentDigest, checkDigest, digestHolds, type DigestCheck } from './sent-digest.js';
 export { verifyRun, VERIFY_CSV_COLUMNS, type VerifyRunOptions, type VerifyResult } from './verify-run.js';

@@ -1,155 +1,18 @@
-import { once } from 'node:events';
-import { AuthError, defaultMatchKey as matchKeyOf, refusedKeyStatus, type CrmClient } from '../crm/index.js';
-import {
-  asSource,
-  checkSource,
-  type CheckedSource,
-  columnsUpFront,
-  type Mapping,
-  type RowDecoder,
-  type Source,
-  type SourceFormat,
-  type SourceReader,
-} from '../ingest/index.js';
-import { silentLogger, type Logger } from '../log/index.js';
+import { AuthError, refusedKeyStatus } from '../crm/index.js';
+import { silentLogger } from '../log/index.js';
 import { produceSource, sourceRunOptions, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
 import { type WorkspaceQueue } from '../queue/index.js';
-import { type RequestBudget } from '../rate/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
-import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
-import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
-import { RecordIndex } from './record-index.js';
-import { PlanTally, type PlanSummary } from './plan-tally.js';
-import { RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
-
-export interface ReconcileSourceOptions {
-  /** A file's path (read with `format` and `delimiter`), or an opened Source (stdin, a database query): planned alike. */
-  file: string | Source;
-  op: ReconcileOperation;
-  workspace: string;
-  /** Client of the workspace; its listVersion decides v1/v2 unless `listVersion` is given. */
-  client: CrmClient;
-  /** The workspace's shared request budget: every list page takes a token. Default: pages are not budgeted. */
-  budget?: RequestBudget;
-  /** Default: `email` for contacts and leads, `unique_number` for deal updates, `name` for deal upserts. */
-  matchKey?: string;
-  /** Source column holding the key. Default: the column mapped to the key's field, else one named like it. */
-  keyColumn?: string;
-  /** Default: columns named like the API fields. */
-  mapping?: { mapping: Mapping; raw: unknown };
-  /** Default: from the file extension. */
-  format?: SourceFormat;
-  /** CSV delimiter. Default: sniffed from the header line. */
-  delimiter?: string;
-  /** Skip columns that map to no field instead of refusing the file. Default false. */
-  ignoreUnknownColumns?: boolean;
-  /** Called once the file's columns passed their checks, before the run is created or the CRM paged. */
-  onChecked?: (reader: SourceReader, decoder: RowDecoder) => void;
-  /** Records per list page. Default 100. */
-  pageSize?: number;
-  /** Default: the client's. */
-  listVersion?: 'v1' | 'v2';
-  /** Default: silent. */
-  logger?: Logger;
-}
-
-export interface IndexStats {
-  pages: number;
-  records: number;
-  ms: number;
-}
-
-export function defaultMatchKey(op: ReconcileOperation): string {
-  return matchKeyOf(op);
-}
-
-/** Pages the resource the operation writes into an index by the match key. */
-export async function buildIndexFor(
-  options: ReconcileSourceOptions & { keepPlaces?: boolean },
-): Promise<{ index: RecordIndex; stats: IndexStats }> {
-  const started = Date.now();
-  const { budget } = options;
-  const index = await RecordIndex.build(options.client, {
-    resource: RECONCILE_RESOURCE[options.op],
-    matchKey: options.matchKey ?? defaultMatchKey(options.op),
-    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
-    ...(options.listVersion ? { version: options.listVersion } : {}),
-    ...(budget ? { beforeFetch: () => budget.take() } : {}),
-    ...(options.keepPlaces ? { keepPlaces: true } : {}),
-  });
-  return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
-}
-
-/**
- * Opens the source and checks it against the reconcile's one decoder (columns, key column, an
- * empty file) before a run exists or a page of the CRM is read.
- */
-async function openChecked(
-  options: ReconcileSourceOptions,
-): Promise<{ source: Source; reader: SourceReader; decoder: RowDecoder } & CheckedSource> {
-  const matchKey = options.matchKey ?? defaultMatchKey(options.op);
-  const source = asSource(options.file, {
-    ...(options.format ? { format: options.format } : {}),
-    ...(options.delimiter ? { delimiter: options.delimiter } : {}),
-  });
-  const reader = source.reader;
-  const planning = { op: options.op, matchKey, refColumn: source.keyColumn, ...mappingOf(options) };
-  const decoder = reconcileDecoder(planning);
-  const checked = await checkSource(reader, decoder);
-  try {
-    if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);
-    options.onChecked?.(reader, decoder);
-  } catch (err) {
-    await checked.close();
-    throw err;
-  }
-  return { source, reader, decoder, ...checked };
-}
-
-export interface PlanReconcileOptions extends ReconcileSourceOptions {
-  /** Where the plan CSV goes (one line per row). Default: nowhere. */
-  out?: NodeJS.WritableStream;
-  /**
-   * Called with every planned row, in source order (`crm-sync plan` stores them), and its
-   * record's place in the CRM's list as read (with `keepPlaces`). Default: none.
-   */
-  onRow?: (row: PlannedRow, place: number | undefined) => void | Promise<void>;
-  /** Keep each record's place in the list for onRow (RecordIndex.placeOf). Default false. */
-  keepPlaces?: boolean;
-}
-
-export interface PlanResult {
-  counts: PlanCounts;
-  rows: number;
-  index: IndexStats;
-  /** Per field: rows that change it, empty it, or have it held back by a write policy. */
-  summary: PlanSummary;
-}
-
-/** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
-export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
-  const { decoder, items, close } = await openChecked(options);
-  try {
-    const { index, stats } = await buildIndexFor(options);
-    const counts = emptyPlanCounts();
-    const tally = new PlanTally();
-    let rows = 0;
-    const write = async (text: string) => {
-      if (options.out && !options.out.write(text)) await once(options.out, 'drain');
-    };
-    await write(planCsvHeader());
-    for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
-      rows++;
-      counts[row.action]++;
-      tally.add(row);
-      await options.onRow?.(row, row.recordId !== undefined ? index.placeOf(row.recordId) : undefined);
-      await write(planCsvLine(row));
-    }
-    return { counts, rows, index: stats, summary: tally.summary() };
-  } finally {
-    await close();
-  }
-}
+import { emptyPlanCounts, type PlanCounts } from './plan-csv.js';
+import { planRows, type PlannedRow } from './plan-rows.js';
+import {
+  buildIndexFor,
+  defaultMatchKey,
+  mappingOf,
+  openChecked,
+  type IndexStats,
+  type ReconcileSourceOptions,
+} from './plan-reconcile.js';
 
 export interface ReconcileImportOptions extends ReconcileSourceOptions {
   queue: WorkspaceQueue;
@@ -286,16 +149,4 @@ async function* counted(
     check?.();
     yield row;
   }
-}
-
-function mappingOf(options: ReconcileSourceOptions): {
-  mapping?: Mapping;
-  keyColumn?: string;
-  ignoreUnknownColumns?: boolean;
-} {
-  return {
-    ...(options.mapping ? { mapping: options.mapping.mapping } : {}),
-    ...(options.keyColumn !== undefined ? { keyColumn: options.keyColumn } : {}),
-    ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
-  };
 }

@@ -1,6 +1,7 @@
 import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
-import { packRecord, unpackRecord, type IndexedRecord } from './compare.js';
+import { PACK_UNIT, packRecord, unpackRecord, type IndexedRecord } from './compare.js';
+import { StringTable } from './string-table.js';
 import { checkMatchKey, normaliseKey, recordKey, type AnyRecord } from './resource-fields.js';
 
 export interface BuildIndexOptions {
@@ -27,23 +28,30 @@ export interface BuildIndexOptions {
 }
 
 /**
- * The CRM's current records of one resource, by id and by a match key, kept as one packed
- * string per record (id + canonical comparable fields) so 100,000 records stay a few tens of
- * MB. A key held by several records keeps them all: such rows are ambiguous, never guessed.
+ * The CRM's current records of one resource, by id and by a match key. Each record is kept as
+ * its packed comparable fields (id + canonical values) in StringTables, outside the JavaScript
+ * heap: 100,000 records are ~15 MB of buffers and a few typed arrays, not ~30 MB of live heap
+ * that V8 would let grow severalfold before collecting (a plan's peak RSS). A record's slot is
+ * its place in the list as read. A key held by several records keeps them all: such rows are
+ * ambiguous, never guessed.
  */
 export class RecordIndex {
   readonly resource: ListResource;
   readonly matchKey: string;
   /** List requests answered while building (0 for an index filled by hand). */
   pages = 0;
-  readonly #byId = new Map<string, string>();
-  readonly #byKey = new Map<string, string | string[]>();
-  /** created_at (epoch ms) by id, when asked to keep it. */
-  #created: Map<string, number> | undefined;
-  /** Place in the list as read (0-based, in list order) by id, when asked to keep it. */
-  #places: Map<string, number> | undefined;
+  /** Record ids, one entry per record: the entry's number is the record's slot (its place in the list as read). */
+  readonly #ids = new StringTable(true);
+  /** By slot: the packed record less its id (unpackRecord puts the id back). */
+  readonly #records = new StringTable();
+  /** Match-key values, one entry per record that has one; #keySlots says whose. */
+  readonly #keys = new StringTable(true);
+  #keySlots = new Int32Array(64);
+  /** created_at (epoch ms) by slot, when asked to keep it. */
+  #created: Float64Array | undefined;
+  readonly #keepPlaces: boolean;
 
-  /** `keepCreatedAt`: also keep each record's created_at (createdAt); `keepPlaces`: its place in the list (placeOf). */
+  /** `keepCreatedAt`: also keep each record's created_at (createdAt); `keepPlaces`: answer placeOf. */
   constructor(
     resource: ListResource,
     matchKey = 'id',
@@ -51,8 +59,8 @@ export class RecordIndex {
   ) {
     this.resource = resource;
     this.matchKey = checkMatchKey(resource, matchKey);
-    if (options.keepCreatedAt) this.#created = new Map();
-    if (options.keepPlaces) this.#places = new Map();
+    if (options.keepCreatedAt) this.#created = new Float64Array(64);
+    this.#keepPlaces = options.keepPlaces === true;
   }
 
   /** Pages the whole list (to its last page, retrying 429 and transient failures). */
@@ -76,41 +84,55 @@ export class RecordIndex {
   }
 
   get size(): number {
-    return this.#byId.size;
+    return this.#ids.size;
   }
 
   add(record: AnyRecord): void {
     const packed = packRecord(this.resource, record);
-    if (this.#places && !this.#byId.has(record.id)) this.#places.set(record.id, this.#byId.size);
-    this.#byId.set(record.id, packed);
-    this.#created?.set(record.id, Date.parse(record.created_at));
+    const values = packed.slice(packed.indexOf(PACK_UNIT) + 1);
+    let slot = this.#ids.find(record.id);
+    if (slot >= 0) this.#records.set(slot, values);
+    else {
+      slot = this.#ids.add(record.id);
+      this.#records.add(values);
+    }
+    if (this.#created) {
+      if (slot >= this.#created.length) this.#created = grown(this.#created, slot);
+      this.#created[slot] = Date.parse(record.created_at);
+    }
     if (this.matchKey === 'id') return;
     const key = recordKey(record, this.matchKey);
-    if (key === '') return;
-    const held = this.#byKey.get(key);
-    if (held === undefined) this.#byKey.set(key, packed);
-    else if (typeof held === 'string') this.#byKey.set(key, [held, packed]);
-    else held.push(packed);
+    if (key === '' || this.#keys.findAll(key).some((k) => this.#keySlots[k] === slot)) return;
+    const k = this.#keys.add(key);
+    if (k >= this.#keySlots.length) this.#keySlots = grown(this.#keySlots, k);
+    this.#keySlots[k] = slot;
   }
 
-  /** Every record, in no particular order. */
+  /** Every record, in list order. */
   *all(): IterableIterator<IndexedRecord> {
-    for (const packed of this.#byId.values()) yield unpackRecord(this.resource, packed);
+    for (let slot = 0; slot < this.#ids.size; slot++) yield this.#record(slot);
+  }
+
+  /** The record's slot: its place in the list when read (0-based), whether or not places are kept. */
+  slotOf(id: string): number | undefined {
+    const slot = this.#ids.find(id.trim());
+    return slot < 0 ? undefined : slot;
   }
 
   /** The record's place in the list when read (0-based; page = floor(place / page size) + 1); undefined unless kept. */
   placeOf(id: string): number | undefined {
-    return this.#places?.get(id);
+    return this.#keepPlaces ? this.slotOf(id) : undefined;
   }
 
   /** When the record was made (epoch ms, the CRM's record clock); undefined unless kept. */
   createdAt(id: string): number | undefined {
-    return this.#created?.get(id);
+    const slot = this.#created ? this.slotOf(id) : undefined;
+    return slot === undefined ? undefined : this.#created![slot];
   }
 
   byId(id: string): IndexedRecord | undefined {
-    const packed = this.#byId.get(id.trim());
-    return packed === undefined ? undefined : unpackRecord(this.resource, packed);
+    const slot = this.slotOf(id);
+    return slot === undefined ? undefined : this.#record(slot);
   }
 
   /** Every record whose match key equals `value` (normalised like the records' keys). */
@@ -119,8 +141,18 @@ export class RecordIndex {
       const one = this.byId(normaliseKey('id', value));
       return one ? [one] : [];
     }
-    const held = this.#byKey.get(normaliseKey(this.matchKey, value));
-    if (held === undefined) return [];
-    return (typeof held === 'string' ? [held] : held).map((p) => unpackRecord(this.resource, p));
+    return this.#keys.findAll(normaliseKey(this.matchKey, value)).map((k) => this.#record(this.#keySlots[k]!));
   }
+
+  #record(slot: number): IndexedRecord {
+    return unpackRecord(this.resource, this.#ids.get(slot) + PACK_UNIT + this.#records.get(slot));
+  }
+}
+
+function grown<T extends Int32Array | Float64Array>(a: T, index: number): T {
+  let size = a.length * 2;
+  while (size <= index) size *= 2;
+  const b = new (a.constructor as new (n: number) => T)(size);
+  b.set(a);
+  return b;
 }

@@ -58,5 +58,5 @@ export {
 } from './local-redis.js';
 export { openStore, type OpenStore } from './open-store.js';
 export { deleteKeysWithPrefix } from './delete-prefix.js';
-export { createCrmClient } from './crm-client-factory.js';
+export { createCrmClient } from '../crm/index.js';
 export { preflight, checkKey, type CheckLine, type KeyCheck, type PreflightOptions } from './preflight.js';

@@ -12,7 +12,7 @@ import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { connectConfiguredRedis, describeRedisTarget } from '../redis/index.js';
 import { workerCount } from '../queue/index.js';
-import { createCrmClient } from './crm-client-factory.js';
+import { createCrmClient } from '../crm/index.js';
 
 /** One line of `crm-sync check`: ok, a warning (runs, but an operator should know) or a failure. */
 export interface CheckLine {

@@ -184,6 +184,35 @@ describe('SharedTokenBucket', () => {
     }
   }, 20_000);
 
+  it('send times a stalled process missed go back to the budget (out of the send log), and windows still hold no more than max', async () => {
+    const key = bucketKey();
+    keys.push(`${key}:log`);
+    const limit = { max: 20, durationMs: 1000 };
+    const bucket = new SharedTokenBucket({ redis, key, limit, marginMs: 10 });
+    // A loaded machine: the event loop stalls 30 ms in every 100, so grants due meanwhile are
+    // missed by more than a third of the margin and given up.
+    const stall = setInterval(() => {
+      const until = Date.now() + 30;
+      while (Date.now() < until);
+    }, 100);
+    let times: number[];
+    try {
+      times = await takeMany(bucket, 40, 4);
+    } finally {
+      clearInterval(stall);
+    }
+    for (let i = 0; i < 50 && bucket.stats.givenBack < bucket.stats.missed; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(bucket.stats.missed).toBeGreaterThan(0);
+    expect(bucket.stats.givenBack).toBe(bucket.stats.missed);
+    // The log holds only times that were used: each is one a take resolved at (within the
+    // margin's third, on clocks a few ms apart), none a missed one.
+    const log = (await redis.lrange(`${key}:log`, 0, -1)).map(Number);
+    const used = log.filter((g) => times.some((t) => Math.abs(t - g) <= 10));
+    expect(used.length).toBeGreaterThanOrEqual(log.length - 2);
+    expect(busiestWindow(times, limit.durationMs)).toBeLessThanOrEqual(limit.max);
+  }, 20_000);
+
   describe('without a known limit (a learned rate)', () => {
     async function learned(key: string): Promise<{ rate: number; ceiling: number }> {
       const [rate, ceiling] = await redis.hmget(`${key}:rate`, 'rate', 'ceiling');

@@ -1,5 +1,5 @@
 import { getWorkspace, readApiKey, type Config } from '../config/index.js';
-import { CrmClient } from '../crm/index.js';
+import { CrmClient } from './crm-client.js';
 import type { Logger } from '../log/index.js';
 
 /** An API client for a configured workspace; reads its key now (SECRET_MISSING names the source). */
