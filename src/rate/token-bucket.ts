@@ -65,6 +65,8 @@ interface Waiter {
   deadline?: NodeJS.Timeout;
   /** The send time this wait was given, while its timer runs. */
   slot?: Slot;
+  /** The send time of the token this wait handed out (cancel gives it back). */
+  taken?: Slot;
   /** Settled or called off: nothing more happens to it. */
   done?: boolean;
 }
@@ -179,8 +181,10 @@ export class SharedTokenBucket {
   /**
    * As take, and the wait can be called off: `cancel()` ends it unserved (granted resolves
    * false) and gives its send time, when one was already claimed for it and has not come, to
-   * the next request that waits. So a request may start waiting for its token while it waits
-   * for something else (the write fence), and lose nothing of the budget when that says no.
+   * the next request that waits; called after the token was taken (its request will not be sent
+   * after all), a known limit's send time goes back to the budget (#giveBack). So a request may
+   * start waiting for its token while it waits for something else (the write fence), and lose
+   * nothing of the budget when that says no.
    */
   reserve(signal?: AbortSignal, withinMs?: number): TokenWait {
     if (signal?.aborted) return { granted: Promise.reject(signal.reason), cancel: () => undefined };
@@ -209,6 +213,14 @@ export class SharedTokenBucket {
           resolve(false);
         }, withinMs);
       cancel = () => {
+        // Taken, and its request will not be sent after all: a known limit's send time goes
+        // back to the budget as a missed one does.
+        if (w.taken) {
+          this.#giveBack(w.taken);
+          w.taken = undefined;
+          this.#release();
+          return;
+        }
         if (w.done) return;
         w.done = true;
         leave();
@@ -366,6 +378,7 @@ export class SharedTokenBucket {
           this.#pump();
           return;
         }
+        w.taken = slot;
         this.#settle(w);
       },
       Math.max(0, slot.at - Date.now()),

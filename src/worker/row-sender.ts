@@ -197,12 +197,19 @@ export class RowSender {
         // grant's time: sent late, bunched against on-time ones, a CRM counting a sliding window
         // would see more than the limit in one. The wait is bounded, since the record's lease is
         // held meanwhile.
+        let used = wait;
         let token = await wait.token;
-        if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs)
-          token = await this.#waitForToken(signal).token;
+        if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs) {
+          wait.cancel();
+          used = this.#waitForToken(signal);
+          token = await used.token;
+        }
         const read = await before;
         // (#before fails only when the job's signal aborted.)
-        if ('err' in read) token = 'aborted';
+        if ('err' in read) {
+          used.cancel();
+          token = 'aborted';
+        }
         if (token !== 'taken' || 'err' in read) {
           await this.o.fence.settleUpdate(record, begin.seq, false);
           if (token === 'taken' || token === 'aborted') return { kind: 'lost', reason: String(signal?.reason) };

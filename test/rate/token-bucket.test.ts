@@ -138,6 +138,23 @@ describe('SharedTokenBucket', () => {
     expect(bucket.usableForMs).toBeGreaterThan(0);
   }, 10_000);
 
+  it('a token taken and then called off (its request not sent after all) goes back to the budget', async () => {
+    const key = bucketKey();
+    keys.push(`${key}:log`);
+    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 }, marginMs: 300 });
+    const wait = bucket.reserve(undefined, 5000);
+    expect(await wait.granted).toBe(true);
+    const granted = await redis.lrange(`${key}:log`, 0, -1);
+    expect(granted).toHaveLength(1);
+    wait.cancel();
+    while (bucket.stats.givenBack < 1) await new Promise((s) => setTimeout(s, 5));
+    // Out of the send log: the window counts only what may have been sent.
+    expect(await redis.lrange(`${key}:log`, 0, -1)).toEqual([]);
+    wait.cancel(); // a second call gives nothing back twice
+    await new Promise((s) => setTimeout(s, 50));
+    expect(bucket.stats.givenBack).toBe(1);
+  }, 10_000);
+
   it('requests seen leaving late widen the margin: windows that long hold no more than max, and the growth is capped', async () => {
     const key = bucketKey();
     keys.push(`${key}:log`);

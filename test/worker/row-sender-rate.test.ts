@@ -175,6 +175,8 @@ describe('an update is sent once the write fence let it go and it has its rate t
     budget.waiting[1]!();
     expect(await sending).toMatchObject({ kind: 'result', result: { status: 'succeeded' } });
     expect(budget.reserved).toBe(2);
+    // The stale token was handed back (a known limit's send time goes back to the budget).
+    expect(budget.cancelled).toBe(1);
     expect(sim.workspace('acme').stats.requests).toBe(before + 1);
   });
 });
