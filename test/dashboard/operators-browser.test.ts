@@ -146,7 +146,12 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
       series = await readRunSeries(h.runtime.redis, h.config.prefix, run.id);
     }
     expect(sum(series, (p) => p.succeeded)).toBe(150);
-    await page.goto(`${base}/runs/${run.id}`);
+    // The page may be reloading itself (every 3 s while it last saw the run going) just as this
+    // navigation starts: Chromium then interrupts one with the other. Either one lands on the page.
+    await page.goto(`${base}/runs/${run.id}`).catch(async (err: Error) => {
+      if (!/interrupted by another navigation/.test(err.message)) throw err;
+      await page.goto(`${base}/runs/${run.id}`);
+    });
     await page.locator(`${own}[data-drawn]`).waitFor();
     const nonzero = series.filter((p) => p.requests > 0).length;
     // What uPlot holds is the run's series: a point per bucket, the same buckets with requests, the same peak.
