@@ -197,18 +197,17 @@ export class RowSender {
         // grant's time: sent late, bunched against on-time ones, a CRM counting a sliding window
         // would see more than the limit in one. The wait is bounded, since the record's lease is
         // held meanwhile.
-        let used = wait;
-        let token = await wait.token;
-        if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs) {
-          wait.cancel();
-          used = this.#waitForToken(signal);
-          token = await used.token;
-        }
-        const read = await before;
+        // The staleness is judged once the before-values are in too: a list read that took
+        // long (a pass of the whole list) would otherwise send on a token long gone by.
+        const [first, read] = await Promise.all([wait.token, before]);
+        let token = first;
         // (#before fails only when the job's signal aborted.)
         if ('err' in read) {
-          used.cancel();
+          wait.cancel();
           token = 'aborted';
+        } else if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs) {
+          wait.cancel();
+          token = await this.#waitForToken(signal).token;
         }
         if (token !== 'taken' || 'err' in read) {
           await this.o.fence.settleUpdate(record, begin.seq, false);

@@ -6,6 +6,7 @@ import type { QueuedRow } from '../../src/queue/index.js';
 import { DealLookup, DuplicateSafeCreate } from '../../src/worker/creates/index.js';
 import { LookupPassBoard, RowFence, RunStore, type RowWriter } from '../../src/runs/index.js';
 import { startSimulator } from '../../src/sim/index.js';
+import type { DriftCheck } from '../../src/worker/drift-check.js';
 import { RowSender } from '../../src/worker/row-sender.js';
 import { testRedis } from '../runs/redis-fixture.js';
 
@@ -26,7 +27,7 @@ let client: CrmClient;
 beforeAll(async () => {
   sim = await startSimulator({
     port: 0,
-    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 5, seed: 4, rateLimit: null }],
+    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 6, seed: 4, rateLimit: null }],
   });
   client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
 });
@@ -81,12 +82,25 @@ class WatchedFence extends RowFence {
   }
 }
 
-function sender(budget: ReturnType<typeof heldBudget>, rateWaitMs: number, watched = fence): RowSender {
+function sender(
+  budget: ReturnType<typeof heldBudget>,
+  rateWaitMs: number,
+  watched = fence,
+  drift?: DriftCheck,
+): RowSender {
   const board = new LookupPassBoard({ redis, prefix, workspace: 'acme' });
   const settleMs = DEFAULTS.workspace.createSettleMs;
   const lookup = new DealLookup({ client, board, fence, pageSize: DEFAULTS.client.pageSize, minGapMs: settleMs });
   const creates = new DuplicateSafeCreate({ client, fence, lookup, settleMs, logger: silentLogger });
-  return new RowSender({ client, fence: watched, creates, logger: silentLogger, budget, rateWaitMs });
+  return new RowSender({
+    client,
+    fence: watched,
+    creates,
+    logger: silentLogger,
+    budget,
+    rateWaitMs,
+    ...(drift ? { drift } : {}),
+  });
 }
 
 /** Row `row` of a run of its own, updating the simulator's deal number `deal`. */
@@ -159,6 +173,29 @@ describe('an update is sent once the write fence let it go and it has its rate t
     expect(budget.reserved).toBe(1);
     expect(budget.cancelled).toBe(1);
     expect(sim.workspace('acme').stats.requests).toBe(before);
+  });
+
+  it("a token that came long before the row's before-values were read is taken anew before the request leaves", async () => {
+    // The list read of before-values answers only when the test says (a pass of a long list).
+    let answer: (values: Record<string, string>) => void = () => undefined;
+    const slowRead = {
+      freshValues: () => undefined,
+      values: () => new Promise<Record<string, string>>((resolve) => (answer = resolve)),
+    } as unknown as DriftCheck; // only the two methods a plain row's before-value read calls
+    const budget = heldBudget(50);
+    const { w, r } = await writer(10, 5);
+    const before = sim.workspace('acme').stats.requests;
+    const sending = sender(budget, 5000, fence, slowRead).send(w, r, undefined);
+    while (budget.waiting.length === 0) await new Promise((s) => setTimeout(s, 1));
+    budget.waiting[0]!(); // the token comes at once; the read, 200 ms later
+    await new Promise((s) => setTimeout(s, 200));
+    answer({ name: 'Before' });
+    while (budget.waiting.length < 2) await new Promise((s) => setTimeout(s, 5));
+    expect(sim.workspace('acme').stats.requests).toBe(before);
+    expect(budget.cancelled).toBe(1); // the stale token went back
+    budget.waiting[1]!();
+    expect(await sending).toMatchObject({ kind: 'result', result: { status: 'succeeded' } });
+    expect(sim.workspace('acme').stats.requests).toBe(before + 1);
   });
 
   it('a token that came too long before the fence answered is taken anew before the request leaves', async () => {
