@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
-import { hasRedisServer, startPrivateRedis, type PrivateRedis } from '../../src/runtime/index.js';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { hasRedisServer } from '../../src/runtime/index.js';
 import type { RunRecord } from '../../src/runs/index.js';
-import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { harnessArgs, startCli, type RunningCli } from '../helpers/run-cli.js';
+import { csv, type Harness } from '../helpers/pipeline.js';
+import { harnessArgs, type RunningCli } from '../helpers/run-cli.js';
+import { exitOf, redisLossFixture } from './redis-loss-fixture.js';
 
 /*
  * `import --wait` whose producer meets a full Redis (maxmemory, noeviction) mid-file, with no
@@ -12,34 +13,15 @@ import { harnessArgs, startCli, type RunningCli } from '../helpers/run-cli.js';
  * for longer than --redis-outage, it stops as an outage does (exit 5) with the resume advice and
  * counts that match the run's record. A private redis-server each (the shared one is not touched).
  */
+const f = redisLossFixture();
 let h: Harness | undefined;
-let redis: PrivateRedis | undefined;
 let admin: Redis | undefined;
-const clis: RunningCli[] = [];
-
-afterEach(async () => {
-  for (const c of clis.splice(0)) if (c.child.exitCode === null) c.child.kill('SIGKILL');
-  await admin?.config('SET', 'maxmemory', '0').catch(() => undefined);
-  admin?.disconnect();
-  await h?.close();
-  await redis?.stop();
-  h = undefined;
-  redis = undefined;
-  admin = undefined;
-});
-
-async function exitOf(cli: RunningCli, ms: number): Promise<number | null> {
-  const late = sleep(ms).then(() => 'late' as const);
-  const code = await Promise.race([cli.exited, late]);
-  if (code === 'late') throw new Error(`crm-sync did not exit in ${ms} ms\n${cli.stderr}`);
-  return code;
-}
 
 /** Starts an import of `n` creates into a Redis with only `roomBytes` to spare; answers when it is full. */
 async function importIntoFullRedis(n: number, roomBytes: number, extra: string[]): Promise<RunningCli> {
-  redis = await startPrivateRedis();
-  admin = new Redis(redis.url);
-  h = await startHarness({ records: 5, latencyMs: 5, redisUrl: redis.url });
+  const redis = await f.privateRedis();
+  admin = f.admin(redis.url);
+  h = await f.harness({ records: 5, latencyMs: 5, redisUrl: redis.url });
   const tag = `Full ${Date.now().toString(36)}`;
   const file = h.file(
     'full-producer.csv',
@@ -51,11 +33,10 @@ async function importIntoFullRedis(n: number, roomBytes: number, extra: string[]
   const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
   await admin.config('SET', 'maxmemory-policy', 'noeviction');
   await admin.config('SET', 'maxmemory', String(used + roomBytes));
-  const cli = startCli(harnessArgs(h, ['import', file, '--op', 'deal.create', '-w', 'acme', '--wait', ...extra]).args, {
+  const cli = f.cli(harnessArgs(h, ['import', file, '--op', 'deal.create', '-w', 'acme', '--wait', ...extra]).args, {
     ...h.env,
     CI: 'true',
   });
-  clis.push(cli);
   const deadline = Date.now() + 30_000;
   while (!/Redis is full/.test(cli.stderr)) {
     if (cli.child.exitCode !== null || Date.now() > deadline)
