@@ -8,11 +8,11 @@ import { csv, startHarness, type Harness, type HarnessOptions } from '../helpers
 import { harnessArgs, runCli, startCli, type RunningCli } from '../helpers/run-cli.js';
 
 /*
- * What the Redis-loss files (redis-loss, redis-evicts, redis-evicts-mid-file-*, redis-full-producer)
- * share: each test
- * on a private redis-server of its own (no test touches the shared Redis's config), with
- * `crm-sync import` as a child process. The files are split so that vitest runs them side by
- * side: their tests wait (on child processes, evictions, the advised imports), they do not compute.
+ * What the Redis-loss files (redis-loss, redis-evicts, redis-evicts-mid-file-*) and
+ * redis-full-producer share: each test on a private redis-server of its own (no test touches the
+ * shared Redis's config), with `crm-sync import` as a child process. The files are split so that
+ * vitest runs them side by side: their tests wait (on child processes, evictions, the advised
+ * imports), they do not compute.
  */
 
 export interface RedisLossFixture {
