@@ -7,7 +7,14 @@ import { openSource, parseMapping, RowDecoder, type Mapping } from '../ingest/in
 import { sourceIdentity } from '../lifecycle/index.js';
 import { type RequestBudget } from '../rate/index.js';
 import { RunKeys } from '../keys/index.js';
-import { RowFence, escapeCsvCell, type RecordClock, type RunRecord, type RunStore } from '../runs/index.js';
+import {
+  RowFence,
+  earliestStamp,
+  escapeCsvCell,
+  type RecordClock,
+  type RunRecord,
+  type RunStore,
+} from '../runs/index.js';
 import { canonicalFromRow, diffFields, normaliseName, showCanonical, type IndexedRecord } from './compare.js';
 import { checkDigest, digestHolds } from './sent-digest.js';
 import { RecordIndex } from './record-index.js';
@@ -320,7 +327,7 @@ class RunWindow {
     const began = Date.parse(run.createdAt);
     const ended = run.finishedAt !== undefined ? Date.parse(run.finishedAt) : Infinity;
     // Without a calibration, the CRM's clock may be off ours by anything up to a few minutes.
-    const from = clock ? began + clock.lo - clock.resolutionMs : began - UNCALIBRATED_MARGIN_MS;
+    const from = clock ? earliestStamp(began, clock, true) : began - UNCALIBRATED_MARGIN_MS;
     // A request delivered late lands after the run ended (the gap no client closes): a deal up to
     // a write lease after the end may still be the run's duplicate.
     const late = ended + fence.leaseMs;

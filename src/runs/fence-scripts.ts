@@ -16,6 +16,16 @@ import { RESULT_BUCKET_ROWS } from '../keys/index.js';
 export const RECORD_CLOCK_FRESH_MS = 7 * 86_400_000;
 /** How far two clocks may drift apart, as a share of the time since they were compared (100 ppm). */
 export const RECORD_CLOCK_DRIFT = 0.0001;
+/**
+ * How much earlier than the record clock's lower bound a deal made after a moment may be stamped
+ * (ms). A CRM's stamps are not one clock at one offset: one that keeps them strictly increasing
+ * runs ahead of its clock in a burst (the simulator does, a ms a create), and one of several
+ * servers stamps with several clocks; the calibration's lower bound is then that of the stamps
+ * furthest ahead, and an on-time stamp falls below it. Too narrow, a lost create's own deal is
+ * taken for an older one and the row is sent again (a duplicate); wider, a look-alike a person
+ * made that much before the send makes the row uncertain instead of being passed over.
+ */
+export const RECORD_STAMP_SPREAD_MS = 250;
 
 /** May a row's update be sent (per-field write order, the in-flight lease)? */
 export const BEGIN_UPDATE = LuaScript.load('begin-update-4');

@@ -32,9 +32,10 @@ export {
   type CreateMarker,
   type FinishCreate,
   type RecordClock,
+  earliestStamp,
   createMarkerTtlMs,
 } from './row-fence.js';
-export { RECORD_CLOCK_DRIFT } from './fence-scripts.js';
+export { RECORD_CLOCK_DRIFT, RECORD_STAMP_SPREAD_MS } from './fence-scripts.js';
 export {
   writeResultsCsv,
   escapeCsvCell,

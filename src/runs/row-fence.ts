@@ -7,6 +7,8 @@ import {
   BEGIN_UPDATE,
   FINISH_CREATE,
   HOLD_CREATE,
+  RECORD_CLOCK_DRIFT,
+  RECORD_STAMP_SPREAD_MS,
   RELEASE_CREATE,
   RESTORE_CREATE,
   SETTLE_UPDATE,
@@ -128,6 +130,17 @@ export interface RecordClock {
   resolutionMs: number;
   /** How old the calibration is (ms). */
   ageMs: number;
+}
+
+/**
+ * The earliest created_at a deal made at or after Redis time `at` can carry by the calibration:
+ * its lower bound, less the stamp's resolution and the drift since it was taken. Where a deal
+ * wrongly taken as older makes a duplicate (a lost create's lookup, verify), the spread of a
+ * CRM's stamps comes off too (`withSpread`, RECORD_STAMP_SPREAD_MS).
+ */
+export function earliestStamp(at: number, clock: RecordClock, withSpread = false): number {
+  const drift = Math.floor(clock.ageMs * RECORD_CLOCK_DRIFT);
+  return Math.floor(at + clock.lo - clock.resolutionMs - drift - (withSpread ? RECORD_STAMP_SPREAD_MS : 0));
 }
 
 /**

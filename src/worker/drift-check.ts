@@ -14,9 +14,9 @@ import {
   showCanonical,
   type IndexedRecord,
 } from '../reconcile/index.js';
-import type { RowFence } from '../runs/index.js';
+import { earliestStamp, type RowFence } from '../runs/index.js';
 import type { PlannedWindow } from '../queue/index.js';
-import { sendWindow, sentValues } from './creates/index.js';
+import { sentValues } from './creates/index.js';
 import { abortable } from './abortable.js';
 
 export interface DriftCheckOptions {
@@ -266,9 +266,7 @@ export class DriftCheck {
   async #window(planned: PlannedCreate, fence: Pick<RowFence, 'recordClock'>): Promise<{ from: number; to: number }> {
     const clock = await fence.recordClock();
     const earliest = (at: number) =>
-      clock
-        ? sendWindow({ sentAt: at, crmClockAt: at, measured: false, exact: true }, clock).from
-        : at + (this.#o.client.crmClock().at - Date.now()) - UNCALIBRATED_SLACK_MS;
+      clock ? earliestStamp(at, clock) : at + (this.#o.client.crmClock().at - Date.now()) - UNCALIBRATED_SLACK_MS;
     return {
       from: earliest(planned.madeAt),
       to: planned.until !== undefined ? earliest(planned.until) : Number.POSITIVE_INFINITY,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys, bullPrefix } from '../../src/keys/index.js';
 import { queueName } from '../../src/queue/index.js';
 import { retryRun } from '../../src/lifecycle/index.js';
-import type { RunRecord } from '../../src/runs/index.js';
+import { RECORD_STAMP_SPREAD_MS, type RunRecord } from '../../src/runs/index.js';
 import {
   csv,
   resultsByRow,
@@ -115,7 +115,8 @@ describe('duplicate-safe creates under CRM faults', () => {
       h.ws.createDeal({ name: 'Renewal C', value: 12 }),
       h.ws.createDeal({ name: 'Renewal C', value: 12 }),
     ].map((d) => d.id);
-    await sleep(50); // made before the run
+    // Made before the run, by more than the spread of a CRM's stamps (closer, the rows would end uncertain).
+    await sleep(RECORD_STAMP_SPREAD_MS + 50);
     h.proxy!.setRules([{ ...POST_DEALS, fail502: true, times: 4 }]);
     const file = h.file(
       'renewals.csv',

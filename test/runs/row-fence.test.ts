@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
   RowFence,
   RunStore,
+  earliestStamp,
   resendPlace,
   seqInWords,
   seqOf,
@@ -328,5 +329,52 @@ describe('creates: one claim per row', () => {
     expect(again.marker.uncertainAt).toBeLessThanOrEqual(again.now);
     await fence.releaseCreate(w, 'fp-3', sent.marker);
     expect((await fence.createsInDoubt(runId, [1])).size).toBe(0);
+  });
+});
+
+describe('the record clock', () => {
+  it("keeps the lowest lower bound: a stamp run ahead of the CRM's clock does not hide a later on-time deal", async () => {
+    const ws = new RowFence({ redis, prefix, workspace: 'record-clock', leaseMs: 400 });
+    const run = await store.createRun({ workspace: 'record-clock', operation: 'deal.create', source: 'clock.csv' });
+    await store.addQueued(run.id, 3);
+    const runId = run.id;
+    const failed: RowResult = { row: 0, line: 1, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: '' };
+    /** A create answered with a deal stamped `ahead` ms after Redis' clock at the answer. */
+    async function answered(row: number, ahead: number): Promise<number> {
+      const w = await attempt(runId, row);
+      const sent = await ws.beginCreate(w, `fp-clock-${row}`, { at: Date.now(), measured: true });
+      if (sent.kind !== 'send') throw new Error(`expected send, got ${sent.kind}`);
+      const [sec, usec] = await redis.time();
+      const stamp = { createdAt: Number(sec) * 1000 + Math.floor(Number(usec) / 1000) + ahead, resolutionMs: 1 };
+      const done = await ws.finishCreate(
+        w,
+        `fp-clock-${row}`,
+        `clock-deal-${row}`,
+        ok(row),
+        failed,
+        sent.marker,
+        undefined,
+        stamp,
+      );
+      expect(done.kind).toBe('recorded');
+      return sent.marker.sentAt;
+    }
+    await answered(1, 0);
+    const onTime = await ws.recordClock();
+    expect(onTime?.lo).toBeLessThanOrEqual(0);
+    // A CRM that keeps its stamps strictly increasing runs ahead in a burst (the simulator does).
+    // Before, this sample restarted the clock at its own bounds (lo ≥ 19): an on-time deal made
+    // after a later send was then "surely older" than that send, and its lost create was sent again.
+    await answered(2, 20);
+    const afterBurst = await ws.recordClock();
+    expect(afterBurst?.lo).toBe(onTime?.lo);
+    expect(afterBurst?.hi).toBeGreaterThanOrEqual(20);
+    const sentAt = await answered(3, 0);
+    const clock = (await ws.recordClock())!;
+    // An on-time deal made at the send is not before the earliest stamp the send allows.
+    expect(earliestStamp(sentAt, clock)).toBeLessThan(sentAt);
+    // The on-time sample narrows the upper bound again (it is what tells "surely after the send").
+    expect(clock.hi).toBeLessThan(20);
+    expect(clock.hi).toBeGreaterThanOrEqual(clock.lo);
   });
 });

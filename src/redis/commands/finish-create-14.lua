@@ -8,7 +8,12 @@
   after the marker's sentAt and before now (both Redis' clock, whole ms), so created_at minus
   the Redis clock lies in [created_at - now - 1, created_at + resolution - sentAt]. The record
   clock keeps the intersection of such intervals (`lo|hi|atMs|resolution`), each widened by
-  RECORD_CLOCK_DRIFT of its age; a sample outside it (a clock that stepped) or an old
+  RECORD_CLOCK_DRIFT of its age. A sample past its upper bound is a stamp run ahead (a CRM that
+  keeps stamps strictly increasing runs ahead in a burst; one of several servers stamps with
+  several clocks) or a clock that stepped forward: it gives the upper bound its own, and the
+  lower bound stays, for a stamp run ahead must not lift the bound below which a deal counts as
+  made before a send — that would hide a lost create's own deal from its lookup, and the row
+  would be sent again. A sample below the lower bound (a clock that stepped back) or an old
   calibration (RECORD_CLOCK_FRESH_MS) starts it again from the sample. Both constants are set by
   the loader from runs/fence-scripts.ts.
 
@@ -66,7 +71,9 @@ local function calibrate()
       -- The stored bounds hold as they were when taken: clocks drift apart since.
       local drift = math.floor((now - cat) * RECORD_CLOCK_DRIFT)
       clo, chi = clo - drift, chi + drift
-      if math.max(lo, clo) <= math.min(hi, chi) then
+      if lo > chi then
+        lo, res = clo, math.max(res, cres)
+      elseif hi >= clo then
         lo, hi, res = math.max(lo, clo), math.min(hi, chi), math.max(res, cres)
       end
     end

@@ -6,6 +6,7 @@ import type { CrmClient, DealCreateFields } from '../../crm/index.js';
 import { silentLogger, type Logger } from '../../log/index.js';
 import {
   RECORD_CLOCK_DRIFT,
+  earliestStamp,
   type CreateMarker,
   type LookupPassBoard,
   type RecordClock,
@@ -263,15 +264,15 @@ function decodeSnapshot(raw: Buffer): Snapshot | undefined {
  * Which creation times (CRM record clock, ms) could be the row's own deal's, and after which one
  * a deal was surely made after the row's send. The record clock is Redis' shifted by some o in
  * [lo, hi] (calibrated from answered creates); created_at may be truncated to its resolution.
- * A deal stamped c was made at Redis time in [c - hi, c + resolution - lo]: surely after the
- * send (sentAt) when c > sentAt + hi, surely before it when c < sentAt + lo - resolution. An old
- * calibration widens by RECORD_CLOCK_DRIFT of its age. With no calibration, or a marker whose
- * sentAt is only a bound, no deal is surely after the send, and (no calibration) none surely before.
+ * A deal stamped before `earliestStamp(sentAt)` (the lower bound, less the resolution, the drift
+ * and the spread of a CRM's stamps) was made before the send; one stamped c > sentAt + hi (plus
+ * the drift) surely after it. With no calibration, or a marker whose sentAt is only a bound, no
+ * deal is surely after the send, and (no calibration) none surely before.
  */
 export function sendWindow(marker: CreateMarker, clock: RecordClock | undefined): { from: number; after: number } {
   if (!clock) return { from: 0, after: Number.POSITIVE_INFINITY };
   const drift = Math.floor(clock.ageMs * RECORD_CLOCK_DRIFT);
-  const from = Math.floor(marker.sentAt + clock.lo - clock.resolutionMs - drift);
+  const from = earliestStamp(marker.sentAt, clock, true);
   return { from, after: marker.exact ? marker.sentAt + clock.hi + drift : Number.POSITIVE_INFINITY };
 }
 
