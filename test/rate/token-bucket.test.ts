@@ -280,7 +280,13 @@ describe('SharedTokenBucket', () => {
       const first = Date.now();
       // 20 more requests granted, then the next 429: about 20 accepted over the span.
       await takeMany(bucket, 20, 4);
-      while (Date.now() - first < 1000) await new Promise((r) => setTimeout(r, 20));
+      // A second or more after the first cut by Redis's clock, which the cut's cooldown reads.
+      const cut = Number(await redis.hget(`${key}:rate`, 'cut'));
+      const redisNow = async () => {
+        const [sec, usec] = await redis.time();
+        return Number(sec) * 1000 + Number(usec) / 1000;
+      };
+      while (Date.now() - first < 1000 || (await redisNow()) - cut < 1000) await new Promise((r) => setTimeout(r, 20));
       const span = (Date.now() - first) / 1000;
       const rate = await bucket.pause(1);
       const { ceiling } = await learned(key);
