@@ -35,8 +35,11 @@ export function chaosFixture(): { children: ChildProcess[]; start(options: Harne
 }
 
 /** A `crm-sync worker` child process, as an operator starts one (short job lock: kills are found fast). */
+/** What each spawned worker wrote to stderr so far: said when one is found ended on its own. */
+const stderrOf = new WeakMap<ChildProcess, () => string>();
+
 export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000): ChildProcess {
-  const { child } = startCli(
+  const cli = startCli(
     [
       '--config',
       h.configPath,
@@ -50,6 +53,8 @@ export function spawnWorker(h: Harness, children: ChildProcess[], lockMs = 2000)
     ],
     h.env,
   );
+  const { child } = cli;
+  stderrOf.set(child, () => cli.stderr);
   if (process.env.CHAOS_LOG_FILE) child.stderr?.pipe(createWriteStream(process.env.CHAOS_LOG_FILE, { flags: 'a' }));
   children.push(child);
   return child;
@@ -74,10 +79,16 @@ export async function killLoop(
     if ((await h.runtime.store.requireRun(runId)).status !== 'running') break;
     const at = Math.floor(Math.random() * live.length);
     const victim = live[at]!;
-    const exited = new Promise((resolve) => victim.once('exit', resolve));
-    victim.kill('SIGKILL');
-    await exited;
-    kills++;
+    if (victim.exitCode !== null || victim.signalCode !== null) {
+      // Its 'exit' has come and gone: waiting for it would wait for good (a CI run once did, 240 s).
+      const said = (stderrOf.get(victim)?.() ?? '').trim().split('\n').slice(-5).join(' | ');
+      console.log(`[chaos] a worker had ended on its own (${victim.exitCode ?? victim.signalCode}): ${said}`);
+    } else {
+      const exited = new Promise((resolve) => victim.once('exit', resolve));
+      victim.kill('SIGKILL');
+      await exited;
+      kills++;
+    }
     live[at] = spawnWorker(h, children);
   }
   return kills;
