@@ -1,5 +1,5 @@
 export type * from './run-types.js';
-export { FINAL_ROW_STATUSES } from './run-types.js';
+export { FINAL_ROW_STATUSES, emptyCounts } from './run-types.js';
 export { newRunId } from './run-id.js';
 export {
   RunStore,

@@ -33,7 +33,15 @@ import {
   LINK_UNDO,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
-import type { CreateRunInput, ListRunsQuery, RowResult, RunCounts, RunRecord, RunStatus } from './run-types.js';
+import {
+  emptyCounts,
+  type CreateRunInput,
+  type ListRunsQuery,
+  type RowResult,
+  type RunCounts,
+  type RunRecord,
+  type RunStatus,
+} from './run-types.js';
 import { countOf } from '../counts/index.js';
 
 export interface RunStoreOptions {
@@ -170,18 +178,7 @@ export class RunStore {
       operation: input.operation,
       source: input.source,
       status: input.status ?? 'running',
-      counts: {
-        total: 0,
-        queued: 0,
-        succeeded: 0,
-        failed: 0,
-        skipped: 0,
-        invalid: 0,
-        superseded: 0,
-        uncertain: 0,
-        drifted: 0,
-        cancelled: 0,
-      },
+      counts: emptyCounts(),
       columns: input.columns ?? [],
       options: input.options ?? {},
       createdAt: now.toISOString(),

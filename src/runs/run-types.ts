@@ -51,6 +51,13 @@ export interface RunCounts extends Record<FinalRowStatus, number> {
   cancelled: number;
 }
 
+/** A run's counts before its first row: every kind at 0. */
+export function emptyCounts(): RunCounts {
+  const counts = { total: 0, queued: 0 } as RunCounts;
+  for (const kind of FINAL_ROW_STATUSES) counts[kind] = 0;
+  return counts;
+}
+
 /** How the run was made, kept so retries can map and validate rows the same way. */
 export interface RunOptions {
   /** A short name given at import (`import --name`): what lists and pages call the run. */

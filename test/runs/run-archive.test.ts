@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { archivePath, ArchivedRuns, durationWords } from '../../src/runs/index.js';
+import { archivePath, ArchivedRuns, durationWords, emptyCounts } from '../../src/runs/index.js';
 
 /*
  * An archive written before a run's counters (producedRow, activeMs, passes) were always in its
@@ -25,18 +25,7 @@ const record = {
   operation: 'deal.update',
   source: 'a.csv',
   status: 'completed',
-  counts: {
-    total: 1,
-    queued: 0,
-    succeeded: 1,
-    failed: 0,
-    skipped: 0,
-    invalid: 0,
-    superseded: 0,
-    uncertain: 0,
-    drifted: 0,
-    cancelled: 0,
-  },
+  counts: { ...emptyCounts(), total: 1, succeeded: 1 },
   columns: ['id'],
   options: {},
   createdAt: '2026-03-02T10:00:00.000Z',

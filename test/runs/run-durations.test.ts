@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { durationParts, durationWords, formatDuration, runDurations, type RunRecord } from '../../src/runs/index.js';
+import {
+  durationParts,
+  durationWords,
+  emptyCounts,
+  formatDuration,
+  runDurations,
+  type RunRecord,
+} from '../../src/runs/index.js';
 
 /* The one duration wording the CLI's summary and the dashboard share (src/runs/run-durations.ts). */
 
@@ -13,18 +20,7 @@ function run(fields: Partial<RunRecord>): RunRecord {
     operation: 'deal.update',
     source: 'a.csv',
     status: 'completed',
-    counts: {
-      total: 1,
-      queued: 0,
-      succeeded: 1,
-      failed: 0,
-      skipped: 0,
-      invalid: 0,
-      superseded: 0,
-      uncertain: 0,
-      cancelled: 0,
-      drifted: 0,
-    },
+    counts: { ...emptyCounts(), total: 1, succeeded: 1 },
     columns: [],
     options: {},
     createdAt: iso(0),
