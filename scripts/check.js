@@ -1,8 +1,8 @@
-// The static checks of `npm test` — types, lint, format — side by side: run one after the other
-// they took 47 s of a CI pass on this 2-core machine (tsc 11 s, eslint 27 s, prettier 9 s), run
-// together about as long as eslint alone. Each one's output is printed whole when it ends, so
-// the three never interleave; the exit code is the first failure's, and every check runs to its
-// end whatever another found, so one run shows all that is wrong.
+// The static checks of `npm test` — types, lint, format — side by side: one after the other they
+// took 47 s on this 2-core machine under Node 20 (tsc 11 s, eslint 27 s, prettier 9 s), side by
+// side 39 s. Each one's output is printed whole when it ends, so the three never interleave; the
+// exit code is the first failure's, and every check runs to its end whatever another found, so
+// one run shows all that is wrong.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
