@@ -69,8 +69,11 @@ describe('SharedTokenBucket', () => {
     // `b` has never seen the 429: it learns the pause from Redis.
     const times = await takeMany(b, 10, 4);
     expect(Math.min(...times) - pausedAt).toBeGreaterThanOrEqual(600 - 5);
-    // Paced after the pause (no burst of saved-up tokens): 10 at 20/s span at least 9 intervals.
-    expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(9 * 50 - 20);
+    // Paced after the pause (no burst of saved-up tokens): 10 at 20/s span at least 8 intervals
+    // of 51 ms (the window with its margin, over 20). Not 9: a send time missed by a late timer
+    // goes back to the budget, and the one claimed in its stead may share a moment with another,
+    // as the limit's burst of a tenth (two here) allows. (A CI run saw 409 ms, 8 intervals.)
+    expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(8 * 51 - 20);
   }, 10_000);
 
   it('a take whose job is cancelled rejects with the reason, and leaves the others their turn', async () => {
@@ -269,6 +272,23 @@ describe('SharedTokenBucket', () => {
       } finally {
         other.disconnect();
       }
+    }, 10_000);
+
+    it('grants an event loop held up past (never sent) are not counted as sent: the measure counts requests', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      const bucket = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      const sent = 10;
+      for (let i = 0; i < sent; i++) {
+        const granted = bucket.take();
+        // The claim is on its way; its reply waits behind 30 ms of work, so the send time it
+        // brings is more than 10 ms gone when it is read: not used, another is claimed.
+        const until = Date.now() + 30;
+        while (Date.now() < until);
+        await granted;
+      }
+      // Every grant passed over was told to Redis with the claim that replaced it.
+      expect(Number(await redis.hget(`${key}:rate`, 'g'))).toBe(sent);
     }, 10_000);
 
     it('two 429s a second or more apart measure what the CRM accepted between them: that is the ceiling', async () => {

@@ -15,7 +15,8 @@
   of a 429's pause: `hold`), the rate grows with the time that passes: about doubling a second
   until a ceiling is known, or while far below it; near it by 0.5 % of the ceiling a second
   (0.1 % once the ceiling was measured, pause-tokens), faster the longer it holds above it (the
-  limit was raised). Grants are counted (`g`) for pause-tokens' measure.
+  limit was raised). Grants are counted (`g`) for pause-tokens' measure, less those a process
+  reports it never sent (`unused`: it got them too late to use, or its request was called off).
 
   Times are Redis's clock; replies give send times as ms from that now.
   KEYS[1] tatKey     the TAT
@@ -28,6 +29,7 @@
   ARGV[5] startRate  the rate to start from when none was learned yet (requests/s)
   ARGV[6] window     ms (0: no log)
   ARGV[7] max        grants per window
+  ARGV[8] unused     learning: earlier grants of this process it did not send (taken off `g`)
   Returns {wait, now, offset...}: Redis's now (ms) and the granted requests' send times as ms
   from it; with none granted, `wait` is the ms until the first would fall within the horizon.
 ]]
@@ -91,6 +93,8 @@ for i = 1, n do
   tat = tat + interval
 end
 if #fresh == 0 then
+  local unused = tonumber(ARGV[8]) or 0
+  if learning and unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
   out[1] = string.format('%.3f', next_at - horizon - now)
   return out
 end
@@ -103,7 +107,7 @@ if win > 0 then
   redis.call('PEXPIRE', logKey, math.ceil(fresh[#fresh] - now + win) + 1000)
 end
 if learning then
-  redis.call('HINCRBY', rateKey, 'g', #fresh)
+  redis.call('HINCRBY', rateKey, 'g', #fresh - (tonumber(ARGV[8]) or 0))
   redis.call('HSETNX', rateKey, 'since', string.format('%.3f', now))
 end
 return out

@@ -23,6 +23,7 @@
   ARGV[4] cooldownMs     the least time between two cuts
   ARGV[5] minRate        requests/s the rate never falls below
   ARGV[6] measureSpanMs  two 429s at most this far apart measure the rate
+  ARGV[7] unused         earlier grants of this process it did not send (taken off `g` first)
   Returns the rate (0 with a known limit).
 ]]
 local tatKey, rateKey = KEYS[1], KEYS[2]
@@ -37,6 +38,8 @@ if resume > tat then redis.call('SET', tatKey, string.format('%.3f', resume), 'P
 if not learning then return '0' end
 redis.call('HSET', rateKey, 'hold', string.format('%.3f', resume))
 local r = redis.call('HINCRBY', rateKey, 'r', 1)
+local unused = tonumber(ARGV[7]) or 0
+if unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
 local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate then return '0' end
