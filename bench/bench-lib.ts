@@ -109,9 +109,17 @@ export function benchConfig(sim: SimProcess, rateLimit?: { max: number; duration
   // BENCH_READ_BEFORE=false: plain imports keep no before-values (the workspace's readBefore),
   // to measure what keeping them costs against the same tree.
   const readBefore = process.env.BENCH_READ_BEFORE === 'false' ? { readBefore: false } : {};
+  // BENCH_ROWS_PER_JOB=N: update rows per queue job (the workspace's rowsPerJob; default 10).
+  const perJob = process.env.BENCH_ROWS_PER_JOB ? { rowsPerJob: Number(process.env.BENCH_ROWS_PER_JOB) } : {};
   const raw = {
     workspaces: {
-      acme: { baseUrl: sim.baseUrl, apiKeyEnv: 'BENCH_KEY', ...(rateLimit ? { rateLimit } : {}), ...readBefore },
+      acme: {
+        baseUrl: sim.baseUrl,
+        apiKeyEnv: 'BENCH_KEY',
+        ...(rateLimit ? { rateLimit } : {}),
+        ...readBefore,
+        ...perJob,
+      },
     },
   };
   writeFileSync(configPath, JSON.stringify(raw));

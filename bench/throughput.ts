@@ -6,6 +6,7 @@
  *
  *   npx tsx bench/throughput.ts [rows=20000] [concurrency=16] [worker processes=1] [rounds=3]
  *   BENCH_READ_BEFORE=false: the same without before-values kept (what keeping them costs)
+ *   BENCH_ROWS_PER_JOB=N: N update rows per queue job (the workspace's rowsPerJob, default 10)
  */
 import { Agent } from 'node:http';
 import { writeFileSync } from 'node:fs';
