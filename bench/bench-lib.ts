@@ -8,8 +8,11 @@ import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent } from 'node:http';
+import got, { type Got } from 'got';
 import { Redis } from 'ioredis';
 import { configFromObject, type Config } from '../src/config/index.js';
+import { loopbackLookup } from '../src/crm/index.js';
 import { importFile } from '../src/lifecycle/index.js';
 import type { RunRecord } from '../src/runs/index.js';
 import { deleteKeysWithPrefix, freePort, type Runtime } from '../src/runtime/index.js';
@@ -90,6 +93,22 @@ export async function startSimProcess(args: {
       await new Promise((r) => child.once('exit', r));
     },
   };
+}
+
+/**
+ * The bare got baseline of bench/throughput.ts: keep-alive, `concurrency` sockets, no retry,
+ * nothing of crm-sync but the loopback lookup. `close()` ends its sockets.
+ */
+export function bareGot(sim: SimProcess, concurrency: number): { http: Got; close(): void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const http = got.extend({
+    prefixUrl: `${sim.baseUrl}/`,
+    headers: { 'x-api-key': sim.apiKey, accept: 'application/json' },
+    agent: { http: agent },
+    dnsLookup: loopbackLookup,
+    retry: { limit: 0 },
+  });
+  return { http, close: () => agent.destroy() };
 }
 
 export interface BenchEnv {

@@ -6,11 +6,9 @@
  *
  *   npx tsx bench/client-cost.ts [requests=10000] [concurrency=16] [rounds=3]
  */
-import { Agent } from 'node:http';
-import got from 'got';
-import { CrmClient, loopbackLookup } from '../src/crm/index.js';
+import { CrmClient } from '../src/crm/index.js';
 import { Secret } from '../src/config/index.js';
-import { fmt, startSimProcess, stopProcesses } from './bench-lib.js';
+import { bareGot, fmt, startSimProcess, stopProcesses } from './bench-lib.js';
 import { dealIds } from './ids.js';
 
 const N = Number(process.argv[2] ?? 10_000);
@@ -21,14 +19,8 @@ const sim = await startSimProcess({ records: 2000 });
 const ids = await dealIds(sim);
 const idOf = (i: number) => ids[i % ids.length]!;
 
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-const http = got.extend({
-  prefixUrl: `${sim.baseUrl}/`,
-  headers: { 'x-api-key': sim.apiKey, accept: 'application/json' },
-  agent: { http: agent },
-  dnsLookup: loopbackLookup,
-  retry: { limit: 0 },
-});
+const bare = bareGot(sim, CONCURRENCY);
+const { http } = bare;
 const client = new CrmClient({
   workspace: 'acme',
   baseUrl: sim.baseUrl,
@@ -64,5 +56,5 @@ for (let r = 1; r <= ROUNDS; r++)
     const { perSec, cpuMs } = await loop(send);
     console.log(`round ${r}: ${name.padEnd(26)} ${fmt(perSec, 0)} req/s, ${fmt(cpuMs, 3)} ms CPU per request`);
   }
-agent.destroy();
+bare.close();
 await stopProcesses([sim.child]);

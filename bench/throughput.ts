@@ -8,15 +8,13 @@
  *   BENCH_READ_BEFORE=false: the same without before-values kept (what keeping them costs)
  *   BENCH_ROWS_PER_JOB=N: N update rows per queue job (the workspace's rowsPerJob, default 10)
  */
-import { Agent } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import got from 'got';
-import { loopbackLookup } from '../src/crm/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { openRuntime } from '../src/runtime/index.js';
 import {
+  bareGot,
   benchConfig,
   cpuMeter,
   dropPrefix,
@@ -43,14 +41,8 @@ const idOf = (i: number) => ids[i % ids.length]!;
 const redis = await redisPid();
 
 // Baseline: bare got, keep-alive, bounded concurrency, same PATCH bodies.
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-const http = got.extend({
-  prefixUrl: `${sim.baseUrl}/`,
-  headers: { 'x-api-key': sim.apiKey, accept: 'application/json' },
-  agent: { http: agent },
-  dnsLookup: loopbackLookup,
-  retry: { limit: 0 },
-});
+const bare = bareGot(sim, CONCURRENCY);
+const { http } = bare;
 /** `count` PATCHes through the bare loop; returns requests/s. */
 async function bareLoop(count: number): Promise<number> {
   let next = 0;
@@ -127,7 +119,7 @@ const perRow = (used: Record<string, number>) =>
 console.log(`  CPU ms per row, bare:     ${perRow(cpu.bare)}`);
 console.log(`  CPU ms per row, pipeline: ${perRow(cpu.pipeline)}`);
 
-agent.destroy();
+bare.close();
 await stopProcesses(workers);
 await runtime.close();
 await dropPrefix(b.prefix);
