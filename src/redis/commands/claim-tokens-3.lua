@@ -59,6 +59,8 @@ if learning then
   end
   redis.call('HSET', rateKey, 'rate', string.format('%.4f', rate), 'at', string.format('%.3f', now))
   interval = 1000 / rate
+  local unused = tonumber(ARGV[8]) or 0
+  if unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
 elseif not raw then
   tat = now + tolerance
 end
@@ -93,8 +95,6 @@ for i = 1, n do
   tat = tat + interval
 end
 if #fresh == 0 then
-  local unused = tonumber(ARGV[8]) or 0
-  if learning and unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
   out[1] = string.format('%.3f', next_at - horizon - now)
   return out
 end
@@ -107,7 +107,7 @@ if win > 0 then
   redis.call('PEXPIRE', logKey, math.ceil(fresh[#fresh] - now + win) + 1000)
 end
 if learning then
-  redis.call('HINCRBY', rateKey, 'g', #fresh - (tonumber(ARGV[8]) or 0))
+  redis.call('HINCRBY', rateKey, 'g', #fresh)
   redis.call('HSETNX', rateKey, 'since', string.format('%.3f', now))
 end
 return out
