@@ -111,10 +111,17 @@ describe('workers under faults', () => {
     expect(blocked.counts.queued).toBe(30);
     expect(await h.runtime.queue('acme').isPaused()).toBe(true);
 
+    // Jobs already running when the run was blocked still have requests out: their 401s, answered
+    // after the key is back and the run resumed, would block it again (seen on a loaded machine).
+    // The paused queue starts no new job, so once none is active no request is left in flight.
+    const queue = h.runtime.queue('acme');
+    const settleBy = Date.now() + 15_000;
+    while ((await queue.getActiveCount()) > 0) {
+      if (Date.now() > settleBy) throw new Error('jobs still active 15 s after the run was blocked');
+      await sleep(50);
+    }
     h.ws.addApiKey(h.apiKey);
-    expect(
-      await resumeWorkspace({ queue: h.runtime.queue('acme'), store: h.runtime.store, workspace: 'acme' }),
-    ).toContain(run.id);
+    expect(await resumeWorkspace({ queue, store: h.runtime.store, workspace: 'acme' })).toContain(run.id);
     const done = await h.waitForRun(run.id, 20_000);
     expect(done).toMatchObject({ status: 'completed', counts: { succeeded: 30, failed: 0 } });
   }, 40_000);
