@@ -164,7 +164,7 @@ describe('crm-sync import - (stdin) and --from-postgres', () => {
     expect(badQuery.stderr).toContain('DB_QUERY');
     expect(badQuery.stderr).toContain('syntax error');
     expect(badQuery.stderr).not.toContain(PASSWORD);
-  });
+  }, 90_000);
 
   it('says which arguments do not fit together, and --help explains the new options', async () => {
     const noQuery = await cli(['import', '--from-postgres', '--op', 'lead.update', '-w', 'acme']);
@@ -184,5 +184,5 @@ describe('crm-sync import - (stdin) and --from-postgres', () => {
       expect(help.stdout).toContain(option);
     expect(help.stdout).toMatch(/"-"\s+reads\s+stdin/);
     expect(existsSync(h.config.resultsDir)).toBe(true);
-  });
+  }, 90_000);
 });

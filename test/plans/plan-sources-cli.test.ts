@@ -184,5 +184,5 @@ describe('crm-sync plan --query (PostgreSQL)', () => {
     expect(bad.stderr).toContain('DB_QUERY');
     expect(bad.stderr).not.toContain(PASSWORD);
     expect(await listed()).toBe(before);
-  });
+  }, 90_000);
 });

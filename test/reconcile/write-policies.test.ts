@@ -282,5 +282,5 @@ describe('field write policies', () => {
     expect(h.ws.contacts.get(a.id)?.phone_number).toBe('+1 200-555-0031');
     expect(h.ws.contacts.get(b.id)?.phone_number).toBe('+1 400-555-0032');
     expect(h.ws.stats.writes.contactUpdate).toBe(1);
-  });
+  }, 90_000);
 });
