@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resumeProducer } from '../../src/lifecycle/index.js';
 import { produceRun } from '../../src/lifecycle/producer.js';
+import type { RunRecord } from '../../src/runs/index.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { harnessArgs, startCli } from '../helpers/run-cli.js';
 import { expectEveryRowOnce, spawnWorker } from './chaos-check.js';
@@ -16,6 +17,33 @@ afterEach(async () => {
   await h?.close();
   h = undefined;
 });
+
+/**
+ * Waits for the run to leave `running`. Fails once its counts have not moved for `stallMs` (the
+ * resume is stuck), or after `capMs` in all.
+ */
+async function waitWhileMoving(
+  harness: Harness,
+  runId: string,
+  { stallMs, capMs }: { stallMs: number; capMs: number },
+): Promise<RunRecord> {
+  const start = Date.now();
+  let seen = '';
+  let movedAt = start;
+  for (;;) {
+    const run = await harness.runtime.store.requireRun(runId);
+    if (run.status !== 'running') return run;
+    const now = Date.now();
+    const counts = JSON.stringify(run.counts);
+    if (counts !== seen) {
+      seen = counts;
+      movedAt = now;
+    }
+    if (now - movedAt > stallMs) throw new Error(`run ${runId}: counts did not move for ${stallMs} ms: ${counts}`);
+    if (now - start > capMs) throw new Error(`run ${runId} still running after ${capMs} ms: ${counts}`);
+    await sleep(100);
+  }
+}
 
 describe('crash recovery', () => {
   it('a worker process killed with SIGKILL mid-run loses no row once another worker starts', async () => {
@@ -109,7 +137,8 @@ describe('crash recovery', () => {
       queue: h.runtime.queue('acme'),
       store: h.runtime.store,
     });
-    const done = await h.waitForRun(runId!, 40_000, (r) => r.status !== 'running');
+    // A loaded machine makes the resume slow, not stuck: it fails when the counts stop moving.
+    const done = await waitWhileMoving(h, runId!, { stallMs: 40_000, capMs: 150_000 });
     const results = await resultsByRow(h, runId!);
     console.log(
       `[crash] import killed mid-file, then resumed: ${progress.read} rows read by the resume, run ${done.status} ${JSON.stringify(done.counts)}, writes ${h.ws.stats.writes.dealUpdate}`,
@@ -117,7 +146,7 @@ describe('crash recovery', () => {
     expect(done).toMatchObject({ status: 'completed', counts: { total: 1500, succeeded: 1500, queued: 0 } });
     expect(results.map((r) => r.row)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
     for (const [i, d] of deals.entries()) expect(h.ws.deals.get(d.id)?.name).toBe(`P ${i}`);
-  }, 90_000);
+  }, 210_000); // the resume's 150 s cap, and up to 50 s of waits before it
 
   it('an import that dies after queueing its last row, before saying it finished, is completed by the sweep, not failed', async () => {
     h = await startHarness({ records: 300 });
