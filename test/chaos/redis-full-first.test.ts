@@ -77,6 +77,11 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
       late.catch((err: unknown) => (lateError = err)).catch(() => undefined);
       // The follower's word while the rows wait.
       const said = await new RedisHealthWatch(h.runtime.store, 'acme').look();
+      // Its wait line once it is out (a loaded machine starts it slowly), then 1.5 s more in
+      // which a repeat of the line, or a write, would show.
+      const waitingBy = Date.now() + 20_000;
+      while (!second.lines.some((l) => /waits to start until Redis has room/.test(l.msg)) && Date.now() < waitingBy)
+        await sleep(100);
       await sleep(1500);
       const waitLines = second.lines.filter((l) => /waits to start until Redis has room/.test(l.msg));
       expect(h.ws.stats.writes.dealUpdate).toBe(writesWhileFull);
