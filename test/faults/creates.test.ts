@@ -432,7 +432,16 @@ describe('the sweep and runs retry', () => {
     await h.runtime.queue('acme').resume();
     void rogue.run();
     // No crm-sync worker yet: the rows' jobs fail without a result; the sweep records them.
-    await sleep(500);
+    // The rogue stops once it has failed them all (no job left to take), however slowly it got there.
+    const queue = h.runtime.queue('acme');
+    const takenBy = Date.now() + 20_000;
+    for (;;) {
+      const c = await queue.getJobCounts('waiting', 'paused', 'prioritized', 'delayed', 'active', 'failed');
+      if (c.failed! > 0 && c.waiting! + c.paused! + c.prioritized! + c.delayed! + c.active! === 0) break;
+      if (Date.now() > takenBy)
+        throw new Error(`the rogue worker did not fail every job in 20 s: ${JSON.stringify(c)}`);
+      await sleep(50);
+    }
     await rogue.close();
     await h.startWorkers({ concurrency: 4, sweepIntervalMs: 300 });
     const failed = await h.waitForRun(run.id, 20_000, (r) => r.counts.failed === 6);
