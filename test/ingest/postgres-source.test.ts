@@ -162,17 +162,32 @@ describe('PostgreSQL source', () => {
   });
 
   it('stopping early closes the connection (no session left behind)', async () => {
-    const reader = source(`select g as id, 'x' as name from generate_series(1, 100000) g`, { batchRows: 100 });
+    // Only this reader's session is watched (other files' crm-sync sessions come and go): its
+    // pid, found by the marker while it reads, must be gone after the break, whatever it ran last.
+    const marker = 'crm_sync_stop_early';
+    const reader = source(`select /* ${marker} */ g as id, 'x' as name from generate_series(1, 100000) g`, {
+      batchRows: 100,
+    });
     let n = 0;
-    for await (const _ of reader) if (++n === 250) break;
-    const open = async () =>
-      (
-        await db.sql(
-          `select count(*)::int as n from pg_stat_activity where application_name = 'crm-sync' and pid <> pg_backend_pid()`,
-        )
-      ).rows[0] as { n: number };
-    for (let i = 0; i < 50 && (await open()).n > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    expect((await open()).n).toBe(0);
+    let pids: number[] = [];
+    for await (const _ of reader)
+      if (++n === 250) {
+        const found = await db.sql(
+          `select pid from pg_stat_activity where application_name = 'crm-sync' and query like $1 and pid <> pg_backend_pid()`,
+          [`%${marker}%`],
+        );
+        pids = (found.rows as { pid: number }[]).map((r) => r.pid);
+        break;
+      }
+    expect(pids).toHaveLength(1);
+    const open = async () => {
+      const { rows } = await db.sql(`select count(*)::int as n from pg_stat_activity where pid = any($1::int[])`, [
+        pids,
+      ]);
+      return (rows[0] as { n: number }).n;
+    };
+    for (let i = 0; i < 50 && (await open()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await open()).toBe(0);
   });
 
   /** Sessions still open whose last statement carries `marker` (other test files' sessions do not). */
