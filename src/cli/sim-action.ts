@@ -76,8 +76,12 @@ export async function runSim(o: SimCommandOptions, command: Command): Promise<vo
     const header = first.env !== undefined ? `"X-Api-Key: $${first.env}"` : `'X-Api-Key: ${first.key}'`;
     lines.push('Try:', `  curl -H ${header} '${sim.baseUrl(first.name)}/v2/contacts?page_size=5'`);
   }
+  // Listening for Ctrl-C before the banner that offers it: a signal sent as soon as the banner is
+  // read (a person, a test) would otherwise meet Node's default action and stop the simulator
+  // without its stop line or its close.
+  const stopped = waitForSignal();
   process.stdout.write(`${lines.join('\n')}\n`);
-  const signal = await waitForSignal();
+  const signal = await stopped;
   logger.info({ signal }, 'simulator stopping');
   await sim.close();
 }
