@@ -50,6 +50,8 @@
  *                                          `unreachable` (the circuit breaker: the CRM does not answer),
  *                                          each JSON {reason, since}; the queue runs again only when
  *                                          none is left (docs/architecture.md, "Pauses")
+ *   <p>:ws:{<w>}:holds:lifted      hash    kind → when that hold was last lifted (epoch ms): a 401 to a
+ *                                          request sent before `runs resume` blocks nothing again; TTL 1 h
  *   <p>:ws:{<w>}:runs              zset    run ids of a workspace, score = createdAt (ms)
  *   <p>:ws:{<w>}:runs:status:<s>   zset    the workspace's run ids by status, score = createdAt (ms)
  *                                          (running, blocked, completed, failed, cancelled); the

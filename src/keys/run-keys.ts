@@ -87,6 +87,14 @@ export class RunKeys {
     return `${this.workspace(workspace)}:holds`;
   }
 
+  /**
+   * When each kind of hold was last lifted (field = kind, value = epoch ms of the lifting process):
+   * a 401 answered later to a request sent before the lift is not a reason to block again.
+   */
+  workspaceHoldsLifted(workspace: string): string {
+    return `${this.workspace(workspace)}:holds:lifted`;
+  }
+
   /** The calibrated clock that stamps the workspace's CRM records (FINISH_CREATE): `lo|hi|atMs|resolutionMs`. */
   recordClock(workspace: string): string {
     return `${this.workspace(workspace)}:record-clock`;

@@ -45,6 +45,9 @@ export async function blockWorkspace(args: WorkspaceArgs & { error: CrmError }):
  */
 export async function resumeWorkspace(args: WorkspaceArgs): Promise<string[]> {
   const { queue, store, workspace } = args;
+  // Noted first: a 401 to a request sent before this, answered once the runs go on, is then
+  // known for a stale one and blocks nothing again (WorkspacePause).
+  await store.noteLift(workspace, 'blocked');
   const { runs } = await store.listRuns({ workspace, status: 'blocked', limit: 1000 });
   const resumed: string[] = [];
   for (const run of runs) if (await store.resumeRun(run.id)) resumed.push(run.id);

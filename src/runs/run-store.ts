@@ -140,6 +140,8 @@ const DEFAULT_PREFIX = 'crm-sync';
 const DEFAULT_BATCH = 1000;
 /** Rows per Lua call: large enough to amortise round trips, small enough not to stall Redis. */
 const SCRIPT_CHUNK = 1000;
+/** How long a hold's lift is remembered (noteLift): any request in flight then has long been answered. */
+const LIFT_MEMORY_MS = 60 * 60 * 1000;
 
 export class RunStore {
   /** The caller's connection (also what the producer signals new work on, WorkBoard). */
@@ -428,6 +430,23 @@ export class RunStore {
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
     if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
     await this.script(SET_STATUS, id, null, [status, new Date().toISOString(), reason ?? '']);
+  }
+
+  /**
+   * Notes that a hold of `kind` is being lifted now (before the lift itself): an answer that
+   * comes later to a request sent before this (a 401 in flight during `runs resume`) is told
+   * apart from a new refusal (liftedAt). Kept an hour: far longer than any request is in flight.
+   */
+  async noteLift(workspace: string, kind: HoldKind): Promise<void> {
+    const key = this.keys.workspaceHoldsLifted(workspace);
+    await this.redis.multi().hset(key, kind, String(Date.now())).pexpire(key, LIFT_MEMORY_MS).exec();
+  }
+
+  /** When a hold of `kind` was last lifted (epoch ms), or undefined (not within the last hour). */
+  async liftedAt(workspace: string, kind: HoldKind): Promise<number | undefined> {
+    const raw = await this.redis.hget(this.keys.workspaceHoldsLifted(workspace), kind);
+    const ms = raw === null ? NaN : Number(raw);
+    return Number.isFinite(ms) ? ms : undefined;
   }
 
   /** Records why the workspace is held (replacing an earlier hold of the same kind). */

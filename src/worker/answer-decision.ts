@@ -15,7 +15,8 @@ import type { SendOutcome } from './row-sender.js';
 export type Verdict =
   /** `pauseMs`: how long the workspace's queue and bucket hold back. */
   | { kind: 'rate-limited'; err: RateLimitedError; pauseMs: number }
-  | { kind: 'blocked'; err: AuthError }
+  /** `sentAt`: when the refused request's row started on its way (epoch ms), when known. */
+  | { kind: 'blocked'; err: AuthError; sentAt?: number }
   /** The circuit breaker holds the workspace: the job goes back without spending an attempt. */
   | { kind: 'unreachable'; reason: string }
   | { kind: 'retry'; err: unknown }

@@ -27,12 +27,13 @@ export async function processInvites(
   const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
   // Invites carry no record id to order on: the fence here is the job's own lock.
   await core.takeToken(job, signal);
+  const sentAt = Date.now();
   if (signal?.aborted || !(await fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
   try {
     await client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
   } catch (err) {
     if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
-    const step = decideInvites(await core.judge(job, data.runId, err, false), data.rows.length);
+    const step = decideInvites(await core.judge(job, data.runId, err, false, sentAt), data.rows.length);
     switch (step.kind) {
       case 'retry':
         throw step.err;

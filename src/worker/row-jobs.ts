@@ -97,8 +97,10 @@ async function sendRow(
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
   if (r.payload.op === 'deal.create') await core.takeToken(job, signal);
+  const sentAt = Date.now();
   const sent = await core.parts.sender.send(writer, r, signal);
-  const verdict = sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1) : undefined;
+  const verdict =
+    sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1, sentAt) : undefined;
   const creates = r.payload.op === 'deal.create';
   const createInDoubt = creates && verdict?.kind === 'fail' ? await markerLeft(core, data.runId, r.row) : undefined;
   const { outcome, counts } = decideRow(sent, {

@@ -163,7 +163,8 @@ export class WorkerCore {
    * breaker is asked first: failures about where requests go, not what a row carries, hold
    * the workspace. `sharedStarts`: the job holds several rows.
    */
-  async judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean): Promise<Verdict> {
+  /** `sentAt`: when the failed request's row started on its way (a 401's verdict carries it). */
+  async judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean, sentAt?: number): Promise<Verdict> {
     const { metrics, logger } = this.parts;
     metrics.request(job.name, requestStatus(err), runId);
     const breaker = await this.parts.breaker.judge(err);
@@ -174,7 +175,10 @@ export class WorkerCore {
       attempts: jobAttempts(job),
       sharedStarts,
     };
-    const { verdict, outage } = judgeError(err, breaker, facts);
+    const judged = judgeError(err, breaker, facts);
+    const { outage } = judged;
+    const verdict: Verdict =
+      judged.verdict.kind === 'blocked' && sentAt !== undefined ? { ...judged.verdict, sentAt } : judged.verdict;
     if (outage) this.parts.outage.onFailure(errorMessage(err));
     if (verdict.kind === 'retry') {
       const attempt = job.attemptsMade + 1;

@@ -46,6 +46,18 @@ export class WorkspacePause {
       log.debug({ ms, ...(this.o.learnsRate ? { learnedRate: rate } : {}) }, '429: pausing the workspace queue');
     } else {
       const { queue, store, workspace } = this.o;
+      // A refusal of a request sent before the block was last lifted (`runs resume` while it was
+      // in flight) says nothing of the key now: the job only goes back, and its rows are sent
+      // again with the key as it is. A key still refused is refused again, and blocks then.
+      const { sentAt } = verdict;
+      const lifted = sentAt !== undefined ? await store.liftedAt(workspace, 'blocked') : undefined;
+      if (sentAt !== undefined && lifted !== undefined && sentAt < lifted) {
+        log.info(
+          { status: verdict.err.status },
+          'a 401 to a request sent before the block was lifted: the job goes back, the workspace stays unblocked',
+        );
+        return;
+      }
       await blockWorkspace({ queue, store, workspace, error: verdict.err });
       log.error({ status: verdict.err.status }, 'the CRM refused the API key: workspace paused, runs blocked');
     }

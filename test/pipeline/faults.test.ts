@@ -111,9 +111,8 @@ describe('workers under faults', () => {
     expect(blocked.counts.queued).toBe(30);
     expect(await h.runtime.queue('acme').isPaused()).toBe(true);
 
-    // Jobs already running when the run was blocked still have requests out: their 401s, answered
-    // after the key is back and the run resumed, would block it again (seen on a loaded machine).
-    // The paused queue starts no new job, so once none is active no request is left in flight.
+    // Once no job is active no request is left in flight: this test is about the resume itself (a
+    // 401 still in flight during the resume has its own test below).
     const queue = h.runtime.queue('acme');
     const settleBy = Date.now() + 15_000;
     while ((await queue.getActiveCount()) > 0) {
@@ -125,6 +124,44 @@ describe('workers under faults', () => {
     const done = await h.waitForRun(run.id, 20_000);
     expect(done).toMatchObject({ status: 'completed', counts: { succeeded: 30, failed: 0 } });
   }, 40_000);
+
+  it('a 401 answered after `runs resume` to a request sent before it does not block the workspace again', async () => {
+    // Run B's request is refused on arrival, but the proxy holds its 401 for 3 s; run A's 401 comes
+    // at once and blocks the workspace; the key is put back and the runs resumed; B's 401 then
+    // arrives, an answer about the key as it was, and must not block the workspace again.
+    h = await startHarness({ records: 10, crmProxy: true });
+    const proxy = h.proxy!;
+    const [first, second] = [...h.ws.deals.values()];
+    const bPath = new RegExp(`/v2/deals/${second!.id}$`);
+    proxy.setRules([{ method: 'PATCH', path: bPath, holdAnswer: 3000, times: 1 }]);
+    await h.startWorkers({ concurrency: 4 });
+    h.ws.revokeApiKey(h.apiKey);
+    const runB = await h.importFile(h.file('b.csv', csv(['id', 'name'], [[second!.id, 'B']])), 'deal.update');
+    const sentBy = Date.now() + 15_000;
+    while (proxy.count('PATCH', bPath) === 0) {
+      if (Date.now() > sentBy) throw new Error("run B's request never left");
+      await sleep(20);
+    }
+    const runA = await h.importFile(h.file('a.csv', csv(['id', 'name'], [[first!.id, 'A']])), 'deal.update');
+    await h.waitForRun(runA.id, 15_000, (r) => r.status === 'blocked');
+    h.ws.addApiKey(h.apiKey);
+    const queue = h.runtime.queue('acme');
+    const resumeStarted = Date.now();
+    await resumeWorkspace({ queue, store: h.runtime.store, workspace: 'acme' });
+    const resumed = Date.now();
+    // B's request left before the resume, and its held 401 was answered after it.
+    const b = proxy.requests.find((r) => bPath.test(r.path))!;
+    expect(b.forwardedAt!).toBeLessThan(resumeStarted);
+    expect(b.forwardedAt! + 3000).toBeGreaterThan(resumed);
+    const [doneA, doneB] = await Promise.all([h.waitForRun(runA.id, 20_000), h.waitForRun(runB.id, 20_000)]);
+    expect(b.outcome).toBe('answered');
+    expect(proxy.unspent()).toBe(0);
+    expect(doneA).toMatchObject({ status: 'completed', counts: { succeeded: 1, failed: 0 } });
+    expect(doneB).toMatchObject({ status: 'completed', counts: { succeeded: 1, failed: 0 } });
+    expect((await h.runtime.store.holds('acme')).blocked).toBeUndefined();
+    expect(await queue.isPaused()).toBe(false);
+    expect(h.ws.deals.get(second!.id)?.name).toBe('B');
+  }, 60_000);
 
   it('a rejected invite batch is bisected: every good address is added, each bad one fails alone', async () => {
     h = await startHarness({ records: 5 });
