@@ -161,9 +161,9 @@ export class WorkerCore {
   /**
    * The verdict on a failed request, and what it tells the counters and watches. The circuit
    * breaker is asked first: failures about where requests go, not what a row carries, hold
-   * the workspace. `sharedStarts`: the job holds several rows.
+   * the workspace. `sharedStarts`: the job holds several rows. `sentAt`: when the failed
+   * request's row started on its way (a 401's verdict carries it: WorkspacePause).
    */
-  /** `sentAt`: when the failed request's row started on its way (a 401's verdict carries it). */
   async judge(job: SyncJob, runId: string, err: unknown, sharedStarts: boolean, sentAt?: number): Promise<Verdict> {
     const { metrics, logger } = this.parts;
     metrics.request(job.name, requestStatus(err), runId);
