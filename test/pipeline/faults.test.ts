@@ -163,6 +163,25 @@ describe('workers under faults', () => {
     expect(h.ws.deals.get(second!.id)?.name).toBe('B');
   }, 60_000);
 
+  it('`runs resume` with the key still refused blocks the workspace again, and burns no row', async () => {
+    h = await startHarness({ records: 10 });
+    await h.startWorkers({ concurrency: 2 });
+    h.ws.revokeApiKey(h.apiKey);
+    const run = await h.importFile(dealUpdateFile(h, 10), 'deal.update');
+    await h.waitForRun(run.id, 15_000, (r) => r.status === 'blocked');
+    const queue = h.runtime.queue('acme');
+    const refusedBefore = h.ws.stats.byStatus[401] ?? 0;
+    // The operator resumes without fixing the key: the next requests go after the lift, and
+    // their 401s are refusals of the key now, not stale answers.
+    expect(await resumeWorkspace({ queue, store: h.runtime.store, workspace: 'acme' })).toContain(run.id);
+    const again = await h.waitForRun(run.id, 15_000, (r) => r.status === 'blocked');
+    expect(h.ws.stats.byStatus[401] ?? 0).toBeGreaterThan(refusedBefore);
+    expect(again.counts).toMatchObject({ failed: 0, succeeded: 0, queued: 10 });
+    expect((await h.runtime.store.holds('acme')).blocked).toBeDefined();
+    expect(await queue.isPaused()).toBe(true);
+    expect(h.ws.stats.writes.dealUpdate).toBe(0);
+  }, 40_000);
+
   it('a rejected invite batch is bisected: every good address is added, each bad one fails alone', async () => {
     h = await startHarness({ records: 5 });
     await h.startWorkers({ concurrency: 4 });
