@@ -119,11 +119,12 @@ describe('SharedTokenBucket', () => {
     const key = bucketKey();
     keys.push(`${key}:log`);
     // A wide margin: a timer late on a loaded machine would otherwise miss the send time
-    // handed on, and the take would claim another for a reason of its own.
-    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 }, marginMs: 300 });
+    // handed on (late by more than a third of the margin), and the take would claim another for
+    // a reason of its own. 300 ms allowed only 100 ms, and a full CI run was 134 ms late once.
+    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 }, marginMs: 900 });
     await bucket.take();
     await bucket.take();
-    // The window is spent: the third send time is about half a second away, claimed for this
+    // The window is spent: the third send time is about a second away, claimed for this
     // wait (the send log keeps the last `max` grants: its newest entry is that send time).
     const log = () => redis.lrange(`${key}:log`, 0, -1);
     const spent = await log();
