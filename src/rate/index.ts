@@ -2,6 +2,6 @@ export {
   SharedTokenBucket,
   workspaceRequestBudget,
   type RequestBudget,
-  type TokenWait,
   type SharedTokenBucketOptions,
 } from './token-bucket.js';
+export type { TokenWait } from './token-waits.js';

@@ -2,6 +2,7 @@ import type { RedisClient } from '../redis/index.js';
 import { DEFAULTS, getWorkspace, resolveSettings, type Config, type Resolved } from '../config/index.js';
 import { requestBudgetKey } from '../keys/index.js';
 import { CLAIM, PAUSE, RELEASE } from './token-bucket-scripts.js';
+import { WaitWatch, newWaiter, type Slot, type TokenWait, type Waiter } from './token-waits.js';
 
 export interface SharedTokenBucketOptions {
   redis: RedisClient;
@@ -44,39 +45,10 @@ const MEASURE_SPAN_MS = 10_000;
 /** A learned rate never falls below this (requests/s): the budget must not stall a workspace. */
 const MIN_RATE = 0.5;
 
-/** A send time claimed: when to send, on this process's clock (epoch ms), and as granted on Redis's clock. */
-interface Slot {
-  at: number;
-  granted: number;
-}
-
 /** Learning, a spare send time this far gone is not used: a burst would follow. */
 const LEARNING_LATE_MS = 10;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
-
-interface Waiter {
-  resolve(taken: boolean): void;
-  reject(err: unknown): void;
-  signal: AbortSignal | undefined;
-  onAbort?: () => void;
-  timer?: NodeJS.Timeout;
-  /** Ends the wait unserved once `withinMs` has passed (take's second argument). */
-  deadline?: NodeJS.Timeout;
-  /** The send time this wait was given, while its timer runs. */
-  slot?: Slot;
-  /** The send time of the token this wait handed out (cancel gives it back). */
-  taken?: Slot;
-  /** Settled or called off: nothing more happens to it. */
-  done?: boolean;
-}
-
-/** A wait for a token that can be called off (SharedTokenBucket.reserve). */
-export interface TokenWait {
-  /** true once the token is taken; false when the wait ran out (`withinMs`) or was cancelled. */
-  granted: Promise<boolean>;
-  cancel(): void;
-}
 
 /**
  * The workspace's request budget, one for all its worker processes (docs/architecture.md,
@@ -101,6 +73,19 @@ export class SharedTokenBucket {
   /** The longest send delay noted lately, and when (local ms). */
   #slowest = { ms: 0, at: 0 };
   readonly #waiting: Waiter[] = [];
+  /** The waits' deadlines and abort signals. */
+  readonly #watch = new WaitWatch({
+    expire: (w) => {
+      w.done = true;
+      this.#leave(w);
+      w.resolve(false);
+    },
+    abort: (w, reason) => {
+      w.done = true;
+      this.#leave(w);
+      w.reject(reason);
+    },
+  });
   /** Send times claimed but not handed out (their waiter went away), local epoch ms. */
   #spare: Slot[] = [];
   /**
@@ -178,8 +163,8 @@ export class SharedTokenBucket {
   /**
    * Resolves true when this request may be sent (its token taken); rejects when `signal`
    * aborts. With `withinMs`, gives up once that has passed without a token and resolves false
-   * (none was taken; a send time already claimed for it is lost, never reused late) — one timer
-   * per wait, cleared with it: cheap enough for every row.
+   * (none was taken; a send time already claimed for it is lost, never reused late). The waits'
+   * deadlines share one timer (WaitWatch): cheap enough for every row.
    */
   take(signal?: AbortSignal, withinMs?: number): Promise<boolean> {
     return this.reserve(signal, withinMs).granted;
@@ -194,54 +179,50 @@ export class SharedTokenBucket {
    * nothing of the budget when that says no.
    */
   reserve(signal?: AbortSignal, withinMs?: number): TokenWait {
-    if (signal?.aborted) return { granted: Promise.reject(signal.reason), cancel: () => undefined };
-    let cancel: () => void = () => undefined;
-    const granted = new Promise<boolean>((resolve, reject) => {
-      const w: Waiter = { resolve, reject, signal };
-      const leave = () => {
-        clearTimeout(w.timer);
-        clearTimeout(w.deadline);
-        const i = this.#waiting.indexOf(w);
-        if (i >= 0) this.#waiting.splice(i, 1);
-        if (w.onAbort) signal?.removeEventListener('abort', w.onAbort);
-      };
-      if (signal) {
-        w.onAbort = () => {
-          w.done = true;
-          leave();
-          reject(signal.reason);
-        };
-        signal.addEventListener('abort', w.onAbort, { once: true });
-      }
-      if (withinMs !== undefined)
-        w.deadline = setTimeout(() => {
-          w.done = true;
-          leave();
-          resolve(false);
-        }, withinMs);
-      cancel = () => {
-        // Taken, and its request will not be sent after all: a known limit's send time goes
-        // back to the budget as a missed one does.
-        if (w.taken) {
-          this.#giveBack(w.taken);
-          w.taken = undefined;
-          this.#release();
-          return;
-        }
-        if (w.done) return;
-        w.done = true;
-        leave();
-        // A send time claimed for this wait and not come yet serves the next one.
-        if (w.slot) {
-          this.#spare.unshift(w.slot);
-          this.#pump();
-        }
-        resolve(false);
-      };
-      this.#waiting.push(w);
+    if (signal?.aborted) {
+      const refused = newWaiter(Number.POSITIVE_INFINITY, () => undefined);
+      refused.done = true;
+      refused.reject(signal.reason);
+      return refused;
+    }
+    const w = newWaiter(withinMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + withinMs, (x) =>
+      this.#cancel(x),
+    );
+    this.#watch.add(w, signal);
+    this.#waiting.push(w);
+    this.#pump();
+    return w;
+  }
+
+  #cancel(w: Waiter): void {
+    // Taken, and its request will not be sent after all: a known limit's send time goes back to
+    // the budget as a missed one does.
+    if (w.taken) {
+      this.#giveBack(w.taken);
+      w.taken = undefined;
+      this.#release();
+      return;
+    }
+    if (w.done) return;
+    w.done = true;
+    const { slot } = w;
+    this.#leave(w);
+    // A send time claimed for this wait and not come yet serves the next one.
+    if (slot) {
+      this.#spare.unshift(slot);
       this.#pump();
-    });
-    return { granted, cancel: () => cancel() };
+    }
+    w.resolve(false);
+  }
+
+  /** Ends a wait unserved: out of the queue, its slot's timer stopped, no longer watched. */
+  #leave(w: Waiter): void {
+    clearTimeout(w.timer);
+    w.timer = undefined;
+    w.slot = undefined;
+    const i = this.#waiting.indexOf(w);
+    if (i >= 0) this.#waiting.splice(i, 1);
+    this.#watch.remove(w);
   }
 
   /**
@@ -392,25 +373,40 @@ export class SharedTokenBucket {
     );
   }
 
-  /** The waiter sends at its slot, unless a 429 came meanwhile or the slot was missed: then it queues again. */
+  /**
+   * The waiter sends at its slot, unless a 429 came meanwhile or the slot was missed: then it
+   * queues again. A slot already come is used at once, with no timer (at full speed most are).
+   */
   #schedule(w: Waiter, slot: Slot): void {
+    const wait = slot.at - Date.now();
+    if (wait <= 0 && this.#usable(slot, Date.now())) return this.#take(w, slot);
     w.slot = slot;
     w.timer = setTimeout(
       () => {
+        w.timer = undefined;
         w.slot = undefined;
         const now = Date.now();
-        // (A learned rate has no window to keep: a late timer only sends late.)
-        if (now < this.#pausedUntil || (this.#o.limit && this.#missed(slot, now))) {
-          if (now >= this.#pausedUntil) this.#giveBack(slot);
-          this.#waiting.unshift(w);
-          this.#pump();
-          return;
-        }
-        w.taken = slot;
-        this.#settle(w);
+        if (this.#usable(slot, now)) return this.#take(w, slot);
+        if (now >= this.#pausedUntil) this.#giveBack(slot);
+        this.#waiting.unshift(w);
+        this.#pump();
       },
-      Math.max(0, slot.at - Date.now()),
+      Math.max(0, wait),
     );
+  }
+
+  /**
+   * Not held back by a 429 since it was claimed, nor missed. (A learned rate has no window to
+   * keep: a late timer only sends late.)
+   */
+  #usable(slot: Slot, now: number): boolean {
+    return now >= this.#pausedUntil && !(this.#o.limit && this.#missed(slot, now));
+  }
+
+  #take(w: Waiter, slot: Slot): void {
+    w.taken = slot;
+    w.takenAt = Date.now();
+    this.#settle(w);
   }
 
   /**
@@ -443,8 +439,7 @@ export class SharedTokenBucket {
   #settle(w: Waiter, err?: unknown): void {
     if (w.done) return;
     w.done = true;
-    clearTimeout(w.deadline);
-    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    this.#watch.remove(w);
     if (err === undefined) w.resolve(true);
     else w.reject(err);
   }

@@ -78,6 +78,8 @@ type BeforeValues = Parameters<typeof fieldChanges>[2];
 type UpdateResource = (typeof OPERATION_TABLE)[UpdatePayload['op']]['resource'];
 
 type TokenAnswer = 'taken' | 'late' | 'aborted' | { err: unknown };
+/** Before-values read, or the read's failure (only when the job's signal aborted). */
+type BeforeRead = { values: BeforeValues } | { err: unknown };
 
 /** Longest wait before a row blocked by another write to its record looks again. */
 const RECHECK_MS = 1000;
@@ -180,11 +182,15 @@ export class RowSender {
     // carries it; a plain import's is read from the list (shared passes in the budget). The read,
     // the fence call and the token wait run side by side (each is a round trip or more); the
     // request waits for all three, so the list read still ends before the write is sent.
-    const before = this.#before(w.runId, r, resource, payload.id, signal).then(
-      (values) => ({ values }),
-      (err: unknown) => ({ err }),
-    );
-    const wait = this.#waitForToken(signal);
+    // Most rows know theirs at once (carried, or a fresh list read): no promise for those.
+    const known = this.#knownBefore(w.runId, r, resource, payload.id);
+    const before: Promise<BeforeRead> | BeforeRead =
+      known ??
+      this.#before(w.runId, resource, payload.id, signal).then(
+        (values) => ({ values }),
+        (err: unknown) => ({ err }),
+      );
+    const { wait, token: tokenAnswer } = this.#waitForToken(signal);
     let begin;
     try {
       begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
@@ -199,13 +205,13 @@ export class RowSender {
         // held meanwhile.
         // The staleness is judged once the before-values are in too: a list read that took
         // long (a pass of the whole list) would otherwise send on a token long gone by.
-        const [first, read] = await Promise.all([wait.token, before]);
+        const [first, read] = 'then' in before ? await Promise.all([tokenAnswer, before]) : [await tokenAnswer, before];
         let token = first;
         // (#before fails only when the job's signal aborted.)
         if ('err' in read) {
           wait.cancel();
           token = 'aborted';
-        } else if (token === 'taken' && Date.now() - wait.grantedAt > this.o.budget.usableForMs) {
+        } else if (token === 'taken' && Date.now() - wait.takenAt! > this.o.budget.usableForMs) {
           wait.cancel();
           token = await this.#waitForToken(signal).token;
         }
@@ -217,7 +223,8 @@ export class RowSender {
         }
         // Fields a later row already wrote are left out: sending them would put older values back.
         const fields = begin.fields as UpdatePayload['fields'];
-        const sent = { ...payload, fields } as UpdatePayload;
+        // An update's payload is {op, id, fields} (crm/operations.ts): built, not spread.
+        const sent = { op: payload.op, id: payload.id, fields } as UpdatePayload;
         return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, read.values);
       }
       case 'superseded':
@@ -234,26 +241,35 @@ export class RowSender {
     }
   }
 
-  /** The before-values a row's result keeps: the plan's, the planner's, or a list read's (plain rows). */
   /**
-   * Never holds a row up for long, never fails it: a read that fails, or has not answered within
-   * DEFAULTS.worker.beforeReadWaitMs, leaves the row's before unknown, and rows of this process
-   * skip the read for beforeReadPauseMs (a CRM failing its list pages fails no row twice).
+   * The before-values a row's result keeps when they are known now: the plan's, the planner's,
+   * a fresh list read's, or none to read (rows go without them for now). Undefined when a list
+   * read is needed (#before).
+   */
+  #knownBefore(runId: string, r: QueuedRow, resource: UpdateResource, id: string): BeforeRead | undefined {
+    const listed = r.expect ?? r.before;
+    if (listed !== undefined) return { values: { listed } };
+    if (!this.o.drift || this.o.readBefore === false || Date.now() < this.#beforeOffUntil) return { values: undefined };
+    const fresh = this.o.drift.freshValues(runId, resource, id);
+    if (fresh) return { values: fresh.values !== undefined ? { record: fresh.values } : undefined };
+    return undefined;
+  }
+
+  /**
+   * The before-values of a plain row from a list read. Never holds a row up for long, never
+   * fails it: a read that fails, or has not answered within DEFAULTS.worker.beforeReadWaitMs,
+   * leaves the row's before unknown, and rows of this process skip the read for
+   * beforeReadPauseMs (a CRM failing its list pages fails no row twice).
    */
   async #before(
     runId: string,
-    r: QueuedRow,
     resource: UpdateResource,
     id: string,
     signal: AbortSignal | undefined,
   ): Promise<BeforeValues> {
-    const listed = r.expect ?? r.before;
-    if (listed !== undefined) return { listed };
-    if (!this.o.drift || this.o.readBefore === false || Date.now() < this.#beforeOffUntil) return undefined;
-    const fresh = this.o.drift.freshValues(runId, resource, id);
-    if (fresh) return fresh.values !== undefined ? { record: fresh.values } : undefined;
+    const drift = this.o.drift!;
     const { beforeReadWaitMs, beforeReadPauseMs } = DEFAULTS.worker;
-    const read = this.o.drift.values(runId, resource, id, signal);
+    const read = drift.values(runId, resource, id, signal);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), beforeReadWaitMs)));
     try {
@@ -277,20 +293,13 @@ export class RowSender {
   }
 
   /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
-  #waitForToken(signal: AbortSignal | undefined): TokenWait & { token: Promise<TokenAnswer>; grantedAt: number } {
+  #waitForToken(signal: AbortSignal | undefined): { wait: TokenWait; token: Promise<TokenAnswer> } {
     const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS);
-    const out = {
-      ...wait,
-      grantedAt: 0,
-      token: wait.granted.then(
-        (taken): TokenAnswer => {
-          out.grantedAt = Date.now();
-          return taken ? 'taken' : 'late';
-        },
-        (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),
-      ),
-    };
-    return out;
+    const token = wait.granted.then(
+      (taken): TokenAnswer => (taken ? 'taken' : 'late'),
+      (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),
+    );
+    return { wait, token };
   }
 
   async #update(

@@ -146,8 +146,13 @@ describe('SharedTokenBucket', () => {
     const key = bucketKey();
     keys.push(`${key}:log`);
     const bucket = new SharedTokenBucket({ redis, key, limit: { max: 2, durationMs: 1000 }, marginMs: 300 });
+    const asked = Date.now();
     const wait = bucket.reserve(undefined, 5000);
+    expect(wait.takenAt).toBeUndefined();
     expect(await wait.granted).toBe(true);
+    // When it was taken, for the sender's "used within usableForMs" check.
+    expect(wait.takenAt).toBeGreaterThanOrEqual(asked);
+    expect(wait.takenAt).toBeLessThanOrEqual(Date.now());
     const granted = await redis.lrange(`${key}:log`, 0, -1);
     expect(granted).toHaveLength(1);
     wait.cancel();

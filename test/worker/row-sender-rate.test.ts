@@ -54,10 +54,17 @@ function heldBudget(usableForMs = 60_000) {
     reserve(signal: AbortSignal | undefined, withinMs: number) {
       reserved++;
       let cancel = () => undefined as void;
+      // takenAt is set on the object returned, as SharedTokenBucket's waits do.
+      const wait = {
+        granted: Promise.resolve(false),
+        takenAt: undefined as number | undefined,
+        cancel: () => cancel(),
+      };
       const granted = new Promise<boolean>((resolve, reject) => {
         const deadline = setTimeout(() => resolve(false), withinMs);
         waiting.push(() => {
           clearTimeout(deadline);
+          wait.takenAt = Date.now();
           resolve(true);
         });
         cancel = () => {
@@ -67,7 +74,8 @@ function heldBudget(usableForMs = 60_000) {
         };
         signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
       });
-      return { granted, cancel: () => cancel() };
+      wait.granted = granted;
+      return wait;
     },
   };
 }
