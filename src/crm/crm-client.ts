@@ -92,6 +92,8 @@ export class CrmClient {
   readonly #sendWatchers = new Set<(ms: number) => void>();
   /** The CRM's clock minus ours, from the last answer's `Date` header (ms); undefined before one. */
   #clockOffsetMs: number | undefined;
+  /** The last `Date` header seen, parsed. */
+  #lastDate: { header: string | undefined; ms: number } = { header: undefined, ms: NaN };
 
   constructor(options: CrmClientOptions) {
     this.workspace = options.workspace;
@@ -246,55 +248,65 @@ export class CrmClient {
   }
 
   async #call<S extends z.ZodType>(spec: CallSpec<S>): Promise<z.infer<S>> {
-    const ctx: CrmRequestContext = {
-      workspace: this.workspace,
-      method: spec.method,
-      path: this.#pathOf(spec.path, spec.searchParams),
-      scrub: (text) => this.#scrub(text),
-    };
     let statusCode: number;
     let headers: IncomingHttpHeaders;
     let body: string;
     const sentAt = Date.now();
     try {
+      // Every key set, undefined where unused: got skips those, and the call builds no spread
+      // (one request per row: its per-call work is the pipeline's, bench/throughput.ts).
       const res = await this.#http(spec.path, {
         method: spec.method,
-        ...(spec.json === undefined ? {} : { json: spec.json }),
-        ...(spec.searchParams === undefined ? {} : { searchParams: spec.searchParams }),
-        ...(spec.signal === undefined ? {} : { signal: spec.signal }),
+        json: spec.json,
+        searchParams: spec.searchParams,
+        signal: spec.signal,
       });
       ({ statusCode, headers } = res);
       const { upload, start } = res.timings;
       for (const watch of this.#sendWatchers) watch(Math.max(0, (upload ?? start) - sentAt));
       body = res.body as string;
     } catch (error) {
-      throw this.#fail({ kind: 'transport', error }, ctx);
+      throw this.#fail({ kind: 'transport', error }, spec);
     }
     this.#noteClock(headers.date, sentAt);
     const ok = spec.okStatuses ? spec.okStatuses.includes(statusCode) : statusCode >= 200 && statusCode < 300;
-    if (!ok) throw this.#fail({ kind: 'response', statusCode, headers, body }, ctx);
+    if (!ok) throw this.#fail({ kind: 'response', statusCode, headers, body }, spec);
     let json: unknown;
     try {
       json = JSON.parse(body);
     } catch {
-      throw this.#fail({ kind: 'invalid', statusCode, problem: 'not-json' }, ctx);
+      throw this.#fail({ kind: 'invalid', statusCode, problem: 'not-json' }, spec);
     }
     const parsed = spec.schema.safeParse(json);
     if (!parsed.success)
-      throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, ctx);
-    this.#logger.debug({ method: spec.method, path: ctx.path, status: statusCode }, 'crm request ok');
+      throw this.#fail({ kind: 'invalid', statusCode, problem: parsed.error, recordId: wrappedId(json) }, spec);
+    if (this.#logger.isLevelEnabled('debug'))
+      this.#logger.debug(
+        { method: spec.method, path: this.#pathOf(spec.path, spec.searchParams), status: statusCode },
+        'crm request ok',
+      );
     return parsed.data as z.infer<S>;
   }
 
   /** The server stamped `Date` between our send and now: compare it with the midpoint. */
   #noteClock(date: string | undefined, sentAt: number): void {
-    const server = date === undefined ? NaN : Date.parse(date);
+    // Whole seconds: most answers repeat the last one's header, parsed once.
+    if (date !== this.#lastDate.header)
+      this.#lastDate = { header: date, ms: date === undefined ? NaN : Date.parse(date) };
+    const server = this.#lastDate.ms;
     if (Number.isNaN(server)) return;
     // Date has whole seconds: the server's true time lies in [server, server + 1000).
     this.#clockOffsetMs = server + 500 - (sentAt + Date.now()) / 2;
   }
 
-  #fail(failure: CrmFailure, ctx: CrmRequestContext): Error {
+  /** The typed error of a failed call; its context is built here, only for failures. */
+  #fail(failure: CrmFailure, spec: Pick<CallSpec<z.ZodType>, 'method' | 'path' | 'searchParams'>): Error {
+    const ctx: CrmRequestContext = {
+      workspace: this.workspace,
+      method: spec.method,
+      path: this.#pathOf(spec.path, spec.searchParams),
+      scrub: (text) => this.#scrub(text),
+    };
     const err = toCrmError(failure, ctx);
     this.#logger.debug(
       { method: ctx.method, path: ctx.path, code: err.code, status: err.status },

@@ -23,8 +23,19 @@ const fieldCache = new Map<string, string>();
 /** Series bucket field of a counter field (null: not charted), memoised like fieldCache. */
 const seriesCache = new Map<string, { workspace: string; field: SeriesField } | null>();
 
+/** Fields of label objects a caller keeps and passes again (WorkerMetrics): found by the object. */
+const fieldOfLabels = new WeakMap<Record<string, string>, { metric: string; field: string }>();
+
 /** The hash field of a counter: metric + labels in key order (memoised: inc is on the hot path). */
 function field(metric: string, labels: Record<string, string>): string {
+  const known = fieldOfLabels.get(labels);
+  if (known?.metric === metric) return known.field;
+  const f = fieldOfNew(metric, labels);
+  fieldOfLabels.set(labels, { metric, field: f });
+  return f;
+}
+
+function fieldOfNew(metric: string, labels: Record<string, string>): string {
   const quick = `${metric}\u0000${Object.keys(labels).join('\u0001')}\u0000${Object.values(labels).join('\u0001')}`;
   let f = fieldCache.get(quick);
   if (f === undefined) {
