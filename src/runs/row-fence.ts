@@ -239,7 +239,10 @@ export class RowFence {
       ],
     );
     const [kind, arg = '', extra = ''] = reply;
-    if (kind === 'send') return { kind, seq, ...fieldsToSend(values, arg) };
+    if (kind === 'send') {
+      const { fields: send, writtenLater } = fieldsToSend(values, arg);
+      return { kind, seq, fields: send, writtenLater };
+    }
     if (kind === 'superseded') return { kind, by: arg, writtenLater: fieldsToSend(values, extra).writtenLater };
     if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
     return this.#common(kind, arg);

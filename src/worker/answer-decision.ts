@@ -113,16 +113,17 @@ export interface RowFacts {
 
 export function decideRow(sent: SendOutcome, facts: RowFacts): RowDecision {
   switch (sent.kind) {
-    case 'result':
-      return {
-        outcome: { kind: 'done', result: sent.result, ...(sent.settles ? { settles: sent.settles } : {}) },
-        ...counted(sent.result.status),
-      };
-    case 'recorded':
-      return {
-        outcome: { kind: 'recorded', ...(sent.result !== undefined ? { result: sent.result } : {}) },
-        ...counted(sent.status),
-      };
+    // (Built key by key, not spread: every row passes here; see row-results.ts on spreads.)
+    case 'result': {
+      const outcome: Extract<RowOutcome, { kind: 'done' }> = { kind: 'done', result: sent.result };
+      if (sent.settles) outcome.settles = sent.settles;
+      return counted({ outcome }, sent.result.status);
+    }
+    case 'recorded': {
+      const outcome: Extract<RowOutcome, { kind: 'recorded' }> = { kind: 'recorded' };
+      if (sent.result !== undefined) outcome.result = sent.result;
+      return counted({ outcome }, sent.status);
+    }
     case 'has-result':
       return { outcome: { kind: 'recorded' } };
     case 'wait':
@@ -154,8 +155,9 @@ export function decideRow(sent: SendOutcome, facts: RowFacts): RowDecision {
   }
 }
 
-function counted(status: RowResult['status']): Pick<RowDecision, 'counts'> {
-  return status === 'succeeded' || status === 'failed' ? { counts: status } : {};
+function counted(decision: RowDecision, status: RowResult['status']): RowDecision {
+  if (status === 'succeeded' || status === 'failed') decision.counts = status;
+  return decision;
 }
 
 /** What a failed invite request does to its batch. */

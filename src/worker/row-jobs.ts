@@ -1,8 +1,8 @@
 import { RateLimitError } from 'bullmq';
 import type { QueuedRow, RowBatchJobData } from '../queue/index.js';
 import { errorMessage } from '../errors/index.js';
-import { placeOf, type RowWriter } from '../runs/index.js';
-import { decideJobEnd, decideRow, type LoopEnd, type RowOutcome } from './answer-decision.js';
+import { placeOf, type RowWriter, type WriterFence } from '../runs/index.js';
+import { decideJobEnd, decideRow, type LoopEnd, type RowFacts, type RowOutcome } from './answer-decision.js';
 import { defer, handOff } from './job-rewrite.js';
 import type { SyncJob } from './sync-job.js';
 import type { FencedResult } from './result-writer.js';
@@ -44,12 +44,12 @@ export async function processRows(
       const r = data.rows[loop.next]!;
       const writer = core.writer(job, data.runId, token, r);
       const outcome = await sendRow(core, job, data, r, writer, signal);
-      if (outcome.kind === 'done')
-        results.push({
-          result: outcome.result,
-          fence: outcome.settles ? { ...writer, settles: outcome.settles } : writer,
-        });
-      else if (outcome.kind === 'wait') loop.waiting.push({ row: r, ms: outcome.ms });
+      if (outcome.kind === 'done') {
+        // The writer is this row's own (core.writer): it carries the settlement itself.
+        const fence: WriterFence = writer;
+        if (outcome.settles) fence.settles = outcome.settles;
+        results.push({ result: outcome.result, fence });
+      } else if (outcome.kind === 'wait') loop.waiting.push({ row: r, ms: outcome.ms });
       else if (outcome.kind === 'cancelled') {
         // The run stopped (a cancel, or failed for evicted keys) while this job was running:
         // none of its rows left is sent.
@@ -103,12 +103,10 @@ async function sendRow(
     sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1, sentAt) : undefined;
   const creates = r.payload.op === 'deal.create';
   const createInDoubt = creates && verdict?.kind === 'fail' ? await markerLeft(core, data.runId, r.row) : undefined;
-  const { outcome, counts } = decideRow(sent, {
-    creates,
-    settleMs,
-    ...(verdict ? { verdict } : {}),
-    ...(createInDoubt !== undefined ? { createInDoubt } : {}),
-  });
+  const facts: RowFacts = { creates, settleMs };
+  if (verdict) facts.verdict = verdict;
+  if (createInDoubt !== undefined) facts.createInDoubt = createInDoubt;
+  const { outcome, counts } = decideRow(sent, facts);
   if (counts === 'succeeded') {
     metrics.succeeded(job.name, 1, data.runId);
     core.onSuccess();

@@ -65,7 +65,9 @@ export class WorkerCore {
   /** The write fence's view of this job attempt sending row `r`. */
   writer(job: SyncJob, runId: string, token: string, r: { row: number; round?: number; orderAs?: string }): RowWriter {
     const lockKey = `${this.parts.lockPrefix}${job.id ?? ''}:lock`;
-    return { runId, row: r.row, round: roundOf(r), lockKey, token, ...(r.orderAs ? { orderAs: r.orderAs } : {}) };
+    const w: RowWriter = { runId, row: r.row, round: roundOf(r), lockKey, token };
+    if (r.orderAs) w.orderAs = r.orderAs;
+    return w;
   }
 
   /** The rows of `rows` that have no stored result yet (one HMGET). */
