@@ -16,9 +16,13 @@ local fence_run_key = string.sub(roundsKey, 1, -8)
 local fence_run = redis.call('HMGET', fence_run_key, 'status', 'reason')
 -- A run whose record is gone (evicted, flushed) cannot store the row's result: nothing is sent.
 if not fence_run[1] then return {'refused', 'gone'} end
-local fence_in_doubt = redis.call('HEXISTS', fence_run_key .. ':creating', row) == 1
-if fence_run[1] == 'cancelled' and not fence_in_doubt then return {'refused', 'cancelled'} end
+-- (The marker is looked up only for a stopped run: a running one's rows need not, and every row
+-- passes here.)
+local function fence_in_doubt()
+  return redis.call('HEXISTS', fence_run_key .. ':creating', row) == 1
+end
+if fence_run[1] == 'cancelled' and not fence_in_doubt() then return {'refused', 'cancelled'} end
 -- A run failed because Redis evicted keys (REDIS_EVICTS) sends no more rows either: its way on
 -- is a reconciled import, which would make a second deal beside any row this run still sent.
 if fence_run[1] == 'failed' and fence_run[2] and string.find(fence_run[2], '[REDIS_EVICTS]', 1, true)
-  and not fence_in_doubt then return {'refused', 'halted'} end
+  and not fence_in_doubt() then return {'refused', 'halted'} end

@@ -16,9 +16,13 @@
 -- is the in-flight entry as read (a different table, or nil, means it changed).
 local function read_order(key)
   local st = { fields = {}, star = '', inflight = nil, dirty = {}, kind = 'none' }
-  local kind = redis.call('TYPE', key).ok
-  st.kind = kind
-  if kind == 'string' then
+  -- Read as the hash it almost always is (or no key: an empty reply), one call a row's send and
+  -- settle; only a key of another type, an earlier version's string, is asked its TYPE.
+  local all = redis.pcall('HGETALL', key)
+  if all.err then
+    local kind = redis.call('TYPE', key).ok
+    st.kind = kind
+    if kind ~= 'string' then return st end
     local v = redis.call('GET', key)
     local a, i, u = string.match(v, '^([^|]*)|([^|]*)|(%d+)$')
     if a then
@@ -29,8 +33,8 @@ local function read_order(key)
     end
     return st
   end
-  if kind ~= 'hash' then return st end
-  local all = redis.call('HGETALL', key)
+  if #all == 0 then return st end
+  st.kind = 'hash'
   for n = 1, #all, 2 do
     local name, v = all[n], all[n + 1]
     if name == '~' then
