@@ -35,11 +35,11 @@ async function sending(h: Harness, requests: number): Promise<void> {
   }
 }
 
-async function startRun(): Promise<{ h: Harness; id: string }> {
+async function startRun(concurrency = CONCURRENCY): Promise<{ h: Harness; id: string }> {
   const h = await harness();
   const rows = [...h.ws.deals.values()].map((d) => [d.id, `Renamed ${d.id}`]);
   const run = await h.importFile(h.file('rename.csv', csv(['id', 'name'], rows)), 'deal.update');
-  await h.startWorkers({ concurrency: CONCURRENCY });
+  await h.startWorkers({ concurrency });
   // Under way: every job slot holds a job of ten rows, most of them not sent yet.
   await sending(h, 12);
   return { h, id: run.id };
@@ -66,7 +66,10 @@ describe('cancel stops at the next request', () => {
   }, 60_000);
 
   it('runs cancel says what it removed, that the rest follows, and ends with the final counts', async () => {
-    const { h, id } = await startRun();
+    // One job slot: once the run is cancelled, every job a worker takes ends at its first row's
+    // fence call, so four slots could take all 16 waiting jobs while the cancel was still
+    // listing them (a CI run saw "removed from the queue: 0"). With one, it cannot take 19.
+    const { h, id } = await startRun(1);
     const out = await cliFor(() => h)(['runs', 'cancel', id, '--reason', 'wrong file']);
     expect(out.code).toBe(0);
     const removed = Number(/removed from the queue: (\d+) waiting rows?, recorded cancelled/.exec(out.stdout)?.[1]);
