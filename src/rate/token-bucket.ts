@@ -75,16 +75,8 @@ export class SharedTokenBucket {
   readonly #waiting: Waiter[] = [];
   /** The waits' deadlines and abort signals. */
   readonly #watch = new WaitWatch({
-    expire: (w) => {
-      w.done = true;
-      this.#leave(w);
-      w.resolve(false);
-    },
-    abort: (w, reason) => {
-      w.done = true;
-      this.#leave(w);
-      w.reject(reason);
-    },
+    expire: (w) => this.#end(w),
+    abort: (w, reason) => this.#end(w, reason),
   });
   /** Send times claimed but not handed out (their waiter went away), local epoch ms. */
   #spare: Slot[] = [];
@@ -213,6 +205,17 @@ export class SharedTokenBucket {
       this.#pump();
     }
     w.resolve(false);
+  }
+
+  /**
+   * Ends a wait from outside: its deadline (resolved false), or its signal's abort (rejected with
+   * the signal's reason, always set once a signal aborted).
+   */
+  #end(w: Waiter, reason?: unknown): void {
+    w.done = true;
+    this.#leave(w);
+    if (reason === undefined) w.resolve(false);
+    else w.reject(reason);
   }
 
   /** Ends a wait unserved: out of the queue, its slot's timer stopped, no longer watched. */
@@ -378,8 +381,9 @@ export class SharedTokenBucket {
    * queues again. A slot already come is used at once, with no timer (at full speed most are).
    */
   #schedule(w: Waiter, slot: Slot): void {
-    const wait = slot.at - Date.now();
-    if (wait <= 0 && this.#usable(slot, Date.now())) return this.#take(w, slot);
+    const now = Date.now();
+    const wait = slot.at - now;
+    if (wait <= 0 && this.#usable(slot, now)) return this.#take(w, slot);
     w.slot = slot;
     w.timer = setTimeout(
       () => {
