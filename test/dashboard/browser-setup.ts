@@ -1,6 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** What the dashboard's browser tests share: Debian's chromium, where screenshots go. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -34,4 +34,27 @@ export function toDocs(name: string): void {
     mkdirSync(DOCS, { recursive: true });
     copyFileSync(join(ARTIFACTS, name), join(DOCS, name));
   }
+}
+
+/** How many times a screenshot is tried before its error is the test's. */
+const SHOT_TRIES = 3;
+
+/**
+ * A full-page screenshot into test/artifacts (and docs/ by toDocs when `docs`). A CI run saw one
+ * capture of the live run page, which reloads itself every 3 s, get no answer for its whole 15 s on
+ * a loaded machine; here 40 captures of a page reloading every 1.5 s all answered within 0.7 s, so
+ * such a wait is rare and not the page's fault. A screenshot is an artifact, not what a test checks:
+ * each try has its own timeout, and the next one starts from a loaded page.
+ */
+export async function capture(page: Page, name: string, options: { docs?: boolean } = {}): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.screenshot({ path: join(ARTIFACTS, name), fullPage: true, timeout: 10_000 });
+      break;
+    } catch (err) {
+      if (attempt >= SHOT_TRIES) throw err;
+      await page.waitForLoadState('load').catch(() => undefined);
+    }
+  }
+  if (options.docs) toDocs(name);
 }

@@ -7,7 +7,7 @@ import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
-import { ARTIFACTS, hasChromium, launchChromium, toDocs } from './browser-setup.js';
+import { ARTIFACTS, capture, hasChromium, launchChromium } from './browser-setup.js';
 
 const TOKEN = 'browser-test-token-5f2c9a0b1c2d3e4f5a6b';
 
@@ -70,14 +70,13 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
     await page.getByText('3 failed rows, 1 invalid row').first().waitFor();
-    await page.screenshot({ path: join(ARTIFACTS, 'runs-page.png'), fullPage: true });
+    await capture(page, 'runs-page.png');
 
     await page.locator(`a[href="/runs/${run.id}"]`).click();
     await page.getByRole('heading', { name: 'Failed and invalid rows' }).waitFor();
     expect(await page.locator('tbody input[name=row]').count()).toBe(4);
-    await page.screenshot({ path: join(ARTIFACTS, 'run-page.png'), fullPage: true });
     // The README's screenshot: refreshed on demand only, so a test run does not dirty the tree.
-    toDocs('run-page.png');
+    await capture(page, 'run-page.png', { docs: true });
 
     const failed = await download(page, 'Download failed rows (CSV)', 'failed-before.csv');
     expect(failed.map((r) => [r.crm_sync_row, r.crm_sync_result])).toEqual([
@@ -150,7 +149,7 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
       const started = [...document.querySelectorAll('td.started')].map((td) => ({ clipped: td.scrollWidth > td.clientWidth }));
       return { page: document.documentElement.scrollWidth, scroll: scroll.scrollWidth - scroll.clientWidth, head, started };
     })()`)) as Layout;
-    await page.screenshot({ path: join(ARTIFACTS, 'runs-page-1280.png'), fullPage: true });
+    await capture(page, 'runs-page-1280.png');
     expect(box.page).toBeLessThanOrEqual(1280);
     expect(box.scroll).toBe(0);
     for (const th of box.head) expect(th.right, th.text).toBeLessThanOrEqual(1280);

@@ -15,7 +15,7 @@ import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
  * missing or with CRM_SYNC_UPDATE_DOCS=1.
  */
 
-import { ARTIFACTS, hasChromium, launchChromium, toDocs } from './browser-setup.js';
+import { ARTIFACTS, capture, hasChromium, launchChromium } from './browser-setup.js';
 
 const TOKEN = 'operators-browser-token-7a1c3e5f9b2d4c6e';
 
@@ -64,8 +64,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-function screenshot(name: string): Promise<unknown> {
-  return page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }).then(() => toDocs(name));
+function screenshot(name: string): Promise<void> {
+  return capture(page, name, { docs: true });
 }
 
 /** The run page's chart of the run's own series. */
@@ -292,8 +292,7 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
       expect(overflow, path).toBeLessThanOrEqual(0);
     }
     await narrow.goto(`${base}/`);
-    await narrow.screenshot({ path: join(ARTIFACTS, 'narrow-runs.png'), fullPage: true });
-    toDocs('narrow-runs.png');
+    await capture(narrow, 'narrow-runs.png', { docs: true });
     await narrow.close();
   }, 30_000);
 });

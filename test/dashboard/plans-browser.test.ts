@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/index.js';
@@ -7,7 +6,7 @@ import { silentLogger } from '../../src/log/index.js';
 import { makePlan, PlanStore, type PlanRecord } from '../../src/plans/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { ARTIFACTS, hasChromium, launchChromium } from './browser-setup.js';
+import { capture, hasChromium, launchChromium } from './browser-setup.js';
 
 /*
  * Issue 33's plan page in Debian's chromium: open a plan from the Plans list, filter its rows by
@@ -96,13 +95,13 @@ describe.skipIf(!hasChromium)('the plan page in a real browser', () => {
     const stored = await plans.require(plan.id);
     expect(stored.status).toBe('approved');
     expect(await page.locator('p.history').textContent()).toContain(stored.approval!.by);
-    await page.screenshot({ path: join(ARTIFACTS, 'plan-page.png'), fullPage: true });
+    await capture(page, 'plan-page.png');
 
     await page.getByRole('navigation').getByRole('link', { name: 'Plans' }).click();
     await page.getByRole('heading', { name: 'Plans' }).waitFor();
     expect(await line.locator('[data-status]').getAttribute('data-status')).toBe('approved');
     expect(await line.textContent()).toContain(stored.approval!.by);
-    await page.screenshot({ path: join(ARTIFACTS, 'plans-list.png'), fullPage: true });
+    await capture(page, 'plans-list.png');
   }, 30_000);
 
   it('fits a narrow screen: the list and the plan page scroll their tables, not the page', async () => {
@@ -117,7 +116,7 @@ describe.skipIf(!hasChromium)('the plan page in a real browser', () => {
         )) as number;
         expect(overflow, path).toBeLessThanOrEqual(0);
       }
-      await narrow.screenshot({ path: join(ARTIFACTS, 'narrow-plan.png'), fullPage: true });
+      await capture(narrow, 'narrow-plan.png');
     } finally {
       await narrow.close();
     }
