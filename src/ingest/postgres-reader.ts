@@ -1,5 +1,6 @@
-import pg from 'pg';
-import Cursor from 'pg-cursor';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
+import type Cursor from 'pg-cursor';
 import { readSecret, type Secret } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { setField } from './records.js';
@@ -50,19 +51,33 @@ const ARRAY_OIDS = new Set([
   1000, 1002, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1115, 1182, 1185, 1231, 2951, 199, 3807,
 ]);
 const BOOL_OID = 16;
-// 1009 is text[]: its parser splits any array's text form into strings (TypeId lists scalar types only).
-const parseTextArray = (pg.types.getTypeParser as (oid: number, format: 'text') => (value: string) => unknown)(
-  1009,
-  'text',
-) as (value: string) => Array<string | null>;
-const TYPES = {
-  getTypeParser: (oid: number) => {
-    if (oid === BOOL_OID) return (value: string) => (value === 't' ? 'true' : 'false');
-    if (ARRAY_OIDS.has(oid)) return (value: string) => parseTextArray(value).filter((v): v is string => v !== null);
-    return (value: string) => value;
-  },
-  // pg's CustomTypesConfig overloads getTypeParser per format; only the text format is used here.
-} as unknown as pg.CustomTypesConfig;
+
+/**
+ * pg and pg-cursor are loaded when a database source is first read, not when the CLI starts: an
+ * import of a file never needs them, and they cost 0.06–0.1 s of CPU on every start (bench/RESULTS.md,
+ * "CLI start-up"). Required, not imported: both are CommonJS, and require keeps the loader synchronous.
+ */
+let loaded: { pg: typeof pg; Cursor: typeof Cursor; types: pg.CustomTypesConfig } | undefined;
+function loadPg(): NonNullable<typeof loaded> {
+  if (loaded) return loaded;
+  const require = createRequire(import.meta.url);
+  const driver = require('pg') as typeof pg;
+  // 1009 is text[]: its parser splits any array's text form into strings (TypeId lists scalar types only).
+  const parseTextArray = (driver.types.getTypeParser as (oid: number, format: 'text') => (value: string) => unknown)(
+    1009,
+    'text',
+  ) as (value: string) => Array<string | null>;
+  const types = {
+    getTypeParser: (oid: number) => {
+      if (oid === BOOL_OID) return (value: string) => (value === 't' ? 'true' : 'false');
+      if (ARRAY_OIDS.has(oid)) return (value: string) => parseTextArray(value).filter((v): v is string => v !== null);
+      return (value: string) => value;
+    },
+    // pg's CustomTypesConfig overloads getTypeParser per format; only the text format is used here.
+  } as unknown as pg.CustomTypesConfig;
+  loaded = { pg: driver, Cursor: require('pg-cursor') as typeof Cursor, types };
+  return loaded;
+}
 
 /** A cell as an export shows it: NULL empty, a list joined with `;` (the default list separator, so a retry reads it back alike). */
 function asText(value: unknown): string {
@@ -223,7 +238,7 @@ export class PostgresSourceReader implements SourceReader, Source {
     };
     let client: pg.Client;
     try {
-      client = new pg.Client({
+      client = new (loadPg().pg.Client)({
         connectionString: s.url.reveal(),
         connectionTimeoutMillis: s.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
         application_name: 'crm-sync',
@@ -252,7 +267,7 @@ export class PostgresSourceReader implements SourceReader, Source {
       // not as startup options: a URL's own `options` parameter would replace those).
       await client.query("SET TIME ZONE 'UTC'; SET datestyle = 'ISO, YMD'; SET intervalstyle = 'iso_8601'");
       await client.query('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const cursor = client.query(new Cursor(s.query, [], { rowMode: 'array', types: TYPES }));
+      const cursor = client.query(new (loadPg().Cursor)(s.query, [], { rowMode: 'array', types: loadPg().types }));
       let names: string[] | undefined;
       const keyAt = () => (s.keyColumn === undefined ? -1 : (names ?? []).indexOf(s.keyColumn));
       let key = -1;

@@ -101,14 +101,23 @@ describe('what a command loads', () => {
   });
 
   /** The packages a `crm-sync …` process loaded (whether the bin chose dist/ or the sources). */
-  async function packagesLoaded(args: string[]): Promise<Set<string>> {
+  async function packagesLoaded(args: string[], config?: object): Promise<Set<string>> {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sync-loads-'));
     dirs.push(dir);
     const log = join(dir, 'loaded.txt');
-    await run(process.execPath, ['--import', './test/helpers/load-recorder.mjs', 'bin/crm-sync.js', ...args], {
-      cwd: root,
-      env: { ...process.env, CRM_SYNC_LOAD_LOG: log, REDIS_URL: TEST_REDIS_URL, CRM_SYNC_PREFIX: prefix },
-    });
+    const configArgs: string[] = [];
+    if (config) {
+      writeFileSync(join(dir, 'crm-sync.config.json'), JSON.stringify(config));
+      configArgs.push('--config', join(dir, 'crm-sync.config.json'));
+    }
+    await run(
+      process.execPath,
+      ['--import', './test/helpers/load-recorder.mjs', 'bin/crm-sync.js', ...configArgs, ...args],
+      {
+        cwd: root,
+        env: { ...process.env, CRM_SYNC_LOAD_LOG: log, REDIS_URL: TEST_REDIS_URL, CRM_SYNC_PREFIX: prefix },
+      },
+    );
     const packages = readFileSync(log, 'utf8')
       .split('\n')
       .map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
@@ -151,5 +160,19 @@ describe('what a command loads', () => {
     expect(['bullmq', 'fastify', 'got', 'pg', '@opentelemetry/sdk-trace-node'].filter((p) => loaded.has(p))).toEqual(
       [],
     );
+  }, 60_000);
+
+  it('an import of a file never loads the PostgreSQL driver: pg is loaded when a database source is read', async () => {
+    const workspace = { baseUrl: 'http://127.0.0.1:9/v2', apiKeyEnv: 'CRM_SYNC_STARTUP_TEST_KEY' };
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-loads-file-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'deals.csv'), 'id,name\n1,Renamed\n');
+    const loaded = await packagesLoaded(
+      ['import', join(dir, 'deals.csv'), '--op', 'deal.update', '-w', 'acme', '--dry-run'],
+      { workspaces: { acme: workspace } },
+    );
+    // It did read and validate the file: the row decoder's schemas come from zod.
+    expect(loaded).toContain('zod');
+    expect(['pg', 'pg-cursor'].filter((p) => loaded.has(p))).toEqual([]);
   }, 60_000);
 });
