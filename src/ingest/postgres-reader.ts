@@ -236,9 +236,10 @@ export class PostgresSourceReader implements SourceReader, Source {
             : '';
       return new CrmSyncError('DB_QUERY', `the query failed${at}${state}: ${message}${hint} (on ${where})`);
     };
+    const driver = loadPg();
     let client: pg.Client;
     try {
-      client = new (loadPg().pg.Client)({
+      client = new driver.pg.Client({
         connectionString: s.url.reveal(),
         connectionTimeoutMillis: s.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
         application_name: 'crm-sync',
@@ -267,7 +268,7 @@ export class PostgresSourceReader implements SourceReader, Source {
       // not as startup options: a URL's own `options` parameter would replace those).
       await client.query("SET TIME ZONE 'UTC'; SET datestyle = 'ISO, YMD'; SET intervalstyle = 'iso_8601'");
       await client.query('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const cursor = client.query(new (loadPg().Cursor)(s.query, [], { rowMode: 'array', types: loadPg().types }));
+      const cursor = client.query(new driver.Cursor(s.query, [], { rowMode: 'array', types: driver.types }));
       let names: string[] | undefined;
       const keyAt = () => (s.keyColumn === undefined ? -1 : (names ?? []).indexOf(s.keyColumn));
       let key = -1;
