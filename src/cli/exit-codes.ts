@@ -26,6 +26,12 @@ export const EXIT = {
    * duplicates (for creates: a reconciled import, never a plain one).
    */
   REDIS_DATA_LOST: 6,
+  /**
+   * Held for approval: nothing was sent. A guarded nightly sync's tick went over its guard (or
+   * its sync or workspace asks approval of every tick) and waits as a plan; the output names the
+   * plan and the commands that review, approve and apply it (`--json`: `held`).
+   */
+  HELD: 7,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

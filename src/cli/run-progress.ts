@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress';
 import { CrmSyncError, errorMessage, isCrmSyncError } from '../errors/index.js';
 import { isEvictionReason } from '../redis/index.js';
 import { workerCount } from '../queue/index.js';
-import { durationWords, runReads, type RunRecord, type RunStore } from '../runs/index.js';
+import { durationWords, plural, runReads, skippedWords, type RunRecord, type RunStore } from '../runs/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { QueuePresenceWatch } from './queue-presence.js';
 import type { RedisHealthWatch } from './redis-health-watch.js';
@@ -192,6 +192,8 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   if ((run.status === 'failed' || run.status === 'blocked') && isEvictionReason(run.reason))
     return EXIT.REDIS_DATA_LOST;
   if (run.status === 'blocked') return EXIT.BLOCKED;
+  // A held tick sent nothing: a cron job must tell it from a tick that was done.
+  if (run.status === 'completed' && run.options.held !== undefined) return EXIT.HELD;
   // Drifted rows need a person's decision (a new plan), like uncertain creates.
   // Uncertain creates need a person too (runs retry looks for their deals again); superseded rows
   // do not: their record holds a newer row's value, as the file meant.
@@ -209,22 +211,24 @@ export function exitCodeFor(run: RunRecord): ExitCode {
   return EXIT.OK;
 }
 
-/** A few plain lines a person can read at the end of a run. */
-export function formatRunSummary(run: RunRecord): string {
+/**
+ * A few plain lines a person can read at the end of a run. `heldPlan`: for a held tick's run,
+ * what became of its plan since (heldPlanWords): its reason was written while the plan waited.
+ */
+export function formatRunSummary(run: RunRecord, heldPlan?: { state: string; words: string }): string {
   const c = run.counts;
   // A dry run records the rows it would send as skipped; it must never read as a real one.
   const dry = run.options.dryRun === true;
-  const skipped = !dry
-    ? `${c.skipped} skipped`
-    : run.options.reconcile
-      ? `${c.skipped} would be sent or unchanged`
-      : `${c.skipped} would be sent`;
+  const skipped = `${c.skipped} ${dry ? skippedWords(run) : 'skipped'}`;
+  const held = run.options.held;
   const lines = [
     `${dry ? 'DRY RUN (nothing was sent) ' : ''}Run ${run.id}: ${run.operation} on ${run.workspace} from ${run.source}`,
-    `  status: ${run.status} · ${durationWords(run)}${run.reason ? ` (${run.reason})` : ''}`,
-    `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
-      `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.drifted ? `, ${c.drifted} drifted` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
-      `${c.queued ? `, ${c.queued} still queued` : ''}`,
+    `  status: ${held !== undefined && run.status === 'completed' ? 'held' : run.status} · ${durationWords(run)}${statusReason(run, heldPlan)}`,
+    held !== undefined
+      ? `  rows: none of its own, nothing sent — held for approval: the source has ${plural(held.rows, 'data row')}${held.planId !== undefined ? `, planned in plan ${held.planId}` : ''}`
+      : `  rows: ${c.total} total${c.total === 0 && run.producerDone ? ' (the file has 0 data rows)' : ''}, ${c.succeeded} succeeded, ${skipped}, ${c.failed} failed, ${c.invalid} invalid` +
+        `${c.superseded ? `, ${c.superseded} superseded` : ''}${c.uncertain ? `, ${c.uncertain} uncertain` : ''}${c.drifted ? `, ${c.drifted} drifted` : ''}${c.cancelled ? `, ${c.cancelled} cancelled` : ''}` +
+        `${c.queued ? `, ${c.queued} still queued` : ''}`,
   ];
   const ignored = ignoredColumnsOf(run);
   if (ignored.length > 0)
@@ -246,6 +250,13 @@ export function formatRunSummary(run: RunRecord): string {
     );
   else if (run.status === 'blocked') lines.push(`  after fixing the API key: crm-sync runs resume ${run.id}`);
   return lines.join('\n');
+}
+
+/** ` (why)`: the run's reason, or for a held tick whose plan has moved on since, what became of it. */
+function statusReason(run: RunRecord, heldPlan?: { state: string; words: string }): string {
+  if (heldPlan !== undefined && heldPlan.state !== 'pending' && heldPlan.state !== 'approved')
+    return ` (held for approval; since then ${heldPlan.words})`;
+  return run.reason ? ` (${run.reason})` : '';
 }
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { derivedSettings, getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { PlanStore, replanDrifted } from '../plans/index.js';
+import { heldPlanWords, PlanStore, replanDrifted } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
@@ -52,6 +52,13 @@ export async function resultsOf(
 }
 
 /** `runs show` */
+/** A held tick's plan as it is now (approved and applied since, discarded, expired), or undefined for any other run. */
+async function heldPlanNow(store: RunStore, run: RunRecord): Promise<ReturnType<typeof heldPlanWords> | undefined> {
+  const planId = run.options.held?.planId;
+  if (planId === undefined) return undefined;
+  return heldPlanWords(planId, await new PlanStore({ redis: store.redis, prefix: store.prefix }).get(planId));
+}
+
 export async function showRun(
   id: string,
   opts: { problems: number; changes: number; json?: boolean },
@@ -71,12 +78,13 @@ export async function showRun(
       problems.total += run.counts.drifted;
     }
     const changes = await writtenRows(source, id, opts.changes);
+    const heldPlan = await heldPlanNow(store, run);
     if (opts.json) {
       process.stdout.write(
-        `${JSON.stringify({ run, problems, changes, ...(archived ? { archived } : {}) }, null, 2)}\n`,
+        `${JSON.stringify({ run, problems, changes, ...(heldPlan ? { heldPlan } : {}), ...(archived ? { archived } : {}) }, null, 2)}\n`,
       );
     } else {
-      process.stdout.write(`${formatRunSummary(run)}\n`);
+      process.stdout.write(`${formatRunSummary(run, heldPlan)}\n`);
       if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
       if (run.options.undoOf !== undefined) process.stdout.write(`  undoes run ${run.options.undoOf}\n`);
       if (run.undoneBy !== undefined) process.stdout.write(`  undone by run ${run.undoneBy.join(', ')}\n`);

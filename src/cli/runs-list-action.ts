@@ -1,6 +1,6 @@
 // What `crm-sync runs list` does: apart from the other runs actions because it needs only the run store.
 import type { Command } from 'commander';
-import { FINAL_ROW_STATUSES, type RunCounts, type RunRecord, type RunStatus } from '../runs/light.js';
+import { FINAL_ROW_STATUSES, plural, skippedWords, type RunRecord, type RunStatus } from '../runs/light.js';
 import { withStore } from './context.js';
 
 export interface RunsListOptions {
@@ -13,23 +13,37 @@ export interface RunsListOptions {
 
 /**
  * `301 rows: 300 unchanged, 1 failed`: every result kind of the run store the run has (none left
- * out, so an all-unchanged sync does not read `0/301 ok`), and the rows still waiting.
+ * out, so an all-unchanged sync does not read `0/301 ok`), and the rows still waiting. A dry run's
+ * skipped rows are the ones it would send (`DRY RUN 2000 rows: 1993 would be sent, 7 invalid`); a
+ * held tick's run has no rows of its own, its plan has the file's.
  */
-export function countsWords(c: RunCounts): string {
-  const parts = FINAL_ROW_STATUSES.filter((k) => c[k] > 0).map((k) => `${c[k]} ${k === 'skipped' ? 'unchanged' : k}`);
-  if (c.queued > 0) parts.push(`${c.queued} waiting`);
-  return `${c.total} row${c.total === 1 ? '' : 's'}${parts.length > 0 ? `: ${parts.join(', ')}` : ''}`;
+export function countsWords(r: Pick<RunRecord, 'counts' | 'options'>): string {
+  const c = r.counts;
+  if (r.options.held !== undefined) {
+    const plan = r.options.held.planId !== undefined ? ` in plan ${r.options.held.planId}` : '';
+    return `held: ${plural(r.options.held.rows, 'row')} planned${plan}, nothing sent`;
+  }
+  const parts = FINAL_ROW_STATUSES.filter((k) => c[k] > 0).map(
+    (k) => `${c[k].toLocaleString('en-US')} ${k === 'skipped' ? skippedWords(r) : k}`,
+  );
+  if (c.queued > 0) parts.push(`${c.queued.toLocaleString('en-US')} waiting`);
+  return `${r.options.dryRun === true ? 'DRY RUN ' : ''}${plural(c.total, 'row')}${parts.length > 0 ? `: ${parts.join(', ')}` : ''}`;
+}
+
+/** The status column: a held tick completed having sent nothing, and says `held`. */
+export function statusWord(r: Pick<RunRecord, 'status' | 'options'>): string {
+  return r.options.held !== undefined && r.status === 'completed' ? 'held' : r.status;
 }
 
 function runLine(r: RunRecord): string {
   const line = [
     r.id,
-    r.status.padEnd(9),
+    statusWord(r).padEnd(9),
     r.workspace,
     r.operation,
     r.syncName ?? '-',
     r.createdAt,
-    countsWords(r.counts),
+    countsWords(r),
   ].join('  ');
   // Blocked, failed and skipped-tick runs say why on the same line.
   return r.reason ? `${line}  (${r.reason})` : line;

@@ -11,7 +11,9 @@ import {
   runSync,
   syncSchedules,
   type SyncQueue,
+  type SyncSummary,
 } from '../schedule/index.js';
+import { formatDuration, plural } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { exitCodeFor } from './run-progress.js';
@@ -67,6 +69,33 @@ export async function removeSyncSchedule(name: string, _opts: unknown, command: 
   });
 }
 
+/** A tick's outcome as a person reads it: a held tick in a few short lines with its plan's commands. */
+function syncWords(summary: SyncSummary): string {
+  const c = summary.counts;
+  const took = formatDuration(summary.durationMs);
+  const held = summary.held;
+  if (held !== undefined) {
+    const lines = [
+      `sync ${summary.sync}: HELD for approval, nothing sent (run ${summary.runId}, ${took})`,
+      ...held.reasons.map((r) => `  why: ${r}`),
+      `  ${plural(held.rows, 'row')} planned: ${held.changedRows.toLocaleString('en-US')} would change`,
+    ];
+    if (held.planFile !== undefined) lines.push(`  plan as CSV: ${held.planFile}`);
+    if (held.commands !== undefined) {
+      lines.push(`  review:  ${held.commands.review}`);
+      lines.push(`  approve: ${held.commands.approve}`);
+      lines.push(`  apply:   ${held.commands.apply}`);
+      lines.push(`  discard: ${held.commands.discard}`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+  return (
+    `sync ${summary.sync}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
+    `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, took ${took}` +
+    `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`
+  );
+}
+
 export async function runSyncNow(
   name: string,
   opts: JobsOption & { work?: boolean; concurrency: number; json?: boolean; overrideGuard?: boolean },
@@ -82,14 +111,7 @@ export async function runSyncNow(
         returnWhenBlocked: true,
         ...(opts.overrideGuard ? { overrideGuard: true, approver: `${cliApprover()} (--override-guard)` } : {}),
       });
-      const c = summary.counts;
-      process.stdout.write(
-        opts.json
-          ? `${JSON.stringify(summary, null, 2)}\n`
-          : `sync ${name}: run ${summary.runId} ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}: ` +
-              `${c.succeeded} sent, ${c.skipped} unchanged/skipped, ${c.failed} failed, ${c.invalid} invalid, in ${summary.durationMs} ms` +
-              `${summary.failedRowsFile ? `\n  failed rows: ${summary.failedRowsFile}` : ''}\n`,
-      );
+      process.stdout.write(opts.json ? `${JSON.stringify(summary, null, 2)}\n` : syncWords(summary));
       process.exitCode = exitCodeFor(await runtime.store.requireRun(summary.runId));
     });
   });

@@ -1,13 +1,18 @@
 import { basename } from 'node:path';
-import { planChanges, type PlanAction, type PlanRecord, type PlanRow, type PlanRowFilter } from '../plans/index.js';
+import {
+  planChanges,
+  planState,
+  type PlanState,
+  type PlanAction,
+  type PlanRecord,
+  type PlanRow,
+  type PlanRowFilter,
+} from '../plans/index.js';
 import { html, query, type SafeHtml } from './html.js';
 import { firstTable, formatTime, operationWords, type StatusTone } from './status-words.js';
 
 /** Every action a plan row can have, in the order the pages show them. */
 export const PLAN_ACTIONS: readonly PlanAction[] = ['update', 'create', 'skip', 'not-found', 'ambiguous', 'invalid'];
-
-/** What the plan pages call a plan's state: its stored status, or `expired` (pending or approved, past its expiry). */
-export type PlanState = PlanRecord['status'] | 'expired';
 
 const STATE_WORDS: Record<PlanState, { text: string; tone: StatusTone | ''; tip: string }> = {
   pending: { text: 'Pending', tone: 'blocked', tip: 'nobody approved it yet; approve it to apply it' },
@@ -17,10 +22,6 @@ const STATE_WORDS: Record<PlanState, { text: string; tone: StatusTone | ''; tip:
   discarded: { text: 'Discarded', tone: '', tip: 'discarded: it can no longer be approved or applied' },
   expired: { text: 'Expired', tone: 'warn', tip: 'past its expiry (planTtlMs): make a new plan' },
 };
-
-export function planState(plan: PlanRecord): PlanState {
-  return plan.expired ? 'expired' : plan.status;
-}
 
 /** A plan can still be approved (pending) or discarded (pending or approved), while not expired. */
 export function canApprove(plan: PlanRecord): boolean {
@@ -144,6 +145,13 @@ function planHistory(plan: PlanRecord): SafeHtml {
  * A plan's page: its counts, approval and prediction, its rows with each field's before → after
  * (filtered by action, field and text; paged), the CSV download, Approve, Apply and Discard.
  */
+/** A plan a nightly sync's tick made: which sync, and why it waits (a held tick) or what decided it. */
+function syncNotice(plan: PlanRecord): SafeHtml | '' {
+  if (plan.syncName === undefined) return '';
+  const waiting = (plan.status === 'pending' || plan.status === 'approved') && !plan.expired;
+  return html`<div class="notice ${waiting ? 'warn' : ''}" data-sync="${plan.syncName}"><p><b>Made by a tick of nightly sync “${plan.syncName}”${waiting ? ', held for approval' : ''}.</b></p>${plan.reason !== undefined ? html`<p>${plan.reason}</p>` : ''}</div>`;
+}
+
 export function planPageBody(plan: PlanRecord, rows: PlanRow[], v: PlanPageView): SafeHtml {
   const id = encodeURIComponent(plan.id);
   const keep = { action: v.filter.action, field: v.filter.field, q: v.filter.text };
@@ -154,6 +162,7 @@ export function planPageBody(plan: PlanRecord, rows: PlanRow[], v: PlanPageView)
   return html`<h1 class="plan-title">Plan · ${planLabel(plan)}</h1>
 <p class="sub">Plan <span class="mono">${plan.id}</span> · ${operationWords(plan.operation)} · workspace <b>${plan.workspace}</b> · source <span class="mono">${plan.source}</span></p>
 ${v.notice}
+${syncNotice(plan)}
 <div class="actions">${planBadge(plan)}
 ${
   canApprove(plan)

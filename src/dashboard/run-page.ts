@@ -55,6 +55,8 @@ export interface RunPageData {
   presence?: SafeHtml | '';
   /** The workspace is paused or held: rows wait, so no time left is claimed. */
   held?: boolean;
+  /** A held sync tick's plan as it is now (heldPlanWords): the run's reason was written while it waited. */
+  heldPlan?: { state: string; words: string };
 }
 
 function hidden(csrf: string): SafeHtml {
@@ -93,6 +95,24 @@ function problemRow(r: RowResult, columns: string[]): SafeHtml {
   <td class="err">${describeError(r)}${r.code !== undefined ? html` <span class="muted mono">${r.code}</span>` : ''}</td>
   ${columns.map((c) => html`<td>${r.original?.[c] ?? ''}</td>`)}
 </tr>`;
+}
+
+/** A sync tick held for approval: it sent nothing; its rows are its plan's, and what became of that plan. */
+function heldTickNotice(run: RunRecord, heldPlan: RunPageData['heldPlan']): SafeHtml | '' {
+  const held = run.options.held;
+  if (held === undefined) return '';
+  const planId = held.planId;
+  const waiting = heldPlan === undefined || heldPlan.state === 'pending' || heldPlan.state === 'approved';
+  return html`<div class="notice warn" role="status" data-held="${heldPlan?.state ?? ''}">
+  <p><b>Held for approval: this tick of sync “${run.syncName ?? ''}” sent nothing.</b> Its source has ${held.rows.toLocaleString('en-US')} data rows${
+    planId !== undefined
+      ? html`, planned in plan <a class="mono" href="/plans/${encodeURIComponent(planId)}">${planId}</a>`
+      : ''
+  }.</p>
+  ${heldPlan !== undefined ? html`<p>Now: ${heldPlan.words}.</p>` : ''}
+  ${waiting && run.reason !== undefined ? html`<p class="small">${run.reason}</p>` : ''}
+  ${planId !== undefined && waiting ? html`<p><a class="button primary" href="/plans/${encodeURIComponent(planId)}">Review the plan</a></p>` : ''}
+</div>`;
 }
 
 function blockedNotice(run: RunRecord, csrf: string): SafeHtml | '' {
@@ -283,9 +303,10 @@ ${data.notice ?? ''}
 ${data.presence ?? ''}
 ${dryRunNotice(run)}
 ${driftedNotice(run)}
+${heldTickNotice(run, data.heldPlan)}
 ${blockedNotice(run, csrf)}
 ${run.status === 'failed' ? html`<div class="notice bad">${run.reason ?? 'The run failed without a recorded reason.'}</div>` : ''}
-${countTiles(run)}
+${run.options.held === undefined ? countTiles(run) : ''}
 ${data.chart ?? ''}
 <div class="card">
   <div class="actions">

@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, retryRun, writtenLaterWords } from '../lifecycle/index.js';
+import { heldPlanWords, PlanStore } from '../plans/index.js';
 import { resumeWorkspace } from '../queue/index.js';
 import {
   groupProblems,
@@ -176,6 +177,14 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       queuePresenceNotice(runtime, run),
     ]);
     const chart = html`${[ownChart, workspaceChart]}`;
+    const heldPlanId = run.options.held?.planId;
+    const heldPlan =
+      heldPlanId !== undefined
+        ? heldPlanWords(
+            heldPlanId,
+            await new PlanStore({ redis: runtime.redis, prefix: runtime.config.prefix }).get(heldPlanId),
+          )
+        : undefined;
     const body = runPageBody({
       run,
       problems,
@@ -186,6 +195,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
       chart,
       presence,
       held,
+      ...(heldPlan ? { heldPlan } : {}),
       ...(groups ? { groups } : {}),
       ...(search ? { search } : {}),
       ...(notice ? { notice } : {}),

@@ -53,6 +53,13 @@ export function progressBar(run: RunRecord): SafeHtml | '' {
  * the lines add up to the rows with a result): a run of unchanged rows says so, not `0 ok`.
  */
 export function resultsCell(run: RunRecord): SafeHtml {
+  const held = run.options.held;
+  if (held !== undefined)
+    return html`<div class="kind warn" data-kind="held"><b>${held.rows.toLocaleString('en-US')}</b> rows held${
+      held.planId !== undefined
+        ? html` in plan <a class="mono" href="/plans/${encodeURIComponent(held.planId)}">${held.planId}</a>`
+        : ''
+    }</div>`;
   const kinds = resultCounts(run).filter((k) => k.value > 0);
   const waiting = run.counts.queued;
   if (kinds.length === 0 && waiting === 0) return html`<span class="muted">none yet</span>`;

@@ -110,6 +110,13 @@ export function statusWords(run: RunRecord): { text: string; tone: StatusTone; d
       return { text: 'Cancelled', tone: 'warn', detail: shorten(why, 90), sentence: `Cancelled: ${why}` };
     }
     case 'completed': {
+      if (run.options.held !== undefined)
+        return {
+          text: 'Held',
+          tone: 'warn',
+          detail: 'held for approval · nothing sent',
+          sentence: `Held for approval, nothing sent${run.reason ? `: ${run.reason}` : ''}`,
+        };
       const { failed, invalid, uncertain } = run.counts;
       if (problemCount(run) === 0) {
         return dry

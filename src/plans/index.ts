@@ -17,3 +17,4 @@ export {
   type PlanStatus,
 } from './plan-types.js';
 export { replanDrifted, type ReplanDriftedOptions, type ReplanDriftedResult } from './replan-drifted.js';
+export { heldPlanWords, planState, type PlanState } from './held-plan.js';

@@ -1,5 +1,6 @@
 export type * from './run-types.js';
 export { FINAL_ROW_STATUSES, emptyCounts } from './run-types.js';
+export { skippedWords, plural } from './count-words.js';
 export { newRunId } from './run-id.js';
 export {
   RunStore,

@@ -7,3 +7,4 @@ export { RunStore } from './run-store.js';
 export { newRunId } from './run-id.js';
 export { FINAL_ROW_STATUSES } from './run-types.js';
 export type * from './run-types.js';
+export { skippedWords, plural } from './count-words.js';

@@ -31,6 +31,7 @@ const RunOptionsSchema = z.object({
   sourceSize: z.number().optional(),
   sourceMtimeMs: z.number().optional(),
   undoOf: z.string().optional(),
+  held: z.object({ planId: z.string().optional(), rows: z.number() }).optional(),
 }) satisfies z.ZodType<RunOptions>;
 
 const Count = z.coerce.number().int();

@@ -86,6 +86,12 @@ export interface RunOptions {
   /** Size and modification time of the source file when the run began: a resume refuses a changed file. */
   sourceSize?: number;
   sourceMtimeMs?: number;
+  /**
+   * A nightly sync's tick held for approval: nothing was read into this run or sent; its rows are
+   * the plan's (`rows`, the source's data rows). Pages and `runs show` name the plan and its state
+   * now (pending, or applied as another run), not the words of the moment it was held.
+   */
+  held?: { planId?: string; rows: number };
 }
 
 export interface RunRecord {

@@ -11,7 +11,14 @@ import { applyPlan, makePlan, PlanStore, refusal, type PlanRecord } from '../pla
 import { workspaceRequestBudget } from '../rate/index.js';
 import { type RunStop } from '../lifecycle/index.js';
 import type { Logger } from '../log/index.js';
-import { runReads, writeResultsCsv, type RunCounts, type RunRecord, type RunStatus } from '../runs/index.js';
+import {
+  runReads,
+  writeResultsCsv,
+  type RunCounts,
+  type RunOptions,
+  type RunRecord,
+  type RunStatus,
+} from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { abortRun } from './abort-run.js';
 import { openSyncSource, resolvePath, sourceText, type SyncDefinition } from './sync-definition.js';
@@ -229,7 +236,7 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
           };
           const reason = holdReason(full);
           await plans.setReason(plan.id, reason);
-          const run = await recordUnsent(def, runtime, reason);
+          const run = await recordUnsent(def, runtime, reason, { planId: plan.id, rows: tick.summary.rows });
           log.warn(
             { runId: run.id, planId: plan.id, held: hold.reasons },
             'sync tick held as a plan awaiting approval; nothing sent',
@@ -415,14 +422,19 @@ async function supersede(
  * A tick's run that sends nothing: nothing read into it, completed at once, its reason saying why
  * (a hold naming the plan that waits, or `skipped: …`).
  */
-async function recordUnsent(def: SyncDefinition, runtime: Runtime, reason: string): Promise<RunRecord> {
+async function recordUnsent(
+  def: SyncDefinition,
+  runtime: Runtime,
+  reason: string,
+  held?: RunOptions['held'],
+): Promise<RunRecord> {
   const run = await runtime.store.createRun({
     workspace: def.workspace,
     operation: def.operation,
     source: sourceText(def),
     syncName: def.name,
     status: 'completed',
-    options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}) },
+    options: { reconcile: true, ...(def.matchKey ? { matchKey: def.matchKey } : {}), ...(held ? { held } : {}) },
   });
   await runtime.store.setStatus(run.id, 'completed', reason);
   return runtime.store.finishProducing(run.id);

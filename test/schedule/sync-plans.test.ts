@@ -8,7 +8,10 @@ import { silentLogger } from '../../src/log/index.js';
 import { applyPlan, PlanStore } from '../../src/plans/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { loadDefinitions, runSync, type SyncDefinition, type SyncSummary } from '../../src/schedule/index.js';
+import { Secret } from '../../src/config/index.js';
+import { buildDashboard } from '../../src/dashboard/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
+import { HOST, signIn, TOKEN } from '../dashboard/dashboard-fixture.js';
 import { cliFor } from '../helpers/run-cli.js';
 import { writes } from '../reconcile/fixtures.js';
 
@@ -252,6 +255,89 @@ describe('a guarded sync tick is a stored plan', () => {
       reason: `discarded: a newer tick of sync always-sync made plan ${applied.planId}, which was applied in its place`,
     });
   });
+});
+
+describe('a held tick reads as held wherever a person looks (issue 46, item 1)', () => {
+  let f: Fixture;
+  const cli = cliFor(() => f.h);
+
+  beforeAll(async () => {
+    f = await startFixture();
+  });
+  afterAll(async () => stopFixture(f));
+
+  it('schedule run exits HELD (7) with short lines; runs list, runs show and the dashboard say held, count the file, link the plan; once applied, say so', async () => {
+    const { h } = f;
+    const file = source(f, 'shown.csv', (i, current) => (i % 2 === 0 ? newPhone('310', i) : current));
+    define(f, 'shown-sync', { source: file, guard: { maxChangedShare: 0.2 } });
+    h.ws.resetStats();
+    const ran = await cli(['schedule', 'run', 'shown-sync', '--jobs-dir', f.jobs]);
+    expect(ran.code, ran.stderr).toBe(7);
+    expect(writes(h)).toBe(0);
+    const lines = ran.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^sync shown-sync: HELD for approval, nothing sent \(run \S+, [\d.]+ s\)$/);
+    expect(ran.stdout).toContain('  why: 30 of 60 rows would change (50 %), over maxChangedShare 0.2');
+    const planId = /crm-sync plans approve (plan-\S+)/.exec(ran.stdout)?.[1];
+    expect(planId).toBeDefined();
+    expect(ran.stdout).toContain(`  apply:   crm-sync apply ${planId} --wait`);
+    for (const line of lines) expect(line.length).toBeLessThan(200);
+    const runId = /\(run (\S+),/.exec(lines[0]!)![1]!;
+
+    const listed = await cli(['runs', 'list', '--sync', 'shown-sync', '--limit', '5']);
+    const line = listed.stdout.split('\n').find((l) => l.startsWith(runId))!;
+    expect(line).toMatch(/ held {5}/);
+    expect(line).toContain(`held: 60 rows planned in plan ${planId}, nothing sent`);
+
+    const shown = await cli(['runs', 'show', runId]);
+    expect(shown.code).toBe(7);
+    expect(shown.stdout).toContain('  status: held');
+    expect(shown.stdout).toContain(
+      `rows: none of its own, nothing sent — held for approval: the source has 60 data rows, planned in plan ${planId}`,
+    );
+    expect(shown.stdout).not.toContain('the file has 0 data rows');
+
+    // The dashboard over the same Redis: the list, the run page and the plan page.
+    const app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN) });
+    try {
+      const browser = { host: HOST, cookie: await signIn(app) };
+      const list = await app.inject({ method: 'GET', url: '/', headers: browser });
+      const row = list.body.split('<tr>').find((r) => r.includes(runId))!;
+      expect(row).toContain('>Held</span>');
+      expect(row).toContain(`href="/plans/${planId}"`);
+      expect(row).not.toContain('none yet');
+      const runPage = await app.inject({ method: 'GET', url: `/runs/${runId}`, headers: browser });
+      expect(runPage.body).toContain('Held for approval: this tick of sync “shown-sync” sent nothing.');
+      expect(runPage.body).toContain('Its source has 60 data rows, planned in plan');
+      expect(runPage.body).toContain(`Now: plan ${planId} awaits approval: nothing sent yet.`);
+      expect(runPage.body).toContain('30 of 60 rows would change (50 %)');
+      expect(runPage.body).toContain(`>Review the plan</a>`);
+      const planPage = await app.inject({ method: 'GET', url: `/plans/${planId}`, headers: browser });
+      expect(planPage.body).toContain('Made by a tick of nightly sync “shown-sync”, held for approval.');
+
+      // A second tick discards this plan; its own is what an operator applies.
+      const json = await cli(['schedule', 'run', 'shown-sync', '--jobs-dir', f.jobs, '--json']);
+      expect(json.code, json.stderr).toBe(7);
+      expect((JSON.parse(json.stdout) as SyncSummary).held?.rows).toBe(60);
+      const secondPlan = (JSON.parse(json.stdout) as SyncSummary).held!.planId!;
+      const secondRun = (JSON.parse(json.stdout) as SyncSummary).runId;
+      const gone = await cli(['runs', 'show', runId]);
+      expect(gone.stdout).toContain(`(held for approval; since then plan ${planId} was discarded`);
+      expect((await cli(['plans', 'approve', secondPlan])).code).toBe(0);
+      const applied = await cli(['apply', secondPlan, '--wait', '--json']);
+      expect(applied.code, applied.stderr).toBe(0);
+      const appliedRun = (JSON.parse(applied.stdout) as { id: string }).id;
+      const after = await cli(['runs', 'show', secondRun]);
+      expect(after.stdout).toContain(
+        `(held for approval; since then plan ${secondPlan} was applied as run ${appliedRun})`,
+      );
+      expect(after.stdout).not.toContain('awaiting approval');
+      const afterPage = await app.inject({ method: 'GET', url: `/runs/${secondRun}`, headers: browser });
+      expect(afterPage.body).toContain(`Now: plan ${secondPlan} was applied as run ${appliedRun}.`);
+      expect(afterPage.body).not.toContain('>Review the plan</a>');
+    } finally {
+      await app.close();
+    }
+  }, 150_000);
 });
 
 describe('a guarded tick applied from its plan keeps maxFailures', () => {
