@@ -27,6 +27,7 @@ import {
   runNotFoundHere,
   parseDuration,
   placeWords,
+  plural,
   pruneRuns,
   writeResultsCsv,
   changeWords,
@@ -52,6 +53,15 @@ export async function resultsOf(
 }
 
 /** `runs show` */
+/** `11 rows read again: 5 queued, 6 still invalid (not sent)`: what went to the queue, not what was read. */
+export function retriedWords(p: { read: number; queued: number; invalid: number }): string {
+  const rest = p.read - p.queued - p.invalid;
+  const parts = [`${p.queued.toLocaleString('en-US')} queued`];
+  if (p.invalid > 0) parts.push(`${p.invalid.toLocaleString('en-US')} still invalid (not sent)`);
+  if (rest > 0) parts.push(`${rest.toLocaleString('en-US')} not queued`);
+  return `${plural(p.read, 'row')} read again: ${parts.join(', ')}`;
+}
+
 /** A held tick's plan as it is now (approved and applied since, discarded, expired), or undefined for any other run. */
 async function heldPlanNow(store: RunStore, run: RunRecord): Promise<ReturnType<typeof heldPlanWords> | undefined> {
   const planId = run.options.held?.planId;
@@ -91,7 +101,7 @@ export async function showRun(
       for (const c of changes) process.stdout.write(`  row ${c.row}: ${c.recordId ?? ''} ${changeWords(c.changes)}\n`);
       for (const p of problems.rows) {
         process.stdout.write(
-          `  row ${p.row}${placeWords(p) ? ` (${placeWords(p)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
+          `  row ${p.row}${placeWords(p, run) ? ` (${placeWords(p, run)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,
         );
       }
       if (problems.total > problems.rows.length)
@@ -180,7 +190,7 @@ export async function retryRunRows(
           `no line of ${opts.file} is a failed, invalid, uncertain or cancelled row of run ${id} (${why}); nothing was queued`,
         );
       }
-      process.stdout.write(`${summary.progress.read} rows queued again (${summary.progress.invalid} still invalid)\n`);
+      process.stdout.write(`${retriedWords(summary.progress)}\n`);
       process.stdout.write(retryWrittenLaterLines(id, summary.writtenLater));
       if (!opts.work && !opts.wait && summary.progress.queued > 0) await warnIfNoWorkers(runtime.store, run.workspace);
       for (const i of summary.ignored.slice(0, 20))

@@ -31,7 +31,7 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
   // A JSON array may sit on one line: its rows are told apart by element (= row number).
   const element = run.options.format === 'json';
   for await (const result of store.iterateResults(run.id, { problemsOnly: true, batchSize: limit })) {
-    const where = [element ? `element ${result.row}` : '', placeWords(result)].filter(Boolean).join(', ');
+    const where = [element ? `element ${result.row}` : '', placeWords(result, run)].filter(Boolean).join(', ');
     lines.push(`  row ${result.row}${where ? ` (${where})` : ''}: ${result.status}: ${describeError(result)}`);
     if (lines.length >= limit) break;
   }

@@ -4,6 +4,7 @@ import { getWorkspace } from '../config/index.js';
 import { applyPlan, PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
+import { plural } from '../runs/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { planUndo, type PlanUndoResult } from '../undo/index.js';
 import { withRuntime, withWorkers } from './context.js';
@@ -106,7 +107,7 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
 /** The fields left as they are and the created deals, one line each (the first 50 of each). */
 function writeLeft(undo: PlanUndoResult): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
-  if (undo.left.length > 0) out(`  ${undo.left.length} fields left as they are:`);
+  if (undo.left.length > 0) out(`  ${plural(undo.left.length, 'field')} left as they are:`);
   for (const l of undo.left.slice(0, 50))
     out(
       `    ${l.recordId} ${l.field}: ${l.reason}${l.now !== undefined ? `: now ${JSON.stringify(l.now)}` : ''} (the run wrote ${JSON.stringify(l.wrote)}; run row ${l.runRows.join(', ')})`,

@@ -384,7 +384,8 @@ async function planTick(
     removeFile,
     keepFile: () => {
       if (planFile === undefined) return {};
-      const kept = planFile.slice(0, -'.part'.length);
+      // Named by its plan, as runs are named by their ids: the file a hold points to is found by the plan's id.
+      const kept = join(config.resultsDir, `${def.name}-${made.plan.id}.csv`);
       renameSync(planFile, kept);
       planFile = undefined;
       return { planFile: kept };

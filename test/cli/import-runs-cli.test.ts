@@ -46,7 +46,7 @@ describe('crm-sync import / runs (child processes, as a user runs them)', () => 
 
     // The 404 row stays failed on retry; the command reports the outcome and exit code.
     const retried = await cli(['runs', 'retry', run.id, '--rows', '6', '--work']);
-    expect(retried.stdout).toContain('1 rows queued again');
+    expect(retried.stdout).toContain('1 row read again: 1 queued');
     expect(retried.code).toBe(1);
   }, 90_000);
 

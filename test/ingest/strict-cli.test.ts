@@ -199,10 +199,10 @@ describe('values are what they claim to be', () => {
     const before = writes();
     const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
     expect(out.stdout).toContain(
-      'row 1 (line 2): invalid: email: is not a valid email address: it has a domain part "bad-"',
+      'row 1 (line 2, spreadsheet row 2): invalid: email: is not a valid email address: it has a domain part "bad-"',
     );
     expect(out.stdout).toContain(
-      'row 2 (line 3): invalid: email: is not a valid email address: it has a domain part longer than 63 characters',
+      'row 2 (line 3, spreadsheet row 3): invalid: email: is not a valid email address: it has a domain part longer than 63 characters',
     );
     expect(writes()).toBe(before);
   }, 60_000);
@@ -308,7 +308,7 @@ describe('clear words for edge files', () => {
     expect(out.stdout).toMatch(/^DRY RUN \(nothing was sent\) Run /);
     expect(out.stdout).toContain('1 would be sent');
     expect(out.stdout).toContain(
-      'first problem rows:\n  row 2 (line 3): invalid: email: is not a valid email address: it has no "@"',
+      'first problem rows:\n  row 2 (line 3, spreadsheet row 3): invalid: email: is not a valid email address: it has no "@"',
     );
     const shown = await cli(['runs', 'show', runIdOf(out.stdout)]);
     expect(shown.stdout).toMatch(/^DRY RUN \(nothing was sent\)/);
