@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { RECONCILE_OPERATIONS, type ReconcileOperation } from '../crm/light.js';
 import type { SourceFormat } from '../ingest/index.js';
+import { CrmSyncError } from '../errors/index.js';
 
 /** commander argument parser for positive integers, with a message that names the option. */
 export function positiveInt(value: string): number {
@@ -149,4 +150,48 @@ export function matchOptions(command: Command): Command {
     .addOption(sourceFileOptions.format())
     .addOption(sourceFileOptions.delimiter())
     .addOption(sourceFileOptions.ignoreUnknownColumns());
+}
+
+/** What `--delimiter`, `--bom`/`--no-bom` and `--line-ending` of an export command parse to. */
+export interface ExportDialectOptions {
+  delimiter?: string;
+  bom?: boolean;
+  lineEnding?: 'crlf' | 'lf';
+}
+
+/**
+ * The options that choose how an export is written; unset, an export follows its source file
+ * (its delimiter, BOM and line ends), so a `;`-separated file opens in columns again.
+ */
+export function exportDialectOptions(command: Command): Command {
+  return command
+    .option('--delimiter <char>', "the exported file's delimiter (default: the source file's, or ,)")
+    .option('--bom', 'begin the file with a UTF-8 BOM (default: when the source file had one)')
+    .option('--no-bom', 'no BOM, whatever the source had')
+    .addOption(
+      new Option('--line-ending <kind>', "line ends (default: the source file's, or lf)").choices(['crlf', 'lf']),
+    );
+}
+
+/** The dialect the options ask for (only what was given: the rest follows the source). */
+export function givenDialect(opts: ExportDialectOptions): {
+  delimiter?: string;
+  bom?: boolean;
+  lineEnding?: '\r\n' | '\n';
+} {
+  // `\t` as typed in a shell is a tab.
+  const delimiter = opts.delimiter === '\\t' ? '\t' : opts.delimiter;
+  if (
+    delimiter !== undefined &&
+    ([...delimiter].length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r')
+  )
+    throw new CrmSyncError(
+      'USAGE',
+      `--delimiter takes one character other than a quote or a line end, not ${JSON.stringify(opts.delimiter)}`,
+    );
+  return {
+    ...(delimiter !== undefined ? { delimiter } : {}),
+    ...(opts.bom !== undefined ? { bom: opts.bom } : {}),
+    ...(opts.lineEnding !== undefined ? { lineEnding: opts.lineEnding === 'crlf' ? '\r\n' : '\n' } : {}),
+  };
 }

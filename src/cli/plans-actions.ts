@@ -8,6 +8,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { planChanges, planRowFilter, PlanStore, refusal, writePlanCsv, type PlanRecord } from '../plans/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { withStore } from './context.js';
+import { givenDialect, type ExportDialectOptions } from './options.js';
 import { predictionWords } from './plan-words.js';
 import type { ShowPlanCliOptions } from './plans-command.js';
 
@@ -87,7 +88,12 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
   });
 }
 
-export async function exportPlan(id: string, opts: { out?: string }, command: Command): Promise<void> {
+export async function exportPlan(
+  id: string,
+  opts: { out?: string } & ExportDialectOptions,
+  command: Command,
+): Promise<void> {
+  const dialect = givenDialect(opts);
   await withStore(command, async (scope) => {
     const store = planStore(scope);
     const plan = await store.require(id);
@@ -97,11 +103,11 @@ export async function exportPlan(id: string, opts: { out?: string }, command: Co
       path = join(scope.config.resultsDir, `${id}.csv`);
     }
     if (path === '-') {
-      await writePlanCsv(store, plan, process.stdout);
+      await writePlanCsv(store, plan, process.stdout, undefined, dialect);
       return;
     }
     const out = createWriteStream(path);
-    const lines = await writePlanCsv(store, plan, out);
+    const lines = await writePlanCsv(store, plan, out, undefined, dialect);
     out.end();
     await finished(out);
     process.stdout.write(`${lines} lines written to ${path}\n`);

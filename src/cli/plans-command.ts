@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { helpFooter, positiveInt } from './options.js';
+import { exportDialectOptions, helpFooter, positiveInt, type ExportDialectOptions } from './options.js';
 
 // The declarations only: each action loads the plan store when it runs.
 const actions = () => import('./plans-actions.js');
@@ -42,14 +42,18 @@ A plan is applied with "crm-sync apply <planId>", once, before it expires (planT
       (await actions()).showPlan(id, opts, command),
     );
 
-  plans
-    .command('export')
-    .argument('<id>', 'plan id')
-    .description('Write the plan as CSV, one line per field change (rows without a change: one line), spreadsheet-safe')
-    .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>.csv)')
-    .action(async (id: string, opts: { out?: string }, command: Command) =>
-      (await actions()).exportPlan(id, opts, command),
-    );
+  exportDialectOptions(
+    plans
+      .command('export')
+      .argument('<id>', 'plan id')
+      .description(
+        'Write the plan as CSV, one line per field change (rows without a change: one line), spreadsheet-safe, ' +
+          'written as the source file was (its delimiter, BOM and line ends) unless the options below say otherwise',
+      )
+      .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>.csv)'),
+  ).action(async (id: string, opts: { out?: string } & ExportDialectOptions, command: Command) =>
+    (await actions()).exportPlan(id, opts, command),
+  );
 
   plans
     .command('approve')

@@ -37,6 +37,7 @@ import {
   type RunStore,
 } from '../runs/index.js';
 import { withRuntime, withWorkers } from './context.js';
+import { givenDialect, type ExportDialectOptions } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 
@@ -124,12 +125,21 @@ async function writtenRows(source: RunResults, id: string, n: number): Promise<R
 }
 
 /** `runs export` */
-export async function exportRun(id: string, opts: { failed?: boolean; out?: string }, command: Command): Promise<void> {
+export async function exportRun(
+  id: string,
+  opts: { failed?: boolean; out?: string } & ExportDialectOptions,
+  command: Command,
+): Promise<void> {
+  const how = { problemsOnly: Boolean(opts.failed), dialect: givenDialect(opts) };
   await withRuntime(command, async ({ runtime: { store }, config }) => {
     const { source } = await resultsOf(store, config.resultsDir, id);
     await source.requireRun(id);
+    const sayMissing = (missing: string | undefined) => {
+      if (missing !== undefined)
+        process.stderr.write(`the input columns of rows without a problem are empty: ${missing}\n`);
+    };
     if (opts.out === '-') {
-      await writeResultsCsv(source, id, process.stdout, { problemsOnly: Boolean(opts.failed) });
+      sayMissing((await writeResultsCsv(source, id, process.stdout, how)).inputNotShown);
       return;
     }
     let path = opts.out;
@@ -138,10 +148,11 @@ export async function exportRun(id: string, opts: { failed?: boolean; out?: stri
       path = join(config.resultsDir, `${id}${opts.failed ? '-failed' : ''}.csv`);
     }
     const out = createWriteStream(path);
-    const { rows } = await writeResultsCsv(source, id, out, { problemsOnly: Boolean(opts.failed) });
+    const { rows, inputNotShown } = await writeResultsCsv(source, id, out, how);
     out.end();
     await finished(out);
-    process.stdout.write(`${rows} rows written to ${path}\n`);
+    process.stdout.write(`${plural(rows, 'row')} written to ${path}\n`);
+    sayMissing(inputNotShown);
   });
 }
 

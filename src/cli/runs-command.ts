@@ -3,7 +3,7 @@ import { DEFAULTS } from '../config/light.js';
 import { Option, type Command } from 'commander';
 import type { RunsListOptions } from './runs-list-action.js';
 import type { UndoOptions } from './undo-action.js';
-import { nonNegativeInt, positiveInt, rowList } from './options.js';
+import { exportDialectOptions, nonNegativeInt, positiveInt, rowList, type ExportDialectOptions } from './options.js';
 
 // The declarations only: each action loads its implementation when it runs, so `runs --help`
 // loads neither BullMQ nor Redis, and `runs list` only the run store.
@@ -50,15 +50,19 @@ export function registerRunsCommand(program: Command): void {
       (await actions()).showRun(id, opts, command),
     );
 
-  runs
-    .command('export')
-    .argument('<id>', 'run id')
-    .description('Write the results as CSV (safe to open in a spreadsheet): meta columns, then the original columns')
-    .option('--failed', 'only failed and invalid rows (fix them and pass the file to "runs retry --file")')
-    .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)')
-    .action(async (id: string, opts: { failed?: boolean; out?: string }, command: Command) =>
-      (await actions()).exportRun(id, opts, command),
-    );
+  exportDialectOptions(
+    runs
+      .command('export')
+      .argument('<id>', 'run id')
+      .description(
+        'Write the results as CSV (safe to open in a spreadsheet): meta columns, then the original columns, ' +
+          'written as the source file was (its delimiter, BOM and line ends) unless the options below say otherwise',
+      )
+      .option('--failed', 'only failed and invalid rows (fix them and pass the file to "runs retry --file")')
+      .option('-o, --out <file>', 'output file, or - for stdout (default: <resultsDir>/<id>[-failed].csv)'),
+  ).action(async (id: string, opts: { failed?: boolean; out?: string } & ExportDialectOptions, command: Command) =>
+    (await actions()).exportRun(id, opts, command),
+  );
 
   runs
     .command('undo')

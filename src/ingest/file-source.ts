@@ -1,4 +1,5 @@
 import { rmSync, statSync } from 'node:fs';
+import { sniffCsvLayout } from './csv-dialect.js';
 import { openSource } from './open-source.js';
 import type { Source, SourceFacts } from './source.js';
 import type { ReadSourceOptions, SourceReader } from './source-types.js';
@@ -43,6 +44,7 @@ export class FileSource implements Source {
       ...(format !== 'postgres' ? { format } : {}),
       // The delimiter read with (given or sniffed), so a resume reads the file the same way.
       ...(delimiter !== undefined ? { delimiter } : {}),
+      ...(format === 'csv' ? sniffCsvLayout(this.label) : {}),
       ...fileIdentity(this.label),
     };
   }

@@ -57,3 +57,11 @@ export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from '.
 export { nearest, didYouMean } from './did-you-mean.js';
 export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
 export { fieldTable } from './field-table.js';
+export {
+  DEFAULT_CSV_DIALECT,
+  csvDialectOf,
+  sniffCsvLayout,
+  stringifyOptions,
+  type CsvDialect,
+  type DialectFacts,
+} from './csv-dialect.js';

@@ -16,6 +16,10 @@ export interface SourceFacts {
   format?: SourceFormat;
   /** CSV: the delimiter read with (given or sniffed). */
   delimiter?: string;
+  /** CSV: the file began with a UTF-8 BOM (its exports get one too). */
+  bom?: boolean;
+  /** CSV: its line ends, from the first one (its exports end lines the same way). */
+  lineEnding?: '\r\n' | '\n';
   /** A query's text and where its URL comes from (never the URL). */
   query?: QuerySourceSpec;
   /** A file's size and whole-ms mtime when the run began: a resume refuses a file that changed. */

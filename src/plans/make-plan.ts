@@ -68,6 +68,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
     rows: result.rows,
     fields: [...fields],
     prediction: predictApply(reads, result.index.records, options),
+    dialect: result.dialect,
   });
   return { plan, index: result.index, summary: result.summary };
 }

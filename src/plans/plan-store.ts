@@ -7,6 +7,7 @@ import {
   workspacePlansKey,
 } from '../keys/index.js';
 import type { ReconcileOperation } from '../crm/light.js';
+import type { DialectFacts } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { LuaScript, type RedisClient } from '../redis/index.js';
 import { newRunId } from '../runs/light.js';
@@ -46,6 +47,8 @@ export interface PlanSummary {
   prediction: PlanPrediction;
   fields: string[];
   rows: number;
+  /** The source file's CSV dialect (its exports follow it). */
+  dialect?: DialectFacts;
 }
 
 /** Why a plan cannot move: PLAN_REFUSED's `why`. */
@@ -334,6 +337,7 @@ export class PlanWriter {
       counts: JSON.stringify(summary.counts),
       prediction: JSON.stringify(summary.prediction),
       fields: JSON.stringify(summary.fields),
+      ...(summary.dialect !== undefined ? { dialect: JSON.stringify(summary.dialect) } : {}),
       ...(input.syncName !== undefined ? { syncName: input.syncName } : {}),
       ...(input.undoOf !== undefined ? { undoOf: input.undoOf } : {}),
     });
@@ -373,5 +377,6 @@ function decodePlan(h: Record<string, string>, now: number): PlanRecord {
   if (h.syncName) plan.syncName = h.syncName;
   if (h.undoOf) plan.undoOf = h.undoOf;
   if (h.reason) plan.reason = h.reason;
+  if (h.dialect) plan.dialect = JSON.parse(h.dialect) as DialectFacts;
   return plan;
 }

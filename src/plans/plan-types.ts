@@ -1,4 +1,5 @@
 import type { ReconcileOperation } from '../crm/light.js';
+import type { DialectFacts } from '../ingest/index.js';
 
 /**
  * A plan's life: `pending` (stored, nobody approved it), `approved`, `applying` (apply took it:
@@ -63,6 +64,8 @@ export interface PlanRecord {
   prediction: PlanPrediction;
   /** The fields the plan writes, in the order first seen (the run's columns after `id`). */
   fields: string[];
+  /** How its source file was written (a CSV's delimiter, BOM, line ends): its exports are written the same way. */
+  dialect?: DialectFacts;
 }
 
 /** One planned field change: the CRM's value when planned (undefined: the CRM does not report it) and the new one. */

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { stringify } from 'csv-stringify/sync';
 import { canonicalFromRow, showCanonical } from '../reconcile/index.js';
+import { csvDialectOf, stringifyOptions, type CsvDialect } from '../ingest/index.js';
 import { escapeCsvCell } from '../runs/index.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanAction, PlanChange, PlanRecord, PlanRow } from './plan-types.js';
@@ -63,9 +64,14 @@ export async function writePlanCsv(
   plan: PlanRecord,
   out: NodeJS.WritableStream,
   keep: (row: PlanRow) => boolean = () => true,
+  given: Partial<CsvDialect> = {},
 ): Promise<number> {
-  const line = (cells: string[]) => stringify([cells.map(escapeCsvCell)]);
-  if (!out.write(line(PLAN_EXPORT_COLUMNS))) await once(out, 'drain');
+  // Written as the plan's source file was (its delimiter, BOM, line ends), unless `given` says otherwise.
+  const dialect = csvDialectOf(plan.dialect, given);
+  const options = stringifyOptions(dialect, false);
+  const line = (cells: string[]) => stringify([cells.map(escapeCsvCell)], options);
+  const bom = dialect.bom ? '\ufeff' : '';
+  if (!out.write(bom + line(PLAN_EXPORT_COLUMNS))) await once(out, 'drain');
   let lines = 0;
   for await (const r of store.rows(plan)) {
     if (!keep(r)) continue;

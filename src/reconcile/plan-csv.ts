@@ -1,4 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
+import { DEFAULT_CSV_DIALECT, stringifyOptions, type CsvDialect } from '../ingest/index.js';
 import { describeError, escapeCsvCell, type RowResult } from '../runs/index.js';
 import { showCanonical } from './compare.js';
 import type { PlanAction, PlannedRow } from './plan-rows.js';
@@ -28,30 +29,34 @@ function messageOf(row: PlannedRow): string {
   return '';
 }
 
-/** One CSV line (with newline) for a planned row; cells are spreadsheet-safe. */
-export function planCsvLine(row: PlannedRow): string {
+/** One CSV line (with its line end) for a planned row in the source's dialect; cells are spreadsheet-safe. */
+export function planCsvLine(row: PlannedRow, dialect: CsvDialect = DEFAULT_CSV_DIALECT): string {
   const changes = (row.changes ?? [])
     .map((c) => `${c.field}: ${showCanonical(c.current)} -> ${showCanonical(c.wanted)}`)
     .join('; ');
   const held = (row.held ?? [])
     .map((h) => `${h.field}: keeps ${showCanonical(h.current)}, not ${showCanonical(h.wanted)} (${h.reason})`)
     .join('; ');
-  return stringify([
+  return stringify(
     [
-      String(row.row),
-      String(row.line),
-      row.action,
-      row.recordId ?? '',
-      row.key ?? '',
-      changes,
-      messageOf(row),
-      held,
-    ].map(escapeCsvCell),
-  ]);
+      [
+        String(row.row),
+        String(row.line),
+        row.action,
+        row.recordId ?? '',
+        row.key ?? '',
+        changes,
+        messageOf(row),
+        held,
+      ].map(escapeCsvCell),
+    ],
+    stringifyOptions(dialect, false),
+  );
 }
 
-export function planCsvHeader(): string {
-  return stringify([[...PLAN_CSV_COLUMNS]]);
+/** The header line, after a BOM when the dialect has one (the file's start). */
+export function planCsvHeader(dialect: CsvDialect = DEFAULT_CSV_DIALECT): string {
+  return (dialect.bom ? '\ufeff' : '') + stringify([[...PLAN_CSV_COLUMNS]], stringifyOptions(dialect, false));
 }
 
 /** `update 3, create 0, skip 20, not-found 1, ambiguous 0, invalid 1` */

@@ -9,6 +9,8 @@ import {
   checkSource,
   type CheckedSource,
   columnsUpFront,
+  csvDialectOf,
+  type DialectFacts,
   type Mapping,
   type RowDecoder,
   type Source,
@@ -125,12 +127,23 @@ export interface PlanResult {
   index: IndexStats;
   /** Per field: rows that change it, empty it, or have it held back by a write policy. */
   summary: PlanSummary;
+  /** How the source file was written (a CSV's delimiter, BOM, line ends). */
+  dialect: DialectFacts;
 }
 
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
 export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
-  const { decoder, items, close } = await openChecked(options);
+  const { source, decoder, items, close } = await openChecked(options);
   try {
+    // Known once the header was checked: the plan and its CSVs are written as the source was.
+    const { format, delimiter, bom, lineEnding } = source.facts();
+    const dialect: DialectFacts = {
+      ...(format !== undefined ? { format } : {}),
+      ...(delimiter !== undefined ? { delimiter } : {}),
+      ...(bom !== undefined ? { bom } : {}),
+      ...(lineEnding !== undefined ? { lineEnding } : {}),
+    };
+    const csv = csvDialectOf(dialect);
     const { index, stats } = await buildIndexFor(options);
     const counts = emptyPlanCounts();
     const tally = new PlanTally();
@@ -141,15 +154,15 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
     const write = async (text: () => string) => {
       if (out && !out.write(text())) await once(out, 'drain');
     };
-    await write(planCsvHeader);
+    await write(() => planCsvHeader(csv));
     for await (const row of planRows(items, { op: options.op, index, ...mappingOf(options) }, decoder)) {
       rows++;
       counts[row.action]++;
       tally.add(row);
       await options.onRow?.(row, row.recordId !== undefined ? index.placeOf(row.recordId) : undefined);
-      await write(() => planCsvLine(row));
+      await write(() => planCsvLine(row, csv));
     }
-    return { counts, rows, index: stats, summary: tally.summary() };
+    return { counts, rows, index: stats, summary: tally.summary(), dialect };
   } finally {
     await close();
   }

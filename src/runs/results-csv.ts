@@ -2,6 +2,14 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { RunResults } from './run-archive.js';
+import {
+  csvDialectOf,
+  reopenSource,
+  sourceChange,
+  stringifyOptions,
+  type CsvDialect,
+  type SourceItem,
+} from '../ingest/index.js';
 import { changeCells } from './change-words.js';
 import type { RowResult, RunRecord } from './run-types.js';
 
@@ -42,6 +50,8 @@ export interface WriteResultsCsvOptions {
   problemsOnly?: boolean;
   /** Only the rows this accepts (e.g. one error group). Default: every row read. */
   filter?: (result: RowResult) => boolean;
+  /** Delimiter, BOM and line ends to write with; default: the run's CSV source's own (csvDialectOf). */
+  dialect?: Partial<CsvDialect>;
 }
 
 /** Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection). */
@@ -82,6 +92,49 @@ export function describeError(result: RowResult): string {
 }
 
 /**
+ * A file run's source read again in row order beside its results: what a succeeded row read,
+ * which the run store does not keep. `missing` says why not (a query, a file changed or gone).
+ */
+class SourceRows {
+  missing: string | undefined;
+  #rows: AsyncIterator<SourceItem> | undefined;
+  #next: SourceItem | undefined;
+
+  constructor(run: RunRecord) {
+    const recorded = { source: run.source, options: run.options };
+    this.missing =
+      run.options.query !== undefined
+        ? 'its rows came from a database query, which is not read again'
+        : sourceChange(recorded);
+    if (this.missing === undefined) this.#rows = reopenSource(recorded).reader[Symbol.asyncIterator]();
+  }
+
+  async at(row: number): Promise<Record<string, string> | undefined> {
+    if (this.#rows === undefined) return undefined;
+    try {
+      while (this.#next === undefined || this.#next.row < row) {
+        const step = await this.#rows.next();
+        if (step.done === true) return this.#stop('the file has fewer rows than the run read');
+        this.#next = step.value;
+      }
+    } catch (err) {
+      return this.#stop(`the file could not be read again (${err instanceof Error ? err.message : String(err)})`);
+    }
+    return this.#next.row === row ? this.#next.original : undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.#rows?.return?.();
+  }
+
+  #stop(why: string): undefined {
+    this.missing = why;
+    this.#rows = undefined;
+    return undefined;
+  }
+}
+
+/**
  * Streams a run's results as CSV into `out`, in row order. Redis is read in batches and the
  * stream's back-pressure is respected, so any run size exports in bounded memory. `out` is
  * not ended: the caller owns it (stdout must stay open; a file stream is closed by its
@@ -92,8 +145,10 @@ export async function writeResultsCsv(
   runId: string,
   out: NodeJS.WritableStream,
   options: WriteResultsCsvOptions = {},
-): Promise<{ rows: number }> {
+): Promise<{ rows: number; inputNotShown?: string }> {
   const run = await store.requireRun(runId);
+  // Only failed rows keep their input in Redis; a full export reads the others from the source again.
+  const source = options.problemsOnly === true ? undefined : new SourceRows(run);
   const columns = run.columns;
   const keyed = run.options.query?.keyColumn !== undefined;
   let rows = 0;
@@ -113,10 +168,15 @@ export async function writeResultsCsv(
         describeError(result),
         ...Object.values(changeCells(result.changes)),
       ];
-      const original = result.original ?? {};
+      const original = result.original ?? (await source?.at(result.row)) ?? {};
       yield [...meta, ...columns.map((column) => original[column] ?? '')].map(escapeCsvCell);
     }
   }
-  await pipeline(Readable.from(records()), stringify(), out, { end: false });
-  return { rows };
+  const dialect = csvDialectOf(run.options, options.dialect);
+  try {
+    await pipeline(Readable.from(records()), stringify(stringifyOptions(dialect)), out, { end: false });
+  } finally {
+    await source?.close();
+  }
+  return { rows, ...(source?.missing !== undefined ? { inputNotShown: source.missing } : {}) };
 }

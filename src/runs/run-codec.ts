@@ -12,6 +12,8 @@ const RunOptionsSchema = z.object({
   label: z.string().optional(),
   format: z.enum(['csv', 'ndjson', 'json']).optional(),
   delimiter: z.string().optional(),
+  bom: z.boolean().optional(),
+  lineEnding: z.enum(['\r\n', '\n']).optional(),
   ignoreUnknownColumns: z.boolean().optional(),
   mapping: z.unknown().optional(),
   dryRun: z.boolean().optional(),

@@ -64,6 +64,9 @@ export interface RunOptions {
   label?: string;
   format?: 'csv' | 'ndjson' | 'json';
   delimiter?: string;
+  /** A CSV source's BOM and line ends (SourceFacts): its exports are written the same way. */
+  bom?: boolean;
+  lineEnding?: '\r\n' | '\n';
   /** Columns that map to no field were skipped, not refused (--ignore-unknown-columns). */
   ignoreUnknownColumns?: boolean;
   /** The mapping file's content (not its path: the file may change or vanish). */
