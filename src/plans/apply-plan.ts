@@ -50,7 +50,7 @@ export interface ApplyPlanResult {
  * where approval is required, expired, discarded or applied: PLAN_REFUSED, nothing queued), then
  * produces a run whose rows are exactly the plan's writes — no second diff. Each update carries
  * the plan's before-values of the fields it changes, so the worker sends it only while the
- * record still holds them (else `drifted`); creates carry when the plan was made, so the worker
+ * record still holds them and the values it sends unchanged (a deal's name) (else `drifted`); creates carry when the plan was made, so the worker
  * sends one only while no deal holds its match key and none like it was made since (else
  * `drifted`), then through the duplicate-safe create as an import's do. The run's life is runLife's, like every run's.
  *

@@ -83,7 +83,11 @@ export interface PlanRow {
   action: PlanAction;
   recordId?: string;
   key?: string;
-  /** update: the fields sent (the changed ones, and those the API requires); create: every field. */
+  /**
+   * update: the fields sent (the changed ones, and those the API requires: a required field it
+   * does not change holds the CRM's value when planned, which apply's drift check holds the
+   * record to); create: every field.
+   */
   fields?: Record<string, unknown>;
   /** update: per changed field, the CRM's value when planned (canonical; null when not reported). */
   before?: Record<string, string | null>;

@@ -7,6 +7,7 @@ import {
   emptyPlanCounts,
   RECONCILE_RESOURCE,
   RecordIndex,
+  rowValueFromCanonical,
   writeOperation,
 } from '../reconcile/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -142,7 +143,12 @@ function replanned(r: PlanRow, row: number, index: RecordIndex, required: Readon
   }
   if (Object.keys(before).length === 0)
     return { ...place, action: 'skip', message: 'unchanged: the CRM already holds the planned values' };
-  const send = Object.fromEntries(Object.entries(all).filter(([f]) => f in before || required.has(f)));
+  const send = Object.fromEntries(Object.entries(all).filter(([f]) => f in before));
+  // A field the API requires that the row does not change (a deal's name) goes as the CRM holds it
+  // now: the old plan's value may be what a person renamed since (the drift this row ended in).
+  // (A value no request can write, an empty name, stays the old plan's: the drift check holds it.)
+  for (const f of required)
+    if (send[f] === undefined) send[f] = rowValueFromCanonical(f, record.values[f] ?? '') ?? all[f];
   const at = index.placeOf(record.id);
   return { ...place, action: 'update', fields: send, before, ...(at !== undefined ? { place: at } : {}) };
 }

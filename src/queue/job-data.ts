@@ -44,8 +44,9 @@ export interface QueuedRow {
   orderAs?: string;
   /**
    * A row of an applied plan (`crm-sync apply`): the CRM's values, canonical, of the fields it
-   * changes when the plan was made. The worker sends it only while the record still holds them
-   * (the drift check); otherwise the row ends `drifted`. Default: no check.
+   * changes when the plan was made. The worker sends it only while the record still holds them,
+   * and holds each field it sends unchanged (a deal's required name) to the value sent (the drift
+   * check); otherwise the row ends `drifted`. Default: no check.
    */
   expect?: Record<string, string>;
   /**

@@ -262,8 +262,10 @@ export class RowPlanner {
         outcome: { status: 'skipped', message, recordId: match.id },
       };
     }
-    // Fields a policy keeps out are not sent even when equal (the CRM may change before the row lands).
-    const whole = Object.keys(send).length === Object.keys(fields).length;
+    // Fields a policy keeps out are not sent even when equal (the CRM may change before the row
+    // lands), and a name a policy held is the CRM's, not the row's: the row's own payload goes
+    // only when every field of it is sent as the row has it.
+    const whole = Object.keys(fields).every((f) => Object.hasOwn(send, f) && send[f] === fields[f]);
     const payload = whole ? checked : this.#decoder.validate({ ...send, id: match.id });
     if (payload.errors) return invalid(base, payload.errors, key);
     // What the record held, kept with the row's result (RowResult.changes) for `runs undo`.

@@ -3,6 +3,7 @@ import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import {
   canonicalFromRow,
+  COMPARABLE_FIELDS,
   DRIFT_PAGE_READ_SHARE,
   DRIFT_PASS_SPACING,
   DRIFT_READ_AHEAD_FROM,
@@ -45,11 +46,16 @@ export interface PlannedCreate extends PlannedWindow {
   match?: string;
 }
 
-/** A field a planned update's record no longer holds: its value now and the plan's before-value (canonical). */
+/**
+ * A field a planned update's record no longer holds: its value now and the plan's before-value
+ * (canonical). `carried`: a field the row sends unchanged (a deal's name, which the API requires
+ * on every update): `planned` is the value sent, which the plan found the record holding.
+ */
 export interface DriftedField {
   field: string;
   now: string;
   planned: string;
+  carried?: true;
 }
 
 /** `changed`: the fields the record no longer holds, when it is still in the list (updates only). */
@@ -96,7 +102,8 @@ interface Snapshot extends ReadTime {
 
 /**
  * Apply's drift check (docs/architecture.md, "Change control"): before a planned update is sent,
- * its record must still hold the plan's before-values of the fields it changes. The spec has no
+ * its record must still hold the plan's before-values of the fields it changes, and the values it
+ * sends unchanged (a deal's required name) — every field the request carries. The spec has no
  * GET by id, so the check reads the resource's list, inside the workspace's request budget:
  * - a planned update that knows where the plan saw its record (its place in the list) reads that
  *   one page, shared by the rows of this process that ask for it while it is fresh (younger than
@@ -131,9 +138,10 @@ export class DriftCheck {
   }
 
   /**
-   * Whether record `id` still holds `expect` (canonical before-values by field). A field that
-   * already holds the value the row sends counts as holding: an earlier attempt of this row may
-   * have been applied. CRM errors of the list read propagate (the worker's verdict decides).
+   * Whether record `id` still holds `expect` (canonical before-values by field), and every other
+   * field the request carries (`fields` without a before-value: sent unchanged, as a deal's
+   * required name) still holds the value sent (carriedValues). A field that already holds the
+   * value the row sends counts as holding: an earlier attempt of this row may have been applied. CRM errors of the list read propagate (the worker's verdict decides).
    * `runId`: the run's first check in this process reads the list anew (#runStart), so a read
    * from before the apply — of an earlier run's writes — never passes for drift.
    * `at.place`: where the plan saw the record. Unless a whole-list read is fresh, the check reads
@@ -148,7 +156,8 @@ export class DriftCheck {
     fields: Readonly<Record<string, unknown>>,
     at: CheckAt = {},
   ): Promise<DriftAnswer> {
-    if (Object.keys(expect).length === 0) return { kind: 'holds' };
+    const carried = carriedValues(resource, expect, fields);
+    if (Object.keys(expect).length === 0 && carried.size === 0) return { kind: 'holds' };
     const notBefore = this.#runStart(runId);
     let record: IndexedRecord | undefined;
     if (at.place !== undefined && this.#stale(this.#snaps.get(resource), notBefore)) {
@@ -170,10 +179,14 @@ export class DriftCheck {
       if (fields[field] !== undefined && now === canonicalFromRow(field, fields[field])) continue;
       changed.push({ field, now, planned: before });
     }
+    for (const [field, sent] of carried) {
+      const now = record.values[field] ?? '';
+      if (now !== sent) changed.push({ field, now, planned: sent, carried: true });
+    }
     if (changed.length === 0) return { kind: 'holds' };
     const words = changed.map(
       (c) =>
-        `${c.field} is now ${JSON.stringify(showCanonical(c.now))} in the CRM (planned over ${JSON.stringify(showCanonical(c.planned))})`,
+        `${c.field} is now ${JSON.stringify(showCanonical(c.now))} in the CRM (planned ${c.carried ? 'unchanged at' : 'over'} ${JSON.stringify(showCanonical(c.planned))})`,
     );
     return { kind: 'drifted', message: `not sent: the record changed since the plan: ${words.join('; ')}`, changed };
   }
@@ -418,6 +431,26 @@ export class DriftCheck {
     );
     return { startedAt, durationMs, index, ...(deals ? { deals } : {}) };
   }
+}
+
+/**
+ * The fields a planned update sends with no before-value to hold it to (canonical, by field):
+ * fields it sends unchanged, as a deal's required name. The plan found the record holding the
+ * value sent, so the record must still hold it: sending it over a value a person wrote since
+ * would put theirs back without a trace (the write changes nothing the result could record). A
+ * field the CRM does not report (`position`) cannot be checked, and is a change, not carried.
+ */
+function carriedValues(
+  resource: ListResource,
+  expect: Readonly<Record<string, string>>,
+  fields: Readonly<Record<string, unknown>>,
+): Map<string, string> {
+  const comparable: readonly string[] = COMPARABLE_FIELDS[resource];
+  const out = new Map<string, string>();
+  for (const [field, value] of Object.entries(fields))
+    if (value !== undefined && field !== 'id' && !Object.hasOwn(expect, field) && comparable.includes(field))
+      out.set(field, canonicalFromRow(field, value));
+  return out;
 }
 
 function push(map: Map<string, string[]>, key: string, id: string): void {

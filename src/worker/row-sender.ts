@@ -387,15 +387,18 @@ function supersededBy(r: QueuedRow, writtenLater: readonly WrittenLater[]): RowR
 
 /**
  * A planned update whose record no longer holds the plan's before-values: `drifted`, or for an
- * undo run's row (QueuedRow.undo) `skipped` "changed since the run" naming the values now, as
- * its plan records a field changed before the undo's read. One request writes the row, so its
- * other fields are not put back either (said; `runs undo` of the run again puts them back). A
+ * undo run's row (QueuedRow.undo) whose fields to put back changed, `skipped` "changed since the
+ * run" naming the values now, as its plan records a field changed before the undo's read. One
+ * request writes the row, so its other fields are not put back either (said; `runs undo` of the
+ * run again puts them back). An undo row whose only change is in a field it carries unchanged (a
+ * deal's name, renamed since the undo's plan) stays `drifted`: the run never wrote that field. A
  * record gone from the list stays `drifted`.
  */
 function driftedRow(r: QueuedRow, answer: Extract<DriftAnswer, { kind: 'drifted' }>, id: string): RowResult {
-  if (!r.undo || answer.changed === undefined) return drifted(r, answer.message, id);
-  const words = answer.changed.map((c) => changedSinceRunWords(c.field, c.now, c.planned));
-  const changed = new Set(answer.changed.map((c) => c.field));
+  const since = answer.changed?.filter((c) => c.carried === undefined) ?? [];
+  if (!r.undo || since.length === 0) return drifted(r, answer.message, id);
+  const words = since.map((c) => changedSinceRunWords(c.field, c.now, c.planned));
+  const changed = new Set(since.map((c) => c.field));
   const held = Object.keys(r.expect ?? {}).filter((f) => !changed.has(f));
   const rest =
     held.length > 0

@@ -103,6 +103,34 @@ describe("DriftCheck.check with the plan's places", () => {
   });
 });
 
+describe('DriftCheck.check of the fields a row carries unchanged (issue 41, item 2)', () => {
+  it("holds a deal's name sent unchanged to the value sent; a field the CRM does not report is not checked", async () => {
+    const { drift } = check();
+    const run = `run-${++runs}`;
+    const [calm, renamed] = [...ws.deals.values()].slice(0, 2).map((d) => ({ id: d.id, name: d.name, value: d.value }));
+    ws.updateRecord('deals', renamed!.id, { name: 'A person renamed it' });
+    // A value change, the name riding along as the plan read it (the API requires one), position unknown.
+    const ask = (d: typeof calm) =>
+      drift.check(
+        run,
+        'deals',
+        d!.id,
+        { value: String(d!.value) },
+        { name: d!.name, value: d!.value + 1, position: 3 },
+      );
+    expect(await ask(calm)).toEqual({ kind: 'holds' });
+    expect(await ask(renamed)).toEqual({
+      kind: 'drifted',
+      message: `not sent: the record changed since the plan: name is now "A person renamed it" in the CRM (planned unchanged at ${JSON.stringify(renamed!.name)})`,
+      changed: [{ field: 'name', now: 'A person renamed it', planned: renamed!.name, carried: true }],
+    });
+    // A row with no before-value at all (only an unreported field changes) is still held to its name.
+    expect(await drift.check(run, 'deals', renamed!.id, {}, { name: renamed!.name, position: 3 })).toMatchObject({
+      kind: 'drifted',
+    });
+  });
+});
+
 describe('predictApply', () => {
   const settings = { driftMaxAgeMs: 10_000, rateLimit: { max: 200, durationMs: 1000 } };
   it('counts one page per page of records that sit together, and whole-list passes for writes without a place', () => {
