@@ -12,7 +12,7 @@ import {
   redisLostDataSince,
   type EvictionState,
 } from '../redis/index.js';
-import { importFile } from '../lifecycle/index.js';
+import { checkImportApproval, importFile } from '../lifecycle/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
@@ -63,8 +63,11 @@ export interface ImportOptions {
 /** `import`: what the command does, loaded when it runs (see import-command.ts for its options). */
 export async function runImport(file: string | undefined, opts: ImportOptions, command: Command): Promise<void> {
   const { config, logger } = cliContext(command);
-  getWorkspace(config, opts.workspace);
+  const ws = getWorkspace(config, opts.workspace);
   const op = importOperation(opts);
+  // Before the source is opened (stdin is not spooled for nothing): in a workspace that requires
+  // approval an import is refused, with the plan that does it instead.
+  refuseUnapproved(file, op, opts, ws.requireApproval);
   const mapping = opts.mapping ? readMappingFile(opts.mapping) : undefined;
   const source = await openImportSource(file, opts, config.resultsDir);
   let runStarted = false;
@@ -77,6 +80,49 @@ export async function runImport(file: string | undefined, opts: ImportOptions, c
     if (note !== undefined) process.stderr.write(`${note}\n`);
     throw err;
   }
+}
+
+/**
+ * An import in a workspace with `"requireApproval": true` (checkImportApproval: nothing read or
+ * sent, APPROVAL_REQUIRED, exit 2); with --json the refusal is also one JSON document on stdout.
+ */
+function refuseUnapproved(
+  file: string | undefined,
+  op: Operation | ReconcileOperation,
+  opts: ImportOptions,
+  requireApproval: boolean,
+): void {
+  try {
+    checkImportApproval({
+      workspace: opts.workspace,
+      requireApproval,
+      op,
+      ...(opts.dryRun ? { dryRun: true } : {}),
+      planArgs: planArgsOf(file, opts),
+    });
+  } catch (err) {
+    if (opts.json && isCrmSyncError(err))
+      process.stdout.write(`${JSON.stringify({ error: { code: err.code, message: err.message } }, null, 2)}\n`);
+    throw err;
+  }
+}
+
+/** The import's source and reading options as `crm-sync plan` takes them. */
+function planArgsOf(file: string | undefined, opts: ImportOptions): string {
+  const parts: string[] = [];
+  if (opts.query !== undefined) {
+    parts.push('--query <the same query>');
+    if (opts.dbUrlEnv) parts.push('--db-url-env', shellWord(opts.dbUrlEnv));
+    if (opts.dbUrlFile) parts.push('--db-url-file', shellWord(opts.dbUrlFile));
+    if (opts.rowKey) parts.push('--row-key', shellWord(opts.rowKey));
+  } else parts.push(shellWord(file ?? '-'));
+  if (opts.match) parts.push('--match', shellWord(opts.match));
+  if (opts.keyColumn) parts.push('--key-column', shellWord(opts.keyColumn));
+  if (opts.mapping) parts.push('--mapping', shellWord(opts.mapping));
+  if (opts.format) parts.push('--format', opts.format);
+  if (opts.delimiter) parts.push('--delimiter', shellWord(opts.delimiter));
+  if (opts.ignoreUnknownColumns) parts.push('--ignore-unknown-columns');
+  return parts.join(' ');
 }
 
 /** The operation a run gets; reconcile options that do not fit the operation are refused first. */

@@ -93,6 +93,10 @@ Examples:
 
 Stdin is kept as a file under resultsDir/stdin (removed with the run's files by retention), so runs resume, retry --file and verify read it again. The database URL is never printed, logged or stored: runs record the env variable (or file) it came from, the query and the key column.
 
+In a workspace with "requireApproval": true an import (plain or --reconcile) is refused with exit code 2 and nothing read or sent [APPROVAL_REQUIRED]; the message names the "crm-sync plan" command that plans the same file, to approve ("crm-sync plans approve") and apply ("crm-sync apply"). Not refused there: --dry-run, and team.invite (it writes no record).
+
+A reconciled import's updates are drift-checked before they are sent, as an applied plan's: a record changed since the run read the CRM (an "if-empty" field filled in, any field the row writes) ends "drifted", not sent.
+
 Without --wait the command runs until its last row is queued, then returns. The queue holds at most a high-water mark of rows, so a file larger than that is read only as fast as workers take rows: keep "crm-sync worker" running, and see the outcome with "crm-sync runs show <id>".`,
       ),
     )

@@ -175,9 +175,14 @@ export async function retryRunRows(
       if (others === 0 && !opts.rows) return;
     } else if (run.counts.drifted > 0)
       process.stderr.write(
-        `${run.counts.drifted} drifted rows of run ${id} are not retried: their records changed after ` +
-          `${run.options.plan ? `plan ${run.options.plan}` : 'the plan'} was made. Make a new plan for them ` +
-          `(crm-sync runs retry ${id} without --file re-plans them), review and approve it, then apply it.\n`,
+        run.options.plan === undefined
+          ? // A reconciled import's drifted rows: a person changed the record after the run read it.
+            `${run.counts.drifted} drifted rows of run ${id} are not retried: their records changed after the run read ` +
+              `the CRM. Run the reconciled import again (it diffs against the values now), or make a plan of the ` +
+              `file to review first: crm-sync plan <file> --op ${run.operation} -w ${run.workspace}\n`
+          : `${run.counts.drifted} drifted rows of run ${id} are not retried: their records changed after ` +
+              `plan ${run.options.plan} was made. Make a new plan for them ` +
+              `(crm-sync runs retry ${id} without --file re-plans them), review and approve it, then apply it.\n`,
       );
     await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
       const summary = await retryRun({
@@ -188,6 +193,7 @@ export async function retryRunRows(
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
         retentionMs: derivedSettings(scope.config).retentionMs,
+        requireApproval: getWorkspace(scope.config, run.workspace).requireApproval,
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {

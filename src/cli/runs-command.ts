@@ -87,7 +87,11 @@ export function registerRunsCommand(program: Command): void {
       "Queue the failed and invalid rows of a run again, or the rows of a corrected export; a plan run's " +
         "drifted rows are re-planned instead (the CRM's values now; nothing sent): approve and apply the new plan",
     )
-    .option('-f, --file <csv>', 'a corrected "runs export --failed" file: its values replace the stored ones')
+    .option(
+      '-f, --file <csv>',
+      'a corrected "runs export --failed" file: its values replace the stored ones (refused with exit 2 in a ' +
+        'workspace with "requireApproval": true: nobody approved them; plan the corrected source instead)',
+    )
     .option('--rows <list>', 'only these rows, e.g. 3,7,10-12', rowList)
     .option('--wait', 'follow the run to the end')
     .option('--work', 'also process the queue in this process (implies --wait)')

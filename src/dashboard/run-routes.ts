@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, retryRun, writtenLaterWords } from '../lifecycle/index.js';
 import { heldPlanWords, PlanStore } from '../plans/index.js';
@@ -252,6 +253,7 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
         store,
         logger: runtime.logger,
         ...(rows ? { rows } : {}),
+        requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,
         resendSuperseded: request.body?.resendSuperseded === '1' || request.body?.resendSuperseded === 'on',
       });
       const { writtenLater } = summary;

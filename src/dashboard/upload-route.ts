@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { getWorkspace } from '../config/index.js';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { retryRun, type IgnoredLine, type RetrySummary } from '../lifecycle/index.js';
 import type { Runtime } from '../runtime/index.js';
@@ -176,6 +177,8 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
           file,
           logger: runtime.logger,
           ignoredSampleSize: IGNORED_SHOWN,
+          // An edited file in a workspace that requires approval is refused (APPROVAL_REQUIRED, 409).
+          requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,
           resendSuperseded,
         });
         const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));

@@ -49,6 +49,8 @@ export const ERROR_CODES = {
   ROW_DRIFTED:
     "Not sent: the record no longer held the plan's before-values of the fields this row changes (someone edited it since the plan); re-plan to send it",
   PLAN_NOT_FOUND: 'No plan with that id exists (or it expired and was removed)',
+  APPROVAL_REQUIRED:
+    'The workspace requires approval ("requireApproval": true) and this would write values no approved plan holds (an import, a retry from a corrected file); nothing was sent, and the message names the commands that plan, approve and apply it',
   PLAN_REFUSED:
     'The plan cannot be applied (or approved, or discarded) in its state: unapproved where approval is required, expired, discarded, or already applied; nothing was sent',
   CREATE_UNCERTAIN:
@@ -88,6 +90,7 @@ export const USER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'RUN_STATE',
   'PLAN_NOT_FOUND',
   'PLAN_REFUSED',
+  'APPROVAL_REQUIRED',
   'SYNC_DEFINITION_INVALID',
   'SYNC_NOT_FOUND',
   'REDIS_EVICTS',

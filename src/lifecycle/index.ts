@@ -18,6 +18,7 @@ export {
   type CancelRunOptions,
   type CancelSummary,
 } from './stop-run.js';
+export { checkImportApproval, checkRetryApproval, planCommands } from './approval-rule.js';
 export { retryRun, writtenLaterWords, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
 export {
   PRODUCER_HEARTBEAT_MS,

@@ -91,11 +91,11 @@ export interface RowOutcome {
 
 /**
  * What the producer consumes: an ingested row; what it carries into its job is QueuedRow's
- * (orderAs, expect, listPlace, undo, before, planned: documented there once); `outcome`, a
+ * (orderAs, expect, listPlace, undo, planned: documented there once); `outcome`, a
  * result decided before any job.
  */
 export type ProducedRow = IngestedRow &
-  Pick<QueuedRow, 'orderAs' | 'expect' | 'listPlace' | 'undo' | 'before' | 'planned'> & {
+  Pick<QueuedRow, 'orderAs' | 'expect' | 'listPlace' | 'undo' | 'planned'> & {
     outcome?: RowOutcome;
   };
 
@@ -308,7 +308,6 @@ export async function produceRun(
       const expect = row.expect !== undefined ? { expect: row.expect } : {};
       const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
       const undo = row.undo !== undefined ? { undo: row.undo } : {};
-      const before = row.before !== undefined ? { before: row.before } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
       open.push({
         ...placeOf(row),
@@ -319,7 +318,6 @@ export async function produceRun(
         ...expect,
         ...listPlace,
         ...undo,
-        ...before,
         ...planned,
       });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();

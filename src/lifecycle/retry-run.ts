@@ -17,6 +17,7 @@ import {
 } from '../runs/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { jobsForRows, produceRun, waitForRoom, type ProducedRow, type ProducerProgress } from './producer.js';
+import { checkRetryApproval } from './approval-rule.js';
 import { runLife } from './run-life.js';
 import type { WorkspaceQueue } from '../queue/index.js';
 
@@ -42,6 +43,12 @@ export interface RetryRunOptions {
   resendSuperseded?: boolean;
   /** The config's retention: what a create marker put back lives (createMarkerTtlMs). Default DEFAULTS.retention (30 days). */
   retentionMs?: number;
+  /**
+   * The run's workspace's `requireApproval`: a retry from a corrected file is refused there
+   * (checkRetryApproval, APPROVAL_REQUIRED). Every caller that retries for a person passes it
+   * (CLI, dashboard). Default false.
+   */
+  requireApproval?: boolean;
 }
 
 export interface RetrySummary {
@@ -101,6 +108,14 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
   });
   const { store, runId } = options;
   const run = await store.requireRun(runId);
+  // Before anything of the run is touched: an edited file's values were never approved.
+  checkRetryApproval({
+    runId,
+    workspace: run.workspace,
+    requireApproval: options.requireApproval === true,
+    op: run.operation,
+    file: options.file !== undefined,
+  });
   if (run.operation === 'deal.upsert') {
     throw new CrmSyncError('RUN_STATE', `run ${runId} is a reconciled sync; re-run the sync instead of retrying rows`);
   }

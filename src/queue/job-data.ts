@@ -43,10 +43,11 @@ export interface QueuedRow {
    */
   orderAs?: string;
   /**
-   * A row of an applied plan (`crm-sync apply`): the CRM's values, canonical, of the fields it
-   * changes when the plan was made. The worker sends it only while the record still holds them,
-   * and holds each field it sends unchanged (a deal's required name) to the value sent (the drift
-   * check); otherwise the row ends `drifted`. Default: no check.
+   * A row of an applied plan (`crm-sync apply`) or of a reconciled import (`import --reconcile`,
+   * a sync's tick): the CRM's values, canonical, of the fields it changes when the plan (or the
+   * run's index) read them. The worker sends it only while the record still holds them, and holds
+   * each field it sends unchanged (a deal's required name) to the value sent (the drift check);
+   * otherwise the row ends `drifted`. Default: no check.
    */
   expect?: Record<string, string>;
   /**
@@ -63,9 +64,10 @@ export interface QueuedRow {
    */
   undo?: true;
   /**
-   * A reconciled row: the CRM's values, canonical, of the fields it changes when the run read
-   * them. Kept with its result (RowResult.changes) for `runs undo`; never checked. Default: a
-   * plain import's row, whose before-values the worker reads from a list page.
+   * A reconciled row queued by a version before reconciled rows carried `expect`: the CRM's
+   * values of the fields it changes when the run read them, kept with its result for `runs
+   * undo`; never checked. Read only (rows waiting in a queue across an upgrade); nothing writes
+   * it now. Default: a plain import's row, whose before-values the worker reads from a list page.
    */
   before?: Record<string, string>;
   /**

@@ -268,10 +268,12 @@ export class RowPlanner {
     const whole = Object.keys(fields).every((f) => Object.hasOwn(send, f) && send[f] === fields[f]);
     const payload = whole ? checked : this.#decoder.validate({ ...send, id: match.id });
     if (payload.errors) return invalid(base, payload.errors, key);
-    // What the record held, kept with the row's result (RowResult.changes) for `runs undo`.
-    const before = Object.fromEntries(
+    // What the record held when read: the worker sends the row only while the record still holds
+    // it (the drift check, as for an applied plan's row), and its result keeps it for `runs undo`.
+    const expect = Object.fromEntries(
       changes.filter((c) => c.current !== undefined).map((c) => [c.field, c.current!] as const),
     );
+    const place = index.placeOf(match.id);
     return {
       ...base,
       ...keyPart,
@@ -280,7 +282,8 @@ export class RowPlanner {
       changes,
       ...heldPart,
       payload: payload.payload,
-      before,
+      expect,
+      ...(place !== undefined ? { listPlace: place } : {}),
     };
   }
 

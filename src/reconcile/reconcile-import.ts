@@ -52,7 +52,10 @@ export interface ReconcileImportResult {
 /**
  * A reconciled run: create the run, page the CRM into an index, plan every row and hand the
  * rows to the producer — unchanged, unmatched and ambiguous rows are recorded at once, only
- * real changes (and an upsert's creates) are queued.
+ * real changes (and an upsert's creates) are queued. Each update carries the values the index
+ * read for the fields it changes (QueuedRow.expect): the worker's drift check sends it only while
+ * the record still holds them, as for an applied plan's row, and a record changed since ends
+ * `drifted` (a person's value filled in after the read is never overwritten, "if-empty" or not).
  *
  * If the CRM refuses the API key while the index is paged, the run ends `blocked` (as a 401
  * blocks a run in the workers) with no rows read; the result's run says so. Any other error
@@ -88,7 +91,8 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
     rows: async (created, stop) => {
       let built;
       try {
-        built = await buildIndexFor({ ...options, matchKey });
+        // Places too: each update's drift check reads the page that held its record (QueuedRow.listPlace).
+        built = await buildIndexFor({ ...options, matchKey, keepPlaces: true });
       } catch (err) {
         if (!(err instanceof AuthError)) throw err;
         await options.store.blockRun(created.id, indexAuthReason(options.workspace, err));
