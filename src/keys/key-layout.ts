@@ -18,14 +18,17 @@
  *                                          fields (columns, options)
  *   <p>:run:{<w>}:<id>:results:<b> hash    rows b*100 .. b*100+99: row number → encoded result (status
  *                                          char + compact JSON, see result-codec.ts); small buckets
- *                                          keep Redis' compact listpack encoding
+ *                                          keep Redis' compact listpack encoding; `c<row>` → a copy
+ *                                          of the row's create marker (RunKeys.sentField): the
+ *                                          evidence its POST was sent, as long as the run lives
  *   <p>:run:{<w>}:<id>:problems    zset    failed, invalid and uncertain rows, score = member = row
  *   <p>:run:{<w>}:<id>:rounds      hash    row → retry round (job generation) of rows `runs retry`
  *                                          requeued; only that round's job may send or record the row
  *   <p>:run:{<w>}:<id>:creating    hash    row → create marker `sentAt|crmClock|kind|dealId[|uncertainAt]`
  *                                          (codec: commands/includes/create-marker.lua, parseMarker in
  *                                          row-fence.ts): a create that may have been applied;
- *                                          TTL = claim retention (createMarkerTtlMs)
+ *                                          TTL = claim retention (createMarkerTtlMs); put back
+ *                                          from its copy in the result bucket when gone
  *   <p>:ws:{<w>}:order:<res>:<id>  hash    write order of one CRM record, per field: `f:<field>` →
  *                                          `<seq>|<value JSON>`, `~` → the write on the wire (JSON),
  *                                          `*` → a seq that wrote every field (an earlier version's

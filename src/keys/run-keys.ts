@@ -62,6 +62,15 @@ export class RunKeys {
     return `${this.run(r)}:creating`;
   }
 
+  /**
+   * The field of a row's result bucket that keeps the evidence its create was sent (the marker
+   * as its send set it; `sent_field` in commands/includes/create-marker.lua): it lives as long as
+   * the row's result, whatever becomes of the markers' key and its TTL.
+   */
+  sentField(row: number): string {
+    return `c${row}`;
+  }
+
   /** Where every key of one workspace starts (`<p>:ws:{<w>}`). */
   workspace(workspace: string): string {
     return workspaceKeyBase(this.prefix, workspace);

@@ -1,10 +1,10 @@
 import { operationEntry } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { RunKeys } from '../keys/index.js';
 import {
   aborted,
   cancelled,
   uncertain,
+  RowFence,
   type RowPlace,
   type RowResult,
   type RunRecord,
@@ -50,16 +50,17 @@ export function stoppedInDoubt(
   );
 }
 
-/** Rows among `rows` of a create run whose create may have been applied (a marker is left). */
+/**
+ * Rows among `rows` of a create run whose create may have been applied (a marker is left, or the
+ * send evidence beside the row's result: RowFence.createsInDoubt).
+ */
 export async function createsInDoubt(
   store: RunStore,
   run: Pick<RunRecord, 'id' | 'workspace'>,
   rows: number[],
 ): Promise<Set<number>> {
-  if (rows.length === 0) return new Set();
-  const key = new RunKeys(store.prefix).creating({ id: run.id, workspace: run.workspace });
-  const markers = await store.redis.hmget(key, ...rows.map(String));
-  return new Set(rows.filter((_, i) => markers[i] !== null));
+  const fence = new RowFence({ redis: store.redis, prefix: store.prefix, workspace: run.workspace });
+  return fence.createsInDoubt(run.id, rows);
 }
 
 /** What stopping a run did to its queued rows. */

@@ -53,6 +53,22 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
+/**
+ * What to do about a Redis that did not answer, from why: a refused password and a certificate
+ * Node does not trust (a managed Redis behind `rediss://`) are fixed in REDIS_URL and
+ * NODE_EXTRA_CA_CERTS, not by starting a Redis.
+ */
+export function unreachableAdvice(reason: string): string {
+  if (/WRONGPASS|NOAUTH|invalid password|AUTH.*(called|failed)/i.test(reason))
+    return 'The server wants a password that REDIS_URL does not give, or gives wrong: rediss://:<password>@host:port (or rediss://<user>:<password>@… for an ACL user).';
+  if (/certificate|self[- ]signed|CERT_|unable to (verify|get)|SSL|TLS|wrong version number|EPROTO/i.test(reason))
+    return (
+      'TLS: a rediss:// URL needs a server certificate Node trusts; give its CA with NODE_EXTRA_CA_CERTS=/path/to/ca.pem, ' +
+      'and the host name the certificate names (or use redis:// for a server without TLS).'
+    );
+  return 'Start one (redis-server) or set REDIS_URL.';
+}
+
 export function redisOptions(
   role: RedisRole,
   name = 'crm-sync',
@@ -100,8 +116,7 @@ export async function connectRedis(url: string, options: ConnectRedisOptions): P
   await untilReady(
     redis,
     options.connectTimeoutMs ?? DEFAULTS.redis.connectTimeoutMs,
-    (reason) =>
-      `Redis at ${redactRedisUrl(url)} is not reachable (${reason}). Start one (redis-server) or set REDIS_URL.`,
+    (reason) => `Redis at ${redactRedisUrl(url)} is not reachable (${reason}). ${unreachableAdvice(reason)}`,
   );
   // Both roles: a producer behind a half-open socket recovers too (its steps are repeatable).
   if (options.liveness !== false) {

@@ -39,9 +39,9 @@ export const FINISH_CREATE = LuaScript.load('finish-create-14', {
   RECORD_CLOCK_FRESH_MS,
   RECORD_CLOCK_DRIFT,
 });
-/** An attempt over without a deal: the lock released, the marker removed or stamped uncertain. */
-export const RELEASE_CREATE = LuaScript.load('release-create-2');
+/** An attempt over without a deal: the lock released, the marker (and send evidence) removed, or stamped uncertain. */
+export const RELEASE_CREATE = LuaScript.load('release-create-3');
 /** Keeps the fingerprint's lock through the settle time after an uncertain answer; stamps a lost answer's marker. */
-export const HOLD_CREATE = LuaScript.load('hold-create-2');
-/** Puts markers back for retried rows in doubt whose own had gone. */
-export const RESTORE_CREATE = LuaScript.load('restore-create-1');
+export const HOLD_CREATE = LuaScript.load('hold-create-3');
+/** Puts markers back for retried rows in doubt whose own had gone, and whose send evidence too. */
+export const RESTORE_CREATE = LuaScript.load('restore-create-2', { RESULT_BUCKET_ROWS });

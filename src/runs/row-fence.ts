@@ -378,7 +378,12 @@ export class RowFence {
    * attempt's marker unless `keepMarker` (the create stays in doubt for a later look).
    */
   async releaseCreate(w: RowWriter, fingerprint: string, marker: CreateMarker, keepMarker = false): Promise<void> {
-    const keys = [this.#keys.creating(this.#ref(w.runId)), this.#keys.createLock(this.#workspace, fingerprint)];
+    const ref = this.#ref(w.runId);
+    const keys = [
+      this.#keys.creating(ref),
+      this.#keys.createLock(this.#workspace, fingerprint),
+      this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)),
+    ];
     await this.#run(RELEASE_CREATE, keys, [w.row, ownerOf(w), String(marker.sentAt), keepMarker ? '1' : '0']);
   }
 
@@ -388,8 +393,9 @@ export class RowFence {
    */
   async restoreMarkers(runId: string, rows: readonly number[], since: number): Promise<number> {
     if (rows.length === 0) return 0;
-    const key = this.#keys.creating(this.#ref(runId));
-    return Number(await RESTORE_CREATE.run(this.#redis, [key], [this.#claimTtlMs, Math.floor(since), ...rows]));
+    const ref = this.#ref(runId);
+    const keys = [this.#keys.creating(ref), this.#keys.resultsBase(ref)];
+    return Number(await RESTORE_CREATE.run(this.#redis, keys, [this.#claimTtlMs, Math.floor(since), ...rows]));
   }
 
   /** The workspace's calibrated record clock, or undefined before any answered create showed it. */
@@ -407,9 +413,14 @@ export class RowFence {
    * lookup waits for a pass begun after this moment (CreateMarker.uncertainAt).
    */
   async holdCreate(w: RowWriter, fingerprint: string, ms: number, lost?: CreateMarker): Promise<void> {
+    const ref = this.#ref(w.runId);
     await this.#run(
       HOLD_CREATE,
-      [this.#keys.createLock(this.#workspace, fingerprint), this.#keys.creating(this.#ref(w.runId))],
+      [
+        this.#keys.createLock(this.#workspace, fingerprint),
+        this.#keys.creating(ref),
+        this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)),
+      ],
       [ownerOf(w), Math.max(1, Math.round(ms)), w.row, lost ? String(lost.sentAt) : ''],
     );
   }
@@ -419,11 +430,20 @@ export class RowFence {
     return (await this.#redis.get(w.lockKey)) === w.token;
   }
 
-  /** Rows among `rows` whose create may have been applied (a marker is left). */
+  /**
+   * Rows among `rows` whose create may have been applied: a marker is left, or the send evidence
+   * beside the row's result (which outlives the markers' TTL). One round trip.
+   */
   async createsInDoubt(runId: string, rows: readonly number[]): Promise<Set<number>> {
     if (rows.length === 0) return new Set();
-    const markers = await this.#redis.hmget(this.#keys.creating(this.#ref(runId)), ...rows.map(String));
-    return new Set(rows.filter((_, i) => markers[i] !== null));
+    const ref = this.#ref(runId);
+    const k = this.#keys;
+    const pipeline = this.#redis.pipeline().hmget(k.creating(ref), ...rows.map(String));
+    for (const row of rows) pipeline.hexists(k.resultBucket(ref, k.bucketOf(row)), k.sentField(row));
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const markers = (replies[0]?.[1] ?? []) as Array<string | null>;
+    return new Set(rows.filter((_, i) => markers[i] !== null || replies[i + 1]?.[1] === 1));
   }
 
   /** The ids among `dealIds` that some row of the workspace has recorded. */

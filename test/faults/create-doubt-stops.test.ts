@@ -45,7 +45,7 @@ describe('creates whose look-up cannot be done before their attempts run out', (
     await h?.close();
   });
 
-  it('end uncertain, never failed: with their markers gone runs retry sends nothing, and their export is refused', async () => {
+  it('end uncertain, never failed: their export is refused, and with their markers gone runs retry sends nothing', async () => {
     // Every create is applied and its answer lost; every list read (the look-up) answers 502.
     h.proxy!.setRules([
       { ...POST_DEALS, applyAndDrop: true, times: 5, ...FAULTED_POST_LATENCY },
@@ -71,15 +71,7 @@ describe('creates whose look-up cannot be done before their attempts run out', (
       expect(r.message).toMatch(/look-up .*could not be done.*502.*runs retry/);
     }
     expect(run.counts).toMatchObject({ total: 5, uncertain: 5, failed: 0 });
-
-    // The markers expire (stood in for by removing them): runs retry looks before it sends.
-    await h.runtime.redis.del(new RunKeys(h.config.prefix).creating(run));
     const posts = h.proxy!.count('POST', ANY_DEAL_POST);
-    await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
-    const again = await h.waitForRun(run.id, 20_000, (r) => r.counts.queued === 0 && r.status !== 'running');
-    expect(again.counts).toMatchObject({ uncertain: 5, failed: 0 });
-    expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
-    expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5);
 
     // The failed-rows export imported again as it is: refused, no second deal.
     const path = h.file('unlooked-failed.csv', '');
@@ -94,6 +86,19 @@ describe('creates whose look-up cannot be done before their attempts run out', (
     expect(reimported.counts).toMatchObject({ total: 5, invalid: 5, succeeded: 0 });
     expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
     expect(dealsNamed(h, 'Unlooked L')).toHaveLength(5);
+
+    // The markers expire (stood in for by removing them): runs retry looks before it sends, from
+    // the send evidence beside each row's result, and now that the list can be read each row
+    // finds its own deal.
+    await h.runtime.redis.del(new RunKeys(h.config.prefix).creating(run));
+    await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
+    const again = await h.waitForRun(run.id, 20_000, (r) => r.counts.queued === 0 && r.status !== 'running');
+    expect(again.counts).toMatchObject({ succeeded: 5, uncertain: 0, failed: 0 });
+    expect(h.proxy!.count('POST', ANY_DEAL_POST) - posts).toBe(0);
+    const deals = dealsNamed(h, 'Unlooked L');
+    expect(deals).toHaveLength(5);
+    for (const r of await resultsByRow(h, run.id))
+      expect(r.recordId).toBe(deals.find((d) => d.name === `Unlooked L ${r.row - 1}`)!.id);
   }, 150_000);
 });
 

@@ -230,8 +230,13 @@ describe('a marker that is gone before runs retry', () => {
     expect(await h.runtime.redis.pttl(markers)).toBeGreaterThan(30 * 86_400_000);
     const posts = h.proxy!.count('POST', ANY_DEAL_POST);
 
-    // The marker expires (stood in for by removing it); the person's deal goes too.
+    // The marker expires (stood in for by removing it), and its copy beside the row's result is
+    // gone too (a result an earlier version stored kept none; create-doubt-expired.test.ts has
+    // the copy put the marker back); the person's deal goes too.
+    const keys = new RunKeys(h.config.prefix);
+    expect(await h.runtime.redis.hexists(keys.resultBucket(run, keys.bucketOf(1)), keys.sentField(1))).toBe(1);
     await h.runtime.redis.hdel(markers, '1');
+    await h.runtime.redis.hdel(keys.resultBucket(run, keys.bucketOf(1)), keys.sentField(1));
     h.ws.deals.delete(theirs);
     await retryRun({ runId: run.id, queue: h.runtime.queue('acme'), store: h.runtime.store });
     const again = await h.waitForRun(run.id, 20_000, (r) => r.counts.queued === 0 && r.status !== 'running');

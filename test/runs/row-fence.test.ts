@@ -10,6 +10,7 @@ import {
   type RowResult,
   type RowWriter,
 } from '../../src/runs/index.js';
+import { RunKeys } from '../../src/keys/index.js';
 import { testRedis } from './redis-fixture.js';
 
 /*
@@ -329,6 +330,53 @@ describe('creates: one claim per row', () => {
     expect(again.marker.uncertainAt).toBeLessThanOrEqual(again.now);
     await fence.releaseCreate(w, 'fp-3', sent.marker);
     expect((await fence.createsInDoubt(runId, [1])).size).toBe(0);
+  });
+
+  it("a marker whose key expired comes back from its copy beside the row's result: in doubt, never a blind send", async () => {
+    const runId = await runWithRows(3);
+    const markers = new RunKeys(prefix).creating({ id: runId, workspace: 'acme' });
+    const gone = () => redis.del(markers);
+    // Row 1: sent, its answer lost (stamped), then the markers' key expires (stood in for by DEL).
+    const w = await attempt(runId, 1);
+    const sent = await fence.beginCreate(w, 'fp-4', clock());
+    if (sent.kind !== 'send') throw new Error('expected send');
+    await fence.holdCreate(w, 'fp-4', 1000, sent.marker);
+    await gone();
+    expect((await fence.createsInDoubt(runId, [1, 2])).has(1)).toBe(true);
+    const back = await fence.beginCreate(w, 'fp-4', clock());
+    if (back.kind !== 'doubt') throw new Error(`expected doubt, got ${back.kind}`);
+    // As it was: the send's time and the moment its answer was seen lost.
+    expect(back.marker).toMatchObject({ sentAt: sent.marker.sentAt, exact: true });
+    expect(back.marker.uncertainAt).toBeGreaterThanOrEqual(sent.marker.sentAt);
+    // A run cancelled meanwhile still lets it look (the fence reads the copy too).
+    await gone();
+    await store.cancelRun(runId, 'cancelled by a test');
+    expect((await fence.beginCreate(w, 'fp-4', clock())).kind).toBe('doubt');
+    // Left uncertain, the copy stays for `runs retry`; proved not applied, it goes with the marker.
+    await fence.releaseCreate(w, 'fp-4', sent.marker, true);
+    await gone();
+    expect((await fence.createsInDoubt(runId, [1])).has(1)).toBe(true);
+    await fence.releaseCreate(w, 'fp-4', sent.marker);
+    expect((await fence.createsInDoubt(runId, [1])).size).toBe(0);
+    expect((await fence.beginCreate(w, 'fp-4', clock())).kind).toBe('refused'); // cancelled, nothing in doubt
+
+    // Row 2: a job that lost its lock learned the deal; the copy keeps it for the job's next owner.
+    const other = await runWithRows(2);
+    const first = await attempt(other, 1, 'first');
+    const out = await fence.beginCreate(first, 'fp-5', clock());
+    if (out.kind !== 'send') throw new Error('expected send');
+    await redis.set(first.lockKey, 'second');
+    const failed: RowResult = { row: 1, line: 2, status: 'failed', code: 'CREATE_CONFLICT', message: 'c', at: '' };
+    await fence.finishCreate(first, 'fp-5', 'deal-5', ok(1, 'deal-5'), failed, out.marker);
+    await redis.del(new RunKeys(prefix).creating({ id: other, workspace: 'acme' }));
+    const next = await fence.beginCreate({ ...first, token: 'second' }, 'fp-5', clock());
+    expect(next).toMatchObject({ kind: 'doubt', marker: { dealId: 'deal-5', sentAt: out.marker.sentAt } });
+    // Recorded, the doubt is over: neither marker nor copy is left.
+    if (next.kind !== 'doubt') return;
+    expect(
+      await fence.finishCreate({ ...first, token: 'second' }, 'fp-5', 'deal-5', ok(1, 'deal-5'), failed, next.marker),
+    ).toEqual({ kind: 'recorded' });
+    expect((await fence.createsInDoubt(other, [1])).size).toBe(0);
   });
 });
 

@@ -1,7 +1,9 @@
 --[[
   May a row's create be sent (runs/row-fence.ts beginCreate)? Sets the row's create marker
-  (create-marker) and takes the content fingerprint's lock, so no two rows create one deal.
-  KEYS[1] bucketKey    the row's result bucket
+  and its send evidence beside its result (create-marker) and takes the content fingerprint's
+  lock, so no two rows create one deal. A row whose marker is gone but whose evidence is there
+  gets its marker back from the evidence, and is in doubt: it looks, it never POSTs blind.
+  KEYS[1] bucketKey    the row's result bucket (its result, and its send evidence)
   KEYS[2] roundsKey    the run's rows' retry rounds
   KEYS[3] lockKey      the job's BullMQ lock
   KEYS[4] markersKey   the run's create markers
@@ -34,6 +36,17 @@ local crmClockMs, measured, isUpsert = ARGV[7], ARGV[8], ARGV[9] == '1'
 local now = now_ms()
 local marker = redis.call('HGET', markersKey, row)
 local holder = redis.call('GET', createLock)
+local sentField = sent_field(row)
+if not marker then
+  -- The marker's key expired (or was lost) while the row's send evidence, its copy beside the
+  -- row's result, is still there: the marker is put back as it was.
+  local evidence = redis.call('HGET', bucketKey, sentField)
+  if evidence and parse_marker(evidence) then
+    marker = evidence
+    redis.call('HSET', markersKey, row, marker)
+    redis.call('PEXPIRE', markersKey, markerTtlMs)
+  end
+end
 if marker then
   -- A deal id in the marker is this row's own: record it whatever else is in flight.
   local m = parse_marker(marker)
@@ -53,4 +66,6 @@ redis.call('SET', createLock, owner, 'PX', leaseMs)
 marker = format_marker(now, crmClockMs, measured, '')
 redis.call('HSET', markersKey, row, marker)
 redis.call('PEXPIRE', markersKey, markerTtlMs)
+-- The evidence that outlives the marker's TTL: as long as the row's result (create-marker).
+redis.call('HSET', bucketKey, sentField, marker)
 return {'send', marker}

@@ -1,8 +1,8 @@
 --[[
-  The create's outcome, the deal's claim, the marker's removal and the row's result, in one
-  step (runs/row-fence.ts finishCreate). A refused writer whose lock is gone still leaves the
-  deal id in the row's marker, so the row's new owner records that deal instead of creating
-  another.
+  The create's outcome, the deal's claim, the marker's and the send evidence's removal and the
+  row's result, in one step (runs/row-fence.ts finishCreate). A refused writer whose lock is gone
+  still leaves the deal id in the row's marker and send evidence, so the row's new owner records
+  that deal instead of creating another.
 
   An answered create calibrates the clock that stamps the CRM's records: the deal was stamped
   after the marker's sentAt and before now (both Redis' clock, whole ms), so created_at minus
@@ -18,7 +18,7 @@
   the loader from runs/fence-scripts.ts.
 
   KEYS[1..5] runKey, runningKey, blockedKey, completedKey, failedKey (run-status)
-  KEYS[6] resultsBase    the result buckets' common start (result-bucket)
+  KEYS[6] resultsBase    the result buckets' common start (result-bucket; the send evidence too)
   KEYS[7] problemsKey    the problems zset
   KEYS[8] roundsKey      rows' retry rounds
   KEYS[9] lockKey        the job's BullMQ lock
@@ -83,12 +83,15 @@ end
 
 local holder = redis.call('GET', claimKey)
 local why = write_refused(row, lockKey, token, round, roundsKey)
+local sentKey, sentField = bucket(row), sent_field(row)
 if why then
-  local text = redis.call('HGET', markersKey, row)
-  if why == 'lock' and text and (not holder or holder == owner) then
-    local m = parse_marker(text)
-    if m and (sentAt == '' or m.sent == sentAt) then
-      redis.call('HSET', markersKey, row, format_marker(m.sent, m.clock, m.kind, deal))
+  if why == 'lock' and (not holder or holder == owner) then
+    -- The marker, and the send evidence that outlives it, learn the deal.
+    for _, at in ipairs({ { markersKey, row }, { sentKey, sentField } }) do
+      local m = parse_marker(redis.call('HGET', at[1], at[2]) or '')
+      if m and (sentAt == '' or m.sent == sentAt) then
+        redis.call('HSET', at[1], at[2], format_marker(m.sent, m.clock, m.kind, deal))
+      end
     end
   end
   return {'refused', why}
@@ -105,6 +108,9 @@ else
   if createdAt ~= '' and sentAt ~= '' then calibrate() end
 end
 redis.call('HDEL', markersKey, row)
+-- The send evidence goes with the doubt: kept only when the row ends uncertain (the deal it
+-- found was recorded by another row meanwhile), for `runs retry` to look from.
+if answer[1] == 'recorded' or string.sub(conflict, 1, 1) ~= 'u' then redis.call('HDEL', sentKey, sentField) end
 if redis.call('GET', createLock) == owner then redis.call('DEL', createLock) end
 flush_results(nowIso)
 return answer

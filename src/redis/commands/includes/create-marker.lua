@@ -8,6 +8,12 @@
     dealId         empty until known
     uncertainAtMs  set (with its `|`) when the attempt's answer was lost (hold-create) or a
                    lookup left the row uncertain: the next look needs a pass begun after it
+
+  The markers' key has a TTL of its own, so the evidence that a row's POST was sent is kept
+  beside the row's result too, in its result bucket as field `c<row>` (RunKeys.sentField): a
+  copy of the marker, written by the same scripts in the same steps, with no TTL, gone only when
+  the row recorded its deal, proved its POST not applied, or its run was deleted. A marker that
+  is gone while its copy is there is put back from it (begin-create).
 ]]
 
 -- The marker's fields as strings, or nil for a text that is no marker.
@@ -22,4 +28,9 @@ local function format_marker(sent, clock, kind, deal, uncertain)
   local text = sent .. '|' .. clock .. '|' .. kind .. '|' .. deal
   if uncertain then text = text .. '|' .. uncertain end
   return text
+end
+
+-- The row's send evidence: its field in the row's result bucket (RunKeys.sentField).
+local function sent_field(row)
+  return 'c' .. row
 end
