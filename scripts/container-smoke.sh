@@ -9,11 +9,12 @@
 # uses) imported as debian:bookworm-slim, Node from the npm registry's `node` package with npm
 # beside it, Debian's redis-server. They stay in podman's storage, made only when missing (a
 # fresh machine takes longer). The Dockerfile and compose file are used as a user with a
-# registry runs them; what this machine needs on top is in an override file written below.
+# registry runs them, with no override file.
 #
 # Runs as root (podman rootful), after `npm test` in .ci/run. Installs podman, runc, debootstrap
-# and docker-compose with apt-get when missing. Env: CONTAINER_SMOKE_TIMEOUT (s, default 360) bounds
-# the stack's part; CONTAINER_SMOKE_KEEP=1 leaves the stack up (for a look; remove it yourself).
+# and docker-compose with apt-get when missing. Env: CONTAINER_SMOKE_TIMEOUT (s, default 360;
+# 600 s more when the stand-ins are to be made) bounds the run; CONTAINER_SMOKE_KEEP=1 leaves a
+# passed stack up (for a look; remove it yourself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,7 @@ PROJECT="crmsyncsmoke$$"
 IMAGE="localhost/crm-sync-smoke"
 SERVICE_PID=""
 HEALTH_PID=""
+WATCHDOG_PID=""
 
 # crun and podman's default ulimits are refused on these machines; runc with no default ulimits
 # works. cgroupfs and a file events log: there is no systemd to ask.
@@ -59,13 +61,26 @@ export CONTAINERS_CONF="$WORK/containers.conf"
 
 # docker-compose talks to podman's Docker-compatible API on a socket of this run's own.
 export DOCKER_HOST="unix://$WORK/podman.sock"
-COMPOSE=(docker-compose -p "$PROJECT" -f docker-compose.yml -f "$WORK/smoke.override.yml" --profile demo)
+# The user's file as it is: this machine needs no override (bridge networks, their DNS and
+# published ports work with podman here; only the build uses the host's network).
+COMPOSE=(docker-compose -p "$PROJECT" -f docker-compose.yml --profile demo)
 compose() { "${COMPOSE[@]}" "$@"; }
+
+start_service() {
+  rm -f "$WORK/podman.sock"
+  podman system service --time=0 "$DOCKER_HOST" >>"$WORK/service.log" 2>&1 &
+  SERVICE_PID=$!
+  for _ in $(seq 1 50); do [ -S "$WORK/podman.sock" ] && return 0; sleep 0.2; done
+  return 1
+}
 
 cleanup() {
   local rc=$?
   set +e
+  [ -n "$WATCHDOG_PID" ] && pkill -P "$WATCHDOG_PID" sleep 2>/dev/null && kill "$WATCHDOG_PID" 2>/dev/null
   [ -n "$HEALTH_PID" ] && kill "$HEALTH_PID" 2>/dev/null
+  # The watchdog stops every child, the API service too: compose needs it back to stop the stack.
+  if [ -n "$SERVICE_PID" ] && ! kill -0 "$SERVICE_PID" 2>/dev/null; then start_service; fi
   if [ "$rc" -ne 0 ] && [ -S "$WORK/podman.sock" ]; then
     log "the stack's last log lines:"
     compose logs --no-color --tail=40 2>&1 | tail -120
@@ -164,6 +179,22 @@ EOF
   rm -rf "$ctx"
 }
 
+# The whole run is bounded: CONTAINER_SMOKE_TIMEOUT seconds (default 360) when the stand-ins are
+# cached, 600 s more when they are to be made. Over it, the watchdog stops the script's own
+# children (by parent id) and the script, whose exit trap then removes the stack.
+missing=0
+for image in docker.io/library/debian:bookworm-slim docker.io/library/node:24-bookworm-slim docker.io/library/redis:7; do
+  standin_current "$image" || missing=1
+done
+BUDGET=$((${CONTAINER_SMOKE_TIMEOUT:-360} + missing * 600))
+(
+  sleep "$BUDGET"
+  log "over the budget of $BUDGET s: stopping"
+  kill -TERM $$
+  pkill -TERM -P $$
+) &
+WATCHDOG_PID=$!
+
 t0=$SECONDS
 standin_current docker.io/library/debian:bookworm-slim || make_debian
 standin_current docker.io/library/node:24-bookworm-slim || make_node
@@ -193,10 +224,7 @@ podman image prune -f --filter label=org.crm-sync.smoke=1 >/dev/null
 log "image built in $((SECONDS - t0)) s"
 
 # --- the stack ---------------------------------------------------------------------------------
-podman system service --time=0 "$DOCKER_HOST" >"$WORK/service.log" 2>&1 &
-SERVICE_PID=$!
-for _ in $(seq 1 50); do [ -S "$WORK/podman.sock" ] && break; sleep 0.2; done
-[ -S "$WORK/podman.sock" ] || fail "podman system service did not open $DOCKER_HOST"
+start_service || fail "podman system service did not open $DOCKER_HOST"
 
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 DASHBOARD_PORT="$(free_port)"
@@ -204,13 +232,6 @@ SIM_PORT="$(free_port)"
 TOKEN="$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
 export CRM_SYNC_IMAGE="$IMAGE" DASHBOARD_PORT SIM_PORT CRM_SYNC_DASHBOARD_TOKEN="$TOKEN"
 unset ACME_API_KEY SIM_KEY_ACME
-
-# Only what this machine needs beyond the user's file: nothing so far but the image name,
-# which CRM_SYNC_IMAGE sets. (Kept as a file so a machine's workaround has one place to go.)
-cat >"$WORK/smoke.override.yml" <<'EOF'
-version: "3.9"
-services: {}
-EOF
 
 # No systemd here, so podman runs no healthcheck timers and no container would turn healthy
 # (`depends_on: condition: service_healthy` would wait for ever): this loop is the timer.
@@ -224,10 +245,9 @@ EOF
 ) &
 HEALTH_PID=$!
 
-BUDGET="${CONTAINER_SMOKE_TIMEOUT:-360}"
 t0=$SECONDS
 log "compose up: redis, 2 workers, scheduler, dashboard, sim (project $PROJECT)"
-timeout "$BUDGET" "${COMPOSE[@]}" up -d --no-build --scale worker=2 >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; fail "compose up"; }
+timeout 240 "${COMPOSE[@]}" up -d --no-build --scale worker=2 >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; fail "compose up"; }
 
 until_ok() { # $1: what, $2: seconds, rest: command
   local what=$1 until=$((SECONDS + $2))
@@ -317,5 +337,12 @@ csv_rows="$(node -e '
 ' "$WORK/results.csv")"
 [ "$csv_rows" = 40 ] || fail "the dashboard's results.csv has $csv_rows rows, the run 40"
 log "the dashboard exports the run's 40 results"
+
+# Every process stayed up the whole time: none restarted (restart: unless-stopped would hide a
+# crash loop from a look at what runs now).
+restarts="$(podman ps -aq --filter "label=com.docker.compose.project=$PROJECT" | xargs podman inspect \
+  --format '{{ index .Config.Labels "com.docker.compose.service" }}={{ .RestartCount }}/{{ .State.Status }}' | sort | tr '\n' ' ')"
+for c in $restarts; do [[ $c == *=0/running ]] || fail "containers restarted or stopped: $restarts"; done
+log "no container restarted: $restarts"
 
 log "passed"
