@@ -270,6 +270,9 @@ redis_ports="$(podman ps --filter "label=com.docker.compose.service=redis" --fil
 [ -z "$redis_ports" ] || fail "redis publishes $redis_ports"
 redis_nets="$(podman inspect --format '{{ range $k, $v := .NetworkSettings.Networks }}{{ $k }} {{ end }}' "$(podman ps -q --filter "label=com.docker.compose.service=redis" --filter "label=com.docker.compose.project=$PROJECT")")"
 [ "$redis_nets" = "${PROJECT}_backend " ] || fail "redis is on networks: $redis_nets"
+[ "$(podman network inspect --format '{{ .Internal }}' "${PROJECT}_backend")" = true ] \
+  || fail "network ${PROJECT}_backend is not internal"
+log "redis: on the internal network ${PROJECT}_backend only, no port published"
 
 # --- an import through it ------------------------------------------------------------------------
 # samples/deals-update.csv (made by samples/make-samples.ts from the demo simulator's seed data):
