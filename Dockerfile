@@ -2,7 +2,7 @@
 # One image for every crm-sync process (worker, scheduler, dashboard, sim): the command decides.
 
 # --- build: compile TypeScript to dist/ -----------------------------------------------------
-FROM node:24-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` builds, and the sources are not here yet (npm run build below).
@@ -13,7 +13,7 @@ COPY src ./src
 RUN npm run build
 
 # --- runtime: production dependencies + compiled code, no sources, no dev tools --------------
-FROM node:24-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -47,6 +47,7 @@ export async function runSim(o: SimCommandOptions, command: Command): Promise<vo
   const sim = await startSimulator({
     port: o.port,
     host: o.host,
+    domain: o.domain,
     workspaces: list,
     latencyMs: o.latency,
     faults: { errorRate: o.errorRate, resetRate: o.resetRate, commitThenDropRate: o.dropRate },

@@ -15,6 +15,7 @@ export interface WorkspaceSpec {
 export interface SimCommandOptions {
   port: number;
   host: string;
+  domain?: string;
   workspace?: WorkspaceSpec[];
   records: number;
   seed: number;
@@ -40,6 +41,16 @@ export function probability(value: string): number {
   if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
     throw new InvalidArgumentError('must be a number from 0 to 1');
   return n;
+}
+
+/** A DNS name of lower-case labels (a-z, 0-9, -), e.g. `sim` or `crm.test`. */
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+export function dnsDomain(value: string): string {
+  const domain = value.trim().toLowerCase().replace(/\.$/, '');
+  if (!DNS_NAME.test(domain) || /^[0-9.]+$/.test(domain))
+    throw new InvalidArgumentError('must be a DNS name such as sim or crm.test (not an address)');
+  return domain;
 }
 
 const ENV_KEY = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { helpFooter } from './options.js';
 import {
   DEFAULT_WORKSPACE,
+  dnsDomain,
   probability,
   rate,
   wholeNumber,
@@ -22,6 +23,11 @@ export function registerSimCommand(program: Command): void {
     )
     .option('--port <n>', 'TCP port to listen on (0 = any free port)', wholeNumber(0), DEFAULTS.sim.port)
     .option('--host <address>', 'interface to listen on', '127.0.0.1')
+    .option(
+      '--domain <name>',
+      'also serve each workspace as <workspace>.<name> (e.g. acme.sim), for clients on another host or container, to whom *.localhost is their own loopback',
+      dnsDomain,
+    )
     .option(
       '--workspace <name:key>',
       `a workspace (its subdomain) and an API key for it, or name:env:VARIABLE to read the key from the environment; repeat for more workspaces or keys (default ${DEFAULT_WORKSPACE.name}:${DEFAULT_WORKSPACE.key})`,
@@ -57,7 +63,9 @@ export function registerSimCommand(program: Command): void {
       'after',
       helpFooter(
         `
-Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external.
+Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external,
+or http://<workspace>.<name>:<port>/api/external with --domain <name> (on a container network,
+give the simulator those names as aliases: acme.sim).
 
 Examples:
   crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s

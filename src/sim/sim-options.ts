@@ -49,6 +49,12 @@ export interface SimulatorOptions {
   port?: number;
   /** Interface to listen on. Default `127.0.0.1`. */
   host?: string;
+  /**
+   * A DNS domain under which workspaces answer as well as `<name>.localhost`: `sim` serves
+   * `acme.sim`. For clients on another host or container, to whom `*.localhost` is their own
+   * loopback (the CRM client resolves it so). Default none.
+   */
+  domain?: string;
   /** Workspaces served from the start (more can be added with `addWorkspace`). */
   workspaces: SimWorkspaceOptions[];
   /** Delay before every authenticated answer, in ms. Default none. */

@@ -49,11 +49,15 @@ const PREFIX = '/api/external';
 const SIMULATED_5XX = [500, 502, 503] as const;
 const RESOURCES: readonly SimResource[] = ['deals', 'leads', 'contacts'];
 
-/** `acme.localhost:4010` → `acme`; anything not under `.localhost` names no workspace. */
-export function workspaceFromHost(host: string | undefined): string | undefined {
+/**
+ * `acme.localhost:4010` → `acme`, and `acme.<domain>` when the simulator is given a domain;
+ * anything under neither names no workspace.
+ */
+export function workspaceFromHost(host: string | undefined, domain?: string): string | undefined {
   if (!host || host.startsWith('[')) return undefined;
   const hostname = (host.split(':')[0] ?? '').toLowerCase().replace(/\.$/, '');
-  if (!hostname.endsWith('.localhost')) return undefined;
+  const under = (d: string) => hostname.endsWith(`.${d.toLowerCase().replace(/\.$/, '')}`);
+  if (!under('localhost') && !(domain !== undefined && under(domain))) return undefined;
   return hostname.split('.')[0] || undefined;
 }
 
@@ -63,6 +67,8 @@ class SimulatorServer implements Simulator {
   private faults: ResolvedSimFaults;
   /** Delay before every authenticated answer (ms); absent: none. */
   private latencyMs: number | undefined;
+  /** Workspaces also answer as `<name>.<domain>` (a container network's alias); absent: `.localhost` only. */
+  private readonly domain: string | undefined;
   port = 0;
 
   constructor(
@@ -72,6 +78,7 @@ class SimulatorServer implements Simulator {
   ) {
     this.faults = SimFaultsSchema.parse(options.faults ?? {});
     this.latencyMs = options.latencyMs;
+    this.domain = options.domain;
     for (const ws of options.workspaces) this.addWorkspace(ws);
   }
 
@@ -115,7 +122,7 @@ class SimulatorServer implements Simulator {
   /** Root hooks: count every request and answer of a known workspace, 404s included. */
   installCounters(): void {
     this.app.addHook('onRequest', async (req) => {
-      const ws = this.workspaces.get(workspaceFromHost(req.headers.host) ?? '');
+      const ws = this.workspaces.get(workspaceFromHost(req.headers.host, this.domain) ?? '');
       this.state.set(req.raw, { workspace: ws, dropAfterCommit: false });
       if (ws) ws.stats.requests++;
     });

@@ -13,13 +13,13 @@ const DEPLOY = join(import.meta.dirname, '..', '..', 'docs', 'deploy');
 const read = (name: string): unknown => JSON.parse(readFileSync(join(DEPLOY, name), 'utf8'));
 
 describe('config files mounted by docker-compose.yml', () => {
-  it('the demo config points the acme workspace at the simulator with the demo key variable', () => {
+  it('the demo config points the acme workspace at the simulator by its network alias, with the demo key variable', () => {
     const config = configFromObject(read('demo.config.json'), { source: 'demo.config.json', env: {} });
     expect(config.workspaces.acme).toMatchObject({
-      baseUrl: 'http://acme.localhost:4010/api/external',
+      baseUrl: 'http://acme.sim:4010/api/external',
       apiKeySource: { env: 'SIM_KEY_ACME' },
     });
-    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(config.redisUrl).toBe('redis://redis:6379');
   });
 
   it('the production example reads the key and the dashboard token from Docker secrets', () => {
@@ -118,6 +118,30 @@ describe('crm-sync sim --workspace name:env:VARIABLE', () => {
       child.kill('SIGTERM');
     }
     await once(child, 'exit');
+  });
+
+  it('with --domain sim serves acme.sim, the alias the compose network gives it, and acme.localhost still', async () => {
+    const { child, port } = await startSimProcess(['--records', '1', '--domain', 'sim', '--workspace', 'acme:k1']);
+    try {
+      const get = (host: string) =>
+        httpRequest({ port, host, path: '/api/external/v2/contacts?page_size=1', headers: { 'x-api-key': 'k1' } });
+      expect((await get(`acme.sim:${port}`)).status).toBe(200);
+      expect((await get(`acme.localhost:${port}`)).status).toBe(200);
+      expect((await get(`sim:${port}`)).status).toBe(401);
+      expect((await get(`acme.other:${port}`)).status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    await once(child, 'exit');
+  });
+
+  it('refuses a --domain that is not a DNS name', async () => {
+    const child = start(['--domain', '10.0.0.1'], process.env);
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).not.toBe(0);
+    expect(err).toContain('must be a DNS name');
   });
 
   it('refuses to start when the variable is not set', async () => {

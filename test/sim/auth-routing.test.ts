@@ -120,4 +120,17 @@ describe('workspaceFromHost', () => {
   ])('%s → %s', (host, expected) => {
     expect(workspaceFromHost(host)).toBe(expected);
   });
+
+  // --domain sim: a container network's alias acme.sim reaches the simulator, and *.localhost
+  // (each container's own loopback) still works where it is the simulator's.
+  it.each([
+    ['acme.sim:4010', 'acme'],
+    ['ACME.SIM.', 'acme'],
+    ['acme.localhost:4010', 'acme'],
+    ['sim:4010', undefined],
+    ['acme.notsim:4010', undefined],
+    ['acme.sim.example.com', undefined],
+  ])('with domain sim: %s → %s', (host, expected) => {
+    expect(workspaceFromHost(host, 'sim')).toBe(expected);
+  });
 });
