@@ -28,6 +28,11 @@ export async function runApply(planId: string, opts: ApplyOptions, command: Comm
         `plan ${planId} belongs to workspace "${plan.workspace}", not "${opts.workspace}"; nothing was sent`,
       );
     const ws = getWorkspace(config, plan.workspace);
+    // Said where it happens: approval is optional unless the workspace requires it.
+    if (plan.status === 'pending' && !plan.expired && !ws.requireApproval)
+      process.stderr.write(
+        `plan ${planId} is not approved: workspace "${plan.workspace}" does not require approval ("requireApproval": false), so it is applied as it is\n`,
+      );
     await withWorkers(
       scope,
       { work: opts.work, workspace: plan.workspace, concurrency: opts.concurrency },

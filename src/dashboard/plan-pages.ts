@@ -125,6 +125,8 @@ export interface PlanPageView {
   more: boolean;
   csrf: string;
   notice: SafeHtml | '';
+  /** The plan's workspace refuses to apply a plan nobody approved. */
+  requireApproval: boolean;
 }
 
 /** Who approved or discarded it, and when; the run it became. */
@@ -170,9 +172,15 @@ ${
     : ''
 }
 ${
-  canApply(plan)
-    ? html`<form method="post" action="/plans/${id}/apply"><input type="hidden" name="_csrf" value="${v.csrf}"><button class="${canApprove(plan) ? '' : 'primary'}" type="submit" aria-label="Apply plan ${plan.id}">Apply plan</button></form>`
-    : ''
+  canApply(plan) && !(v.requireApproval && plan.status === 'pending')
+    ? html`<form method="post" action="/plans/${id}/apply"><input type="hidden" name="_csrf" value="${v.csrf}"><button class="${canApprove(plan) ? '' : 'primary'}" type="submit" aria-label="Apply plan ${plan.id}${plan.status === 'pending' ? ' without approval' : ''}">${plan.status === 'pending' ? 'Apply without approval' : 'Apply plan'}</button></form>${
+        plan.status === 'pending'
+          ? html`<span class="small muted" data-approval="optional">not approved — this workspace does not require approval</span>`
+          : ''
+      }`
+    : canApply(plan)
+      ? html`<span class="small muted" data-approval="required">approve it first: this workspace requires approval</span>`
+      : ''
 }
 ${discardForm(plan, v.csrf, 'plan')}
 <a href="/plans/${id}/plan.csv${query(keep)}">Download CSV</a>

@@ -104,7 +104,8 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
           : done === 'discard'
             ? html`<div class="notice ok">Plan discarded: it can no longer be approved or applied.</div>`
             : ('' as const);
-    const body = planPageBody(plan, shown, { filter, page: wanted, more, csrf, notice });
+    const { requireApproval } = getWorkspace(o.runtime.config, plan.workspace);
+    const body = planPageBody(plan, shown, { filter, page: wanted, more, csrf, notice, requireApproval });
     return sendPage(
       reply,
       page({ title: `Plan ${planLabel(plan)}`, body, nav: 'plans', canSignOut: !o.auth.insecure, csrf }),

@@ -62,8 +62,9 @@ describe('dashboard Apply button', () => {
   it('needs the form token, refuses what the CLI refuses, and applies an approved plan once, recording the session', async () => {
     const plan = await renamePlan('apply.csv', 6);
     const page = (await d.get(`/plans/${plan.id}`)).body;
-    expect(page).toContain(`action="/plans/${plan.id}/apply"`);
-    expect(page).toContain('Apply plan');
+    // This workspace requires approval: no Apply on a pending plan, only Approve and why.
+    expect(page).not.toContain(`action="/plans/${plan.id}/apply"`);
+    expect(page).toContain('approve it first: this workspace requires approval');
 
     const noToken = await d.app.inject({
       method: 'POST',
@@ -84,6 +85,9 @@ describe('dashboard Apply button', () => {
     expect(d.h.ws.stats.writes.contactUpdate).toBe(0);
 
     expect((await d.post(`/plans/${plan.id}/approve`)).statusCode).toBe(303);
+    const approvedPage = (await d.get(`/plans/${plan.id}`)).body;
+    expect(approvedPage).toContain(`action="/plans/${plan.id}/apply"`);
+    expect(approvedPage).toContain('>Apply plan</button>');
     const res = await d.post(`/plans/${plan.id}/apply`);
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe(`/plans/${plan.id}?done=apply`);

@@ -98,6 +98,9 @@ describe('dashboard plan page', () => {
     expect(res.body).toMatch(/data-kind="update"><b>20<\/b>/);
     expect(res.body).toMatch(/data-kind="skip"><b>5<\/b>/);
     expect(res.body).toContain('<td>Page 5</td>');
+    // Approval is optional here: the button says what it does.
+    expect(res.body).toContain('>Apply without approval</button>');
+    expect(res.body).toContain('not approved — this workspace does not require approval');
     const skips = await d.get(`/plans/${plan.id}?action=skip`);
     expect(skips.body).not.toContain('<td>Page 5</td>');
     expect(skips.body.match(/<tr data-row=/g)).toHaveLength(5);

@@ -52,6 +52,10 @@ async function apply(planId: string): Promise<RunJson> {
   await workers();
   const applied = await cli(['apply', planId, '--wait', '--json'], { timeoutMs: 90_000 });
   expect(applied.code, applied.stderr).toBe(0);
+  // Nobody approved these plans: said where it happens, since this workspace does not require it.
+  expect(applied.stderr).toContain(
+    `plan ${planId} is not approved: workspace "acme" does not require approval ("requireApproval": false), so it is applied as it is`,
+  );
   return JSON.parse(applied.stdout) as RunJson;
 }
 
