@@ -67,7 +67,7 @@ export async function catchUpRun(
     await marks.addGap(run.workspace, {
       runId: run.id,
       rows: missing,
-      reason: 'their results were gone from Redis (evicted) before their changes reached the history database',
+      reason: 'their results were found gone from Redis (evicted)',
       at: new Date().toISOString(),
     });
   await marks.setScanned(run.workspace, run.id, succeeded);
@@ -121,10 +121,13 @@ export async function catchUpBeforeRemoval(o: CatchUpOptions, run: RunRecord): P
     await o.marks.addGap(run.workspace, {
       runId: run.id,
       rows: owed,
-      reason: `retention removed the run from Redis while the history database did not answer (${errorMessage(err)}); its archive holds them`,
+      reason: `the run was removed from Redis while the history database did not answer (${errorMessage(err)}); its archive, if one was written, holds them`,
       at: new Date().toISOString(),
     });
-    o.logger.warn({ runId: run.id, owed, err: errorMessage(err) }, 'history gap: a run left Redis before its changes reached the history database');
+    o.logger.warn(
+      { runId: run.id, owed, err: errorMessage(err) },
+      'history gap: a run left Redis before its changes reached the history database',
+    );
   }
 }
 
@@ -133,7 +136,9 @@ export async function catchUpBeforeRemoval(o: CatchUpOptions, run: RunRecord): P
  * and period writes the history its ended runs owe (a worker killed mid-run, a database down
  * when a worker stopped). Returns the stop function.
  */
-export function startHistoryCatchUp(o: CatchUpOptions & { workspaces: () => Iterable<string>; everyMs: number }): () => void {
+export function startHistoryCatchUp(
+  o: CatchUpOptions & { workspaces: () => Iterable<string>; everyMs: number },
+): () => void {
   const token = randomBytes(8).toString('hex');
   let busy = false;
   let failing = false;

@@ -53,7 +53,7 @@ export async function historyReport(options: HistoryOfOptions): Promise<HistoryR
   );
   const notes = (await marks.gaps(workspace)).map(
     (g) =>
-      `history gap: ${g.rows} succeeded row(s) of run ${g.runId} are not in the history database (${g.reason}, noted ${g.at}); ` +
+      `history gap: ${g.rows} succeeded row(s) of run ${g.runId} had not reached the history database when ${g.reason} (${g.at}); ` +
       `changes they made to this record may be missing here`,
   );
   return { entries, notes };

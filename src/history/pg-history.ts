@@ -192,7 +192,10 @@ export class PgHistory {
     await Promise.all(
       [...done.values()].map((e) =>
         marks.addLive(e.workspace, e.runId, e.n).catch((err: unknown) => {
-          this.#logger.debug({ err: errorMessage(err), runId: e.runId }, 'history written but not counted: a catch-up writes it again');
+          this.#logger.debug(
+            { err: errorMessage(err), runId: e.runId },
+            'history written but not counted: a catch-up writes it again',
+          );
         }),
       ),
     );
