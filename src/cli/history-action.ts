@@ -1,7 +1,7 @@
 // What `crm-sync history` does, loaded by history-command.ts only when the command runs.
 import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
-import { historyOf } from '../history/index.js';
+import { historyReport } from '../history/index.js';
 import { withRuntime } from './context.js';
 
 export async function showHistory(
@@ -11,13 +11,15 @@ export async function showHistory(
 ): Promise<void> {
   await withRuntime(command, async ({ runtime, config }) => {
     getWorkspace(config, opts.workspace);
-    const entries = await historyOf({
+    const { entries, notes } = await historyReport({
       history: config.history,
       store: runtime.store,
       resultsDir: config.resultsDir,
       workspace: opts.workspace,
       recordId,
     });
+    // On stderr, so that --json stays one array: the reader learns where the history came from.
+    for (const note of notes) process.stderr.write(`note: ${note}\n`);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
       return;

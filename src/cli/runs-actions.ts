@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import { derivedSettings, getWorkspace, type Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { heldPlanWords, PlanStore, replanDrifted } from '../plans/index.js';
+import { removalCatchUp } from '../history/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
@@ -265,14 +266,16 @@ async function replanDriftedRows(
 
 /** `runs prune` */
 export async function pruneOldRuns(opts: { olderThan?: string; dryRun?: boolean }, command: Command): Promise<void> {
-  await withRuntime(command, async ({ runtime: { store }, config }) => {
+  await withRuntime(command, async ({ runtime: { store }, config, logger }) => {
     const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : derivedSettings(config).retentionMs;
+    const history = config.history && !opts.dryRun ? removalCatchUp(config.history, store, logger) : undefined;
     const s = await pruneRuns({
       store,
       resultsDir: config.resultsDir,
       olderThanMs,
       ...(opts.dryRun ? { dryRun: true } : {}),
-    });
+      ...(history ? { beforeDelete: history.beforeDelete } : {}),
+    }).finally(() => history?.close());
     const verb = opts.dryRun ? 'would archive and remove' : 'archived and removed';
     process.stdout.write(
       `${verb} ${s.runs.length} runs${opts.dryRun ? '' : ` (${s.archivedRows} result rows)`}, ${s.files.length} old files (CSV files, copies of stdin); ${s.kept.length} old runs still running or blocked were left alone\n`,
@@ -283,11 +286,15 @@ export async function pruneOldRuns(opts: { olderThan?: string; dryRun?: boolean 
 
 /** `runs delete` */
 export async function deleteRun(id: string, opts: { archive: boolean }, command: Command): Promise<void> {
-  await withRuntime(command, async ({ runtime: { store }, config }) => {
+  await withRuntime(command, async ({ runtime: { store }, config, logger }) => {
     const run = await store.requireRun(id);
     if (run.status === 'running' || run.status === 'blocked')
       throw new CrmSyncError('RUN_STATE', `run ${id} is ${run.status}: cancel it first (crm-sync runs cancel ${id})`);
     const archived = opts.archive ? await archiveRun(store, id, config.resultsDir) : undefined;
+    if (config.history) {
+      const history = removalCatchUp(config.history, store, logger);
+      await history.beforeDelete(run).finally(() => history.close());
+    }
     await store.deleteRun(id);
     process.stdout.write(
       `run ${id} removed from Redis${archived ? `; ${archived.rows} results archived to ${archived.path}` : ''}\n`,

@@ -318,9 +318,13 @@ export const DEFAULTS = {
     batchRows: 500,
     /** The longest a change waits in a worker before it is written (ms). */
     flushMs: 1000,
-    /** Changes a worker holds while the database does not answer; older ones are dropped (counted). */
+    /** Changes a worker holds while the database does not answer; beyond, older ones wait for the catch-up instead. */
     maxPending: 200_000,
     connectTimeoutMs: 5000,
+    /** How often a worker looks for ended runs whose history did not all reach the table (one process of the fleet per workspace and period; ms). */
+    catchUpMs: 15_000,
+    /** An ended run is caught up once it ended this long ago: its writers' buffers have flushed by then (ms). */
+    catchUpGraceMs: 5000,
   },
 
   /** Key layout migrations (runtime/migrate-layout). */

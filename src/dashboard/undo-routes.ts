@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { historyOf } from '../history/index.js';
+import { historyReport } from '../history/index.js';
 import { PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
@@ -64,14 +64,14 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
       const { workspace, id } = request.params;
       if (!scope.allows(workspace) || config.workspaces[workspace] === undefined || !RECORD_ID.test(id))
         throw new CrmSyncError('USAGE', `no record ${id.slice(0, 80)} in a workspace you can see`);
-      const entries = await historyOf({
+      const { entries, notes } = await historyReport({
         history: config.history,
         store: runtime.store,
         resultsDir: config.resultsDir,
         workspace,
         recordId: id,
       });
-      if (wantsJson(request)) return { workspace, recordId: id, entries };
+      if (wantsJson(request)) return { workspace, recordId: id, entries, notes };
       const csrf = formTokenFor(o.auth, request);
       const rows = entries.map(
         (e) =>
@@ -80,6 +80,7 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
       const body = html`<p><a href="/">← All runs</a></p>
 <h1>Record <span class="mono">${id}</span></h1>
 <p class="sub">Workspace <b>${workspace}</b> · every change crm-sync made to it, newest first${config.history ? ' (from the history database)' : ''}</p>
+${notes.map((n) => html`<p class="muted">${n}</p>`)}
 ${
   entries.length === 0
     ? html`<p class="muted">No change by crm-sync to this record.</p>`

@@ -66,7 +66,8 @@ export async function recordHistory(options: RecordHistoryOptions): Promise<Hist
   return entries.sort((a, b) => Date.parse(b.at) - Date.parse(a.at) || b.runId.localeCompare(a.runId));
 }
 
-async function collect(
+/** The record's changes in one run's results, appended to `out`. */
+export async function collect(
   source: RunResults,
   run: RunRecord,
   recordId: string,

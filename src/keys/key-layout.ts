@@ -79,6 +79,16 @@
  *                                          the plan it names while it still waits); TTL = the plan's
  *   <p>:plans:workspace            hash    plan id → workspace: how a plan id finds its keys
  *
+ * History (src/history; only with a PostgreSQL history configured):
+ *   <p>:ws:{<w>}:history           hash    per run, what reached the history table: `<id>:l` → succeeded
+ *                                          results written by the worker that stored them (counted after
+ *                                          the INSERT), `<id>:s` → the run's succeeded count when a catch-up
+ *                                          last wrote all its stored results; a run whose succeeded count is
+ *                                          above both owes history (HistoryMarks); deleteRun removes its fields
+ *   <p>:ws:{<w>}:history:gaps      hash    run id → JSON {rows, reason, at}: succeeded rows whose changes can
+ *                                          no longer reach the table (results gone from Redis first)
+ *   <p>:ws:{<w>}:history:lock      string  one process of the fleet catches the workspace up per period; TTL
+ *
  * Queues and workers:
  *   <p>:q:{<w>}:…                  BullMQ  the workspace's queue, named `{<w>}` (BullMQ's own keys
  *                                          under prefix <p>:q; the name's tag keeps the queue in one slot)
@@ -224,4 +234,19 @@ export function syncPlanKey(prefix: string, workspace: string, sync: string): st
 /** Plan id → workspace, for commands that name a plan by its id alone. */
 export function planWorkspacesKey(prefix: string): string {
   return `${prefix}:plans:workspace`;
+}
+
+/** Per run, how many of its succeeded results reached the history table (HistoryMarks). */
+export function historyMarksKey(prefix: string, workspace: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:history`;
+}
+
+/** Runs whose changes can no longer reach the history table, and why. */
+export function historyGapsKey(prefix: string, workspace: string): string {
+  return `${historyMarksKey(prefix, workspace)}:gaps`;
+}
+
+/** Held by the one process catching a workspace's history up this period. */
+export function historyLockKey(prefix: string, workspace: string): string {
+  return `${historyMarksKey(prefix, workspace)}:lock`;
 }

@@ -12,11 +12,15 @@ import { COMPARABLE_FIELDS } from './resource-fields.js';
  *   that differs;
  * - undefined (a create, or a record the read did not find): every field, before unknown.
  * A field the CRM does not report (`position`) is kept with its before unknown (null).
+ * `resent`: an earlier start of the row's job may have sent it, so a record read that already
+ * holds the value sent may hold the row's own write: that field is kept with its before unknown,
+ * never dropped as unchanged (the history of a worker killed mid-write keeps the row's change).
  */
 export function fieldChanges(
   resource: ListResource,
   fields: Readonly<Record<string, unknown>>,
   before?: { listed: Readonly<Record<string, string>> } | { record: Readonly<Record<string, string>> },
+  o: { resent?: boolean } = {},
 ): FieldChanges {
   const comparable: readonly string[] = COMPARABLE_FIELDS[resource];
   const out: FieldChanges = {};
@@ -29,6 +33,7 @@ export function fieldChanges(
     }
     const was = 'listed' in before ? before.listed[field] : (before.record[field] ?? '');
     if (was !== undefined && was !== after) out[field] = [was, after];
+    else if (was === after && o.resent === true && 'record' in before) out[field] = [null, after];
   }
   return out;
 }

@@ -5,6 +5,7 @@ import { CrmSyncError } from '../errors/index.js';
 import { STDIN_SPOOL_DIR } from '../ingest/index.js';
 import { archiveRun } from './run-archive.js';
 import type { RunStore } from './run-store.js';
+import type { RunRecord } from './run-types.js';
 
 export interface PruneOptions {
   store: RunStore;
@@ -18,6 +19,8 @@ export interface PruneOptions {
   now?: number;
   /** At most this many runs per call (the housekeeping comes back for the rest). Default DEFAULTS.retention (1000). */
   limit?: number;
+  /** Called with each run about to be removed, after its archive is written (the history's last catch-up). */
+  beforeDelete?: (run: RunRecord) => Promise<void>;
 }
 
 export interface PruneSummary {
@@ -57,6 +60,7 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneSummary> {
     if (options.dryRun) continue;
     const { rows } = await archiveRun(store, id, resultsDir);
     summary.archivedRows += rows;
+    await options.beforeDelete?.(run);
     await store.deleteRun(id);
   }
   summary.files = [

@@ -34,6 +34,11 @@ export interface RowWriter {
   token: string;
   /** The row's place in write order when not its run's (QueuedRow.orderAs). Default: `runId`. */
   orderAs?: string;
+  /**
+   * An earlier start of the row's job may have sent it (a worker killed, a lost answer): a value
+   * read from the record now may be the row's own write, so it is no before-value.
+   */
+  resent?: boolean;
 }
 
 export interface RowFenceOptions {

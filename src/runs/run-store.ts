@@ -10,7 +10,7 @@
 import type { LuaScript, RedisClient } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
-import { RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
+import { historyMarksKey, RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
 import { newRunId } from './run-id.js';
 import { DEFAULT_PAGE, nonNegative, RunListing } from './run-listing.js';
 import { RunRefs } from './run-refs.js';
@@ -607,7 +607,9 @@ export class RunStore {
       const tx = this.redis
         .multi()
         .unlink(this.keys.run(ref), this.keys.problems(ref), this.keys.rounds(ref), this.keys.creating(ref))
-        .zrem(this.keys.byWorkspace(record.workspace), id);
+        .zrem(this.keys.byWorkspace(record.workspace), id)
+        // What reached the history table (HistoryMarks): a gap, if any, was recorded before.
+        .hdel(historyMarksKey(this.keys.prefix, record.workspace), `${id}:l`, `${id}:s`);
       for (const key of this.keys.allStatusIndexes(record.workspace)) tx.zrem(key, id);
       await tx.exec();
       if (record.syncName !== undefined) await this.redis.zrem(this.keys.bySync(record.syncName), id);

@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis/index.js';
 import { housekeepingLockKey } from '../keys/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { pruneRuns, type RunStore } from '../runs/index.js';
+import { pruneRuns, type PruneOptions, type RunStore } from '../runs/index.js';
 
 export interface HousekeepingOptions {
   redis: RedisClient;
@@ -15,6 +15,8 @@ export interface HousekeepingOptions {
   logger: Logger;
   /** How often a worker process tries; one process of the fleet does it per period (ms). */
   everyMs: number;
+  /** Each run about to be removed (the history's last catch-up). */
+  beforeDelete?: PruneOptions['beforeDelete'];
 }
 
 /**
@@ -36,6 +38,7 @@ export function startHousekeeping(options: HousekeepingOptions): () => void {
         store: options.store,
         resultsDir: options.resultsDir,
         olderThanMs: options.retentionMs,
+        ...(options.beforeDelete ? { beforeDelete: options.beforeDelete } : {}),
       });
       if (s.runs.length + s.files.length > 0) {
         options.logger.info(

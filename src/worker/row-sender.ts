@@ -225,7 +225,7 @@ export class RowSender {
         const fields = begin.fields as UpdatePayload['fields'];
         // An update's payload is {op, id, fields} (crm/operations.ts): built, not spread.
         const sent = { op: payload.op, id: payload.id, fields } as UpdatePayload;
-        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, read.values);
+        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, read.values, w.resent === true);
       }
       case 'superseded':
         return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
@@ -310,6 +310,7 @@ export class RowSender {
     signal: AbortSignal | undefined,
     writtenLater: readonly WrittenLater[],
     before: BeforeValues,
+    mayHoldOwnWrite: boolean,
   ): Promise<SendOutcome> {
     const base = placeOf(r);
     const partly = partlySent(payload.fields, writtenLater);
@@ -321,7 +322,7 @@ export class RowSender {
     const opts = signal ? { signal } : {};
     const { resource } = OPERATION_TABLE[payload.op];
     const sent = sentDigest(resource, payload.fields);
-    const changes = fieldChanges(resource, payload.fields, before);
+    const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite });
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {

@@ -67,6 +67,7 @@ export class WorkerCore {
     const lockKey = `${this.parts.lockPrefix}${job.id ?? ''}:lock`;
     const w: RowWriter = { runId, row: r.row, round: roundOf(r), lockKey, token };
     if (r.orderAs) w.orderAs = r.orderAs;
+    if (job.attemptsStarted > 1) w.resent = true;
     return w;
   }
 

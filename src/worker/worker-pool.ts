@@ -9,11 +9,12 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { PgHistory } from '../history/index.js';
+import { catchUpBeforeRemoval, HistoryMarks, PgHistory, startHistoryCatchUp } from '../history/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
 import { isRedisFull, redisLiveness, watchRedisGeneration } from '../redis/index.js';
 import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
 import { PoolPresence } from '../queue/index.js';
+import type { RunRecord } from '../runs/index.js';
 import { checkKey, createCrmClient, openRuntime, type Runtime } from '../runtime/index.js';
 import { startEvictionWatch } from './eviction-watch.js';
 import { startHousekeeping } from './housekeeping.js';
@@ -60,6 +61,8 @@ export interface WorkerPoolOptions {
   evictionCheckMs?: number;
   /** Started into a full Redis: how often the start is tried again (ms). Default DEFAULTS.worker.redisFullProbeMs. */
   fullProbeMs?: number;
+  /** With a history database: how often ended runs are caught up (ms). Default DEFAULTS.history.catchUpMs. */
+  historyCatchUpMs?: number;
 }
 
 /** The pool's options with every default filled in, once (startWorkerPool). */
@@ -77,6 +80,7 @@ type ResolvedPoolOptions = Resolved<
   | 'idleMs'
   | 'evictionCheckMs'
   | 'fullProbeMs'
+  | 'historyCatchUpMs'
 >;
 
 function resolvePoolOptions(options: WorkerPoolOptions): ResolvedPoolOptions {
@@ -94,6 +98,7 @@ function resolvePoolOptions(options: WorkerPoolOptions): ResolvedPoolOptions {
     idleMs: w.idleMs,
     evictionCheckMs: w.evictionCheckMs,
     fullProbeMs: w.redisFullProbeMs,
+    historyCatchUpMs: DEFAULTS.history.catchUpMs,
   });
 }
 
@@ -172,8 +177,9 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     await runtime.close();
     throw err;
   }
+  const marks = new HistoryMarks(runtime.redis, config.prefix);
   const history = config.history
-    ? new PgHistory({ url: config.history.postgresUrl, table: config.history.table, logger })
+    ? new PgHistory({ url: config.history.postgresUrl, table: config.history.table, logger, marks })
     : undefined;
   const roster = new WorkspaceRoster({
     config,
@@ -206,7 +212,18 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     serves: (workspace) => !named || named.includes(workspace),
     everyMs: options.evictionCheckMs,
   });
+  const catchUp = history
+    ? {
+        store: runtime.store,
+        marks,
+        db: history,
+        logger,
+        graceMs: DEFAULTS.history.catchUpGraceMs,
+        batchRows: DEFAULTS.history.batchRows,
+      }
+    : undefined;
   const stopHousekeeping = startHousekeeping({
+    ...(catchUp ? { beforeDelete: (run: RunRecord) => catchUpBeforeRemoval(catchUp, run) } : {}),
     redis: runtime.redis,
     store: runtime.store,
     prefix: config.prefix,
@@ -215,6 +232,15 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     logger,
     everyMs: options.housekeepingMs,
   });
+  // What a killed worker's buffer or a database down at close did not write, written from the
+  // runs' results by whichever worker comes next (src/history/history-catch-up.ts).
+  const stopCatchUp = catchUp
+    ? startHistoryCatchUp({
+        ...catchUp,
+        everyMs: options.historyCatchUpMs,
+        workspaces: () => named ?? Object.keys(config.workspaces),
+      })
+    : () => undefined;
   logger.info({ workspaces: named ?? 'every configured workspace' }, 'worker pool started');
   return {
     runtime,
@@ -223,6 +249,7 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
     },
     refresh: () => roster.tick(),
     async close() {
+      stopCatchUp();
       stopHousekeeping();
       evictions.stop();
       generation.stop();
