@@ -1,7 +1,7 @@
 /**
  * Redis a network hop away (issue 42, item 2). One and two worker processes reach their Redis
  * through a TCP proxy that delays every byte DELAY ms each way (test/helpers/tcp-proxy.ts, in a
- * process of its own so the benchmark's own work cannot hold its timers up); the producer and
+ * process of its own, bench/delay-proxy.ts, so the benchmark's own work cannot hold its timers up); the producer and
  * this process reach it directly. The simulator allows LIMIT requests/s (a token bucket of one
  * second), and a loopback HTTP proxy in front of it notes every request's arrival and answer
  * (bench/request-counter.ts): what a metering CRM would count.
@@ -37,21 +37,13 @@ import {
 import { dealIds } from './ids.js';
 import { busiestWindow, startRequestCounter, type Arrival } from './request-counter.js';
 
-if (process.argv[2] === 'proxy') {
-  // The delay proxy's own process: `proxy <upstreamPort> <delayMs>`, prints its port.
-  const { startTcpProxy } = await import('../test/helpers/tcp-proxy.js');
-  const proxy = await startTcpProxy({ upstreamPort: Number(process.argv[3]), delayMs: Number(process.argv[4]) });
-  console.log(proxy.port);
-  process.on('SIGTERM', () => void proxy.close().then(() => process.exit(0)));
-} else {
-  await main();
-}
+await main();
 
 /** The delay proxy in a child process; resolves with its port. */
 async function startDelayProxy(upstreamPort: number, delayMs: number): Promise<{ port: number; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', new URL(import.meta.url).pathname, 'proxy', String(upstreamPort), String(delayMs)],
+    ['--import', 'tsx', new URL('./delay-proxy.ts', import.meta.url).pathname, String(upstreamPort), String(delayMs)],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   process.on('exit', () => child.kill('SIGKILL'));
