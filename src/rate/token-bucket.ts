@@ -49,6 +49,12 @@ const MIN_RATE = 0.5;
 const LEARNING_LATE_MS = 10;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
+/**
+ * How fast the reply-time and round-trip estimates follow a new sample: at once half-way up (a
+ * slower Redis must not cost missed send times for long), a tenth of the way down.
+ */
+const RISE = 0.5;
+const FALL = 0.1;
 
 /**
  * The workspace's request budget, one for all its worker processes (docs/architecture.md,
@@ -85,6 +91,15 @@ export class SharedTokenBucket {
    * a grant is sent at its own time on Redis's clock, however late the reply that carried it.
    */
   #clock: { offset: number; error: number; at: number } | undefined;
+  /**
+   * How long a claim's reply takes to arrive after Redis read its clock (ms, on this process's
+   * clock), and a claim's whole round trip: a Redis a network hop away is half a round trip and
+   * more behind. Send times are claimed this far ahead (CLAIM's `lead`), so a reply is never
+   * late by its own way back; a request that waits on another round trip beside its token
+   * (reserve's `afterRoundTrip`) is given a send time no sooner than that one answers.
+   */
+  #replyMs = 0;
+  #roundTripMs = 0;
   #claiming = false;
   #retry: NodeJS.Timeout | undefined;
   /** Known limit: send times missed (never to be used), to give back (#release). */
@@ -168,18 +183,22 @@ export class SharedTokenBucket {
    * the next request that waits; called after the token was taken (its request will not be sent
    * after all), a known limit's send time goes back to the budget (#giveBack). So a request may
    * start waiting for its token while it waits for something else (the write fence), and lose
-   * nothing of the budget when that says no.
+   * nothing of the budget when that says no. `afterRoundTrip`: that something else is a Redis
+   * round trip begun now, so with a known limit no send time due before it answers is given to
+   * this wait (it would be stale by then: usableForMs); sooner ones serve other waits.
    */
-  reserve(signal?: AbortSignal, withinMs?: number): TokenWait {
+  reserve(signal?: AbortSignal, withinMs?: number, afterRoundTrip = false): TokenWait {
     if (signal?.aborted) {
       const refused = newWaiter(Number.POSITIVE_INFINITY, () => undefined);
       refused.done = true;
       refused.reject(signal.reason);
       return refused;
     }
-    const w = newWaiter(withinMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + withinMs, (x) =>
-      this.#cancel(x),
-    );
+    const now = Date.now();
+    const w = newWaiter(withinMs === undefined ? Number.POSITIVE_INFINITY : now + withinMs, (x) => this.#cancel(x));
+    // Known limit: its token is used only within usableForMs of its grant, and not before the
+    // other round trip answers; a send time due sooner is better left to another request.
+    if (afterRoundTrip && this.#o.limit) w.notBefore = now + this.#roundTripMs - this.usableForMs / 2;
     this.#watch.add(w, signal);
     this.#waiting.push(w);
     this.#pump();
@@ -274,8 +293,17 @@ export class SharedTokenBucket {
       return false;
     });
     this.#release();
-    while (this.#waiting.length > 0 && this.#spare.length > 0)
-      this.#schedule(this.#waiting.shift()!, this.#spare.shift()!);
+    // In order, each wait the first spare send time it can use (not before its notBefore).
+    for (let i = 0; i < this.#waiting.length && this.#spare.length > 0;) {
+      const w = this.#waiting[i]!;
+      const j = w.notBefore === 0 ? 0 : this.#spare.findIndex((s) => s.at >= w.notBefore);
+      if (j < 0) {
+        i++;
+        continue;
+      }
+      this.#waiting.splice(i, 1);
+      this.#schedule(w, this.#spare.splice(j, 1)[0]!);
+    }
     if (this.#waiting.length === 0 || this.#claiming || this.#retry) return;
     if (now < this.#pausedUntil) {
       // The 429's pause is also in Redis (or on its way there): ask again when it is over.
@@ -300,6 +328,7 @@ export class SharedTokenBucket {
         // Not a setting: 0 tells CLAIM the limit is unknown (learned instead).
         this.#o.limit?.max ?? 0,
         unused,
+        this.#replyMs.toFixed(3),
       ],
     )
       .then((reply) => {
@@ -307,7 +336,10 @@ export class SharedTokenBucket {
         // Offsets are from Redis's now: placed on this process's clock through the offset
         // between the two, not from when the reply came (a reply held up in a busy event loop
         // would send its whole batch late, and late sends bunch up against on-time ones).
-        const base = redisNow - this.#learnClock(asked, Date.now(), redisNow);
+        const answered = Date.now();
+        const base = redisNow - this.#learnClock(asked, answered, redisNow);
+        this.#replyMs = follow(this.#replyMs, Math.max(0, answered - base));
+        this.#roundTripMs = follow(this.#roundTripMs, answered - asked);
         for (const off of offsets) this.#spare.push({ at: base + off, granted: redisNow + off });
         if (offsets.length === 0) this.#retryIn(wait);
       })
@@ -447,6 +479,11 @@ export class SharedTokenBucket {
     if (err === undefined) w.resolve(true);
     else w.reject(err);
   }
+}
+
+/** An estimate moved toward a new sample: fast when it rises, slowly when it falls (RISE, FALL). */
+function follow(estimate: number, sample: number): number {
+  return estimate + (sample - estimate) * (sample > estimate ? RISE : FALL);
 }
 
 /** What spends a workspace's request budget: every CRM request takes a token first. */

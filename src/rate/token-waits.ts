@@ -23,6 +23,8 @@ export interface Waiter extends TokenWait {
   timer: NodeJS.Timeout | undefined;
   /** The send time this wait was given, while its timer runs. */
   slot: Slot | undefined;
+  /** No send time due before this is given to it (local epoch ms; 0: any). reserve's afterRoundTrip. */
+  notBefore: number;
   /** The send time of the token this wait handed out (cancel gives it back). */
   taken: Slot | undefined;
   takenAt: number | undefined;
@@ -48,6 +50,7 @@ export function newWaiter(deadline: number, cancel: (w: Waiter) => void): Waiter
     cancel: () => cancel(w),
     timer: undefined,
     slot: undefined,
+    notBefore: 0,
     taken: undefined,
     takenAt: undefined,
     done: false,

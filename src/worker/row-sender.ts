@@ -190,7 +190,7 @@ export class RowSender {
         (values) => ({ values }),
         (err: unknown) => ({ err }),
       );
-    const { wait, token: tokenAnswer } = this.#waitForToken(signal);
+    const { wait, token: tokenAnswer } = this.#waitForToken(signal, true);
     let begin;
     try {
       begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
@@ -292,9 +292,16 @@ export class RowSender {
     }
   }
 
-  /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
-  #waitForToken(signal: AbortSignal | undefined): { wait: TokenWait; token: Promise<TokenAnswer> } {
-    const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS);
+  /**
+   * A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent).
+   * `besideFence`: the write fence's call is on its way meanwhile (SharedTokenBucket.reserve's
+   * afterRoundTrip), so the token comes no sooner than the fence can answer.
+   */
+  #waitForToken(
+    signal: AbortSignal | undefined,
+    besideFence = false,
+  ): { wait: TokenWait; token: Promise<TokenAnswer> } {
+    const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS, besideFence);
     const token = wait.granted.then(
       (taken): TokenAnswer => (taken ? 'taken' : 'late'),
       (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),

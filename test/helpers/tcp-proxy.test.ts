@@ -249,6 +249,31 @@ describe('tcp proxy in front of real Redis', () => {
     expect(old.status).toBe('ready'); // ioredis has no idea: nothing closed
   });
 
+  it('delayMs holds every byte that long each way, in order, also across a change of delay', async () => {
+    const { host, port } = testRedisAddress();
+    const slow = await startTcpProxy({ upstreamHost: host, upstreamPort: port, delayMs: 40 });
+    const r = new Redis(testRedisUrlVia(slow.port), { enableReadyCheck: false });
+    try {
+      await r.ping();
+      const t0 = performance.now();
+      expect(await r.ping()).toBe('PONG');
+      // A lower bound only (a loaded machine is slower, never faster): the round trip is 2 × 40 ms.
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(79);
+      // Sent under the old delay and the new one: the replies still come in order.
+      const order: string[] = [];
+      const echo = (i: number): Promise<void> => r.echo(String(i)).then((x) => void order.push(x));
+      const early = Array.from({ length: 10 }, (_, i) => echo(i));
+      await sleep(5); // the first ten are on their way, held for 40 ms
+      slow.setDelay(0);
+      const late = Array.from({ length: 10 }, (_, i) => echo(10 + i));
+      await Promise.all([...early, ...late]);
+      expect(order).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+    } finally {
+      r.disconnect();
+      await slow.close();
+    }
+  });
+
   it('refuse gives ECONNREFUSED, heal reopens', async () => {
     await proxy.refuse();
     const r = redis({ lazyConnect: true, retryStrategy: () => null });

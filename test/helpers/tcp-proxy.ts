@@ -11,6 +11,11 @@ export interface TcpProxyOptions {
   /** Default 127.0.0.1. */
   upstreamHost?: string;
   upstreamPort: number;
+  /**
+   * Delay every byte this long (ms) in each direction, in order: a Redis a network hop away
+   * (issue 42). Default 0. `setDelay` changes it for bytes that arrive afterwards.
+   */
+  delayMs?: number;
 }
 
 export type HealMode = 'deliver' | 'reset' | 'hang';
@@ -39,6 +44,8 @@ export interface TcpProxy {
   refuse(): Promise<void>;
   /** `accepted`: connections accepted since start; `open`: client sockets not yet closed (hung ones included). */
   readonly stats: { accepted: number; open: number };
+  /** The delay each way from now on (ms); bytes already delayed keep theirs, and order is kept. */
+  setDelay(ms: number): void;
   /** Destroys every connection and stops listening; rejects if a reopen after refuse() failed. */
   close(): Promise<void>;
 }
@@ -55,6 +62,14 @@ interface Conn {
   state: ConnState;
   toUpstream: Held[];
   toClient: Held[];
+  /** Items on their way through the delay (delayMs), per direction, due in order. */
+  delayed: { upstream: DelayLine; client: DelayLine };
+}
+
+/** One direction's delayed items: each is due at its time, never before the one ahead of it. */
+interface DelayLine {
+  items: { due: number; item: Held }[];
+  timer: NodeJS.Timeout | undefined;
 }
 
 /** RST instead of FIN, so the peer sees ECONNRESET like after a middlebox or host failure. */
@@ -77,6 +92,28 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   let listening = false;
   let listenError: Error | undefined;
   let port = 0;
+  let delayMs = Math.max(0, options.delayMs ?? 0);
+
+  /**
+   * Passes an item on after the delay (at once with none). Due times never go backwards, so a
+   * change of delay cannot reorder bytes; one timer per direction drains what is due.
+   */
+  const delayed = (conn: Conn, to: 'upstream' | 'client', item: Held): void => {
+    const line = conn.delayed[to];
+    if (delayMs === 0 && line.items.length === 0) return forward(conn, to, item);
+    const last = line.items.at(-1)?.due ?? 0;
+    line.items.push({ due: Math.max(last, performance.now() + delayMs), item });
+    if (line.timer === undefined) drain(conn, to);
+  };
+
+  const drain = (conn: Conn, to: 'upstream' | 'client'): void => {
+    const line = conn.delayed[to];
+    line.timer = undefined;
+    const now = performance.now();
+    while (line.items.length > 0 && line.items[0]!.due <= now) forward(conn, to, line.items.shift()!.item);
+    const next = line.items[0];
+    if (next) line.timer = setTimeout(() => drain(conn, to), Math.max(0, next.due - now));
+  };
 
   /** Sends one item to `to`, now if the connection passes, later if it is held, never if hung. */
   const forward = (conn: Conn, to: 'upstream' | 'client', item: Held): void => {
@@ -96,10 +133,10 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     const upstream = connect({ host: upstreamHost, port: options.upstreamPort, allowHalfOpen: true });
     conn.upstream = upstream;
     upstream.setNoDelay(true);
-    upstream.on('data', (chunk: Buffer) => forward(conn, 'client', chunk));
-    upstream.on('end', () => forward(conn, 'client', 'end'));
+    upstream.on('data', (chunk: Buffer) => delayed(conn, 'client', chunk));
+    upstream.on('end', () => delayed(conn, 'client', 'end'));
     // An upstream error (refused, reset) reaches the client as a reset, not as a clean close.
-    upstream.on('error', () => forward(conn, 'client', 'reset'));
+    upstream.on('error', () => delayed(conn, 'client', 'reset'));
     upstream.on('close', () => {
       if (conn.client.destroyed) conns.delete(conn);
     });
@@ -115,12 +152,19 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   const onConnection = (client: Socket): void => {
     stats.accepted++;
     stats.open++;
-    const conn: Conn = { client, upstream: undefined, state: 'pass', toUpstream: [], toClient: [] };
+    const conn: Conn = {
+      client,
+      upstream: undefined,
+      state: 'pass',
+      toUpstream: [],
+      toClient: [],
+      delayed: { upstream: { items: [], timer: undefined }, client: { items: [], timer: undefined } },
+    };
     conns.add(conn);
     client.setNoDelay(true);
-    client.on('data', (chunk: Buffer) => forward(conn, 'upstream', chunk));
-    client.on('end', () => forward(conn, 'upstream', 'end'));
-    client.on('error', () => forward(conn, 'upstream', 'reset'));
+    client.on('data', (chunk: Buffer) => delayed(conn, 'upstream', chunk));
+    client.on('end', () => delayed(conn, 'upstream', 'end'));
+    client.on('error', () => delayed(conn, 'upstream', 'reset'));
     // A FIN is forwarded as a FIN (half-close), so each socket closes once both of its sides ended.
     client.on('close', () => {
       stats.open--;
@@ -149,6 +193,11 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   const resetAll = (): void => {
     for (const conn of [...conns]) {
       conn.state = 'hung'; // so the close events of one side do not try to replay onto the other
+      for (const line of [conn.delayed.upstream, conn.delayed.client]) {
+        clearTimeout(line.timer);
+        line.timer = undefined;
+        line.items.length = 0;
+      }
       rst(conn.client);
       rst(conn.upstream);
       conns.delete(conn);
@@ -161,6 +210,9 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     },
     url: (scheme) => `${scheme}://127.0.0.1:${port}`,
     stats,
+    setDelay(ms) {
+      delayMs = Math.max(0, ms);
+    },
     blackhole() {
       blackholed = true;
       for (const conn of conns) if (conn.state === 'pass') hold(conn);

@@ -18,6 +18,10 @@
   limit was raised). Grants are counted (`g`) for pause-tokens' measure, less those a process
   reports it never sent (`unused`: it got them too late to use, or its request was called off).
 
+  No send time is granted sooner than `lead` after now: the reply takes that long to reach the
+  process (half a round trip and more, for a Redis a network hop away), and a time that has gone
+  by when it arrives is no use to it. The horizon counts from there.
+
   Times are Redis's clock; replies give send times as ms from that now.
   KEYS[1] tatKey     the TAT
   KEYS[2] rateKey    the learned rate (a hash: rate, ceiling, at, hold, measured, g, since, ...)
@@ -30,6 +34,7 @@
   ARGV[6] window     ms (0: no log)
   ARGV[7] max        grants per window
   ARGV[8] unused     learning: earlier grants of this process it did not send (taken off `g`)
+  ARGV[9] lead       ms: the soonest a send time may be (the process's measured reply time)
   Returns {wait, now, offset...}: Redis's now (ms) and the granted requests' send times as ms
   from it; with none granted, `wait` is the ms until the first would fall within the horizon.
 ]]
@@ -37,17 +42,21 @@ local tatKey, rateKey, logKey = KEYS[1], KEYS[2], KEYS[3]
 local interval, tolerance, n, horizon = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local startRate = ARGV[5]
 local win, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
+local lead = math.max(0, tonumber(ARGV[9]) or 0)
 --- @include "includes/redis-clock"
 
 local now = now_ms_exact()
+-- The soonest send time this reply can still carry in time.
+local soonest = now + lead
 local raw = redis.call('GET', tatKey)
 local tat = tonumber(raw or '0')
 local learning = interval == 0
 if learning then
   local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'at', 'hold', 'measured')
   local rate, ceiling, at = tonumber(st[1]) or tonumber(startRate), tonumber(st[2]) or 0, tonumber(st[3]) or now
-  -- A 429's pause also puts TAT ahead of now: that is no sign of demand above the rate.
-  if tat > now and now >= (tonumber(st[4]) or 0) then
+  -- A 429's pause also puts TAT ahead of now: that is no sign of demand above the rate; nor is
+  -- the lead of a grant (a TAT ahead by no more than this reply's own).
+  if tat > soonest and now >= (tonumber(st[4]) or 0) then
     local dt = math.min(math.max(now - at, 0), 1000) / 1000
     if ceiling == 0 or rate < ceiling * 0.9 then
       rate = rate * (1 + dt)
@@ -64,7 +73,7 @@ if learning then
 elseif not raw then
   tat = now + tolerance
 end
-if tat < now then tat = now end
+if tat < soonest then tat = soonest end
 local head, len, fresh = {}, 0, {}
 if win > 0 then
   len = redis.call('LLEN', logKey)
@@ -77,7 +86,7 @@ end
 local out, next_at = {'0', string.format('%.3f', now)}, now
 for i = 1, n do
   local at = tat - tolerance
-  if at < now then at = now end
+  if at < soonest then at = soonest end
   if win > 0 then
     -- The grant `cap` before this one, in the stored log or among this call's own.
     local p = len + i - cap
@@ -88,14 +97,14 @@ for i = 1, n do
     end
   end
   next_at = at
-  if at > now + horizon then break end
+  if at > soonest + horizon then break end
   out[#out + 1] = string.format('%.3f', at - now)
   fresh[#fresh + 1] = at
   if at > tat then tat = at end
   tat = tat + interval
 end
 if #fresh == 0 then
-  out[1] = string.format('%.3f', next_at - horizon - now)
+  out[1] = string.format('%.3f', next_at - horizon - soonest)
   return out
 end
 redis.call('SET', tatKey, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 60000)
