@@ -3,7 +3,6 @@ import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCr
 import { errorMessage, type ErrorCode } from '../../errors/index.js';
 import { silentLogger, type Logger } from '../../log/index.js';
 import {
-  failed,
   succeeded,
   uncertain,
   type CreateMarker,
@@ -241,8 +240,11 @@ export class DuplicateSafeCreate {
   }
 
   /**
-   * `answer`: the CRM named the deal: if another row recorded it, that is a conflict (the row
-   * fails). `lookup`: a lookup found it, and losing it to another row makes the row uncertain.
+   * `answer`: the CRM named the deal; `lookup`: a lookup found it. Either way, a deal another
+   * row had recorded is not this row's, and the row is in doubt, never failed: a create that got
+   * a 2xx answer may have made a deal of its own (a CRM fault named another), so `failed` would
+   * invite a blind re-send. `uncertain` makes `runs retry` look for the deal before anything is
+   * sent (restore-create: a lookup that finds a candidate sends nothing).
    */
   async #record(
     c: CreateContext,
@@ -257,9 +259,10 @@ export class DuplicateSafeCreate {
     const success = succeeded(row, dealId, message, c.sent, c.changes);
     const conflict =
       how === 'answer'
-        ? failed(
+        ? uncertain(
             row,
-            { code: CONFLICT, message: `the CRM answered with deal ${dealId}, which another row had already recorded` },
+            CONFLICT,
+            `may have been created: the CRM answered 2xx with deal ${dealId}, which another row had already recorded (a fault of the CRM); not recorded as that deal, not sent again: \`runs retry\` looks for its deal before sending anything`,
             row.original,
           )
         : uncertain(
