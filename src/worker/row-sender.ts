@@ -341,7 +341,7 @@ export class RowSender {
         // would write again blind), never recorded under the answer's id.
         this.o.logger.warn(
           { row: r.row, recordId: payload.id, answeredId: err.answeredId, err: err.message },
-          "update answered for another record than the one written to: the row is uncertain",
+          'update answered for another record than the one written to: the row is uncertain',
         );
         return { kind: 'result', result: updateInDoubt(base, payload.id, err, r.original), settles };
       }
