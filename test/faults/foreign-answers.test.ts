@@ -19,7 +19,7 @@ describe('answers that name another record', () => {
   });
   afterAll(async () => h?.close());
 
-  it("an update whose answer names another id is not recorded under that id: uncertain, naming both, the other rows as they were", async () => {
+  it('an update whose answer names another id is not recorded under that id: uncertain, naming both, the other rows as they were', async () => {
     const deals = [...h.ws.deals.values()].slice(0, 3);
     const [, target] = deals;
     const other = [...h.ws.deals.values()][8]!;
@@ -35,7 +35,9 @@ describe('answers that name another record', () => {
         },
       },
     ]);
-    const run = await h.waitForRun((await h.importFile(dealValuesFile(h, 'answered-other.csv', 700, deals), 'deal.update')).id);
+    const run = await h.waitForRun(
+      (await h.importFile(dealValuesFile(h, 'answered-other.csv', 700, deals), 'deal.update')).id,
+    );
     expect(h.proxy!.unspent()).toBe(0);
     const results = await resultsByRow(h, run.id);
     expect(results.map((r) => r.status)).toEqual(['succeeded', 'uncertain', 'succeeded']);
