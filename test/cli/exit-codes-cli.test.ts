@@ -159,3 +159,27 @@ describe('exit codes, durations and plain messages (child processes)', () => {
     );
   }, 60_000);
 });
+
+describe('a CRM answer off the spec (issue 43)', () => {
+  let off: Harness;
+  beforeAll(async () => {
+    off = await startHarness({ records: 5, crmProxy: true });
+  });
+  afterAll(async () => off?.close());
+  const offCli = cliFor(() => off);
+
+  it('reconcile exits 8 naming the request, not 4 ("Redis unreachable or an unexpected error")', async () => {
+    off.proxy!.setRules([
+      { method: 'GET', path: /\/v2\/contacts$/, rewriteAnswer: () => ({ contacts: 'not a list', pagination: {} }) },
+    ]);
+    const file = off.file('bad-answer.csv', csv(['email', 'name'], [['a@example.com', 'A']]));
+    const res = await offCli(['reconcile', file, '--op', 'contact.update', '-w', 'acme']);
+    expect(res.stderr).toMatch(
+      /GET \/api\/external\/v2\/contacts\?page_number=1.*does not match the schema.*\[CRM_BAD_RESPONSE\]/,
+    );
+    expect(res.stderr).not.toMatch(/^\s+at /m);
+    expect(res.code).toBe(8);
+    const help = await offCli(['--help']);
+    expect(help.stdout).toMatch(/^ {2}8 {2}the CRM answered in a way its spec does not allow/m);
+  }, 30_000);
+});
