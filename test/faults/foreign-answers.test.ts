@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunKeys } from '../../src/keys/index.js';
 import { retryRun } from '../../src/lifecycle/index.js';
 import { csv, dealValuesFile, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { POST_DEALS, dealsNamed } from './create-fixtures.js';
@@ -96,4 +97,38 @@ describe('answers that name another record', () => {
     // A's result is A's, untouched.
     expect((await resultsByRow(h, first.id))[0]).toMatchObject({ status: 'succeeded', recordId: takenId });
   }, 60_000);
+});
+
+describe('a created deal stamped in the 1890s', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 2, seed: 44, crmProxy: true, createSettleMs: 300 });
+    await h.startWorkers({ concurrency: 1 });
+  });
+  afterAll(async () => h?.close());
+
+  it('does not calibrate the record clock; a plausible stamp does', async () => {
+    const clockKey = new RunKeys(h.config.prefix).recordClock('acme');
+    h.proxy!.setRules([
+      {
+        ...POST_DEALS,
+        times: 1,
+        rewriteAnswer: (json) => {
+          const { deal } = json as { deal: Record<string, unknown> };
+          return { deal: { ...deal, created_at: '1893-03-01T12:00:00.000Z' } };
+        },
+      },
+    ]);
+    const old = await h.waitForRun(
+      (await h.importFile(h.file('old.csv', csv(['name', 'value'], [['Stamped 1893', 1]])), 'deal.create')).id,
+    );
+    expect(h.proxy!.unspent()).toBe(0);
+    expect(old.counts.succeeded).toBe(1);
+    expect(await h.runtime.redis.get(clockKey)).toBeNull();
+    const now = await h.waitForRun(
+      (await h.importFile(h.file('now.csv', csv(['name', 'value'], [['Stamped now', 2]])), 'deal.create')).id,
+    );
+    expect(now.counts.succeeded).toBe(1);
+    expect(await h.runtime.redis.get(clockKey)).not.toBeNull();
+  }, 40_000);
 });

@@ -169,7 +169,12 @@ export class DuplicateSafeCreate {
     try {
       const deal = await this.#o.client.createDeal(fields, signal ? { signal } : {});
       id = deal.id;
-      stamp = stampOf(deal.created_at);
+      stamp = stampOf(deal.created_at, this.#o.client.crmClock().at);
+      if (stamp === undefined && !Number.isNaN(Date.parse(deal.created_at)))
+        this.#logger.warn(
+          { runId: w.runId, row: w.row, dealId: id, createdAt: deal.created_at },
+          'a created deal is stamped implausibly far from the clock: the record clock is not calibrated from it',
+        );
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         id = err.recordId; // created, but the answer is off-spec: the deal exists all the same
@@ -303,10 +308,21 @@ export class DuplicateSafeCreate {
   }
 }
 
-/** An answered deal's created_at, to calibrate the record clock; its resolution from its form. */
-function stampOf(createdAt: string): { createdAt: number; resolutionMs: number } | undefined {
+/**
+ * How far a just-created deal's created_at may lie from the CRM's clock (its Date header, or
+ * ours) and still calibrate the record clock: a day covers a CRM stamping local time as UTC in
+ * any zone. A stamp from the 1890s, or a year ahead, is a fault of the answer, not a clock: taken,
+ * it would move the bound below which a deal counts as made before a send by decades.
+ */
+const MAX_RECORD_STAMP_SKEW_MS = 24 * 3_600_000;
+
+/**
+ * An answered deal's created_at, to calibrate the record clock; its resolution from its form.
+ * Undefined when unreadable, or implausibly far (MAX_RECORD_STAMP_SKEW_MS) from `clockAt`.
+ */
+function stampOf(createdAt: string, clockAt: number): { createdAt: number; resolutionMs: number } | undefined {
   const at = Date.parse(createdAt);
-  if (Number.isNaN(at)) return undefined;
+  if (Number.isNaN(at) || Math.abs(at - clockAt) > MAX_RECORD_STAMP_SKEW_MS) return undefined;
   return { createdAt: at, resolutionMs: /:\d\d[.,]\d/.test(createdAt) ? 1 : 1000 };
 }
 
