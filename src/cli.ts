@@ -21,6 +21,7 @@ async function main(argv: string[]): Promise<number> {
       if (err.code === 'REDIS_LOST' || err.code === 'REDIS_FULL') return EXIT.REDIS_LOST;
       if (err.code === 'REDIS_DATA_LOST') return EXIT.REDIS_DATA_LOST;
       if (err.code === 'CRM_AUTH') return EXIT.BLOCKED;
+      if (err.code === 'CRM_BAD_RESPONSE') return EXIT.CRM_BAD_ANSWER;
       return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
     }
     if (err instanceof Error && REDIS_SILENT.test(err.message)) {

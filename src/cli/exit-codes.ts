@@ -32,6 +32,12 @@ export const EXIT = {
    * plan and the commands that review, approve and apply it (`--json`: `held`).
    */
   HELD: 7,
+  /**
+   * The CRM answered in a way its spec does not allow (CRM_BAD_RESPONSE: a body off the schema,
+   * another page than the one asked): the command stopped there. Not crm-sync's fault, nor
+   * Redis': the message names the request; a run's rows keep their own results.
+   */
+  CRM_BAD_ANSWER: 8,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

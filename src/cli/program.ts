@@ -13,6 +13,7 @@ Exit codes:
   ${EXIT.REDIS_LOST}  Redis stopped answering (or stayed full while the file was read) for over --redis-outage (the run goes on: crm-sync runs show <id>; stopped mid-file: crm-sync runs resume <id>)
   ${EXIT.REDIS_DATA_LOST}  Redis lost the run's data (restarted without persistence, or evicting keys): rows may have been sent; the message says how to send the rest without duplicates
   ${EXIT.HELD}  held for approval, nothing sent: a guarded sync's tick waits as a plan (the output names it and the commands that review, approve and apply it)
+  ${EXIT.CRM_BAD_ANSWER}  the CRM answered in a way its spec does not allow (a body off the schema, another page than asked): the command stopped; the message names the request
 
 Configuration: ./crm-sync.config.json, or CRM_SYNC_CONFIG, or --config <path>.
 Environment: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster's seed nodes host:port,host:port; wins over REDIS_URL), CRM_SYNC_PREFIX, CRM_SYNC_LOG_LEVEL, LOG_FORMAT (json or pretty).`;

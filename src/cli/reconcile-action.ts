@@ -6,7 +6,9 @@ import type { Command } from 'commander';
 import { getWorkspace } from '../config/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import { formatPlanCounts, planReconcile, topFields, type FieldTally } from '../reconcile/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
 import { createCrmClient } from '../runtime/index.js';
+import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
 import type { MatchOptions } from './options.js';
 import { printSourceNotes } from './source-notes.js';
@@ -21,6 +23,9 @@ export interface ReconcileOptions extends MatchOptions {
 export async function reconcileCommand(file: string, opts: ReconcileOptions, command: Command): Promise<void> {
   const { config, logger } = cliContext(command);
   getWorkspace(config, opts.workspace);
+  // Nothing is stored, but every list page takes its token from the workspace's one budget
+  // (in Redis, shared with its workers and every other command), so reconcile never outruns it.
+  const { redis } = await openStore(config);
   const client = createCrmClient(config, opts.workspace, logger);
   const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
   try {
@@ -29,6 +34,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       op: opts.op,
       workspace: opts.workspace,
       client,
+      budget: workspaceRequestBudget(redis, config, opts.workspace),
       ...(opts.match ? { matchKey: opts.match } : {}),
       ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
       ...(opts.mapping ? { mapping: readMappingFile(opts.mapping) } : {}),
@@ -47,6 +53,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
     process.exitCode = plan.counts.invalid + plan.counts['not-found'] + plan.counts.ambiguous > 0 ? 1 : 0;
   } finally {
     client.close();
+    redis.disconnect();
     if (out && out !== process.stdout) {
       out.end();
       await finished(out);

@@ -16,7 +16,10 @@ export interface FollowRunOptions {
   tty?: boolean;
   /** Plain-line interval when not a TTY. Default DEFAULTS.cli.progressLineEveryMs (5000 ms). */
   lineEveryMs?: number;
-  /** Print nothing while waiting. */
+  /**
+   * No progress while waiting (`--json`: stdout stays one JSON document). What keeps the rows
+   * waiting (`presence`, `health`) is still said on stderr: silence there would look like work.
+   */
   quiet?: boolean;
   /** Ride out Redis not answering this long, then give up with REDIS_LOST. Default 60000 ms. */
   redisOutageMs?: number;
@@ -56,7 +59,7 @@ export async function followRun(store: RunStore, runId: string, options: FollowR
   let lastLook = 0;
   const reads = runReads(store, runId, { read: async (last) => (last ? ((await read(last)) ?? last) : run) });
   for await (run of reads) {
-    if (options.presence && !options.quiet && Date.now() - lastLook >= PRESENCE_EVERY_MS) {
+    if (options.presence && Date.now() - lastLook >= PRESENCE_EVERY_MS) {
       lastLook = Date.now();
       const line = await options.presence.look().catch(() => undefined);
       if (line !== undefined) process.stderr.write(`${bar ? '\n' : ''}${line}\n`);

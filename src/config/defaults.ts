@@ -194,6 +194,8 @@ export const DEFAULTS = {
     pageRetryBaseDelayMs: 250,
     /** Longest backoff between list retries (ms). */
     pageRetryMaxDelayMs: 10 * SECOND,
+    /** Full pages asked past a list's stated count (`total_pages`) before the pass ends with a warning. */
+    pagesPastCount: 100,
   },
 
   /** Redis connections. */

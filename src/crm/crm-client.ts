@@ -153,10 +153,31 @@ export class CrmClient {
     return (await this.#write('contact.update', id, fields, opts)) as Contact;
   }
 
-  /** Any update operation of the operation table: its request, the written record's id. */
+  /**
+   * Any update operation of the operation table: its request, the written record's id — always
+   * the path's. The spec's update answers are the record at the path: an answer naming another
+   * id is a CRM fault (BadResponseError with `answeredId`, no `recordId`), never a re-keying of
+   * the row's result; the write may have been applied all the same.
+   */
   async update(payload: UpdatePayload, opts: CallOptions = {}): Promise<string> {
-    const record = (await this.#write(payload.op, payload.id, payload.fields, opts)) as { id: string };
-    return record.id;
+    let answered: string | undefined;
+    try {
+      answered = ((await this.#write(payload.op, payload.id, payload.fields, opts)) as { id: string }).id;
+    } catch (err) {
+      if (!(err instanceof BadResponseError) || err.recordId === undefined || err.recordId === payload.id) throw err;
+      throw this.#otherRecord(payload, err.recordId, err.status);
+    }
+    if (answered !== payload.id) throw this.#otherRecord(payload, answered, undefined);
+    return payload.id;
+  }
+
+  #otherRecord(payload: UpdatePayload, answeredId: string, status: number | undefined): BadResponseError {
+    const path = this.#pathOf(operationPath(payload.op, payload.id));
+    const method = OPERATION_TABLE[payload.op].method;
+    return new BadResponseError(
+      `${method} ${path} (workspace ${this.workspace}): the answer names record ${JSON.stringify(answeredId)}, not ${JSON.stringify(payload.id)} that was written to`,
+      { workspace: this.workspace, method, path, ...(status !== undefined ? { status } : {}), answeredId },
+    );
   }
 
   /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */

@@ -121,10 +121,16 @@ export class RejectedError extends CrmError {
  */
 export class BadResponseError extends CrmError {
   readonly recordId: string | undefined;
+  /**
+   * An update's answer that names another record than the one at its path (CrmClient.update):
+   * the id it named. `recordId` is then unset — the row is never recorded under it.
+   */
+  readonly answeredId: string | undefined;
 
-  constructor(message: string, init: CrmErrorInit & { recordId?: string | undefined }) {
+  constructor(message: string, init: CrmErrorInit & { recordId?: string | undefined; answeredId?: string }) {
     super('CRM_BAD_RESPONSE', message, init);
     this.recordId = init.recordId;
+    this.answeredId = init.answeredId;
   }
 }
 

@@ -21,6 +21,12 @@ export interface PagerOptions {
   retryMaxDelayMs?: number;
   /** Stops paging (also during a wait); the iterator throws the signal's reason. Default none. */
   signal?: AbortSignal;
+  /**
+   * Pages asked past the count an answer gave (`total_pages`) while full pages keep coming: a
+   * count that is short is read by the spec's rule (the end is an empty page), within this
+   * bound. Default DEFAULTS.client.pagesPastCount.
+   */
+  maxPagesPastCount?: number;
   /** Called with each page as yielded (records already deduplicated). Default none. */
   onPage?: (page: ListPage<unknown>) => void;
   /**
@@ -38,7 +44,13 @@ export const FIRST_PAGE = 1;
 
 type ResolvedPagerOptions = Resolved<
   PagerOptions,
-  'pageSize' | 'startPage' | 'maxRetries' | 'maxRateLimitRetries' | 'retryBaseDelayMs' | 'retryMaxDelayMs'
+  | 'pageSize'
+  | 'startPage'
+  | 'maxRetries'
+  | 'maxRateLimitRetries'
+  | 'retryBaseDelayMs'
+  | 'retryMaxDelayMs'
+  | 'maxPagesPastCount'
 >;
 
 export type FetchPage<T> = (pageNumber: number, pageSize: number) => Promise<ListPage<T>>;
@@ -50,14 +62,20 @@ interface PaginateContext {
 }
 
 /**
- * Follows page_number from startPage to the end of the list: the page whose own answer says it
- * is the last (`pagination.total_pages`, spec §8.1), or an empty page (rule 2) when an answer
- * counts more pages than there are. No request goes past the end, so a list of N full pages
- * takes N requests. Each answer's count is read anew: records appended while paging raise it,
- * and the pager follows them to the new end (what is appended after the last page's answer is
- * not seen, as it would not be after an empty page either). Records appended shift nothing
- * already read, and a record seen twice (rows moving between pages) is yielded once: ids of
- * this pass are kept in a Set.
+ * Follows page_number from startPage to the end of the list (docs/architecture.md, "Paging"):
+ *
+ * - an empty page ends it (spec §8.1 rule 2: how clients detect the end);
+ * - so does a page at or past the count its own answer gives (`pagination.total_pages`) that is
+ *   not full: no page can follow a short one, so a list whose last page is short takes exactly
+ *   its pages. A full page there cannot tell: the pager asks on, until an empty page, for at
+ *   most `maxPagesPastCount` pages past the count (a count that is short, read as the spec's
+ *   rule says; the bound ends a list that never ends, with a warning);
+ * - a page that brings no record not seen before in this pass ends it, with a warning naming
+ *   the page: a CRM repeating its pages (whatever count it claims) would be paged for ever.
+ *
+ * Each answer's count is read anew: records appended while paging raise it, and the pager
+ * follows them to the new end. A record seen twice (rows moving between pages) is yielded once:
+ * ids of this pass are kept in a Set.
  */
 export async function* paginate<T extends { id: string }>(
   fetchPage: FetchPage<T>,
@@ -72,6 +90,7 @@ export async function* paginate<T extends { id: string }>(
     maxRateLimitRetries: c.pageRateLimitRetries,
     retryBaseDelayMs: c.pageRetryBaseDelayMs,
     retryMaxDelayMs: c.pageRetryMaxDelayMs,
+    maxPagesPastCount: c.pagesPastCount,
   });
   const { pageSize } = options;
   const seen = new Set<string>();
@@ -79,19 +98,44 @@ export async function* paginate<T extends { id: string }>(
     const page = await fetchWithRetry(() => fetchPage(pageNumber, pageSize), pageNumber, options, ctx);
     if (page.records.length === 0) return;
     const fresh = page.records.filter((r) => !seen.has(r.id) && (seen.add(r.id), true));
+    if (fresh.length === 0) {
+      ctx.logger.warn(
+        { list: ctx.label, page: pageNumber, records: page.records.length, totalPages: page.pagination.total_pages },
+        `list ${ctx.label}: page ${pageNumber} brought no record not seen before in this pass (the CRM repeats its pages); the pass ends there`,
+      );
+      return;
+    }
     const out: ListPage<T> = { records: fresh, pagination: page.pagination };
     options.onPage?.(out);
     yield out;
-    if (isLastPage(page.pagination, pageNumber)) return;
+    const end = pageEnd(page, pageNumber, pageSize, options.maxPagesPastCount);
+    if (end === 'last') return;
+    if (end === 'bound') {
+      ctx.logger.warn(
+        { list: ctx.label, page: pageNumber, totalPages: page.pagination.total_pages },
+        `list ${ctx.label}: page ${pageNumber} is ${options.maxPagesPastCount} past the count of ${page.pagination.total_pages} pages its answer gives, and pages are still full; the pass ends there (the list may hold more)`,
+      );
+      return;
+    }
   }
 }
 
-/** Whether the answer to page `pageNumber` says no page follows it (spec §8.1: total_pages). */
-export function isLastPage(
-  pagination: Pick<ListPage<unknown>['pagination'], 'total_pages'>,
+/**
+ * Whether page `pageNumber`'s answer ends the pass: `last` when it is at or past its count and
+ * short (fewer records than a page holds), `bound` when full pages go on too far past the count.
+ */
+export function pageEnd(
+  page: Pick<ListPage<unknown>, 'records' | 'pagination'>,
   pageNumber: number,
-): boolean {
-  return pageNumber >= pagination.total_pages;
+  pageSize: number,
+  maxPagesPastCount: number,
+): 'last' | 'bound' | 'more' {
+  const { total_pages: count, page_size: answered } = page.pagination;
+  if (pageNumber < count) return 'more';
+  // A CRM that holds pages smaller than asked says so in page_size.
+  const full = page.records.length >= (answered > 0 ? Math.min(pageSize, answered) : pageSize);
+  if (!full) return 'last';
+  return pageNumber - count >= maxPagesPastCount ? 'bound' : 'more';
 }
 
 async function fetchWithRetry<T>(

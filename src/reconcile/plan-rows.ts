@@ -16,6 +16,9 @@ import type { RecordIndex } from './record-index.js';
 import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
 import { applyWritePolicies, type HeldField } from './write-policy.js';
 
+/** The id a row matched by key is checked with (the CRM's own id is not input: #validateFor). */
+const MATCHED_ID_STAND_IN = 'matched-by-key';
+
 /** What reconcile decided for one row. */
 export type PlanAction = 'update' | 'create' | 'skip' | 'not-found' | 'ambiguous' | 'invalid';
 export const PLAN_ACTIONS: readonly PlanAction[] = ['update', 'create', 'skip', 'not-found', 'ambiguous', 'invalid'];
@@ -236,7 +239,7 @@ export class RowPlanner {
       fields.name = match.name;
       ignore.push('name');
     }
-    const checked = this.#decoder.validate({ ...fields, id: match.id });
+    const checked = this.#validateFor(fields, match.id);
     if (checked.errors) return invalid(base, checked.errors, key);
     // The mapping's write policies decide which differences may be written (write-policy.ts).
     const { send, changes, held } = applyWritePolicies(
@@ -266,7 +269,7 @@ export class RowPlanner {
     // lands), and a name a policy held is the CRM's, not the row's: the row's own payload goes
     // only when every field of it is sent as the row has it.
     const whole = Object.keys(fields).every((f) => Object.hasOwn(send, f) && send[f] === fields[f]);
-    const payload = whole ? checked : this.#decoder.validate({ ...send, id: match.id });
+    const payload = whole ? checked : this.#validateFor(send, match.id);
     if (payload.errors) return invalid(base, payload.errors, key);
     // What the record held when read: the worker sends the row only while the record still holds
     // it (the drift check, as for an applied plan's row), and its result keeps it for `runs undo`.
@@ -288,13 +291,25 @@ export class RowPlanner {
   }
 
   /**
+   * The row's fields checked as the update of the matched record. Input rules apply to input:
+   * the id is the CRM's (any string, spec §2.5; its path segment is escaped when sent), so the
+   * check runs on a stand-in and the payload carries the CRM's id as it came. A row's own id
+   * cell was checked before it was looked up (idErrors).
+   */
+  #validateFor(fields: Record<string, unknown>, id: string): ReturnType<RowDecoder['validate']> {
+    const checked = this.#decoder.validate({ ...fields, id: MATCHED_ID_STAND_IN });
+    if (checked.payload && 'id' in checked.payload) checked.payload.id = id;
+    return checked;
+  }
+
+  /**
    * A row with bad cells is not matched, but reports what import reports for it: the bad cells
    * and every other field's problems. The id and a deal update's name come from the CRM here,
    * so their absence is not the row's fault and stand-ins take their place for the check.
    */
   #cellErrors(fields: Record<string, unknown>, givenId: string, cellErrors: FieldError[]): FieldError[] {
     const wop = writeOperation(this.#options.op);
-    const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : 'matched-by-key' };
+    const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : MATCHED_ID_STAND_IN };
     if (wop === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
     return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
   }

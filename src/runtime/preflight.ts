@@ -13,6 +13,7 @@ import type { Logger } from '../log/index.js';
 import { connectConfiguredRedis, describeRedisTarget } from '../redis/index.js';
 import { workerCount } from '../queue/index.js';
 import { createCrmClient } from '../crm/index.js';
+import { workspaceRequestBudget, type RequestBudget } from '../rate/index.js';
 
 /** One line of `crm-sync check`: ok, a warning (runs, but an operator should know) or a failure. */
 export interface CheckLine {
@@ -32,9 +33,11 @@ export interface KeyCheck {
 /**
  * Asks the CRM for one deal: the cheapest call that proves the baseUrl answers like the CRM
  * (its list body parses) and that it accepts the key. A 429 counts as accepted: the CRM checks
- * the key first (a rejected key is told 401 whatever the rate).
+ * the key first (a rejected key is told 401 whatever the rate). With `budget` (the workspace's
+ * one request budget), the probe takes its token first, as every CRM request does.
  */
-export async function checkKey(client: CrmClient): Promise<KeyCheck> {
+export async function checkKey(client: CrmClient, budget?: RequestBudget): Promise<KeyCheck> {
+  await budget?.take();
   try {
     await client.listPage('deals', { pageNumber: 1, pageSize: 1 });
     return { verdict: 'ok', message: `${client.baseUrl} answered like the CRM and accepted the key` };
@@ -99,7 +102,8 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
       let client: CrmClient | undefined;
       try {
         client = createCrmClient(config, name, logger);
-        const key = await checkKey(client);
+        // Without Redis there is no shared budget to take from: one request is sent all the same.
+        const key = await checkKey(client, redis ? workspaceRequestBudget(redis, config, name) : undefined);
         lines.push({ level: key.verdict === 'ok' ? 'ok' : 'fail', subject: `${name}: crm`, message: key.message });
       } catch (err) {
         // SECRET_MISSING: the key's env variable or file is not there.

@@ -1,4 +1,4 @@
-import { CrmError } from '../crm/index.js';
+import { CrmError, type BadResponseError } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { failed, uncertain, type RowResult } from '../runs/index.js';
 
@@ -39,6 +39,29 @@ export function inDoubtResult(
     'CREATE_UNCERTAIN',
     `may have been created: it was sent, and its look-up for its deal could not be done before its attempts ran out (${errorMessage(err)}); ` +
       'not sent again: `runs retry` looks again before sending anything (do not import this row again)',
+    original,
+  );
+}
+
+/**
+ * An update answered 2xx for another record than the one at its path (or for none): the write
+ * may have happened, so `uncertain`, with both ids in its message — never recorded under the
+ * answer's id. `runs retry` sends it again (an update is safe to repeat).
+ */
+export function updateInDoubt(
+  base: { row: number; line: number; ref?: string | undefined },
+  recordId: string,
+  err: BadResponseError,
+  original: Record<string, string>,
+): RowResult {
+  const answered =
+    err.answeredId !== undefined
+      ? `the CRM answered with record ${JSON.stringify(err.answeredId)} for the write to record ${JSON.stringify(recordId)}`
+      : `the CRM's answer to the write to record ${JSON.stringify(recordId)} does not name it (${errorMessage(err)})`;
+  return uncertain(
+    base,
+    err.code,
+    `may have been applied: ${answered}, a fault of the CRM; not recorded under the answer's id (check record ${JSON.stringify(recordId)}; \`runs retry\` sends it again)`,
     original,
   );
 }

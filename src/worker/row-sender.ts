@@ -7,6 +7,7 @@ import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { fieldChanges, sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
 import type { DriftAnswer, DriftCheck } from './drift-check.js';
+import { updateInDoubt } from './row-results.js';
 import {
   placeOf,
   changedSinceRunWords,
@@ -336,11 +337,21 @@ export class RowSender {
       const id = await this.o.client.update(payload, opts);
       return { kind: 'result', result: succeeded(base, id, note, sent, changes), settles };
     } catch (err) {
-      if (err instanceof BadResponseError && err.recordId !== undefined) {
+      if (err instanceof BadResponseError && err.recordId === payload.id) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})${note ? `; ${note}` : ''}`;
-        return { kind: 'result', result: succeeded(base, err.recordId, message, sent, changes), settles };
+        return { kind: 'result', result: succeeded(base, payload.id, message, sent, changes), settles };
+      }
+      if (err instanceof BadResponseError) {
+        // A 2xx that does not name the record written to (another id, or none): a CRM fault.
+        // The write may have happened, so the row is in doubt — never failed (a re-import
+        // would write again blind), never recorded under the answer's id.
+        this.o.logger.warn(
+          { row: r.row, recordId: payload.id, answeredId: err.answeredId, err: err.message },
+          'update answered for another record than the one written to: the row is uncertain',
+        );
+        return { kind: 'result', result: updateInDoubt(base, payload.id, err, r.original), settles };
       }
       // A write that may have reached the CRM holds its place in the record's order.
       await this.o.fence.settleUpdate(record, seq, mayHaveApplied(err));

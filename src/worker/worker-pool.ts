@@ -11,7 +11,14 @@ import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { catchUpBeforeRemoval, HistoryMarks, PgHistory, startHistoryCatchUp } from '../history/index.js';
 import { MetricsRecorder } from '../metrics/index.js';
-import { isRedisFull, redisLiveness, watchRedisGeneration } from '../redis/index.js';
+import {
+  connectConfiguredRedis,
+  isRedisFull,
+  redisLiveness,
+  watchRedisGeneration,
+  type RedisClient,
+} from '../redis/index.js';
+import { workspaceRequestBudget } from '../rate/index.js';
 import { PRODUCER_SILENCE_MS } from '../lifecycle/index.js';
 import { PoolPresence } from '../queue/index.js';
 import type { RunRecord } from '../runs/index.js';
@@ -266,6 +273,22 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
 }
 
 async function refuseRejectedKey(config: Config, name: string, logger: Logger): Promise<void> {
+  // The probe is a CRM request like any other: its token comes from the workspace's one budget.
+  // When Redis cannot give one (down, or full), the probe is skipped, not sent outside the
+  // budget: the workers' own first request meets a refused key all the same.
+  let redis: RedisClient | undefined;
+  try {
+    redis = await connectConfiguredRedis(config, { role: 'client', name: 'crm-sync-key-check' });
+    await workspaceRequestBudget(redis, config, name).take();
+  } catch (err) {
+    redis?.disconnect();
+    logger.warn(
+      { workspace: name, err: errorMessage(err) },
+      'the start-up check of the API key is skipped: no token could be taken from the request budget',
+    );
+    return;
+  }
+  redis.disconnect();
   const client = createCrmClient(config, name, logger);
   try {
     const key = await checkKey(client);

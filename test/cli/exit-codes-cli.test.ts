@@ -1,8 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { cliFor } from '../helpers/run-cli.js';
+import { cliFor, harnessArgs, startCli } from '../helpers/run-cli.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -157,5 +158,57 @@ describe('exit codes, durations and plain messages (child processes)', () => {
     expect(res.stderr).toMatch(
       /v\.csv changed since run \S+ began .*without a digest of what they sent.*it cannot check this run \[RUN_STATE\]/,
     );
+  }, 60_000);
+});
+
+describe('a CRM answer off the spec (issue 43)', () => {
+  let off: Harness;
+  beforeAll(async () => {
+    off = await startHarness({ records: 5, crmProxy: true });
+  });
+  afterAll(async () => off?.close());
+  const offCli = cliFor(() => off);
+
+  it('reconcile exits 8 naming the request, not 4 ("Redis unreachable or an unexpected error")', async () => {
+    off.proxy!.setRules([
+      { method: 'GET', path: /\/v2\/contacts$/, rewriteAnswer: () => ({ contacts: 'not a list', pagination: {} }) },
+    ]);
+    const file = off.file('bad-answer.csv', csv(['email', 'name'], [['a@example.com', 'A']]));
+    const res = await offCli(['reconcile', file, '--op', 'contact.update', '-w', 'acme']);
+    expect(res.stderr).toMatch(
+      /GET \/api\/external\/v2\/contacts\?page_number=1.*does not match the schema.*\[CRM_BAD_RESPONSE\]/,
+    );
+    expect(res.stderr).not.toMatch(/^\s+at /m);
+    expect(res.code).toBe(8);
+    const help = await offCli(['--help']);
+    expect(help.stdout).toMatch(/^ {2}8 {2}the CRM answered in a way its spec does not allow/m);
+  }, 30_000);
+
+  it('import --work --json into a workspace an earlier 401 blocked says so on stderr, as the text mode does', async () => {
+    const d = [...off.ws.deals.values()][0]!;
+    const file = off.file('blocked.csv', csv(['id', 'name'], [[d.id, 'Blocked']]));
+    const args = ['import', file, '--op', 'deal.update', '-w', 'acme', '--work'];
+    // A worker (whose start-up key check is off) meets the 401: the workspace is blocked.
+    off.ws.revokeApiKey(off.apiKey);
+    const pool = await off.startWorkers({ concurrency: 1 });
+    try {
+      const first = await off.importFile(file, 'deal.update');
+      expect((await off.waitForRun(first.id, 20_000, (r) => r.status === 'blocked')).status).toBe('blocked');
+    } finally {
+      await pool.close();
+      off.ws.addApiKey(off.apiKey);
+    }
+    // The workspace stays blocked until resumed: a second import's rows wait.
+    const run = harnessArgs(off, [...args, '--json']);
+    const cli = startCli(run.args, run.env);
+    try {
+      for (let i = 0; i < 300 && !/workspace acme is blocked/.test(cli.stderr); i++) await sleep(100);
+      expect(cli.stderr).toMatch(/workspace acme is blocked: /);
+      // stdout stays for the one JSON document at the end.
+      expect(cli.stdout).toBe('');
+    } finally {
+      cli.child.kill('SIGTERM');
+      await cli.exited;
+    }
   }, 60_000);
 });

@@ -11,6 +11,7 @@ import {
   TransientError,
   isLoopbackName,
 } from '../../src/crm/index.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { leadRecord, ts } from './fixtures.js';
 
 /**
@@ -178,9 +179,9 @@ describe('CrmClient over real HTTP', () => {
     }
   });
 
-  it('the pager yields a record once when it moves onto the next page, and stops at the page its answer calls the last', async () => {
+  it('the pager yields a record once when it moves onto the next page, and stops at the page its answer calls the last when it is short', async () => {
     seen.length = 0;
-    const byPage: Record<string, string[]> = { '1': ['a', 'b'], '2': ['b', 'c'], '3': ['c', 'd'] };
+    const byPage: Record<string, string[]> = { '1': ['a', 'b'], '2': ['b', 'c'], '3': ['d'] };
     handler = (req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       const n = url.searchParams.get('page_number') ?? '1';
@@ -226,6 +227,91 @@ describe('CrmClient over real HTTP', () => {
     expect(seen.map((s) => s.url)).toEqual(
       [1, 2, 3, 4].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`),
     );
+  });
+
+  it('a full page at the count is followed to an empty page: a total_pages that is short (issue 43) loses no record', async () => {
+    seen.length = 0;
+    // Every answer says 1 page, yet pages 1-3 are full and page 4 is empty.
+    const byPage: Record<string, string[]> = { '1': ['a', 'b'], '2': ['c', 'd'], '3': ['e', 'f'] };
+    handler = (req, res) => {
+      const n = new URL(req.url ?? '/', 'http://x').searchParams.get('page_number') ?? '1';
+      const ids = byPage[n] ?? [];
+      const pagination = { total_records: 2, current_page_number: Number(n), total_pages: 1, page_size: 2 };
+      json(res, 200, { leads: ids.map((id) => ({ ...lead, id })), pagination });
+    };
+    const c = client();
+    try {
+      const ids: string[] = [];
+      for await (const r of c.records('leads', { pageSize: 2, version: 'v1' })) ids.push(r.id);
+      expect(ids).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    } finally {
+      c.close();
+    }
+    expect(seen.map((s) => s.url)).toEqual(
+      [1, 2, 3, 4].map((n) => `/api/external/v1/leads?page_number=${n}&page_size=2`),
+    );
+  });
+
+  it('a list that repeats its page for ever while claiming 1,000,000 pages ends at the first page with nothing new, with a warning naming it', async () => {
+    seen.length = 0;
+    handler = (req, res) => {
+      const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page_number') ?? '1');
+      const pagination = { total_records: 2_000_000, current_page_number: n, total_pages: 1_000_000, page_size: 2 };
+      json(res, 200, { leads: ['a', 'b'].map((id) => ({ ...lead, id })), pagination });
+    };
+    const { logger, lines } = captureLogger('warn');
+    const c = client({ logger });
+    try {
+      const ids: string[] = [];
+      for await (const r of c.records('leads', { pageSize: 2, version: 'v1' })) ids.push(r.id);
+      expect(ids).toEqual(['a', 'b']);
+    } finally {
+      c.close();
+    }
+    expect(seen).toHaveLength(2);
+    const warned = lines.filter((l) => l.level === 40);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ list: 'v1/leads', page: 2 });
+    expect(warned[0]!.msg).toMatch(/page 2 brought no record not seen before/);
+  });
+
+  it('full pages of new records past the count end after maxPagesPastCount, with a warning', async () => {
+    seen.length = 0;
+    handler = (req, res) => {
+      const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page_number') ?? '1');
+      const pagination = { total_records: 2, current_page_number: n, total_pages: 1, page_size: 2 };
+      json(res, 200, { leads: [`a${n}`, `b${n}`].map((id) => ({ ...lead, id })), pagination });
+    };
+    const { logger, lines } = captureLogger('warn');
+    const c = client({ logger });
+    try {
+      let n = 0;
+      for await (const r of c.records('leads', { pageSize: 2, version: 'v1', maxPagesPastCount: 3 })) n += r ? 1 : 0;
+      expect(n).toBe(8);
+    } finally {
+      c.close();
+    }
+    expect(seen).toHaveLength(4);
+    expect(lines.filter((l) => l.level === 40).map((l) => l.page)).toEqual([4]);
+  });
+
+  it("an update whose answer names another record is a CRM fault, never that record's id (issue 43)", async () => {
+    seen.length = 0;
+    handler = (_req, res) => json(res, 200, { deal: { ...deal, id: 'd-1010' } });
+    const c = client();
+    try {
+      const err = await c.update({ op: 'deal.update', id: 'd/1 x', fields: { name: 'n' } }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadResponseError);
+      expect((err as BadResponseError).answeredId).toBe('d-1010');
+      expect((err as BadResponseError).recordId).toBeUndefined();
+      expect((err as BadResponseError).message).toMatch(/names record "d-1010", not "d\/1 x"/);
+      // The CRM's id goes into the path escaped, whatever it holds.
+      expect(seen.at(-1)?.url).toBe('/api/external/v2/deals/d%2F1%20x');
+      handler = (_req, res) => json(res, 200, { deal });
+      expect(await c.update({ op: 'deal.update', id: 'd/1 x', fields: { name: 'n' } })).toBe('d/1 x');
+    } finally {
+      c.close();
+    }
   });
 
   it('never retries a POST itself: one 503 is one request', async () => {

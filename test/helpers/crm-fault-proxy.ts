@@ -19,7 +19,13 @@ export type FaultAction =
   /** Forward, wait for the upstream answer, then destroy the client socket without answering. */
   | { applyAndDrop: true }
   /** Replace the JSON request body before forwarding (Content-Length recomputed). */
-  | { rewriteBody: (json: unknown) => unknown };
+  | { rewriteBody: (json: unknown) => unknown }
+  /**
+   * Forward, then replace the JSON answer before the client gets it (a CRM no one here wrote:
+   * another record's id, a taken id, a page repeated, a count that is off). `query` is the
+   * request's search parameters; the status stays the upstream's.
+   */
+  | { rewriteAnswer: (json: unknown, request: { method: string; path: string; query: URLSearchParams }) => unknown };
 
 export type FaultRule = FaultAction & {
   /** Default: any method. Compared case-insensitively. */
@@ -88,7 +94,7 @@ export interface CrmFaultProxy {
   close(): Promise<void>;
 }
 
-const ACTIONS = ['holdRequest', 'holdAnswer', 'fail502', 'applyAndDrop', 'rewriteBody'] as const;
+const ACTIONS = ['holdRequest', 'holdAnswer', 'fail502', 'applyAndDrop', 'rewriteBody', 'rewriteAnswer'] as const;
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and the length, which the proxy sets itself. */
 const HOP = new Set([
   'connection',
@@ -244,7 +250,17 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
       entry.outcome = 'client-gone';
       return;
     }
-    const out = skewAnswer(answer.headers, answer.body);
+    let upstreamBody = answer.body;
+    if (rule && 'rewriteAnswer' in rule) {
+      const url = new URL(req.url ?? '/', 'http://proxy');
+      const rewritten = rule.rewriteAnswer(JSON.parse(upstreamBody.toString('utf8')), {
+        method: entry.method,
+        path: entry.path,
+        query: url.searchParams,
+      });
+      upstreamBody = Buffer.from(JSON.stringify(rewritten));
+    }
+    const out = skewAnswer(answer.headers, upstreamBody);
     entry.outcome = 'answered';
     res.writeHead(answer.status, endToEnd(answer.headers, out));
     res.end(out);

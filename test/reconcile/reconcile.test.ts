@@ -277,3 +277,29 @@ describe('reconcile against the simulator', () => {
     ]);
   });
 });
+
+describe("a CRM's record id that input rules would refuse (issue 43)", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ records: 3, seed: 43 });
+    await h.startWorkers();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a contact matched by email whose id holds a space and a slash is updated, not refused as an invalid row', async () => {
+    // The spec allows any string id; the row has no id column, so no input rule is about it.
+    const model = [...h.ws.contacts.values()][0]!;
+    const id = 'con 43/a b';
+    h.ws.contacts.set(id, { ...model, id, email: 'spaced.id@example.com', phone_number: '' });
+    const file = h.file('spaced.csv', csv(['email', 'phone_number'], [['spaced.id@example.com', '+1 555 0143']]));
+    const planned = await reconcile(h, file, { op: 'contact.update', matchKey: 'email' });
+    expect(planned.counts).toMatchObject({ update: 1, invalid: 0 });
+    const run = await h.waitForRun(planned.run.id);
+    const [result] = await resultsByRow(h, run.id);
+    expect(result).toMatchObject({ status: 'succeeded', recordId: id });
+    // The PATCH reached that very record (its path segment escaped).
+    expect(h.ws.contacts.get(id)?.phone_number).toBe('+1 555 0143');
+  });
+});

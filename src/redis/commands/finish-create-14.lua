@@ -34,7 +34,7 @@
   ARGV[5] owner          `runId/row`
   ARGV[6] deal           the deal id
   ARGV[7] success        encoded result when the deal is the row's
-  ARGV[8] conflict       encoded result (failed) when another row had recorded the deal
+  ARGV[8] conflict       encoded result (uncertain) when another row had recorded the deal
   ARGV[9] claimTtlMs
   ARGV[10] sentAt        the sentAt of the marker this attempt set ('' if none)
   ARGV[11] isUpsert      '1' when upsertedKey then names the deal
@@ -42,7 +42,7 @@
   ARGV[13] resolutionMs  the resolution of that stamp
   ARGV[14] clockTtlMs    the record clock's ttl
   Returns {'recorded'}, {'conflict', owner of the claim} (another row had recorded this deal:
-  the row fails, nothing is overwritten), or {'refused', why}.
+  the row is in doubt, nothing is overwritten), or {'refused', why}.
 ]]
 local runKey = KEYS[1]
 local runningKey, blockedKey, completedKey, failedKey = KEYS[2], KEYS[3], KEYS[4], KEYS[5]

@@ -3,7 +3,6 @@ import { BadResponseError, CrmError, TransientError, type CrmClient, type DealCr
 import { errorMessage, type ErrorCode } from '../../errors/index.js';
 import { silentLogger, type Logger } from '../../log/index.js';
 import {
-  failed,
   succeeded,
   uncertain,
   type CreateMarker,
@@ -170,7 +169,12 @@ export class DuplicateSafeCreate {
     try {
       const deal = await this.#o.client.createDeal(fields, signal ? { signal } : {});
       id = deal.id;
-      stamp = stampOf(deal.created_at);
+      stamp = stampOf(deal.created_at, this.#o.client.crmClock().at);
+      if (stamp === undefined && !Number.isNaN(Date.parse(deal.created_at)))
+        this.#logger.warn(
+          { runId: w.runId, row: w.row, dealId: id, createdAt: deal.created_at },
+          'a created deal is stamped implausibly far from the clock: the record clock is not calibrated from it',
+        );
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId !== undefined) {
         id = err.recordId; // created, but the answer is off-spec: the deal exists all the same
@@ -241,8 +245,11 @@ export class DuplicateSafeCreate {
   }
 
   /**
-   * `answer`: the CRM named the deal: if another row recorded it, that is a conflict (the row
-   * fails). `lookup`: a lookup found it, and losing it to another row makes the row uncertain.
+   * `answer`: the CRM named the deal; `lookup`: a lookup found it. Either way, a deal another
+   * row had recorded is not this row's, and the row is in doubt, never failed: a create that got
+   * a 2xx answer may have made a deal of its own (a CRM fault named another), so `failed` would
+   * invite a blind re-send. `uncertain` makes `runs retry` look for the deal before anything is
+   * sent (restore-create: a lookup that finds a candidate sends nothing).
    */
   async #record(
     c: CreateContext,
@@ -257,9 +264,10 @@ export class DuplicateSafeCreate {
     const success = succeeded(row, dealId, message, c.sent, c.changes);
     const conflict =
       how === 'answer'
-        ? failed(
+        ? uncertain(
             row,
-            { code: CONFLICT, message: `the CRM answered with deal ${dealId}, which another row had already recorded` },
+            CONFLICT,
+            `may have been created: the CRM answered 2xx with deal ${dealId}, which another row had already recorded (a fault of the CRM); not recorded as that deal, not sent again: \`runs retry\` looks for its deal before sending anything`,
             row.original,
           )
         : uncertain(
@@ -300,10 +308,21 @@ export class DuplicateSafeCreate {
   }
 }
 
-/** An answered deal's created_at, to calibrate the record clock; its resolution from its form. */
-function stampOf(createdAt: string): { createdAt: number; resolutionMs: number } | undefined {
+/**
+ * How far a just-created deal's created_at may lie from the CRM's clock (its Date header, or
+ * ours) and still calibrate the record clock: a day covers a CRM stamping local time as UTC in
+ * any zone. A stamp from the 1890s, or a year ahead, is a fault of the answer, not a clock: taken,
+ * it would move the bound below which a deal counts as made before a send by decades.
+ */
+const MAX_RECORD_STAMP_SKEW_MS = 24 * 3_600_000;
+
+/**
+ * An answered deal's created_at, to calibrate the record clock; its resolution from its form.
+ * Undefined when unreadable, or implausibly far (MAX_RECORD_STAMP_SKEW_MS) from `clockAt`.
+ */
+function stampOf(createdAt: string, clockAt: number): { createdAt: number; resolutionMs: number } | undefined {
   const at = Date.parse(createdAt);
-  if (Number.isNaN(at)) return undefined;
+  if (Number.isNaN(at) || Math.abs(at - clockAt) > MAX_RECORD_STAMP_SKEW_MS) return undefined;
   return { createdAt: at, resolutionMs: /:\d\d[.,]\d/.test(createdAt) ? 1 : 1000 };
 }
 
