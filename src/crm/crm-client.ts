@@ -160,15 +160,24 @@ export class CrmClient {
    * the row's result; the write may have been applied all the same.
    */
   async update(payload: UpdatePayload, opts: CallOptions = {}): Promise<string> {
-    let answered: string | undefined;
+    return (await this.updateAnswered(payload, opts)).id;
+  }
+
+  /**
+   * As update, with the record as the CRM answered it: what it holds after the write, which a
+   * CRM that normalises values (collapsed spaces, an email's domain lower-cased) stores other
+   * than sent (RowResult.changes keeps that, so `runs undo` compares with it).
+   */
+  async updateAnswered(payload: UpdatePayload, opts: CallOptions = {}): Promise<Deal | Lead | Contact> {
+    let answered: Deal | Lead | Contact;
     try {
-      answered = ((await this.#write(payload.op, payload.id, payload.fields, opts)) as { id: string }).id;
+      answered = (await this.#write(payload.op, payload.id, payload.fields, opts)) as Deal | Lead | Contact;
     } catch (err) {
       if (!(err instanceof BadResponseError) || err.recordId === undefined || err.recordId === payload.id) throw err;
       throw this.#otherRecord(payload, err.recordId, err.status);
     }
-    if (answered !== payload.id) throw this.#otherRecord(payload, answered, undefined);
-    return payload.id;
+    if (answered.id !== payload.id) throw this.#otherRecord(payload, answered.id, undefined);
+    return answered;
   }
 
   #otherRecord(payload: UpdatePayload, answeredId: string, status: number | undefined): BadResponseError {

@@ -82,6 +82,20 @@ export function packRecord(resource: ListResource, record: AnyRecord): string {
   return [record.id, ...COMPARABLE_FIELDS[resource].map((f) => canonicalFromRecord(f, record))].join(UNIT);
 }
 
+/** The key a record reports a comparable field under (`owner` for `owner_id`, `tags` for `tag_ids`). */
+const RECORD_KEY: Readonly<Record<string, string>> = {
+  tag_ids: 'tags',
+  owner_id: 'owner',
+  stage_id: 'stage',
+  pipeline_id: 'pipeline',
+  company_id: 'company',
+};
+
+/** Whether the record (a write's answer) reports the field at all: one it leaves out says nothing of its value. */
+export function reportsField(field: string, record: AnyRecord): boolean {
+  return (record as Record<string, unknown>)[RECORD_KEY[field] ?? field] !== undefined;
+}
+
 /** A packed record, readable. */
 export interface IndexedRecord {
   id: string;

@@ -26,6 +26,20 @@ export interface WorkspaceData {
   nextUniqueNumber(kind: 'deal' | 'lead'): string;
   /** An ISO timestamp strictly later than `previous` and than any earlier stamp. */
   stamp(previous?: string): string;
+  /** Store names and emails normalised (SimWorkspaceOptions.normalise). */
+  readonly normalise: boolean;
+}
+
+/** A write's fields as a normalising CRM stores them: a name's whitespace collapsed, an email's domain lower-cased. */
+function stored<F extends { name?: string | undefined; email?: string | undefined }>(data: WorkspaceData, f: F): F {
+  if (!data.normalise) return f;
+  const out = { ...f };
+  if (typeof out.name === 'string') out.name = out.name.trim().replace(/\s+/g, ' ');
+  if (typeof out.email === 'string') {
+    const at = out.email.lastIndexOf('@');
+    if (at > 0) out.email = out.email.slice(0, at) + out.email.slice(at).toLowerCase();
+  }
+  return out;
 }
 
 /** A write either applies (and returns the record) or is refused with the HTTP status it earns. */
@@ -105,8 +119,9 @@ function resolveStage(
 export function writeDeal(
   data: WorkspaceData,
   existing: SimDeal | undefined,
-  f: DirectDealFields,
+  fields: DirectDealFields,
 ): WriteResult<SimDeal> {
+  const f = stored(data, fields);
   const problem = checkRefs(data, 'deal', f);
   if (problem) return refused(problem);
   const current = existing ?? { pipeline_id: null, stage_id: null };
@@ -143,8 +158,9 @@ export function writeDeal(
 export function writeLead(
   data: WorkspaceData,
   existing: SimLead | undefined,
-  f: DirectLeadFields,
+  fields: DirectLeadFields,
 ): WriteResult<SimLead> {
+  const f = stored(data, fields);
   const problem = checkRefs(data, 'lead', f);
   if (problem) return refused(problem);
   if (!existing) {
@@ -173,8 +189,9 @@ export function writeLead(
 export function writeContact(
   data: WorkspaceData,
   existing: SimContact | undefined,
-  f: DirectContactFields,
+  fields: DirectContactFields,
 ): WriteResult<SimContact> {
+  const f = stored(data, fields);
   const problem = checkRefs(data, 'contact', f);
   if (problem) return refused(problem);
   if (f.email !== undefined) {

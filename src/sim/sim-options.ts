@@ -41,6 +41,12 @@ export const SimWorkspaceOptionsSchema = z.object({
   rateLimit: SimRateLimitSchema.nullable().optional(),
   /** Roles `organization_role` may name. Default ['Standard', 'Admin', 'Manager']. */
   roles: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * Store values as some CRMs do, other than sent: runs of whitespace in a name collapsed to one
+   * space, an email's domain lower-cased (the answer and the list show the stored text). Default
+   * false (stored as sent).
+   */
+  normalise: z.boolean().default(false),
 });
 export type SimWorkspaceOptions = z.input<typeof SimWorkspaceOptionsSchema>;
 

@@ -69,6 +69,9 @@ export interface SimWorkspace {
   setRateLimit(limit: SimRateLimit | null): void;
   /** Per-workspace override of the global faults (null = use the global ones). */
   setFaults(faults: SimFaults | null): void;
+  /** Whether writes store names and emails normalised (SimWorkspaceOptions.normalise). */
+  readonly normalise: boolean;
+  setNormalise(on: boolean): void;
   resetStats(): void;
   createDeal(fields: DirectDealFields): SimDeal;
   createLead(fields: DirectLeadFields): SimLead;
@@ -103,6 +106,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
   readonly contactByEmail = new Map<string, string>();
   /** Per-workspace fault override; null = the simulator's global faults. */
   faults: ResolvedSimFaults | null = null;
+  normalise: boolean;
   private readonly apiKeys: Set<string>;
   private bucket: TokenBucket | null = null;
   private readonly runtimeIds: Prng;
@@ -117,6 +121,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
     this.name = o.name;
     this.apiKeys = new Set(o.apiKeys);
     this.roles = new Set(o.roles ?? DEFAULT_ROLES);
+    this.normalise = o.normalise;
     const { seed } = o;
     const data = generateSeedData(seed, o.records);
     ({
@@ -186,6 +191,10 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
 
   setFaults(faults: SimFaults | null): void {
     this.faults = faults === null ? null : SimFaultsSchema.parse(faults);
+  }
+
+  setNormalise(on: boolean): void {
+    this.normalise = on;
   }
 
   resetStats(): void {

@@ -330,17 +330,19 @@ export class RowSender {
     const opts = signal ? { signal } : {};
     const { resource } = OPERATION_TABLE[payload.op];
     const sent = sentDigest(resource, payload.fields);
-    const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite });
     // An applied write's lease ends with its result, in the same script call.
     const settles = this.o.fence.settlement(record, seq, true);
     try {
-      const id = await this.o.client.update(payload, opts);
-      return { kind: 'result', result: succeeded(base, id, note, sent, changes), settles };
+      const answered = await this.o.client.updateAnswered(payload, opts);
+      // The values after are the CRM's answer (a normalising CRM stores other text than sent).
+      const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite, answered });
+      return { kind: 'result', result: succeeded(base, answered.id, note, sent, changes), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId === payload.id) {
         // A 2xx naming the record: the write happened even though the body is off-spec.
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})${note ? `; ${note}` : ''}`;
+        const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite });
         return { kind: 'result', result: succeeded(base, payload.id, message, sent, changes), settles };
       }
       if (err instanceof BadResponseError) {
