@@ -72,6 +72,11 @@ export function registerRunsCommand(program: Command): void {
         'the run wrote; fields changed since are left and reported; deals the run created are listed (no delete)',
     )
     .option('--plan', 'only store the undo as a plan (nothing sent): review, approve and apply it')
+    .option(
+      '--cancel-first',
+      'a run still running is cancelled first and its rows waited for, then undone (without it, an undo of a ' +
+        'running run is refused, exit 2: it would put back only what was written so far)',
+    )
     .option('--wait', 'follow the undo run to the end')
     .option('--work', 'also process the queue in this process (implies --wait)')
     .option('--concurrency <n>', 'requests in flight with --work', positiveInt, DEFAULTS.cli.workConcurrency)

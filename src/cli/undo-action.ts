@@ -4,16 +4,26 @@ import { getWorkspace } from '../config/index.js';
 import { applyPlan, PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
-import { plural } from '../runs/index.js';
-import { createCrmClient } from '../runtime/index.js';
+import { cancelRun } from '../lifecycle/index.js';
+import { plural, stillWriting, type RunRecord } from '../runs/index.js';
+import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { planUndo, type PlanUndoResult } from '../undo/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import {
+  exitCodeFor,
+  followRun,
+  formatRunSummary,
+  settledRun,
+  SETTLE_WAIT_MS,
+  warnIfNoWorkers,
+} from './run-progress.js';
 import { resultsOf } from './runs-actions.js';
 
 export interface UndoOptions {
   plan?: boolean;
+  /** A run still running or blocked is cancelled first, and its rows waited for, before the undo is planned. */
+  cancelFirst?: boolean;
   wait?: boolean;
   work?: boolean;
   /** Always set by commander (DEFAULTS.cli.workConcurrency). */
@@ -30,7 +40,8 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
   await withRuntime(command, async (scope) => {
     const { runtime, config, logger } = scope;
     const { source, archived } = await resultsOf(runtime.store, config.resultsDir, id);
-    const run = await source.requireRun(id);
+    let run = await source.requireRun(id);
+    if (opts.cancelFirst && !archived) run = await cancelFirst(runtime, run);
     const ws = getWorkspace(config, run.workspace);
     const plans = new PlanStore({ redis: runtime.redis, prefix: config.prefix });
     const client = createCrmClient(config, run.workspace, logger);
@@ -102,6 +113,31 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
       process.exitCode = following ? exitCodeFor(final) : 0;
     });
   });
+}
+
+/** Longest `--cancel-first` waits for the cancelled run's rows to be recorded (requests on the wire finish). */
+const CANCEL_SETTLE_MS = 4 * SETTLE_WAIT_MS;
+
+/**
+ * `--cancel-first`: a running or blocked run is cancelled (as `runs cancel`), then its rows are
+ * waited for — the requests on the wire finish, the rows workers and the producer hold are
+ * recorded cancelled — so the undo is planned over everything the run wrote. A run that is
+ * still recording rows after CANCEL_SETTLE_MS is refused by planUndo, saying so.
+ */
+async function cancelFirst(runtime: Runtime, run: RunRecord): Promise<RunRecord> {
+  if (run.status === 'running' || run.status === 'blocked') {
+    const { removed } = await cancelRun({
+      store: runtime.store,
+      queueFor: (workspace) => runtime.queue(workspace),
+      runId: run.id,
+      reason: 'cancelled to undo it (crm-sync runs undo --cancel-first)',
+    });
+    process.stderr.write(
+      `run ${run.id} cancelled to undo it (${removed} waiting rows removed); waiting for its rows on the wire to be recorded\n`,
+    );
+  }
+  if (stillWriting(run) === undefined) return run;
+  return settledRun(runtime.store, await runtime.store.requireRun(run.id), { timeoutMs: CANCEL_SETTLE_MS });
 }
 
 /** The fields left as they are and the created deals, one line each (the first 50 of each). */

@@ -2,6 +2,7 @@ export type * from './run-types.js';
 export { FINAL_ROW_STATUSES, emptyCounts } from './run-types.js';
 export { skippedWords, plural } from './count-words.js';
 export { newRunId } from './run-id.js';
+export { stillWriting } from './still-writing.js';
 export {
   RunStore,
   type RunStoreOptions,

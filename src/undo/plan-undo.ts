@@ -13,7 +13,7 @@ import {
   type IndexedRecord,
   type ReconcileOperation,
 } from '../reconcile/index.js';
-import { changedSinceRunWords, changeValue, type RunRecord, type RunResults } from '../runs/index.js';
+import { changedSinceRunWords, changeValue, stillWriting, type RunRecord, type RunResults } from '../runs/index.js';
 import { foldWrites, type CreatedDeal, type RecordWrites } from './undo-rows.js';
 
 export interface PlanUndoOptions {
@@ -67,6 +67,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   const { run, plans } = options;
   const logger = options.logger ?? silentLogger;
   const op = undoOperation(run);
+  refuseWhileWriting(run);
   const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
   const { budget } = options;
@@ -120,6 +121,24 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   });
   logger.info({ runId: run.id, planId: plan.id, rows: n, restores, left: left.length }, 'undo planned');
   return { plan, restores, left, created, pages: index.pages };
+}
+
+/**
+ * An undo of a run that may still write (stillWriting) is refused (RUN_STATE, exit 2): it would
+ * put back only what was written so far, and the rest would keep the run's values after it ends
+ * while the run looked undone.
+ */
+export function refuseWhileWriting(run: RunRecord): void {
+  const why = stillWriting(run);
+  if (why === undefined) return;
+  const ending =
+    run.status === 'running' || run.status === 'blocked'
+      ? `cancel it first (crm-sync runs undo ${run.id} --cancel-first cancels it, waits for its rows and then undoes; or crm-sync runs cancel ${run.id}, or the run page's Cancel), or wait for it to end (crm-sync runs show ${run.id})`
+      : `undo it once they are (crm-sync runs show ${run.id})`;
+  throw new CrmSyncError(
+    'RUN_STATE',
+    `${why}: an undo now would put back only what it wrote so far, and the rest would keep the run's values; ${ending}. Nothing was planned.`,
+  );
 }
 
 /** The plan operation an undo of the run writes with; refused for runs that cannot be undone. */
