@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
-import { planChanges, planRowFilter, PlanStore, refusal, writePlanCsv, type PlanRecord } from '../plans/index.js';
+import {
+  planChanges,
+  planRowFilter,
+  PlanStore,
+  refusal,
+  writePlanCsv,
+  type PlanMove,
+  type PlanRecord,
+} from '../plans/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { withStore } from './context.js';
 import { givenDialect, type ExportDialectOptions } from './options.js';
@@ -119,7 +127,7 @@ export async function approvePlan(id: string, command: Command): Promise<void> {
     const store = planStore(scope);
     const plan = await store.require(id);
     const move = await store.approve(id, cliApprover());
-    if (!move.ok) throw notMoved(plan, move.why, 'approved');
+    if (!move.ok) throw notMoved(plan, move, 'approved');
     const now = await store.require(id);
     process.stdout.write(
       `plan ${id} approved${now.approval ? ` by ${now.approval.by} at ${now.approval.at}` : ''}; apply it with: crm-sync apply ${id} --wait\n`,
@@ -132,14 +140,22 @@ export async function discardPlan(id: string, command: Command): Promise<void> {
     const store = planStore(scope);
     const plan = await store.require(id);
     const move = await store.discard(id, cliApprover());
-    if (!move.ok) throw notMoved(plan, move.why, 'discarded');
+    if (!move.ok) throw notMoved(plan, move, 'discarded');
     process.stdout.write(`plan ${id} discarded: it can no longer be approved or applied\n`);
   });
 }
 
-function notMoved(plan: PlanRecord, why: string, verb: string): CrmSyncError {
-  if (why === 'applied' || why === 'applying' || why === 'expired' || why === 'discarded') {
-    const err = refusal(plan, { ok: false, why, status: plan.status });
+function notMoved(plan: PlanRecord, move: Extract<PlanMove, { ok: false }>, verb: string): CrmSyncError {
+  const { why } = move;
+  if (
+    why === 'applied' ||
+    why === 'applying' ||
+    why === 'expired' ||
+    why === 'discarded' ||
+    why === 'superseded' ||
+    why === 'undone'
+  ) {
+    const err = refusal(plan, move);
     return new CrmSyncError('PLAN_REFUSED', err.message.replace('cannot be applied', `cannot be ${verb}`));
   }
   return new CrmSyncError('PLAN_REFUSED', `plan ${plan.id} cannot be ${verb} (${why})`);

@@ -50,6 +50,7 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
       undo = await planUndo({
         plans,
         results: source,
+        runs: runtime.store,
         run,
         client,
         budget: workspaceRequestBudget(runtime.redis, config, run.workspace),

@@ -7,6 +7,7 @@ import {
   applyPlan,
   planRowFilter,
   PlanStore,
+  undoWords,
   writePlanCsv,
   type PlanMove,
   type PlanRecord,
@@ -207,6 +208,7 @@ function notMoved(plan: PlanRecord, move: Extract<PlanMove, { ok: false }>, verb
     discarded: `plan ${id} was discarded`,
     applied: `plan ${id} was already applied${run}`,
     applying: `plan ${id} is being applied${run}`,
+    ...undoWords(plan, move.other),
   };
   const reason = why[move.why];
   return new CrmSyncError(

@@ -43,6 +43,7 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
         const undo = await planUndo({
           plans,
           results: runtime.store,
+          runs: runtime.store,
           run,
           client,
           budget: workspaceRequestBudget(runtime.redis, config, run.workspace),

@@ -23,6 +23,7 @@ export {
   sessionKeyBase,
   syncLockKey,
   syncPlanKey,
+  undoClaimKey,
   uploadAnswerKey,
   workBoardKey,
   workspacePlansKey,

@@ -66,7 +66,7 @@
  *   <p>:layout                     string  the layout version of this prefix ('2')
  *   <p>:layout:migrating           string  pid of the process moving an older layout; TTL 10 min
  *
- * Change control (src/plans; approve, discard and apply in Lua: commands/move-plan-1.lua):
+ * Change control (src/plans; approve, discard and apply in Lua: commands/move-plan-2.lua):
  *   <p>:plan:{<w>}:<id>            hash    a plan: flat fields (status pending|approved|applying|applied|
  *                                          discarded, operation, source, createdMs, expiresMs, approvedMs,
  *                                          approvedBy, runId, rows, syncName, reason) and JSON fields (counts, prediction,
@@ -77,6 +77,9 @@
  *   <p>:ws:{<w>}:plans             zset    the workspace's plan ids, score = createdMs
  *   <p>:ws:{<w>}:sync-plan:<name>  string  the plan id of the sync's newest tick (a newer tick discards
  *                                          the plan it names while it still waits); TTL = the plan's
+ *   <p>:ws:{<w>}:undo-of:<runId>   hash    the undo of run <runId>: plan (the newest undo plan), taken and
+ *                                          takenMs (the undo plan last taken for applying, Redis clock);
+ *                                          TTL = the newest plan's
  *   <p>:plans:workspace            hash    plan id → workspace: how a plan id finds its keys
  *
  * History (src/history; only with a PostgreSQL history configured):
@@ -229,6 +232,15 @@ export function workspacePlansKey(prefix: string, workspace: string): string {
 /** The plan of a nightly sync's newest planned tick (src/schedule/run-sync.ts). */
 export function syncPlanKey(prefix: string, workspace: string, sync: string): string {
   return `${workspaceKeyBase(prefix, workspace)}:sync-plan:${sync}`;
+}
+
+/**
+ * "The undo of run X" (src/undo): the newest undo plan of the run, and the undo plan last taken
+ * for applying and when — an older plan, or one made before that undo was taken, is refused
+ * (commands/claim-undo-1.lua, move-plan-2.lua).
+ */
+export function undoClaimKey(prefix: string, workspace: string, runId: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:undo-of:${runId}`;
 }
 
 /** Plan id → workspace, for commands that name a plan by its id alone. */

@@ -3,10 +3,10 @@ import { countOf, tally } from '../counts/index.js';
 import { ROW_FIELD, type FieldError, type IngestedRow } from '../ingest/index.js';
 import { normaliseName, writeOperation } from '../reconcile/index.js';
 import { produceRun, runLife, type ProducedRow, type ProducerProgress, type RunStop } from '../lifecycle/index.js';
-import { errorMessage } from '../errors/index.js';
+import { CrmSyncError, errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { WorkspaceQueue } from '../queue/index.js';
-import { ArchivedRuns, type RunRecord, type RunStore } from '../runs/index.js';
+import { ArchivedRuns, stillWriting, type RunRecord, type RunStore } from '../runs/index.js';
 import type { PlanStore } from './plan-store.js';
 import { refusal } from './plan-refusal.js';
 import type { PlanRecord, PlanRow } from './plan-types.js';
@@ -63,6 +63,7 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
   const { plans, store, queue, planId } = options;
   const logger = options.logger ?? silentLogger;
   const plan = await plans.require(planId);
+  if (plan.undoOf !== undefined) await refuseUndoWhileWriting(store, plan);
   const token = randomBytes(8).toString('hex');
   const move = await plans.beginApply(planId, options.requireApproval, token);
   if (!move.ok) throw refusal(plan, move);
@@ -126,6 +127,20 @@ export async function applyPlan(options: ApplyPlanOptions): Promise<ApplyPlanRes
     if (runId === undefined) await plans.unapply(planId, token).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * An undo plan of a run writing again (`runs retry`, `runs resume` since the plan was made) is
+ * refused: applied now it would leave that run half undone. An archived run writes no more.
+ */
+async function refuseUndoWhileWriting(store: RunStore, plan: PlanRecord): Promise<void> {
+  const undone = await store.getRun(plan.undoOf!);
+  const why = undone ? stillWriting(undone) : undefined;
+  if (why !== undefined)
+    throw new CrmSyncError(
+      'PLAN_REFUSED',
+      `${why}: undo plan ${plan.id} applied now would put back only part of what it writes; wait for it to end, then undo it again (crm-sync runs undo ${plan.undoOf}). Nothing was sent.`,
+    );
 }
 
 /**

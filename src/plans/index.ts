@@ -1,8 +1,16 @@
-export { PlanStore, PlanWriter, PLAN_KEEP_MS, type NewPlan, type PlanMove, type PlanRefusal } from './plan-store.js';
+export {
+  PlanStore,
+  PlanWriter,
+  PLAN_KEEP_MS,
+  type NewPlan,
+  type PlanMove,
+  type PlanRefusal,
+  type UndoClaim,
+} from './plan-store.js';
 export { makePlan, planRowOf, type MakePlanOptions, type MakePlanResult } from './make-plan.js';
 export { predictApply } from './apply-prediction.js';
 export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-plan.js';
-export { refusal } from './plan-refusal.js';
+export { refusal, undoWords } from './plan-refusal.js';
 export { encodePlanRow, decodePlanRow } from './plan-codec.js';
 export { planChanges, planRowFilter, writePlanCsv, PLAN_EXPORT_COLUMNS, type PlanRowFilter } from './plan-view.js';
 export {

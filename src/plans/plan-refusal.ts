@@ -11,9 +11,24 @@ export function refusal(plan: PlanRecord, move: Extract<PlanMove, { ok: false }>
     discarded: `plan ${id} was discarded; make a new plan (crm-sync plan …)`,
     applied: `plan ${id} was already applied${plan.runId ? ` by run ${plan.runId} (crm-sync runs show ${plan.runId})` : ''}; a plan is applied once`,
     applying: `plan ${id} is already being applied${plan.runId ? ` by run ${plan.runId} (crm-sync runs show ${plan.runId})` : ''}; a plan is applied once`,
+    ...undoWords(plan, move.other),
   };
   return new CrmSyncError(
     'PLAN_REFUSED',
     `${why[move.why] ?? `plan ${id} cannot be applied (${move.why})`}. Nothing was sent.`,
   );
+}
+
+/**
+ * Why an undo plan cannot move (`superseded`, `undone`), in words: it would write over another
+ * undo of the same run. Empty for other plans.
+ */
+export function undoWords(plan: PlanRecord, other: string | undefined): Record<string, string> {
+  if (plan.undoOf === undefined) return {};
+  const run = plan.undoOf;
+  const that = other !== undefined ? `plan ${other} (crm-sync plans show ${other})` : 'another plan';
+  return {
+    superseded: `plan ${plan.id} was superseded by a newer undo of run ${run}, ${that}: review and apply that one`,
+    undone: `run ${run} was undone since plan ${plan.id} was made, by ${that}: this plan's values are from before; undo the run again to see what is left (crm-sync runs undo ${run} --plan)`,
+  };
 }

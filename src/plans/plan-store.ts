@@ -4,6 +4,7 @@ import {
   planWorkspacesKey,
   RESULT_BUCKET_ROWS,
   syncPlanKey,
+  undoClaimKey,
   workspacePlansKey,
 } from '../keys/index.js';
 import type { ReconcileOperation } from '../crm/light.js';
@@ -16,8 +17,10 @@ import type { PlanCounts, PlanPrediction, PlanRecord, PlanRow, PlanStatus } from
 import { DEFAULTS } from '../config/index.js';
 import { countOf } from '../counts/index.js';
 
-/** Approve, discard and apply-once, each one atomic step (src/redis/commands/move-plan-1.lua). */
-const MOVE_PLAN = LuaScript.load('move-plan-1');
+/** Approve, discard and apply-once, each one atomic step (src/redis/commands/move-plan-2.lua). */
+const MOVE_PLAN = LuaScript.load('move-plan-2');
+/** An undo plan made the newest undo of its run (src/redis/commands/claim-undo-1.lua). */
+const CLAIM_UNDO = LuaScript.load('claim-undo-1');
 
 /** A plan's keys outlive its expiry by this much, so `plans show` can still say it expired (ms). */
 export const PLAN_KEEP_MS = 24 * 60 * 60 * 1000;
@@ -51,10 +54,22 @@ export interface PlanSummary {
   dialect?: DialectFacts;
 }
 
-/** Why a plan cannot move: PLAN_REFUSED's `why`. */
-export type PlanRefusal = 'expired' | 'discarded' | 'applied' | 'applying' | 'unapproved' | 'pending' | 'approved';
+/**
+ * Why a plan cannot move: PLAN_REFUSED's `why`. An undo plan's own: `superseded` (a newer undo
+ * plan of its run was made) and `undone` (another undo plan of its run was taken for applying
+ * since it was made); `other` names that plan.
+ */
+export type PlanRefusal =
+  'expired' | 'discarded' | 'applied' | 'applying' | 'unapproved' | 'pending' | 'approved' | 'superseded' | 'undone';
 
-export type PlanMove = { ok: true; status: PlanStatus } | { ok: false; why: PlanRefusal; status: PlanStatus };
+export type PlanMove =
+  { ok: true; status: PlanStatus } | { ok: false; why: PlanRefusal; status: PlanStatus; other?: string };
+
+/** "The undo of run X" as stored: the newest undo plan, and the undo plan last taken for applying. */
+export interface UndoClaim {
+  plan?: string;
+  taken?: string;
+}
 
 /**
  * Stored plans (docs/architecture.md, "Change control"): a hash per plan, its rows in buckets of
@@ -252,13 +267,43 @@ export class PlanStore {
     return workspace;
   }
 
+  /** The undo of run `runId` as stored now (read only). */
+  async undoClaim(workspace: string, runId: string): Promise<UndoClaim> {
+    const [plan, taken] = await this.redis.hmget(undoClaimKey(this.prefix, workspace, runId), 'plan', 'taken');
+    return { ...(plan ? { plan } : {}), ...(taken ? { taken } : {}) };
+  }
+
+  /**
+   * Makes plan `id` the newest undo of run `runId`: older undo plans of the run are refused at
+   * approve and apply from now on. Answers the undo plan taken for applying since `readMs` (the
+   * new plan's read may be from before its writes: it is not made the newest), else undefined.
+   */
+  async claimUndo(
+    workspace: string,
+    runId: string,
+    id: string,
+    readMs: number,
+    expireAtMs: number,
+  ): Promise<string | undefined> {
+    const reply = (await CLAIM_UNDO.run(
+      this.redis,
+      [undoClaimKey(this.prefix, workspace, runId)],
+      [id, readMs, expireAtMs],
+    )) as ['ok'] | ['undone', string];
+    return reply[0] === 'undone' ? reply[1] : undefined;
+  }
+
   async #move(id: string, action: string, by: string, required = '0'): Promise<PlanMove> {
     const workspace = await this.#workspace(id);
-    const reply = (await MOVE_PLAN.run(this.redis, [planKey(this.prefix, workspace, id)], [action, by, required])) as
-      ['ok', PlanStatus] | ['refused', PlanRefusal, PlanStatus] | ['missing'];
+    const key = planKey(this.prefix, workspace, id);
+    // An undo plan's moves read and write the undo of its run, in the same step.
+    const undoOf = await this.redis.hget(key, 'undoOf');
+    const claim = undoOf ? undoClaimKey(this.prefix, workspace, undoOf) : key;
+    const reply = (await MOVE_PLAN.run(this.redis, [key, claim], [action, by, required])) as
+      ['ok', PlanStatus] | ['refused', PlanRefusal, PlanStatus, string?] | ['missing'];
     if (reply[0] === 'missing') throw new CrmSyncError('PLAN_NOT_FOUND', `no plan with id ${id}`);
     if (reply[0] === 'ok') return { ok: true, status: reply[1] };
-    return { ok: false, why: reply[1], status: reply[2] };
+    return { ok: false, why: reply[1], status: reply[2], ...(reply[3] !== undefined ? { other: reply[3] } : {}) };
   }
 
   /** Used by PlanWriter. */
@@ -322,8 +367,28 @@ export class PlanWriter {
     await this.store._write(this.input.workspace, this.id, rows, this.expiresMs + PLAN_KEEP_MS, meta);
   }
 
+  /**
+   * Makes the plan exist. An undo plan first becomes the newest undo of its run (claimUndo,
+   * `createdMs` as its read's start: planUndo begins the plan before it reads the CRM); refused
+   * (RUN_STATE, the plan never exists) when another undo of the run was taken for applying since.
+   */
   async finish(summary: PlanSummary): Promise<PlanRecord> {
     const { input } = this;
+    if (input.undoOf !== undefined) {
+      const { workspace, undoOf } = input;
+      const taken = await this.store.claimUndo(
+        workspace,
+        undoOf,
+        this.id,
+        this.createdMs,
+        this.expiresMs + PLAN_KEEP_MS,
+      );
+      if (taken !== undefined)
+        throw new CrmSyncError(
+          'RUN_STATE',
+          `run ${undoOf} was undone meanwhile, by plan ${taken} (crm-sync plans show ${taken}), while this undo read the CRM: its read may be from before those writes; undo the run again to see what is left. Nothing was planned.`,
+        );
+    }
     await this.#flush({
       id: this.id,
       status: 'pending',

@@ -287,6 +287,28 @@ export class RowFence {
     return later;
   }
 
+  /**
+   * Whether an earlier attempt of the row may have written the record, as the fence sees it now
+   * (read only): its place in order is a field's last applied write, or the write on the wire.
+   * A row that finds its values already in the record and never wrote them changes nothing.
+   */
+  async mayHaveWritten(w: Pick<RowWriter, 'runId' | 'row' | 'orderAs'>, record: RecordRef): Promise<boolean> {
+    const seq = seqOf(w.orderAs ?? w.runId, w.row);
+    const key = this.#orderKey(record);
+    let stored: Record<string, string>;
+    try {
+      stored = await this.#redis.hgetall(key);
+    } catch (err) {
+      // An order value of the earlier layout is one string: `applied[|inflight|untilMs]`.
+      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err;
+      return ((await this.#redis.get(key)) ?? '').split('|').slice(0, 2).includes(seq);
+    }
+    if (stored['*'] === seq) return true;
+    const inflight = stored['~'] ? (JSON.parse(stored['~']) as { s?: string }) : {};
+    if (inflight.s === seq) return true;
+    return Object.entries(stored).some(([name, v]) => name.startsWith('f:') && v.split('|')[0] === seq);
+  }
+
   /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */
   async settleUpdate(record: RecordRef, seq: string, applied: boolean): Promise<void> {
     await this.#run(SETTLE_UPDATE, [this.#orderKey(record)], [seq, applied ? '1' : '0', this.#orderWindowMs]);

@@ -13,13 +13,22 @@ import {
   type IndexedRecord,
   type ReconcileOperation,
 } from '../reconcile/index.js';
-import { changedSinceRunWords, changeValue, stillWriting, type RunRecord, type RunResults } from '../runs/index.js';
+import {
+  changedSinceRunWords,
+  changeValue,
+  stillWriting,
+  type RunRecord,
+  type RunResults,
+  type RunStore,
+} from '../runs/index.js';
 import { foldWrites, type CreatedDeal, type RecordWrites } from './undo-rows.js';
 
 export interface PlanUndoOptions {
   plans: PlanStore;
   /** Where the run's results are read: Redis, or its archive. */
   results: RunResults;
+  /** Where undo runs are read (Redis): an undo of the run still writing refuses a new one. */
+  runs: Pick<RunStore, 'getRun'>;
   run: RunRecord;
   client: CrmClient;
   /** The workspace's shared request budget: every list page takes a token. */
@@ -68,6 +77,17 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   const logger = options.logger ?? silentLogger;
   const op = undoOperation(run);
   refuseWhileWriting(run);
+  // Begun before anything is read: its createdMs is when its read began, which the claim of
+  // "the undo of run X" (PlanWriter.finish) holds against an undo taken for applying meanwhile.
+  const writer = await plans.begin({
+    workspace: run.workspace,
+    operation: op,
+    source: `undo of run ${run.id} (${run.source})`,
+    matchKey: 'id',
+    ttlMs: options.settings.planTtlMs,
+    undoOf: run.id,
+  });
+  await refuseWhileUndoing(plans, options.runs, run);
   const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
   const { budget } = options;
@@ -81,14 +101,6 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
           ...(budget ? { beforeFetch: () => budget.take() } : {}),
         })
       : new RecordIndex(RECONCILE_RESOURCE[op], 'id');
-  const writer = await plans.begin({
-    workspace: run.workspace,
-    operation: op,
-    source: `undo of run ${run.id} (${run.source})`,
-    matchKey: 'id',
-    ttlMs: options.settings.planTtlMs,
-    undoOf: run.id,
-  });
   const required = OPERATION_TABLE[writeOperation(op)].updateRequired;
   const counts = emptyPlanCounts();
   const fields = new Set<string>();
@@ -138,6 +150,26 @@ export function refuseWhileWriting(run: RunRecord): void {
   throw new CrmSyncError(
     'RUN_STATE',
     `${why}: an undo now would put back only what it wrote so far, and the rest would keep the run's values; ${ending}. Nothing was planned.`,
+  );
+}
+
+/**
+ * An undo of the run taken for applying whose run may still write (or is not made yet) refuses
+ * a new undo (RUN_STATE): the new one's read would see its writes in part, and put back again
+ * what it puts back. Checked after the new plan began: an undo taken later is the claim's to
+ * refuse (PlanWriter.finish).
+ */
+async function refuseWhileUndoing(plans: PlanStore, runs: Pick<RunStore, 'getRun'>, run: RunRecord): Promise<void> {
+  const { taken } = await plans.undoClaim(run.workspace, run.id);
+  if (taken === undefined) return;
+  const plan = await plans.get(taken);
+  if (!plan || plan.status === 'discarded') return;
+  const undoRun = plan.runId !== undefined ? await runs.getRun(plan.runId) : null;
+  if (plan.runId !== undefined && (!undoRun || stillWriting(undoRun) === undefined)) return;
+  const by = plan.runId !== undefined ? `run ${plan.runId} (plan ${taken})` : `plan ${taken}`;
+  throw new CrmSyncError(
+    'RUN_STATE',
+    `run ${run.id} is being undone by ${by}: wait for it to end (crm-sync runs show ${plan.runId ?? taken}), then undo the run again if anything is left. Nothing was planned.`,
   );
 }
 

@@ -58,8 +58,14 @@ export interface DriftedField {
   carried?: true;
 }
 
-/** `changed`: the fields the record no longer holds, when it is still in the list (updates only). */
-export type DriftAnswer = { kind: 'holds' } | { kind: 'drifted'; message: string; changed?: DriftedField[] };
+/**
+ * `changed`: the fields the record no longer holds, when it is still in the list (updates only).
+ * `already`: fields that hold the value the row sends rather than the plan's before-value — an
+ * earlier attempt of the row may have written them, or something else did (RowSender asks the
+ * write fence which).
+ */
+export type DriftAnswer =
+  { kind: 'holds'; already?: string[] } | { kind: 'drifted'; message: string; changed?: DriftedField[] };
 
 /** Where a planned update's check looks first (check): the page that held its record when planned. */
 export interface CheckAt {
@@ -141,7 +147,8 @@ export class DriftCheck {
    * Whether record `id` still holds `expect` (canonical before-values by field), and every other
    * field the request carries (`fields` without a before-value: sent unchanged, as a deal's
    * required name) still holds the value sent (carriedValues). A field that already holds the
-   * value the row sends counts as holding: an earlier attempt of this row may have been applied. CRM errors of the list read propagate (the worker's verdict decides).
+   * value the row sends counts as holding (named in `already`): an earlier attempt of this row
+   * may have been applied. CRM errors of the list read propagate (the worker's verdict decides).
    * `runId`: the run's first check in this process reads the list anew (#runStart), so a read
    * from before the apply — of an earlier run's writes — never passes for drift.
    * `at.place`: where the plan saw the record. Unless a whole-list read is fresh, the check reads
@@ -173,17 +180,21 @@ export class DriftCheck {
         message: `not sent: ${resource.slice(0, -1)} ${id} is no longer in the CRM's list (it was when planned)`,
       };
     const changed: DriftedField[] = [];
+    const already: string[] = [];
     for (const [field, before] of Object.entries(expect)) {
       const now = record.values[field] ?? '';
       if (now === before) continue;
-      if (fields[field] !== undefined && now === canonicalFromRow(field, fields[field])) continue;
+      if (fields[field] !== undefined && now === canonicalFromRow(field, fields[field])) {
+        already.push(field);
+        continue;
+      }
       changed.push({ field, now, planned: before });
     }
     for (const [field, sent] of carried) {
       const now = record.values[field] ?? '';
       if (now !== sent) changed.push({ field, now, planned: sent, carried: true });
     }
-    if (changed.length === 0) return { kind: 'holds' };
+    if (changed.length === 0) return already.length > 0 ? { kind: 'holds', already } : { kind: 'holds' };
     const words = changed.map(
       (c) =>
         `${c.field} is now ${JSON.stringify(showCanonical(c.now))} in the CRM (planned ${c.carried ? 'unchanged at' : 'over'} ${JSON.stringify(showCanonical(c.planned))})`,

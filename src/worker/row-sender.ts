@@ -168,6 +168,11 @@ export class RowSender {
     const record: RecordRef = { resource, id: payload.id };
     // A planned row (crm-sync apply) goes only while its record holds what the plan saw: checked
     // before the fence, so no record's write lease is held while the list is read.
+    // Fields that already hold what the row writes, and that no attempt of the row wrote: the
+    // write changes nothing there (another undo of the same run put them back, a person typed
+    // the same value), so they are not recorded as changed — and a row of only such fields is
+    // `skipped` unchanged, not sent.
+    let unchanged: readonly string[] = [];
     if (r.expect && this.o.drift) {
       try {
         const answer = await this.o.drift.check(w.runId, resource, payload.id, r.expect, payload.fields, {
@@ -175,6 +180,12 @@ export class RowSender {
           ...(r.listPlace !== undefined ? { place: r.listPlace } : {}),
         });
         if (answer.kind === 'drifted') return { kind: 'result', result: driftedRow(r, answer, payload.id) };
+        if (answer.already && !(await this.o.fence.mayHaveWritten(w, record))) {
+          const already = answer.already;
+          if (Object.keys(r.expect).every((f) => already.includes(f)))
+            return { kind: 'result', result: unchangedRow(r, already, payload.id) };
+          unchanged = already;
+        }
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }
@@ -226,7 +237,17 @@ export class RowSender {
         const fields = begin.fields as UpdatePayload['fields'];
         // An update's payload is {op, id, fields} (crm/operations.ts): built, not spread.
         const sent = { op: payload.op, id: payload.id, fields } as UpdatePayload;
-        return this.#update(r, sent, record, begin.seq, signal, begin.writtenLater, read.values, w.resent === true);
+        return this.#update(
+          r,
+          sent,
+          record,
+          begin.seq,
+          signal,
+          begin.writtenLater,
+          read.values,
+          w.resent === true,
+          unchanged,
+        );
       }
       case 'superseded':
         return { kind: 'result', result: supersededBy(r, begin.writtenLater) };
@@ -319,6 +340,7 @@ export class RowSender {
     writtenLater: readonly WrittenLater[],
     before: BeforeValues,
     mayHoldOwnWrite: boolean,
+    unchanged: readonly string[],
   ): Promise<SendOutcome> {
     const base = placeOf(r);
     const partly = partlySent(payload.fields, writtenLater);
@@ -336,6 +358,7 @@ export class RowSender {
       const answered = await this.o.client.updateAnswered(payload, opts);
       // The values after are the CRM's answer (a normalising CRM stores other text than sent).
       const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite, answered });
+      for (const f of unchanged) delete changes[f];
       return { kind: 'result', result: succeeded(base, answered.id, note, sent, changes), settles };
     } catch (err) {
       if (err instanceof BadResponseError && err.recordId === payload.id) {
@@ -343,6 +366,7 @@ export class RowSender {
         this.o.logger.warn({ row: r.row, err: err.message }, 'write applied, answer did not match the spec');
         const message = `applied; the CRM's answer did not match the spec (${err.message})${note ? `; ${note}` : ''}`;
         const changes = fieldChanges(resource, payload.fields, before, { resent: mayHoldOwnWrite });
+        for (const f of unchanged) delete changes[f];
         return { kind: 'result', result: succeeded(base, payload.id, message, sent, changes), settles };
       }
       if (err instanceof BadResponseError) {
@@ -426,4 +450,9 @@ function driftedRow(r: QueuedRow, answer: Extract<DriftAnswer, { kind: 'drifted'
       ? `; ${held.join(', ')} not put back with it (one request writes the row): undo the run again to put ${held.length > 1 ? 'them' : 'it'} back`
       : '';
   return skipped(r, `not put back: ${words.join('; ')}${rest}`, id);
+}
+
+/** A planned update whose record already holds every value it writes, none of them by this row: nothing sent. */
+function unchangedRow(r: QueuedRow, fields: readonly string[], id: string): RowResult {
+  return skipped(r, `unchanged: the record already holds the ${fields.join(', ')} this row writes; nothing sent`, id);
 }
