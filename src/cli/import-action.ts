@@ -265,7 +265,7 @@ async function importSource(
             ...common,
             op,
             client,
-            budget: workspaceRequestBudget(runtime.redis, config, opts.workspace),
+            budget: workspaceRequestBudget(runtime.redis, config, opts.workspace, client),
             ...(opts.match ? { matchKey: opts.match } : {}),
             ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
             onRun: (r) => started(r, ' (reconciled)'),

@@ -42,7 +42,7 @@ export async function runPlan(file: string | undefined, opts: PlanOptions, comma
       op: opts.op,
       workspace: opts.workspace,
       client,
-      budget: workspaceRequestBudget(redis, config, opts.workspace),
+      budget: workspaceRequestBudget(redis, config, opts.workspace, client),
       ...(opts.match ? { matchKey: opts.match } : {}),
       ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),

@@ -34,7 +34,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       op: opts.op,
       workspace: opts.workspace,
       client,
-      budget: workspaceRequestBudget(redis, config, opts.workspace),
+      budget: workspaceRequestBudget(redis, config, opts.workspace, client),
       ...(opts.match ? { matchKey: opts.match } : {}),
       ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
       ...(opts.mapping ? { mapping: readMappingFile(opts.mapping) } : {}),

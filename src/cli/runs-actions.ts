@@ -239,7 +239,7 @@ async function replanDriftedRows(
       store: runtime.store,
       run,
       client,
-      budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+      budget: workspaceRequestBudget(runtime.redis, config, run.workspace, client),
       settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
       ...(rows ? { rows: new Set(rows) } : {}),
       logger,

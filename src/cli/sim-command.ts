@@ -63,9 +63,7 @@ export function registerSimCommand(program: Command): void {
       'after',
       helpFooter(
         `
-Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external,
-or http://<workspace>.<name>:<port>/api/external with --domain <name> (on a container network,
-give the simulator those names as aliases: acme.sim).
+Workspaces are told apart by the Host header: http://<workspace>.localhost:<port>/api/external, or http://<workspace>.<name>:<port>/api/external with --domain <name> (on a container network, give the simulator those names as aliases: acme.sim).
 
 Examples:
   crm-sync sim --port 4010 --workspace acme:KEY --workspace globex:KEY2 --records 1000 --seed 7 --rate 50/s

@@ -53,7 +53,7 @@ export async function undoRun(id: string, opts: UndoOptions, command: Command): 
         runs: runtime.store,
         run,
         client,
-        budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+        budget: workspaceRequestBudget(runtime.redis, config, run.workspace, client),
         settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
         logger,
       });

@@ -22,7 +22,7 @@ export async function verifyRunCommand(
         runId,
         store: runtime.store,
         client,
-        budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+        budget: workspaceRequestBudget(runtime.redis, config, run.workspace, client),
         pageSize: opts.pageSize,
         ...(out ? { out } : {}),
       });

@@ -46,7 +46,7 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
           runs: runtime.store,
           run,
           client,
-          budget: workspaceRequestBudget(runtime.redis, config, run.workspace),
+          budget: workspaceRequestBudget(runtime.redis, config, run.workspace, client),
           settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
           logger: runtime.logger,
         });

@@ -495,11 +495,20 @@ export interface RequestBudget {
  * The workspace's shared budget as its configuration says (a known `rateLimit`, or the rate
  * learned from 429s): workers, reconcile's and verify's list pages all take from this one.
  */
-export function workspaceRequestBudget(redis: RedisClient, config: Config, workspace: string): SharedTokenBucket {
+export function workspaceRequestBudget(
+  redis: RedisClient,
+  config: Config,
+  workspace: string,
+  client?: { watchSendDelays(watch: (ms: number) => void): unknown },
+): SharedTokenBucket {
   const { rateLimit } = getWorkspace(config, workspace);
-  return new SharedTokenBucket({
+  const bucket = new SharedTokenBucket({
     redis,
     key: requestBudgetKey(config.prefix, workspace),
     ...(rateLimit ? { limit: rateLimit } : {}),
   });
+  // The client whose requests the tokens pace: its late sends widen the margin, as a worker's do
+  // (a command's list pages on a loaded machine bunched 11 into a window of a 10/s limit).
+  client?.watchSendDelays((ms) => bucket.noteSendDelay(ms));
+  return bucket;
 }

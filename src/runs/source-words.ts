@@ -14,7 +14,7 @@ import type { RowResult, RunRecord } from './run-types.js';
 export function placeWords(result: Pick<RowResult, 'line' | 'ref' | 'row'>, run?: Pick<RunRecord, 'options'>): string {
   if (result.ref !== undefined) return `key ${result.ref}`;
   const line = result.line !== undefined ? `line ${result.line}` : '';
-  const csv = run !== undefined && run.options.query === undefined && (run.options.format ?? 'csv') === 'csv';
+  const csv = run !== undefined && run.options.query === undefined && run.options.format === 'csv';
   if (!csv) return line;
   return [line, `spreadsheet row ${result.row + 1}`].filter(Boolean).join(', ');
 }

@@ -103,7 +103,7 @@ export async function preflight(options: PreflightOptions): Promise<CheckLine[]>
       try {
         client = createCrmClient(config, name, logger);
         // Without Redis there is no shared budget to take from: one request is sent all the same.
-        const key = await checkKey(client, redis ? workspaceRequestBudget(redis, config, name) : undefined);
+        const key = await checkKey(client, redis ? workspaceRequestBudget(redis, config, name, client) : undefined);
         lines.push({ level: key.verdict === 'ok' ? 'ok' : 'fail', subject: `${name}: crm`, message: key.message });
       } catch (err) {
         // SECRET_MISSING: the key's env variable or file is not there.

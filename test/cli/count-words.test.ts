@@ -25,7 +25,7 @@ describe('count words', () => {
 
   it('a CSV row names the row a spreadsheet shows it on beside its file line; other sources do not', () => {
     // Data row 101 sits on the sheet's row 102 (the header is row 1); quoted newlines moved its line to 111.
-    expect(placeWords({ row: 101, line: 111 }, { options: {} })).toBe('line 111, spreadsheet row 102');
+    expect(placeWords({ row: 101, line: 111 }, { options: { format: 'csv' } })).toBe('line 111, spreadsheet row 102');
     expect(placeWords({ row: 101, line: 111 }, { options: { format: 'ndjson' } })).toBe('line 111');
     expect(placeWords({ row: 3, ref: 'C-9' }, { options: { query: { query: 'select 1' } } })).toBe('key C-9');
     expect(placeWords({ row: 3, line: 4 })).toBe('line 4');

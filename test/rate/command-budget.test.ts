@@ -67,6 +67,41 @@ describe('the known limit of 10/s holds for every command', () => {
     expect(busiestWindow(pages, 1000)).toBeLessThanOrEqual(LIMIT.max);
   }, 60_000);
 
+  it('import --reconcile --work and then verify of its run: list pages, drift reads and writes, no 1-s window over 10', async () => {
+    const from = h.proxy!.requests.length;
+    const res = await cli(
+      [
+        'import',
+        contactsFile(),
+        '--op',
+        'contact.update',
+        '-w',
+        'acme',
+        '--reconcile',
+        '--match',
+        'email',
+        '--work',
+        '--json',
+      ],
+      { timeoutMs: 90_000 },
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const run = JSON.parse(res.stdout) as { id: string; counts: Record<string, number> };
+    expect(run.counts).toMatchObject({ total: 30, succeeded: 30 });
+    const imported = arrivals(from);
+    // 30 list pages to match, 30 writes, and the drift check's own reads.
+    expect(arrivals(from, /\/v2\/contacts\/[^/]+$/)).toHaveLength(30);
+    expect(imported.length).toBeGreaterThanOrEqual(60);
+    expect(busiestWindow(imported, 1000)).toBeLessThanOrEqual(LIMIT.max);
+
+    const verifyFrom = h.proxy!.requests.length;
+    const verified = await cli(['verify', run.id, '--json'], { timeoutMs: 90_000 });
+    expect(verified.code, verified.stderr).toBe(0);
+    const pages = arrivals(verifyFrom, /\/v2\/contacts$/);
+    expect(pages.length).toBeGreaterThanOrEqual(30);
+    expect(busiestWindow(pages, 1000)).toBeLessThanOrEqual(LIMIT.max);
+  }, 120_000);
+
   it("check's probe waits for its token when the workspace spent its budget: no 1-s window over 10", async () => {
     // Another process of the workspace spends the whole budget of the second just before.
     const budget = workspaceRequestBudget(h.runtime.redis, h.config, 'acme');
