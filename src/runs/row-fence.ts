@@ -265,15 +265,9 @@ export class RowFence {
    */
   async laterWrites(w: Pick<RowWriter, 'runId' | 'row' | 'orderAs'>, record: RecordRef, fields: readonly string[]) {
     const seq = seqOf(w.orderAs ?? w.runId, w.row);
-    const key = this.#orderKey(record);
-    let stored: Record<string, string>;
-    try {
-      stored = await this.#redis.hgetall(key);
-    } catch (err) {
-      // An order value of the earlier layout is one string: a write of every field.
-      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err;
-      stored = { '*': ((await this.#redis.get(key)) ?? '').split('|')[0] ?? '' };
-    }
+    const order = await this.#storedOrder(record);
+    // An order value of the earlier layout is one string: a write of every field.
+    const stored = 'hash' in order ? order.hash : { '*': order.legacy.split('|')[0] ?? '' };
     const star = stored['*'] ?? '';
     const inflight = stored['~'] ? (JSON.parse(stored['~']) as { s?: string; f?: Record<string, string> }) : {};
     const later: WrittenLater[] = [];
@@ -294,19 +288,25 @@ export class RowFence {
    */
   async mayHaveWritten(w: Pick<RowWriter, 'runId' | 'row' | 'orderAs'>, record: RecordRef): Promise<boolean> {
     const seq = seqOf(w.orderAs ?? w.runId, w.row);
-    const key = this.#orderKey(record);
-    let stored: Record<string, string>;
-    try {
-      stored = await this.#redis.hgetall(key);
-    } catch (err) {
-      // An order value of the earlier layout is one string: `applied[|inflight|untilMs]`.
-      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err;
-      return ((await this.#redis.get(key)) ?? '').split('|').slice(0, 2).includes(seq);
-    }
+    const order = await this.#storedOrder(record);
+    // An order value of the earlier layout is one string: `applied[|inflight|untilMs]`.
+    if ('legacy' in order) return order.legacy.split('|').slice(0, 2).includes(seq);
+    const stored = order.hash;
     if (stored['*'] === seq) return true;
     const inflight = stored['~'] ? (JSON.parse(stored['~']) as { s?: string }) : {};
     if (inflight.s === seq) return true;
     return Object.entries(stored).some(([name, v]) => name.startsWith('f:') && v.split('|')[0] === seq);
+  }
+
+  /** A record's write order as stored: its hash, or the one string of the earlier layout. */
+  async #storedOrder(record: RecordRef): Promise<{ hash: Record<string, string> } | { legacy: string }> {
+    const key = this.#orderKey(record);
+    try {
+      return { hash: await this.#redis.hgetall(key) };
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err;
+      return { legacy: (await this.#redis.get(key)) ?? '' };
+    }
   }
 
   /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */
