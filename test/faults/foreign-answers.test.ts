@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunKeys } from '../../src/keys/index.js';
 import { retryRun } from '../../src/lifecycle/index.js';
-import { csv, dealValuesFile, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
+import {
+  FAULTED_POST_LATENCY,
+  calibrateRecordClock,
+  csv,
+  dealValuesFile,
+  resultsByRow,
+  startHarness,
+  type Harness,
+} from '../helpers/pipeline.js';
 import { POST_DEALS, dealsNamed } from './create-fixtures.js';
 
 /*
@@ -56,7 +64,8 @@ describe('answers that name another record', () => {
     expect(h.ws.deals.get(target!.id)?.value).toBe(701);
   }, 40_000);
 
-  it('a create answered with a deal another row recorded ends uncertain, and runs retry sends no POST for it', async () => {
+  it('a create answered with a deal another row recorded ends uncertain, and runs retry finds its deal by a lookup and sends no POST for it', async () => {
+    await calibrateRecordClock(h);
     const first = await h.waitForRun(
       (await h.importFile(h.file('taken-1.csv', csv(['name', 'value'], [['Taken A', 10]])), 'deal.create')).id,
     );
@@ -66,6 +75,7 @@ describe('answers that name another record', () => {
     h.proxy!.setRules([
       {
         ...POST_DEALS,
+        ...FAULTED_POST_LATENCY,
         times: 1,
         rewriteAnswer: (json) => {
           const { deal } = json as { deal: Record<string, unknown> };
@@ -91,8 +101,10 @@ describe('answers that name another record', () => {
     const [after] = await resultsByRow(h, again.id);
     // It looked first and found a deal like it: not sent again.
     expect(h.proxy!.count('POST', POST_DEALS.path) - posts).toBe(0);
-    expect(after).toMatchObject({ status: 'uncertain' });
-    expect(after!.message).toContain(dealsNamed(h, 'Taken B')[0]!.id);
+    // B's deal was stamped well after its send (the POST's latency, a calibrated clock), so the
+    // lookup tells it is this row's: recorded as found, not as the deal the answer named.
+    expect(after).toMatchObject({ status: 'succeeded', recordId: dealsNamed(h, 'Taken B')[0]!.id });
+    expect(after!.message).toMatch(/found by a lookup/);
     expect(dealsNamed(h, 'Taken B')).toHaveLength(1);
     // A's result is A's, untouched.
     expect((await resultsByRow(h, first.id))[0]).toMatchObject({ status: 'succeeded', recordId: takenId });
