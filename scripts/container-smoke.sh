@@ -282,7 +282,7 @@ log "redis: on the internal network ${PROJECT}_backend only, no port published"
 t0=$SECONDS
 log "import samples/deals-update.csv (deal.update, 40 rows) through the workers"
 # In the first worker's container: compose 1.29's `run` asks for container links, which podman
-# refuses ("link is not supported"); `docker compose run --rm worker import …` as the README
+# refuses ("link is not supported"); `docker compose run --rm worker import …` as docs/production.md
 # has it works with Docker's compose. exec skips the image's entrypoint, hence node bin/crm-sync.js.
 CRM_SYNC=("${COMPOSE[@]}" exec -T --index=1 worker node bin/crm-sync.js)
 set +e

@@ -1,7 +1,7 @@
 /**
  * crm-sync as a library: the same parts the CLI uses, for a program that embeds the import.
- * The CLI (bin/crm-sync.js) only parses arguments and calls these. See README "Use it as a
- * library" for an example, and docs/architecture.md ("Modules") for what each part does.
+ * The CLI (bin/crm-sync.js) only parses arguments and calls these. See docs/library.md ("Use it as a
+ * library") for an example, and docs/architecture.md ("Modules") for what each part does.
  */
 
 // Configuration: the file's schema (zod; its JSON Schema ships as schema/crm-sync.config.schema.json).

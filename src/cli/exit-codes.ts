@@ -1,5 +1,5 @@
 /**
- * Process exit codes, documented in the README and `crm-sync --help`, so that cron jobs and
+ * Process exit codes, documented in docs/troubleshooting.md and `crm-sync --help`, so that cron jobs and
  * CI scripts can tell "some rows failed" from "nothing could run".
  */
 export const EXIT = {

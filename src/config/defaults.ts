@@ -254,7 +254,7 @@ export const DEFAULTS = {
     settleWaitMs: 15 * SECOND,
     /**
      * Grace after the parts' close timeouts for the forced steps (disconnects) before the process
-     * exits by itself (ms): the README promises an exit within the close timeout plus 5 s,
+     * exits by itself (ms): docs/guarantees.md promises an exit within the close timeout plus 5 s,
      * whatever Redis does. A second signal exits at once.
      */
     shutdownGraceMs: 4 * SECOND,

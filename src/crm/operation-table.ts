@@ -165,7 +165,7 @@ const names = Object.keys(OPERATION_TABLE) as RunOperation[];
 const isOperation = (op: RunOperation): op is Operation => !('sendsAs' in OPERATION_TABLE[op]);
 const isReconciled = (op: RunOperation): op is ReconcileOperation => OPERATION_TABLE[op].reconciles;
 
-/** Every operation, in the table's order (the order of `--help` and the README's field table). */
+/** Every operation, in the table's order (the order of `--help` and the field table in docs/imports.md). */
 export const OPERATIONS = names.filter(isOperation) as unknown as readonly [Operation, ...Operation[]];
 export const RUN_OPERATIONS = names as unknown as readonly [RunOperation, ...RunOperation[]];
 export const RECONCILE_OPERATIONS = names.filter(isReconciled) as unknown as readonly [

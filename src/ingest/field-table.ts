@@ -3,9 +3,9 @@ import { OPERATIONS, rowFieldSchemas, type Operation } from '../crm/index.js';
 import { fieldsOf, inferType, type ColumnType } from './mapping.js';
 
 /**
- * The README's table of every operation's fields, made from the zod schemas rows are checked
+ * The table of every operation's fields in docs/imports.md, made from the zod schemas rows are checked
  * with, so the documentation cannot drift from what is enforced (test/ingest/readme-fields.test.ts
- * compares it with README.md).
+ * compares it with docs/imports.md).
  */
 /** Rules the schemas hold as refinements, which zod cannot describe by itself. */
 const RULE_NOTES: Record<string, string> = {

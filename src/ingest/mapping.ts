@@ -277,7 +277,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
     });
   }
   // A mapping file names the odd columns; the rest, named like their field, still map
-  // themselves (the README's promise). Not a field another column already maps to, and not a
+  // themselves (docs/imports.md's promise). Not a field another column already maps to, and not a
   // column the mapping itself names (mapped elsewhere, or null to skip it).
   for (const rule of DEFAULT_RULES[op]) {
     if (Object.hasOwn(mapping.columns, rule.column) || rules.some((r) => r.field === rule.field)) continue;

@@ -7,7 +7,7 @@ import { resultsByRow, startHarness, type Harness, type HarnessOptions } from '.
 import { startCli } from '../helpers/run-cli.js';
 
 /**
- * The chaos suite's common ground (README, "Chaos suite"). CI runs every scenario in a bounded
+ * The chaos suite's common ground (docs/development.md, "Chaos suite"). CI runs every scenario in a bounded
  * form; `CHAOS_SCALE=10 npx vitest run test/chaos` runs them ten times larger and longer.
  */
 export const SCALE = Math.max(1, Number(process.env.CHAOS_SCALE ?? 1));

@@ -75,7 +75,7 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
     await page.locator(`a[href="/runs/${run.id}"]`).click();
     await page.getByRole('heading', { name: 'Failed and invalid rows' }).waitFor();
     expect(await page.locator('tbody input[name=row]').count()).toBe(4);
-    // The README's screenshot: refreshed on demand only, so a test run does not dirty the tree.
+    // docs/dashboard.md's screenshot: refreshed on demand only, so a test run does not dirty the tree.
     await capture(page, 'run-page.png', { docs: true });
 
     const failed = await download(page, 'Download failed rows (CSV)', 'failed-before.csv');

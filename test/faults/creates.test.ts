@@ -169,7 +169,7 @@ describe('duplicate-safe creates under CRM faults', () => {
 
   it('a create held in the network longer than the settle time is the case no client can close: the duplicate is made, and verify reports it', async () => {
     // Settle 300 ms < the 2.2 s hold: the lookup runs before the held POST lands, finds nothing
-    // and sends again (README, "What no client can close"); the held one then lands too.
+    // and sends again (docs/guarantees.md, "What no client can close"); the held one then lands too.
     h.proxy!.setRules([{ ...POST_DEALS, holdRequest: 2200, times: 1 }]);
     const file = h.file('held.csv', csv(['name', 'value'], [['Held D', 13]]));
     const run = await h.waitForRun((await h.importFile(file, 'deal.create')).id, 20_000);

@@ -24,11 +24,11 @@ const env: NodeJS.ProcessEnv = Object.fromEntries(
 const sh = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}) =>
   run(cmd, args, { cwd, env: { ...env, ...extra }, maxBuffer: 32 * 1024 * 1024, timeout: 240_000 });
 
-/** The README's library example, verbatim: the code block after the `library-example` marker. */
-function readmeExample(): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/** The library example of docs/library.md (linked from the README), verbatim: the code block after the `library-example` marker. */
+function libraryExample(): string {
+  const readme = readFileSync(join(root, 'docs', 'library.md'), 'utf8');
   const match = /<!-- library-example -->\n```js\n([\s\S]*?)\n```/.exec(readme);
-  if (!match?.[1]) throw new Error('README.md has no library example block');
+  if (!match?.[1]) throw new Error('docs/library.md has no library example block');
   return match[1];
 }
 
@@ -42,7 +42,7 @@ afterAll(async () => {
 
 describe('the npm package', () => {
   it(
-    'packs (prepare builds unless dist/ is built from these sources), installs into a new project, and its README example, types, schema and CLI work',
+    'packs (prepare builds unless dist/ is built from these sources), installs into a new project, and its docs/library.md example, types, schema and CLI work',
     { timeout: 480_000 },
     async () => {
       // `npm ci` ran prepare already (CI installs that way): when dist/ was built from these very
@@ -91,7 +91,7 @@ describe('the npm package', () => {
         project,
       );
 
-      writeFileSync(join(project, 'example.mjs'), readmeExample());
+      writeFileSync(join(project, 'example.mjs'), libraryExample());
       const example = await sh('node', ['example.mjs'], project, { REDIS_URL: redisUrl, CRM_SYNC_PREFIX: prefix });
       expect(example.stdout.trim()).toBe('completed 1 Renamed by crm-sync');
 

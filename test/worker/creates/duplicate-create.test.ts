@@ -16,7 +16,7 @@ describe('duplicate-safe deal creates', () => {
     // Short backoff: the test is about what a retry does, not how long it waits. A settle time of
     // 3 s, not the harness's 200 ms: the simulator runs in this process, and on a loaded machine
     // its event loop can take in a POST whose job lost its lock (and aborted it) seconds after
-    // the send — the late delivery no client can close (README), which would make a duplicate
+    // the send — the late delivery no client can close (docs/guarantees.md), which would make a duplicate
     // this test is not about. (A dropped answer is causal: its lookup waits for a pass begun
     // after the loss was seen — see test/faults/creates.test.ts.)
     h = await startHarness({ records: 5, seed: 3, retry: { attempts: 12, backoffMs: 5 }, createSettleMs: 3000 });

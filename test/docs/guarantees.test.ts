@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { readDoc } from './markdown.js';
+
+/*
+ * "What is guaranteed" (docs/guarantees.md) is a contract with its readers, moved word for word
+ * from the README. Changing a word of it is a decision, not an edit: this test fails until the
+ * digest below is changed with it, in the same commit that says why.
+ */
+const CONTRACT_SHA256 = 'd99d3e86cbe0bab5868174499d33750ab6bf9c1e63ebf08a62212ecb78e5adfa';
+
+describe('docs/guarantees.md, "What is guaranteed"', () => {
+  it('is the contract word for word', () => {
+    const page = readDoc('docs/guarantees.md');
+    const start = page.indexOf('<!-- guarantees:start -->');
+    const end = page.indexOf('<!-- guarantees:end -->');
+    expect(start).toBeGreaterThan(page.indexOf('## What is guaranteed'));
+    expect(end).toBeGreaterThan(start);
+    const text = page.slice(start + '<!-- guarantees:start -->'.length, end).trim();
+    expect(text).toMatch(/^These hold with any number of worker processes/);
+    expect(text).toContain('**One result per row, written once.**');
+    expect(createHash('sha256').update(text).digest('hex')).toBe(CONTRACT_SHA256);
+  });
+});
