@@ -260,7 +260,9 @@ export class DuplicateSafeCreate {
   ): Promise<CreateOutcome> {
     const { w, row, fp } = c;
     const message =
-      how === 'lookup' ? 'created by an earlier attempt of this row (its answer lost, or naming another deal); found by a lookup' : undefined;
+      how === 'lookup'
+        ? 'created by an earlier attempt of this row (its answer lost, or naming another deal); found by a lookup'
+        : undefined;
     const success = succeeded(row, dealId, message, c.sent, c.changes);
     const conflict =
       how === 'answer'
