@@ -134,9 +134,25 @@ export class BadResponseError extends CrmError {
   }
 }
 
+/**
+ * Codes of the failures that are final for a row (NotFoundError, RejectedError, BadResponseError):
+ * the same request gets the same answer, so a stored row with one fails again unless it is changed.
+ * By code, so a stored result (which keeps only its code) is judged as the worker judged its error.
+ */
+const PERMANENT_CODES: ReadonlySet<string> = new Set<CrmErrorCode>([
+  'CRM_NOT_FOUND',
+  'CRM_REJECTED',
+  'CRM_BAD_RESPONSE',
+]);
+
+/** A stored row's error code is one the worker does not retry: sending the row unchanged fails again. */
+export function isPermanentCode(code: string | undefined): boolean {
+  return code !== undefined && PERMANENT_CODES.has(code);
+}
+
 /** The row failed for good: retrying the same request gives the same answer. */
 export function isPermanent(err: unknown): boolean {
-  return err instanceof NotFoundError || err instanceof RejectedError || err instanceof BadResponseError;
+  return err instanceof CrmError && isPermanentCode(err.code);
 }
 
 /** Worth trying again later (after Retry-After or a backoff). AuthError is neither: it stops the workspace. */

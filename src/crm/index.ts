@@ -34,6 +34,7 @@ export {
   RejectedError,
   BadResponseError,
   isPermanent,
+  isPermanentCode,
   isRetryable,
   parseRetryAfter,
   refusedKeyStatus,

@@ -54,7 +54,7 @@ button { cursor:pointer; background:#eef1f6; }
 button.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
 button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
 .actions { display:flex; flex-wrap:wrap; gap:10px; align-items:center; }
-.actions form { margin:0; display:inline-flex; gap:8px; align-items:center; }
+.actions form { margin:0; display:inline-flex; flex-wrap:wrap; gap:8px; align-items:center; }
 .notice { border-radius:8px; padding:10px 14px; margin:12px 0; border:1px solid; }
 .notice.ok { background:var(--ok-bg); border-color:#b6dfc3; color:#164f2b; }
 .notice.warn { background:var(--warn-bg); border-color:#efd49a; color:#5c3d00; }
@@ -95,8 +95,10 @@ figure.spark.ok .plot { color:var(--ok); }
 figure.spark.warn .plot { color:#c88a00; }
 figure.spark.bad .plot { color:var(--bad); }
 table.groups td.err { max-width:640px; }
+/* What to do instead of a retry is a sentence: it wraps, where the group's links and button do not. */
+table.groups [data-permanent] { display:inline-block; white-space:normal; max-width:320px; }
 /* A plan's ids and sources are long words: they wrap rather than widen a phone's page. */
-h1.plan-title, .sub .mono, p.history, p.plan-link, td.approver { overflow-wrap:anywhere; }
+h1.plan-title, h1.record-title, .sub .mono, p.history, p.plan-link, td.approver { overflow-wrap:anywhere; }
 td.approver { max-width:180px; }
 @media (max-width: 720px) {
   header.top { flex-wrap:wrap; gap:8px 16px; padding:10px 12px; }
@@ -109,6 +111,13 @@ td.approver { max-width:180px; }
   td.run { min-width:170px; }
   /* The runs list keeps what an operator scans for on a phone: run, status, counts, duration. */
   th.wide, td.wide { display:none; }
+  /* A table of cards: each line a block, its cells one under another, so its actions stay on screen. */
+  table.cards thead { display:none; }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display:block; }
+  table.cards tr { border-bottom:1px solid var(--line); padding:6px 0; }
+  table.cards td { border:0; padding:2px 10px; max-width:none; }
+  table.cards td.num, table.cards td.result { display:inline-block; text-align:left; }
+  table.cards td.nowrap { white-space:normal; }
 }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }

@@ -79,13 +79,13 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
           html`<tr><td>${e.at}</td><td><a class="mono" href="/runs/${encodeURIComponent(e.runId)}">${e.runId}</a>${e.undoOf !== undefined ? html` <span class="badge">undo of ${e.undoOf}</span>` : ''}</td><td>${String(e.row)}${e.line !== undefined ? ` (line ${e.line})` : ''}</td><td>${e.field}</td><td>${e.before ?? '(not known)'}</td><td>${e.after}</td></tr>`,
       );
       const body = html`<p><a href="/">← All runs</a></p>
-<h1>Record <span class="mono">${id}</span></h1>
+<h1 class="record-title">Record <span class="mono">${id}</span></h1>
 <p class="sub">Workspace <b>${workspace}</b> · every change crm-sync made to it, newest first${config.history ? ' (from the history database)' : ''}</p>
 ${notes.map((n) => html`<p class="muted">${n}</p>`)}
 ${
   entries.length === 0
     ? html`<p class="muted">No change by crm-sync to this record.</p>`
-    : html`<table class="history"><thead><tr><th>Time</th><th>Run</th><th>Row</th><th>Field</th><th>Before</th><th>After</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<div class="scroll"><table class="history"><thead><tr><th>Time</th><th>Run</th><th>Row</th><th>Field</th><th>Before</th><th>After</th></tr></thead><tbody>${rows}</tbody></table></div>`
 }`;
       return sendPage(reply, page({ title: `Record ${id}`, body, nav: 'runs', canSignOut: !o.auth.insecure, csrf }));
     },

@@ -57,6 +57,7 @@ function jobWords(d: QueueDepth): string {
 /** Runs of one status summed per page; more running or blocked runs than this at once is not seen. */
 const RUNS_SUMMED = 500;
 
+/** Pause or Resume is next to the name: at the table's right end a phone's screen never shows it. */
 function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
   const name = encodeURIComponent(s.name);
   const action = s.depth.paused
@@ -64,13 +65,13 @@ function workspaceRow(s: WorkspaceState, csrf: string): SafeHtml {
     : html`<form method="post" action="/workspaces/${name}/pause"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">Pause</button></form>`;
   return html`<tr>
   <td><b>${s.name}</b></td>
+  <td><div class="actions">${action}</div></td>
   <td>${stateWords(s)}${s.blockedRuns > 0 ? html`<div class="muted">Fix the API key first, then resume.</div>` : ''}</td>
   <td class="num" data-waiting-rows>${s.waitingRows.toLocaleString('en-US')}</td>
   <td class="small">${jobWords(s.depth)}</td>
   <td class="num"><a href="/?workspace=${name}&amp;status=running">${s.runningRuns}</a></td>
   <td class="num"><a href="/?workspace=${name}&amp;status=blocked">${s.blockedRuns}</a></td>
   <td class="num">${workersWords(s)}</td>
-  <td><div class="actions">${action}</div></td>
 </tr>`;
 }
 
@@ -103,7 +104,7 @@ export function registerWorkspaceRoutes(app: FastifyInstance, options: Workspace
     const body = html`<h1>Workspaces</h1>
 <p class="sub">One queue per workspace. Pausing stops every worker from taking that workspace's rows; nothing is lost, rows wait until you resume.</p>
 <div class="scroll"><table>
-<thead><tr><th>Workspace</th><th>State</th><th class="num" title="rows of running and blocked runs without a result yet">Waiting rows</th><th title="queue jobs: each holds one row, or up to rowsPerJob updates">Queue jobs</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th class="num">Workers</th><th></th></tr></thead>
+<thead><tr><th>Workspace</th><th></th><th>State</th><th class="num" title="rows of running and blocked runs without a result yet">Waiting rows</th><th title="queue jobs: each holds one row, or up to rowsPerJob updates">Queue jobs</th><th class="num">Running runs</th><th class="num">Blocked runs</th><th class="num">Workers</th></tr></thead>
 <tbody>${states.length === 0 ? html`<tr><td colspan="8" class="muted">No workspaces configured.</td></tr>` : states.map((s) => workspaceRow(s, csrf))}</tbody>
 </table></div>
 ${charts}`;

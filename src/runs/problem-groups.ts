@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DEFAULTS, resolveSettings } from '../config/index.js';
+import { isPermanentCode } from '../crm/light.js';
 import { describeError } from './results-csv.js';
 import type { RunStore } from './run-store.js';
 import type { FinalRowStatus, RowResult } from './run-types.js';
@@ -15,6 +16,11 @@ export interface ProblemGroup {
   code: string;
   /** The error text with ids, numbers and quoted values masked (normaliseMessage). */
   message: string;
+  /**
+   * Failed rows whose error the worker classes permanent (a 404, a 4xx refusal, an off-spec
+   * answer: isPermanentCode): sent again unchanged they fail again, so a retry is no remedy.
+   */
+  permanent: boolean;
   /** Rows in the group among the rows looked at. */
   count: number;
   /** The first rows of the group, in row order (at most `sampleRows`). */
@@ -72,7 +78,9 @@ export function normaliseMessage(text: string): string {
 }
 
 /** The group a problem row belongs to (its key is what `?group=` and the group routes take). */
-export function problemGroupOf(result: RowResult): Pick<ProblemGroup, 'key' | 'status' | 'code' | 'message'> {
+export function problemGroupOf(
+  result: RowResult,
+): Pick<ProblemGroup, 'key' | 'status' | 'code' | 'message' | 'permanent'> {
   const status: ProblemStatus =
     result.status === 'invalid' || result.status === 'uncertain' || result.status === 'cancelled'
       ? result.status
@@ -80,7 +88,7 @@ export function problemGroupOf(result: RowResult): Pick<ProblemGroup, 'key' | 's
   const code = result.code ?? '';
   const message = normaliseMessage(describeError(result));
   const key = createHash('sha1').update(`${status}\u0000${code}\u0000${message}`).digest('hex').slice(0, 12);
-  return { key, status, code, message };
+  return { key, status, code, message, permanent: status === 'failed' && isPermanentCode(code) };
 }
 
 /**

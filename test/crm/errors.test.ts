@@ -10,6 +10,7 @@ import {
   RejectedError,
   TransientError,
   isPermanent,
+  isPermanentCode,
   isRetryable,
   parseRetryAfter,
   toCrmError,
@@ -193,5 +194,21 @@ describe('toCrmError', () => {
       expect(err.stack).not.toContain(key);
       expect(inspect(err)).toContain('[redacted]');
     }
+  });
+
+  it("a stored row's code is read as the worker judged its error (the problem groups' Retry goes by it)", () => {
+    const answers = [401, 404, 408, 409, 422, 429, 500, 503, 302].map((status) =>
+      toCrmError(answer(status, {}), ctx()),
+    );
+    answers.push(toCrmError({ kind: 'invalid', statusCode: 200, problem: 'not-json' }, ctx()));
+    answers.push(
+      toCrmError({ kind: 'transport', error: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) }, ctx()),
+    );
+    for (const err of answers) expect(isPermanentCode(err.code), err.message).toBe(isPermanent(err));
+    expect(answers.filter((e) => isPermanentCode(e.code)).map((e) => e.code)).toEqual(
+      expect.arrayContaining(['CRM_NOT_FOUND', 'CRM_REJECTED', 'CRM_BAD_RESPONSE']),
+    );
+    expect(isPermanentCode(undefined)).toBe(false);
+    expect(isPermanentCode('ROW_INVALID')).toBe(false);
   });
 });

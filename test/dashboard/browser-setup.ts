@@ -1,6 +1,7 @@
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 /** What the dashboard's browser tests share: Debian's chromium, where screenshots go. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -57,4 +58,57 @@ export async function capture(page: Page, name: string, options: { docs?: boolea
     }
   }
   if (options.docs) toDocs(name);
+}
+
+/** A phone's screen (issue 46): every page is checked at this size. */
+export const PHONE = { width: 390, height: 844 } as const;
+
+/** Where an element is, in page coordinates (top and bottom include the page's scroll). */
+export interface Box {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+export interface PhoneLayout {
+  /** document.documentElement.scrollWidth: wider than `innerWidth` means the page scrolls sideways. */
+  scrollWidth: number;
+  innerWidth: number;
+  /** The first element each selector finds, or null when it finds none. */
+  boxes: Array<Box | null>;
+}
+
+/**
+ * The page's width and where the named elements are. A button at the right end of a table that
+ * scrolls in its box has its box beyond `innerWidth` (getBoundingClientRect ignores the clipping),
+ * so `right <= innerWidth` says it is on screen without scrolling anything sideways.
+ */
+export async function phoneLayout(page: Page, selectors: string[]): Promise<PhoneLayout> {
+  // A string: the tests are type-checked without the DOM library; the browser evaluates it.
+  return (await page.evaluate(`(() => {
+    const boxes = ${JSON.stringify(selectors)}.map((s) => {
+      const el = document.querySelector(s);
+      if (!el) return null;
+      const r = el.getBoundingClientRect();
+      return { left: r.left, right: r.right, top: r.top + window.scrollY, bottom: r.bottom + window.scrollY };
+    });
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, boxes };
+  })()`)) as PhoneLayout;
+}
+
+/**
+ * The page does not scroll sideways and its main action (`action`) is within the screen's width.
+ * Soft assertions: a page that fails shows every way it does, and the test goes on to the next page.
+ */
+export async function expectFitsPhone(page: Page, what: string, action: string): Promise<PhoneLayout> {
+  const layout = await phoneLayout(page, [action]);
+  expect(layout.innerWidth, what).toBe(PHONE.width);
+  expect.soft(layout.scrollWidth, `${what}: the page scrolls sideways`).toBeLessThanOrEqual(layout.innerWidth);
+  const box = layout.boxes[0] ?? null;
+  expect.soft(box, `${what}: no ${action}`).not.toBeNull();
+  if (box === null) return layout;
+  expect.soft(box.left, `${what}: ${action} is off the left edge`).toBeGreaterThanOrEqual(0);
+  expect.soft(box.right, `${what}: ${action} is off the right edge`).toBeLessThanOrEqual(layout.innerWidth);
+  return layout;
 }

@@ -15,7 +15,15 @@ import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
  * missing or with CRM_SYNC_UPDATE_DOCS=1.
  */
 
-import { ARTIFACTS, capture, hasChromium, launchChromium } from './browser-setup.js';
+import {
+  ARTIFACTS,
+  capture,
+  expectFitsPhone,
+  hasChromium,
+  launchChromium,
+  PHONE,
+  phoneLayout,
+} from './browser-setup.js';
 
 const TOKEN = 'operators-browser-token-7a1c3e5f9b2d4c6e';
 
@@ -279,20 +287,103 @@ describe.skipIf(!hasChromium)('operator features in a real browser', () => {
     expect(cspErrors).toEqual([]);
   }, 45_000);
 
-  it('is usable on a narrow screen: nothing is cut off, wide tables scroll in their box', async () => {
-    const narrow = await context.newPage();
-    await narrow.setViewportSize({ width: 390, height: 844 });
-    const [latest] = (await h.runtime.store.listRuns({ limit: 1 })).runs;
-    for (const path of ['/', `/runs/${latest!.id}`, '/workspaces']) {
-      await narrow.goto(`${base}${path}`);
-      // A string: the test is type-checked without the DOM library; the browser evaluates it.
-      const overflow = (await narrow.evaluate(
-        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
-      )) as number;
-      expect(overflow, path).toBeLessThanOrEqual(0);
+  it("fits a phone: no page scrolls sideways, each page's main action is on screen, Retry comes before the charts", async () => {
+    const stage = h.ws.stages[0]!.id;
+    // A run whose valid rows fail while the CRM is down (a retry may pass), and one whose rows
+    // name records the CRM does not have (404: sent again as they are, they fail again).
+    const down = [...h.ws.deals.values()].slice(184, 186);
+    h.ws.setFaults({ errorRate: 1 });
+    const flaky = await h.waitForRun(
+      (
+        await h.importFile(
+          h.file(
+            'phone-down.csv',
+            csv(
+              ['id', 'name'],
+              down.map((d) => [d.id, `${d.name} (down)`]),
+            ),
+          ),
+          'deal.update',
+        )
+      ).id,
+      30_000,
+    );
+    h.ws.setFaults(null);
+    expect(flaky.counts).toMatchObject({ failed: 2 });
+    const written = [...h.ws.deals.values()].slice(186, 188);
+    const gone = await h.waitForRun(
+      (
+        await h.importFile(
+          h.file(
+            'phone-gone.csv',
+            csv(
+              ['id', 'name', 'stage_id'],
+              [
+                ...written.map((d) => [d.id, `${d.name} — renamed on a phone, with a long name to show`, stage]),
+                ['deal_gone_1', 'Ghost 1', stage],
+                ['deal_gone_2', 'Ghost 2', stage],
+              ],
+            ),
+          ),
+          'deal.update',
+        )
+      ).id,
+      30_000,
+    );
+    expect(gone.counts).toMatchObject({ succeeded: 2, failed: 2 });
+
+    const phone = await context.newPage();
+    const signedOut = await browser.newContext({ viewport: PHONE });
+    try {
+      await phone.setViewportSize(PHONE);
+      phone.setDefaultTimeout(15_000);
+      await phone.goto(`${base}/`);
+      await expectFitsPhone(phone, 'runs list', 'tbody td.run a');
+      await expectFitsPhone(phone, 'runs list', 'form.filters button');
+      await capture(phone, 'narrow-runs.png', { docs: true });
+
+      await phone.goto(`${base}/workspaces`);
+      await expectFitsPhone(phone, 'workspaces', 'tbody button');
+
+      // The run page: its Retry before the first chart, a group's Retry on screen.
+      await phone.goto(`${base}/runs/${flaky.id}`);
+      const retry = 'form:has(input[name=scope]) button';
+      await expectFitsPhone(phone, 'run page', retry);
+      await expectFitsPhone(phone, 'run page, its error group', 'table.groups tr[data-group] button');
+      const [button, chart] = (await phoneLayout(phone, [retry, '[data-chart]'])).boxes;
+      expect(chart, 'the run page has its charts').not.toBeNull();
+      expect.soft(button!.bottom, 'Retry ends before the first chart starts').toBeLessThanOrEqual(chart!.top);
+      await capture(phone, 'narrow-run.png');
+
+      // 404s: no Retry for the group, what to do instead; the run's other actions are still there.
+      await phone.goto(`${base}/runs/${gone.id}`);
+      await expectFitsPhone(phone, 'run page with 404s', 'form[action$="/undo"] button');
+      const group = phone.locator('table.groups tr[data-group]');
+      expect(await group.count()).toBe(1);
+      expect(await group.locator('td.err').textContent()).toContain('CRM_NOT_FOUND');
+      expect.soft(await group.getByRole('button').count(), 'no Retry for a 404 group').toBe(0);
+      expect
+        .soft(
+          await group
+            .locator('[data-permanent]')
+            .textContent({ timeout: 1000 })
+            .catch(() => null),
+        )
+        .toMatch(/Fix the id in the file/);
+
+      // A record's history: wide before → after lines scroll in their box, not the page.
+      await phone.goto(`${base}/records/acme/${written[0]!.id}`);
+      await phone.getByRole('heading', { name: /^Record/ }).waitFor();
+      expect(await phone.locator('table.history tbody tr').count()).toBeGreaterThan(0);
+      await expectFitsPhone(phone, 'record history', 'table.history tbody a');
+      await capture(phone, 'narrow-record.png');
+
+      const login = await signedOut.newPage();
+      await login.goto(`${base}/login`);
+      await expectFitsPhone(login, 'login', 'button[type=submit]');
+    } finally {
+      await phone.close();
+      await signedOut.close();
     }
-    await narrow.goto(`${base}/`);
-    await capture(narrow, 'narrow-runs.png', { docs: true });
-    await narrow.close();
-  }, 30_000);
+  }, 60_000);
 });

@@ -83,4 +83,19 @@ describe('groupProblems (real Redis)', () => {
       2001, 2002, 2003, 2004, 2005, 2006, 2007,
     ]);
   });
+
+  it('marks failed groups whose error the worker classes permanent: a retry of them is no remedy', () => {
+    const at = new Date().toISOString();
+    const of = (status: RowResult['status'], code?: string) =>
+      problemGroupOf({ row: 1, status, at, message: 'x', ...(code !== undefined ? { code } : {}) }).permanent;
+    expect(of('failed', 'CRM_NOT_FOUND')).toBe(true);
+    expect(of('failed', 'CRM_REJECTED')).toBe(true);
+    expect(of('failed', 'CRM_BAD_RESPONSE')).toBe(true);
+    expect(of('failed', 'CRM_TRANSIENT')).toBe(false);
+    expect(of('failed', 'CRM_RATE_LIMITED')).toBe(false);
+    expect(of('failed')).toBe(false);
+    // Uncertain creates are looked for by a retry; invalid rows have their own words.
+    expect(of('uncertain', 'CREATE_UNCERTAIN')).toBe(false);
+    expect(of('invalid', 'CRM_REJECTED')).toBe(false);
+  });
 });
