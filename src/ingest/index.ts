@@ -35,7 +35,9 @@ export {
 } from './postgres-reader.js';
 export {
   COLUMN_TYPES,
+  COMPARE_MODES,
   ColumnTypeSchema,
+  CompareModeSchema,
   EMPTY_CELL_POLICIES,
   EmptyCellPolicySchema,
   MappingSchema,
@@ -47,6 +49,7 @@ export {
   parseMapping,
   readMappingFile,
   type ColumnType,
+  type CompareMode,
   type EmptyCellPolicy,
   type Mapping,
   type WritePolicy,

@@ -8,6 +8,7 @@ import {
   rulesFor,
   type ColumnRule,
   type EmptyCellPolicy,
+  type CompareMode,
   type Mapping,
   type WritePolicy,
 } from './mapping.js';
@@ -88,10 +89,10 @@ export class RowDecoder {
     return this.#labels.get(field) ?? field;
   }
 
-  /** A field's write policies (defaults for a field no rule targets). */
-  policyOf(field: string): { write: WritePolicy; emptyCells: EmptyCellPolicy } {
+  /** A field's write policies and how it compares with the CRM's (defaults for a field no rule targets). */
+  policyOf(field: string): { write: WritePolicy; emptyCells: EmptyCellPolicy; compare: CompareMode } {
     const rule = this.rules.find((r) => r.field === field);
-    return { write: rule?.write ?? 'always', emptyCells: rule?.emptyCells ?? 'skip' };
+    return { write: rule?.write ?? 'always', emptyCells: rule?.emptyCells ?? 'skip', compare: rule?.compare ?? 'crm' };
   }
 
   /**

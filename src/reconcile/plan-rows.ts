@@ -245,7 +245,7 @@ export class RowPlanner {
     const { send, changes, held } = applyWritePolicies(
       this.#decoder,
       fields,
-      diffFields(resource, fields, match, ignore),
+      diffFields(resource, fields, match, ignore, (f) => this.#decoder.policyOf(f).compare),
     );
     // A deal update whose name a policy held back still carries one: the CRM's, unchanged.
     if (wop === 'deal.update' && send.name === undefined) send.name = match.name;
