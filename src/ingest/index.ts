@@ -56,7 +56,7 @@ export {
 } from './mapping.js';
 export { ROW_FIELD, type FieldError } from './field-error.js';
 export { validateRow } from './validate-row.js';
-export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
+export { RowDecoder, labelOf, type HeaderProblem, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
 export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
 export { fieldTable } from './field-table.js';

@@ -384,4 +384,11 @@ describe('did you mean', () => {
     // Another spelling of the same name is a suggestion.
     expect(didYouMean('Email', ['email'])).toBe(' (did you mean "email"?)');
   });
+
+  it('a column named after its record and field means the field (an export\'s "Contact ID")', () => {
+    expect(nearest('Contact ID', ['id', 'name', 'email'])).toBe('id');
+    expect(nearest('Owner ID', ['id', 'owner_id'])).toBe('owner_id');
+    // A one-letter field is no suffix match.
+    expect(nearest('Stage X', ['x'])).toBeUndefined();
+  });
 });
