@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMapping } from '../../src/ingest/index.js';
 import { silentLogger } from '../../src/log/index.js';
-import { planReconcile } from '../../src/reconcile/index.js';
+import { planReconcile, sameCanonical } from '../../src/reconcile/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import type { SimContact } from '../../src/sim/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
@@ -61,6 +61,13 @@ describe('email case', () => {
       client.close();
     }
   }
+
+  it('one decision of "unchanged": an email\'s case counts only under "exact"; other text keeps its case', () => {
+    expect(sameCanonical('email', 'Dara.Kim@x.example', 'dara.kim@x.example')).toBe(true);
+    expect(sameCanonical('email', 'Dara.Kim@x.example', 'dara.kim@x.example', 'exact')).toBe(false);
+    expect(sameCanonical('email', 'dara@x.example', 'kim@x.example')).toBe(false);
+    expect(sameCanonical('name', 'Dara Kim', 'DARA KIM')).toBe(false);
+  });
 
   it('emails differing only in case are unchanged and sent nothing; a real change in the same file still goes', async () => {
     const { file, mixed, phoned } = caseFile('case-crm.csv');
