@@ -24,8 +24,9 @@ function distance(a: string, b: string): number {
 
 /**
  * The candidate a person most likely meant by `name`, never `name` itself, or undefined when
- * none is close: equal but for case and separators, one a prefix of the other (`phone` → `phone_number`), or a few
- * typos apart (`emial` → `email`).
+ * none is close: equal but for case and separators, one a prefix of the other (`phone` → `phone_number`), the
+ * name ending in it as exports name a field after their record (`Contact ID` → `id`), or a few typos apart
+ * (`emial` → `email`).
  */
 export function nearest(name: string, candidates: readonly string[]): string | undefined {
   const n = squash(name);
@@ -38,6 +39,7 @@ export function nearest(name: string, candidates: readonly string[]): string | u
     let score: number;
     if (c === n) score = 0;
     else if (c.startsWith(n) || n.startsWith(c)) score = 1;
+    else if (c.length >= 2 && n.endsWith(c)) score = 2;
     else {
       const d = distance(n, c);
       if (d > Math.max(1, Math.floor(Math.min(n.length, c.length) / 3))) continue;

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { OPERATIONS, idFreeMatchKeys, type Operation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import type { RowDecoder } from './row-decoder.js';
+import type { HeaderProblem, RowDecoder } from './row-decoder.js';
 
 const HEAD_BYTES = 64 * 1024;
 
@@ -80,17 +80,22 @@ export const ID_FREE_MATCH_KEYS: Readonly<Partial<Record<Operation, readonly str
  * An update file (or query) whose header has no column for `id` can send no row: say so once,
  * for the whole file, before a run exists (INPUT_COLUMNS), instead of "id: is required" on
  * every row, and name what does work: matching by a key the file has (`--reconcile --match`).
- * Only for sources whose columns are known up front (a CSV header, a query's columns).
+ * Only for sources whose columns are known up front (a CSV header, a query's columns). Said as
+ * a HeaderProblem: checkSource puts the file's column problems in the same message.
  */
-export function checkIdColumn(decoder: RowDecoder, columns: readonly string[], source: 'file' | 'query'): void {
+export function idColumnProblem(
+  decoder: RowDecoder,
+  columns: readonly string[],
+  source: 'file' | 'query',
+): HeaderProblem | undefined {
   const keys = ID_FREE_MATCH_KEYS[decoder.op];
-  if (keys === undefined) return;
+  if (keys === undefined) return undefined;
   // One column holding ; tab or |: the delimiter is wrong, and the decoder says which to pass.
-  if (columns.length === 1 && /[;\t|]/.test(columns[0] ?? '')) return;
+  if (columns.length === 1 && /[;\t|]/.test(columns[0] ?? '')) return undefined;
   const idRule = decoder.rules.find((r) => r.field === 'id');
   // A column the mapping names for id but the header lacks is the decoder's to report, with
   // the header it most likely is (a typo, not a file without ids).
-  if (idRule !== undefined && (columns.includes(idRule.column) || !idRule.implicit)) return;
+  if (idRule !== undefined && (columns.includes(idRule.column) || !idRule.implicit)) return undefined;
   // The match keys the source has: the column a mapping fills the field from, else the column
   // named like the key (unique_number is no field of an update, reconcile reads it as the key).
   const present = keys.flatMap((key) => {
@@ -103,8 +108,8 @@ export function checkIdColumn(decoder: RowDecoder, columns: readonly string[], s
       ? `It has the key column ${first.column === first.key ? `"${first.key}"` : `"${first.column}" (${first.key})`}: ` +
         `import it with --reconcile --match ${first.key} to find each record by ${first.key} instead`
       : `Add an id column, or match rows by a key column with --reconcile --match ${keys.join('|')} (--key-column names the column)`;
-  throw new CrmSyncError(
-    'INPUT_COLUMNS',
-    `the ${source} has no "id" column, so no row can be sent: ${decoder.op} finds each record by its id. ${instead}. Nothing was sent.`,
-  );
+  return {
+    problem: `the ${source} has no "id" column, so no row can be sent: ${decoder.op} finds each record by its id. ${instead}`,
+    keyColumns: present.map((p) => p.column),
+  };
 }

@@ -35,7 +35,9 @@ export {
 } from './postgres-reader.js';
 export {
   COLUMN_TYPES,
+  COMPARE_MODES,
   ColumnTypeSchema,
+  CompareModeSchema,
   EMPTY_CELL_POLICIES,
   EmptyCellPolicySchema,
   MappingSchema,
@@ -47,13 +49,14 @@ export {
   parseMapping,
   readMappingFile,
   type ColumnType,
+  type CompareMode,
   type EmptyCellPolicy,
   type Mapping,
   type WritePolicy,
 } from './mapping.js';
 export { ROW_FIELD, type FieldError } from './field-error.js';
 export { validateRow } from './validate-row.js';
-export { RowDecoder, labelOf, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
+export { RowDecoder, labelOf, type HeaderProblem, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
 export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
 export { fieldTable } from './field-table.js';

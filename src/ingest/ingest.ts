@@ -1,7 +1,7 @@
 import { CrmSyncError } from '../errors/index.js';
-import { checkIdColumn } from './file-check.js';
+import { idColumnProblem } from './file-check.js';
 import { openSource } from './open-source.js';
-import { RowDecoder, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
+import { RowDecoder, type HeaderProblem, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 import { columnsUpFront, type ReadSourceOptions, type SourceItem, type SourceReader } from './source-types.js';
 
 export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
@@ -26,8 +26,11 @@ export interface CheckedSource {
 export async function checkSource(
   reader: SourceReader,
   decoder: RowDecoder,
-  /** A check of the header before the decoder's own (columns known up front only). */
-  checkHeader?: (columns: readonly string[]) => void,
+  /**
+   * A check of the header as a whole (columns known up front only): what it refuses is said in
+   * one message with the decoder's column problems (RowDecoder.checkColumns).
+   */
+  checkHeader?: (columns: readonly string[]) => HeaderProblem | undefined,
 ): Promise<CheckedSource> {
   const iterator = reader[Symbol.asyncIterator]();
   const first = iterator.next();
@@ -39,8 +42,8 @@ export async function checkSource(
     if (step?.done === true && reader.columns.length === 0 && reader.format !== 'json') {
       throw new CrmSyncError('INPUT_EMPTY', 'the file is empty: it has no header and no rows');
     }
-    if (checkHeader && columnsUpFront(reader)) checkHeader(reader.columns);
-    decoder.checkColumns(reader.columns, columnsUpFront(reader));
+    const header = checkHeader && columnsUpFront(reader) ? checkHeader(reader.columns) : undefined;
+    decoder.checkColumns(reader.columns, columnsUpFront(reader), header);
   } catch (err) {
     // Refused before its rows are read: the reader's file or database connection is let go
     // (after the read in flight, which the generator finishes first).
@@ -104,9 +107,9 @@ export async function ingest(
     );
   const reader = typeof source === 'string' ? openSource(source, readOptions) : source;
   // An update source without ids: one sentence for the file, not "id: is required" per row
-  // (first: its key columns would otherwise be refused as mapping to no field).
+  // (its key columns are not refused as mapping to no field).
   const { items, close } = await checkSource(reader, decoder, (columns) =>
-    checkIdColumn(decoder, columns, reader.format === 'postgres' ? 'query' : 'file'),
+    idColumnProblem(decoder, columns, reader.format === 'postgres' ? 'query' : 'file'),
   );
   return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) }, close };
 }

@@ -28,6 +28,17 @@ export const EMPTY_CELL_POLICIES = ['skip', 'clear'] as const;
 export const EmptyCellPolicySchema = z.enum(EMPTY_CELL_POLICIES, `must be one of ${EMPTY_CELL_POLICIES.join(', ')}`);
 export type EmptyCellPolicy = z.infer<typeof EmptyCellPolicySchema>;
 
+/**
+ * How a row's value is compared with the CRM's when deciding whether the row changes the field
+ * (reconcile, plans, syncs, the drift check): `crm`, as the CRM tells values apart — an email
+ * differing only in case is the same address, so unchanged and not sent; `exact`, every
+ * character counts, for a column meant to fix an address's case. Only fields the CRM compares
+ * loosely (email) compare differently under the two.
+ */
+export const COMPARE_MODES = ['crm', 'exact'] as const;
+export const CompareModeSchema = z.enum(COMPARE_MODES, `must be one of ${COMPARE_MODES.join(', ')}`);
+export type CompareMode = z.infer<typeof CompareModeSchema>;
+
 const ColumnRuleSchema = z.strictObject(
   {
     field: z.string('must be the name of an API field').min(1, 'must not be empty'),
@@ -41,11 +52,13 @@ const ColumnRuleSchema = z.strictObject(
     write: WritePolicySchema.optional(),
     /** Default "skip". "clear" only for fields the API can hold empty (CLEAR_VALUES). */
     emptyCells: EmptyCellPolicySchema.optional(),
+    /** Default "crm" (an email's case does not count); "exact" (COMPARE_MODES). */
+    compare: CompareModeSchema.optional(),
   },
   {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
-        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim, write, emptyCells`
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim, write, emptyCells, compare`
         : undefined,
   },
 );
@@ -115,6 +128,8 @@ export interface ColumnRule {
   write: WritePolicy;
   /** What an empty cell does. */
   emptyCells: EmptyCellPolicy;
+  /** How the row's value is compared with the CRM's. */
+  compare: CompareMode;
 }
 
 /** Every operation's row fields: the operation table's row shape around its body schema. */
@@ -210,6 +225,7 @@ const DEFAULT_RULES = Object.fromEntries(
       implicit: true,
       write: 'always',
       emptyCells: 'skip',
+      compare: 'crm',
     })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
@@ -274,6 +290,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       implicit: false,
       write: rule.write ?? 'always',
       emptyCells: rule.emptyCells ?? 'skip',
+      compare: rule.compare ?? 'crm',
     });
   }
   // A mapping file names the odd columns; the rest, named like their field, still map

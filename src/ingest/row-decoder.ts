@@ -8,10 +8,20 @@ import {
   rulesFor,
   type ColumnRule,
   type EmptyCellPolicy,
+  type CompareMode,
   type Mapping,
   type WritePolicy,
 } from './mapping.js';
 import type { SourceItem } from './source-types.js';
+
+/**
+ * A check of a source's header as a whole refusing it (no id column, no key column), in words
+ * without the final period, and the columns it names as match keys: not unknown columns.
+ */
+export interface HeaderProblem {
+  problem: string;
+  keyColumns?: readonly string[];
+}
 import { validateRow } from './validate-row.js';
 
 export interface RowDecoderOptions {
@@ -88,10 +98,10 @@ export class RowDecoder {
     return this.#labels.get(field) ?? field;
   }
 
-  /** A field's write policies (defaults for a field no rule targets). */
-  policyOf(field: string): { write: WritePolicy; emptyCells: EmptyCellPolicy } {
+  /** A field's write policies and how it compares with the CRM's (defaults for a field no rule targets). */
+  policyOf(field: string): { write: WritePolicy; emptyCells: EmptyCellPolicy; compare: CompareMode } {
     const rule = this.rules.find((r) => r.field === field);
-    return { write: rule?.write ?? 'always', emptyCells: rule?.emptyCells ?? 'skip' };
+    return { write: rule?.write ?? 'always', emptyCells: rule?.emptyCells ?? 'skip', compare: rule?.compare ?? 'crm' };
   }
 
   /**
@@ -122,9 +132,26 @@ export class RowDecoder {
   /**
    * Checks a source's columns before anything is sent (INPUT_COLUMNS): a column the mapping
    * names but the file lacks (`complete`: the columns are a header, not JSON keys seen so far),
-   * and columns that map to no field unless they are to be ignored.
+   * and columns that map to no field unless they are to be ignored. `header`: what a check of
+   * the header as a whole refused (checkSource's), said in the same message.
    */
-  checkColumns(columns: readonly string[], complete: boolean): void {
+  checkColumns(columns: readonly string[], complete: boolean, header?: HeaderProblem): void {
+    const problems = this.columnProblems(columns, complete, header?.keyColumns);
+    if (header === undefined && problems.length === 0) return;
+    // A header check's refusal (no id column, no key column) comes first, with every column
+    // problem beside it: fixing one and only then hearing of the other costs a second run.
+    const words =
+      header === undefined
+        ? problems
+        : [header.problem, ...(problems.length > 0 ? [`Also, ${problems.join('; ')}`] : [])];
+    throw new CrmSyncError('INPUT_COLUMNS', `${words.join('. ')}. Nothing was sent.`);
+  }
+
+  /**
+   * What checkColumns refuses, in words (none: the columns fit). `alsoKnown`: columns another
+   * check has already spoken for (a match key an id check names), not reported as unknown.
+   */
+  columnProblems(columns: readonly string[], complete: boolean, alsoKnown: readonly string[] = []): string[] {
     const problems: string[] = [];
     const present = new Set(columns);
     const missing =
@@ -141,7 +168,7 @@ export class RowDecoder {
         ...missing,
         ...fieldsOf(this.op).filter((f) => !this.rules.some((r) => r.field === f && present.has(r.column))),
       ];
-      const unknown = columns.filter((c) => !this.#known.has(c));
+      const unknown = columns.filter((c) => !this.#known.has(c) && !alsoKnown.includes(c));
       if (unknown.length > 0) {
         const named = unknown.slice(0, 10).map((c) => `${JSON.stringify(c)}${didYouMean(c, candidates)}`);
         const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : '';
@@ -156,7 +183,7 @@ export class RowDecoder {
           : undefined;
       if (glued) problems.push(`the header looks ${glued[1]}-separated: pass --delimiter ${JSON.stringify(glued[0])}`);
     }
-    if (problems.length > 0) throw new CrmSyncError('INPUT_COLUMNS', `${problems.join('; ')}. Nothing was sent.`);
+    return problems;
   }
 
   /**

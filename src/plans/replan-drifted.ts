@@ -8,6 +8,7 @@ import {
   RECONCILE_RESOURCE,
   RecordIndex,
   rowValueFromCanonical,
+  sameCanonical,
   writeOperation,
 } from '../reconcile/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -139,7 +140,8 @@ function replanned(r: PlanRow, row: number, index: RecordIndex, required: Readon
   const before: Record<string, string | null> = {};
   for (const field of Object.keys(r.before ?? {})) {
     const now = record.values[field];
-    if (now === undefined || now !== canonicalFromRow(field, all[field])) before[field] = now ?? null;
+    if (now === undefined || !sameCanonical(field, now, canonicalFromRow(field, all[field])))
+      before[field] = now ?? null;
   }
   if (Object.keys(before).length === 0)
     return { ...place, action: 'skip', message: 'unchanged: the CRM already holds the planned values' };

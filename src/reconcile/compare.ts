@@ -1,4 +1,5 @@
 import { tagIdOf, type ListResource } from '../crm/index.js';
+import type { CompareMode } from '../ingest/index.js';
 import { COMPARABLE_FIELDS, type AnyRecord } from './resource-fields.js';
 
 /*
@@ -43,12 +44,26 @@ function tagSet(ids: readonly unknown[]): string {
 const refId = (ref: unknown): string =>
   ref !== null && typeof ref === 'object' && 'id' in ref ? text((ref as { id: unknown }).id) : '';
 
-/** The canonical value of one comparable field as a row would send it. */
 /** Names as a CRM may store them: Unicode-normalised, whitespace collapsed, case folded. */
 export function normaliseName(name: string): string {
   return name.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
 }
 
+/** Fields whose case the CRM ignores: one address, however it is spelled. */
+const CASELESS_FIELDS: ReadonlySet<string> = new Set(['email']);
+
+/**
+ * The one decision of "unchanged": whether two canonical values of `field` are the same value,
+ * compared as `mode` says (a mapping column's `compare`: `crm`, as the CRM tells values apart,
+ * so an email's case does not count; `exact`, every character). Every before/after equality
+ * (diffing a row, the drift check, re-planning, undo) asks here.
+ */
+export function sameCanonical(field: string, a: string, b: string, mode: CompareMode = 'crm'): boolean {
+  if (a === b) return true;
+  return mode === 'crm' && CASELESS_FIELDS.has(field) && a.toLowerCase() === b.toLowerCase();
+}
+
+/** The canonical value of one comparable field as a row would send it. */
 export function canonicalFromRow(field: string, value: unknown): string {
   if (field === 'tag_ids')
     return Array.isArray(value) ? tagSet(value) : tagSet(value === undefined || value === null ? [] : [value]);
@@ -123,13 +138,15 @@ export interface FieldChange {
 /**
  * The fields of `fields` (API fields a row would send) that differ from the record. A field
  * the record cannot show (e.g. `position`) always counts as a change: it cannot be proven equal.
- * `ignore` lists fields not to compare (e.g. `id`, or a name that came from the index).
+ * `ignore` lists fields not to compare (e.g. `id`, or a name that came from the index);
+ * `modeOf` says how each field compares (sameCanonical; default as the CRM does).
  */
 export function diffFields(
   resource: ListResource,
   fields: Record<string, unknown>,
   record: IndexedRecord,
   ignore: readonly string[] = ['id'],
+  modeOf: (field: string) => CompareMode = () => 'crm',
 ): FieldChange[] {
   const comparable: readonly string[] = COMPARABLE_FIELDS[resource];
   const changes: FieldChange[] = [];
@@ -141,7 +158,7 @@ export function diffFields(
       continue;
     }
     const current = record.values[field] ?? '';
-    if (current !== wanted) changes.push({ field, current, wanted });
+    if (!sameCanonical(field, current, wanted, modeOf(field))) changes.push({ field, current, wanted });
   }
   return changes;
 }

@@ -12,6 +12,7 @@ export {
 } from './resource-fields.js';
 export {
   diffFields,
+  sameCanonical,
   canonicalFromRow,
   showCanonical,
   normaliseName,

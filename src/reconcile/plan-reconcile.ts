@@ -8,7 +8,6 @@ import {
   asSource,
   checkSource,
   type CheckedSource,
-  columnsUpFront,
   csvDialectOf,
   type DialectFacts,
   type Mapping,
@@ -20,7 +19,7 @@ import {
 import type { Logger } from '../log/index.js';
 import type { RequestBudget } from '../rate/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
-import { checkKeyColumn, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
+import { keyColumnProblem, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
 import { PlanTally, type PlanSummary } from './plan-tally.js';
 import { RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
@@ -98,9 +97,8 @@ export async function openChecked(
   const reader = source.reader;
   const planning = { op: options.op, matchKey, refColumn: source.keyColumn, ...mappingOf(options) };
   const decoder = reconcileDecoder(planning);
-  const checked = await checkSource(reader, decoder);
+  const checked = await checkSource(reader, decoder, (columns) => keyColumnProblem(decoder, columns, planning));
   try {
-    if (columnsUpFront(reader)) checkKeyColumn(decoder, reader.columns, planning);
     options.onChecked?.(reader, decoder);
   } catch (err) {
     await checked.close();

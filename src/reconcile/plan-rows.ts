@@ -1,10 +1,10 @@
 import { OPERATION_TABLE } from '../crm/index.js';
-import { CrmSyncError } from '../errors/index.js';
 import {
   didYouMean,
   RowDecoder,
   ROW_FIELD,
   type FieldError,
+  type HeaderProblem,
   type Mapping,
   type SourceItem,
   type SourceRecord,
@@ -88,23 +88,24 @@ export function reconcileDecoder(
 
 /**
  * Before a run exists: a file whose header has neither the id column nor the key column
- * cannot match a single row; say which column was looked for and what the file has.
+ * cannot match a single row; say which column was looked for and what the file has (a
+ * HeaderProblem: checkSource says the file's column problems in the same message).
  */
-export function checkKeyColumn(
+export function keyColumnProblem(
   decoder: RowDecoder,
   columns: readonly string[],
   options: { op: ReconcileOperation; matchKey: string; mapping?: Mapping | undefined; keyColumn?: string | undefined },
-): void {
+): HeaderProblem | undefined {
   const keyColumn = keyColumnOf(options.matchKey, options.mapping, options.keyColumn);
   const idColumn = decoder.rules.find((r) => r.field === 'id')?.column;
-  if (columns.includes(keyColumn) || (idColumn !== undefined && columns.includes(idColumn))) return;
+  if (columns.includes(keyColumn) || (idColumn !== undefined && columns.includes(idColumn))) return undefined;
   const resource = RECONCILE_RESOURCE[options.op];
-  throw new CrmSyncError(
-    'INPUT_COLUMNS',
-    `reconcile matches ${resource} by ${options.matchKey}, read from column ${JSON.stringify(keyColumn)}, which the file does not have` +
+  return {
+    problem:
+      `reconcile matches ${resource} by ${options.matchKey}, read from column ${JSON.stringify(keyColumn)}, which the file does not have` +
       `${didYouMean(keyColumn, columns)} (its columns: ${columns.map((c) => JSON.stringify(c)).join(', ')}); ` +
-      `name the key column with --key-column, or map it to ${options.matchKey} in the mapping. Nothing was sent.`,
-  );
+      `name the key column with --key-column, or map it to ${options.matchKey} in the mapping`,
+  };
 }
 
 /**
@@ -245,7 +246,7 @@ export class RowPlanner {
     const { send, changes, held } = applyWritePolicies(
       this.#decoder,
       fields,
-      diffFields(resource, fields, match, ignore),
+      diffFields(resource, fields, match, ignore, (f) => this.#decoder.policyOf(f).compare),
     );
     // A deal update whose name a policy held back still carries one: the CRM's, unchanged.
     if (wop === 'deal.update' && send.name === undefined) send.name = match.name;

@@ -9,6 +9,7 @@ import {
   RECONCILE_RESOURCE,
   RecordIndex,
   rowValueFromCanonical,
+  sameCanonical,
   writeOperation,
   type IndexedRecord,
   type ReconcileOperation,
@@ -226,8 +227,10 @@ function undoRow(
       words.push(`${field}: its value before the run is not known`);
       continue;
     }
+    // Back only when it holds the very text before: a run that fixed an address's case
+    // ("compare": "exact") is undone to the old case. Still the run's value as the CRM compares.
     if (now === was) continue; // already back
-    if (now !== after) {
+    if (!sameCanonical(field, now, after)) {
       leave(field, after, 'changed since the run', now);
       words.push(changedSinceRunWords(field, now, after));
       continue;

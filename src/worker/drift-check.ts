@@ -12,6 +12,7 @@ import {
   normaliseKey,
   normaliseName,
   RecordIndex,
+  sameCanonical,
   showCanonical,
   type IndexedRecord,
 } from '../reconcile/index.js';
@@ -183,8 +184,9 @@ export class DriftCheck {
     const already: string[] = [];
     for (const [field, before] of Object.entries(expect)) {
       const now = record.values[field] ?? '';
-      if (now === before) continue;
-      if (fields[field] !== undefined && now === canonicalFromRow(field, fields[field])) {
+      // As the CRM tells values apart: an address a person re-cased is the same address.
+      if (sameCanonical(field, now, before)) continue;
+      if (fields[field] !== undefined && sameCanonical(field, now, canonicalFromRow(field, fields[field]))) {
         already.push(field);
         continue;
       }
@@ -192,7 +194,7 @@ export class DriftCheck {
     }
     for (const [field, sent] of carried) {
       const now = record.values[field] ?? '';
-      if (now !== sent) changed.push({ field, now, planned: sent, carried: true });
+      if (!sameCanonical(field, now, sent)) changed.push({ field, now, planned: sent, carried: true });
     }
     if (changed.length === 0) return already.length > 0 ? { kind: 'holds', already } : { kind: 'holds' };
     const words = changed.map(

@@ -87,6 +87,22 @@ describe('the build stamp', () => {
     rmSync(join(dir, 'src'), { recursive: true });
     expect(await bin(dir)).toEqual({ ran: 'dist', trace: 'crm-sync bin: dist (no src/)' });
   });
+
+  it('prepare leaves a dist/ built from these sources as it is: `npx crm-sync` in a clone runs it again (issue 46, item 7)', async () => {
+    const dir = fixture();
+    cpSync(join(root, 'scripts', 'build.js'), join(dir, 'scripts', 'build.js'));
+    const built = await run(process.execPath, [join(dir, 'scripts', 'build.js')], { cwd: dir });
+    expect(built.stderr).toContain('build: dist/ is already built from these sources');
+    expect(readFileSync(join(dir, 'dist', 'cli.js'), 'utf8')).toBe("console.log('dist');\n");
+    // Sources changed since: it compiles (here the fixture has no tsconfig.build.json, so tsc fails
+    // and leaves dist/ as it was — what matters is that it tried).
+    writeFileSync(join(dir, 'src', 'cli', 'part.ts'), 'export const edited = true;\n');
+    const stale = await run(process.execPath, [join(dir, 'scripts', 'build.js')], { cwd: dir }).catch(
+      (err: { stderr: string }) => err,
+    );
+    expect(stale.stderr).not.toContain('already built');
+    expect(stale.stderr).toContain('build: tsc failed');
+  });
 });
 
 describe('what a command loads', () => {

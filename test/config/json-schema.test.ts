@@ -37,7 +37,7 @@ describe('the config JSON Schema', () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sync-schema-'));
     const path = join(dir, 'crm-sync.config.json');
     const raw = {
-      $schema: './node_modules/crm-sync/schema/crm-sync.config.schema.json',
+      $schema: './node_modules/@crm-sync/cli/schema/crm-sync.config.schema.json',
       workspaces: { acme: { baseUrl: 'https://acme.crm.example/api/external', apiKeyEnv: 'ACME_API_KEY' } },
     };
     writeFileSync(path, JSON.stringify(raw));

@@ -257,13 +257,13 @@ describe('field write policies in a mapping (issue 33)', () => {
 
   it('defaults to write always and emptyCells skip; takes if-empty, never and clear', () => {
     const decoder = new RowDecoder({ op: 'contact.update', mapping: parseMapping(rule({}), 'm') });
-    expect(decoder.policyOf('phone_number')).toEqual({ write: 'always', emptyCells: 'skip' });
-    expect(decoder.policyOf('name')).toEqual({ write: 'always', emptyCells: 'skip' });
+    expect(decoder.policyOf('phone_number')).toEqual({ write: 'always', emptyCells: 'skip', compare: 'crm' });
+    expect(decoder.policyOf('name')).toEqual({ write: 'always', emptyCells: 'skip', compare: 'crm' });
     const set = new RowDecoder({
       op: 'contact.update',
       mapping: parseMapping(rule({ write: 'if-empty', emptyCells: 'clear' }), 'm'),
     });
-    expect(set.policyOf('phone_number')).toEqual({ write: 'if-empty', emptyCells: 'clear' });
+    expect(set.policyOf('phone_number')).toEqual({ write: 'if-empty', emptyCells: 'clear', compare: 'crm' });
     expect(set.needsCrmValues()).toEqual([
       `Phone (phone_number) has "write": "if-empty", which needs the CRM's current value`,
     ]);
@@ -277,8 +277,20 @@ describe('field write policies in a mapping (issue 33)', () => {
       'at $.columns.Phone.emptyCells: must be one of skip, clear',
     );
     expect(thrown(() => parseMapping(rule({ writes: 'never' }), 'm.json')).message).toContain(
-      'use field, type, separator, trim, write, emptyCells',
+      'use field, type, separator, trim, write, emptyCells, compare',
     );
+  });
+
+  it('compares as the CRM does unless a column says "compare": "exact"; other values are refused', () => {
+    const exact = new RowDecoder({
+      op: 'contact.update',
+      mapping: parseMapping({ columns: { Email: { field: 'email', compare: 'exact' } } }, 'm'),
+    });
+    expect(exact.policyOf('email').compare).toBe('exact');
+    expect(exact.policyOf('phone_number').compare).toBe('crm');
+    const err = thrown(() => parseMapping({ columns: { Email: { field: 'email', compare: 'case' } } }, 'm.json'));
+    expect(err.code).toBe('MAPPING_INVALID');
+    expect(err.message).toBe('m.json: at $.columns.Email.compare: must be one of crm, exact');
   });
 
   it('clear only where the API can hold an empty value (phone_number, tag_ids), and never on the record id', () => {
@@ -371,5 +383,12 @@ describe('did you mean', () => {
     expect(didYouMean('phone', ['phone', 'phone_number'])).toBe(' (did you mean "phone_number"?)');
     // Another spelling of the same name is a suggestion.
     expect(didYouMean('Email', ['email'])).toBe(' (did you mean "email"?)');
+  });
+
+  it('a column named after its record and field means the field (an export\'s "Contact ID")', () => {
+    expect(nearest('Contact ID', ['id', 'name', 'email'])).toBe('id');
+    expect(nearest('Owner ID', ['id', 'owner_id'])).toBe('owner_id');
+    // A one-letter field is no suffix match.
+    expect(nearest('Stage X', ['x'])).toBeUndefined();
   });
 });

@@ -292,6 +292,35 @@ describe('clear words for edge files', () => {
     );
   }, 60_000);
 
+  it('no id column and unknown columns: the id advice and every did-you-mean in one message, one exit (issue 46, item 6)', async () => {
+    const before = writes();
+    const runsBefore = (await h.runtime.store.listRuns({ limit: 1000 })).runs.length;
+    const file = h.file(
+      'contact-id.csv',
+      csv(['Contact ID', 'E-mail', 'Phone'], [[contacts()[8]!.id, contacts()[8]!.email, '+1 200-555-0146']]),
+    );
+    const out = await cli(['import', file, '--op', 'contact.update', '-w', 'acme', '--dry-run']);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('INPUT_COLUMNS');
+    expect(out.stderr).toContain('the file has no "id" column, so no row can be sent');
+    expect(out.stderr).toContain('Add an id column, or match rows by a key column with --reconcile --match');
+    expect(out.stderr).toContain('"Contact ID" (did you mean "id"?)');
+    expect(out.stderr).toContain('"E-mail" (did you mean "email"?)');
+    expect(out.stderr).toContain('"Phone" (did you mean "phone_number"?)');
+    // One refusal: the advice first, then the columns, and "Nothing was sent." once at the end.
+    expect(out.stderr.indexOf('Add an id column')).toBeLessThan(out.stderr.indexOf('"Contact ID" (did you mean'));
+    expect(out.stderr.match(/Nothing was sent\./g)).toHaveLength(1);
+    expect(writes()).toBe(before);
+    expect((await h.runtime.store.listRuns({ limit: 1000 })).runs.length).toBe(runsBefore);
+
+    // reconcile / plan: the key column it looked for, and the same did-you-means, at once.
+    const planned = await cli(['reconcile', file, '--op', 'contact.update', '-w', 'acme']);
+    expect(planned.code).toBe(2);
+    expect(planned.stderr).toContain('read from column "email", which the file does not have (did you mean "E-mail"?)');
+    expect(planned.stderr).toContain('"Phone" (did you mean "phone_number"?)');
+    expect(planned.stderr.match(/Nothing was sent\./g)).toHaveLength(1);
+  }, 60_000);
+
   it('a dry run prints its first invalid rows and is labelled as one, "would be sent" rather than skipped', async () => {
     const c = contacts()[7]!;
     const file = h.file(

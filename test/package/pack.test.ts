@@ -24,6 +24,14 @@ const env: NodeJS.ProcessEnv = Object.fromEntries(
 const sh = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}) =>
   run(cmd, args, { cwd, env: { ...env, ...extra }, maxBuffer: 32 * 1024 * 1024, timeout: 240_000 });
 
+/** The package's name and bin, as published (a scoped name: `crm-sync` is not on the registry). */
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  bin: Record<string, string>;
+  publishConfig?: { access?: string };
+};
+
 /** The library example of docs/library.md (linked from the README), verbatim: the code block after the `library-example` marker. */
 function libraryExample(): string {
   const readme = readFileSync(join(root, 'docs', 'library.md'), 'utf8');
@@ -41,6 +49,15 @@ afterAll(async () => {
 }, 120_000);
 
 describe('the npm package', () => {
+  it('is named @crm-sync/cli, published public in one command, with the crm-sync command', () => {
+    expect(manifest.name).toBe('@crm-sync/cli');
+    // A scoped package is published restricted unless it says otherwise: `npm publish` alone must do.
+    expect(manifest.publishConfig?.access).toBe('public');
+    expect(manifest.bin).toEqual({ 'crm-sync': 'bin/crm-sync.js' });
+    // The library example imports the package by the name it installs under.
+    expect(libraryExample()).toContain(`from '${manifest.name}'`);
+  });
+
   it(
     'packs (prepare builds unless dist/ is built from these sources), installs into a new project, and its docs/library.md example, types, schema and CLI work',
     { timeout: 480_000 },
@@ -55,6 +72,8 @@ describe('the npm package', () => {
         filename: string;
         files: Array<{ path: string }>;
       }>;
+      // npm's tarball name for a scoped package: scope and name joined by a dash.
+      expect(info!.filename).toBe(`crm-sync-cli-${manifest.version}.tgz`);
       const files = info!.files.map((f) => f.path);
       for (const f of [
         'dist/index.js',
@@ -104,7 +123,7 @@ describe('the npm package', () => {
         [
           '--input-type=module',
           '-e',
-          "import s from 'crm-sync/config.schema.json' with { type: 'json' }; console.log(s.title)",
+          `import s from '${manifest.name}/config.schema.json' with { type: 'json' }; console.log(s.title)`,
         ],
         project,
       );
@@ -114,7 +133,7 @@ describe('the npm package', () => {
       writeFileSync(
         join(project, 'check.ts'),
         [
-          "import { CrmSyncError, importFile, startWorkerPool, openRuntime, reconcileImport, type ErrorCode, type RunRecord } from 'crm-sync';",
+          `import { CrmSyncError, importFile, startWorkerPool, openRuntime, reconcileImport, type ErrorCode, type RunRecord } from '${manifest.name}';`,
           "const code: ErrorCode = new CrmSyncError('CONFIG_INVALID', 'x').code;",
           'const fns = [importFile, startWorkerPool, openRuntime, reconcileImport] as const;',
           'export const seen: [ErrorCode, number, RunRecord | undefined] = [code, fns.length, undefined];',

@@ -73,17 +73,18 @@ describe('reconcile against the simulator', () => {
             h.ws.owners[0]!.id,
             h.ws.companies[0]!.id,
           ],
-          // The key matches whatever the case; the email itself is a field, so its new case is a change.
+          // The key matches whatever the case, and the email compares as the CRM does: the same
+          // address, unchanged (issue 46, item 5; `"compare": "exact"` writes the case: email-case.test.ts).
           [dEmail.toUpperCase(), d.name, '', '', ''],
         ],
       ),
     );
     h.ws.resetStats();
     const run = await reconcile(h, file, { op: 'contact.update' });
-    expect(run.counts).toMatchObject({ skip: 1, update: 1 });
+    expect(run.counts).toMatchObject({ skip: 2, update: 0 });
     await h.waitForRun(run.run.id);
-    expect(writes(h)).toBe(1);
-    expect(h.ws.contacts.get(d.id)!.email).toBe(dEmail.toUpperCase());
+    expect(writes(h)).toBe(0);
+    expect(h.ws.contacts.get(d.id)!.email).toBe(dEmail);
   });
 
   it('reports unmatched and ambiguous keys without sending them', async () => {

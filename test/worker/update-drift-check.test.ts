@@ -39,6 +39,45 @@ function check(maxAgeMs = 60_000) {
 const nameOf = (id: string) => ws.contacts.get(id)!.name;
 let runs = 0;
 
+describe('DriftCheck.check compares an email as the CRM does (issue 46, item 5)', () => {
+  it('a record whose address a person re-cased still holds it; one with another address has drifted', async () => {
+    const { drift } = check();
+    const [recased, moved] = [ids[10]!, ids[11]!];
+    const before = (id: string) => ws.contacts.get(id)!.email;
+    const recasedWas = before(recased);
+    const movedWas = before(moved);
+    const at = recasedWas.lastIndexOf('@');
+    ws.updateRecord('contacts', recased, { email: recasedWas.slice(0, at).toUpperCase() + recasedWas.slice(at) });
+    ws.updateRecord('contacts', moved, { email: `moved.${moved}@example.com` });
+    const run = `run-email-${++runs}`;
+    const holds = await drift.check(
+      run,
+      'contacts',
+      recased,
+      { email: recasedWas },
+      { email: `new.${recased}@example.com` },
+    );
+    expect(holds).toEqual({ kind: 'holds' });
+    const drifted = await drift.check(
+      run,
+      'contacts',
+      moved,
+      { email: movedWas },
+      { email: `new.${moved}@example.com` },
+    );
+    expect(drifted).toMatchObject({ kind: 'drifted', changed: [{ field: 'email' }] });
+    // The row's own address in another case is already there: nothing to send for it.
+    const already = await drift.check(
+      run,
+      'contacts',
+      moved,
+      { email: movedWas },
+      { email: `MOVED.${moved}@example.com` },
+    );
+    expect(already).toEqual({ kind: 'holds', already: ['email'] });
+  });
+});
+
 describe("DriftCheck.check with the plan's places", () => {
   it("reads only the page that holds the rows' records, once for the rows on it, and sees an edit there", async () => {
     const { drift, budget } = check();
