@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LuaScript } from '../../src/redis/index.js';
+import { LuaScript } from '../../src/redis/lua-script.js';
 import { FINISH_CREATE } from '../../src/runs/fence-scripts.js';
 import { RECORD_RESULTS, REQUEUE_ROWS } from '../../src/runs/run-scripts.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';
@@ -50,6 +50,6 @@ describe('the Lua commands (src/redis/commands)', () => {
   });
 
   it('refuse a key list of another length than the file name says', async () => {
-    await expect(RECORD_RESULTS.run(redis, ['a'], [])).rejects.toThrow(/8 keys was given 1/);
+    await expect(RECORD_RESULTS.lua.run(redis, ['a'], [])).rejects.toThrow(/8 keys was given 1/);
   });
 });
