@@ -3,8 +3,8 @@ import { LuaScript } from './lua-script.js';
 import type { RedisClient } from './redis-client.js';
 
 /*
- * The one way TypeScript calls a Lua script (docs/architecture.md, "Scripts: one typed wrapper
- * each"): keys and arguments by the names the script's header gives them, a typed reply out. A
+ * The one way TypeScript calls a Lua script (docs/architecture.md, "Decisions, and why":
+ * scripts, one typed wrapper each): keys and arguments by the names the script's header gives them, a typed reply out. A
  * script's header (`KEYS[i] name`, `ARGV[i] name`, `ARGV[i..] name` for a tail of any length)
  * and its wrapper are compared by test/redis/script-contracts.test.ts, and so are the kinds the
  * script returns (`return {'kind', ...}`, `return 1`) and those the wrapper's reply knows. So a

@@ -17,7 +17,7 @@ import { COUNT_NAMES, REFUSAL_REASONS } from '../../src/runs/run-scripts.js';
 
 /*
  * The contract between each Lua script and its TypeScript wrapper (src/redis/define-script.ts;
- * docs/architecture.md, "Scripts: one typed wrapper each"): the header's KEYS and ARGV are the
+ * docs/architecture.md, "Decisions, and why": scripts, one typed wrapper each): the header's KEYS and ARGV are the
  * wrapper's, by count, order and name, and every kind the script can return is one its wrapper's
  * reply knows.
  */
