@@ -1,6 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { scriptContracts, type ScriptContract } from '../../src/redis/index.js';
+import {
+  asNumber,
+  asString,
+  codedListReply,
+  codeReply,
+  flagReply,
+  kindReply,
+  scriptContracts,
+  type ScriptContract,
+} from '../../src/redis/index.js';
 // Every module that defines a script's wrapper, loaded so each is listed (scriptContracts).
 import '../../src/runs/fence-scripts.js';
 import '../../src/runs/run-scripts.js';
@@ -148,5 +157,22 @@ describe('the contract test itself', () => {
       args: ['b'],
       rest: 'rows',
     });
+  });
+
+  it('a wrapper turns a reply into its typed value, and refuses a kind it does not know', () => {
+    const reply = kindReply({ wait: { ms: asNumber }, refused: { reason: asString }, done: {} });
+    expect(reply.kinds).toEqual(['wait', 'refused', 'done']);
+    expect(reply.decode(['wait', 12], 'x-1')).toEqual({ kind: 'wait', ms: 12 });
+    expect(reply.decode(['refused', 'lock'], 'x-1')).toEqual({ kind: 'refused', reason: 'lock' });
+    expect(reply.decode(['done'], 'x-1')).toEqual({ kind: 'done' });
+    expect(() => reply.decode(['sent', '1'], 'x-1')).toThrow(/x-1 answered \{sent, 1\}/);
+    expect(() => reply.decode(1, 'x-1')).toThrow(expect.objectContaining({ code: 'RESULT_UNREADABLE' }));
+    expect(codeReply([-1, 0, 1]).decode(-1, 'x-1')).toBe(-1);
+    expect(() => codeReply([0, 1]).decode(2, 'x-1')).toThrow(/answered 2/);
+    expect(flagReply.decode(1, 'x-1')).toBe(true);
+    expect(() => flagReply.decode('OK', 'x-1')).toThrow(/answered OK/);
+    const coded = codedListReply([0, 2], (code, [, n]) => ({ code, n: asNumber(n) }));
+    expect(coded.decode([2, 5], 'x-1')).toEqual({ code: 2, n: 5 });
+    expect(() => coded.decode([1, 5], 'x-1')).toThrow(/answered \{1, 5\}/);
   });
 });
