@@ -4,7 +4,7 @@ import { authFailuresNamespace } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
 import type { Config } from '../config/index.js';
 import { connectConfiguredRedis } from '../redis/index.js';
-import { LuaScript } from '../redis/index.js';
+import { asNumber, codedListReply, defineScript, flagReply, valueReply } from '../redis/index.js';
 
 export interface AuthThrottleOptions {
   /** Wrong tokens a client may send per window (and checks it may have at once). Default DEFAULTS.dashboard.authMaxFailures. */
@@ -36,12 +36,31 @@ export interface AuthThrottle {
 // may start only while f + i < max, so however many requests arrive at once, at most `max`
 // tokens are ever compared before the f of a window reaches max (acquire-auth-attempt-1.lua).
 
+const optionalNumber = (raw: unknown): number | undefined => (raw === undefined ? undefined : Number(raw));
+
 /** Returns {verdict, failures, ttlMs}: verdict 0 locked, 1 busy (all places in flight), 2 go. */
-const ACQUIRE = LuaScript.load('acquire-auth-attempt-1');
+const ACQUIRE = defineScript({
+  file: 'acquire-auth-attempt-1',
+  keys: ['clientKey'],
+  args: ['max', 'windowMs'],
+  reply: codedListReply([0, 1, 2], (verdict, [, failures, ttlMs]) => ({
+    verdict,
+    failures: asNumber(failures),
+    ttlMs: optionalNumber(ttlMs),
+  })),
+});
 /** A wrong token: its place stays taken for the window. Returns {failures, ttlMs}. */
-const FAILED = LuaScript.load('fail-auth-attempt-1');
-/** A right token gives its place back (never into a window that has ended). */
-const SUCCEEDED = LuaScript.load('pass-auth-attempt-1');
+const FAILED = defineScript({
+  file: 'fail-auth-attempt-1',
+  keys: ['clientKey'],
+  args: ['windowMs'],
+  reply: valueReply((raw) => {
+    const [failures, ttlMs] = (Array.isArray(raw) ? raw : []) as unknown[];
+    return { failures: asNumber(failures), ttlMs: optionalNumber(ttlMs) };
+  }),
+});
+/** A right token gives its place back (never into a window that has ended); false when there was no record. */
+const SUCCEEDED = defineScript({ file: 'pass-auth-attempt-1', keys: ['clientKey'], args: [], reply: flagReply });
 
 /** How often a request whose client has every place in flight looks again, and for how long. */
 const BUSY_POLL_MS = 20;
@@ -86,7 +105,11 @@ export async function registerAuthThrottle(
       const key = `${namespace}${client}`;
       const deadline = Date.now() + BUSY_WAIT_MS;
       for (;;) {
-        const [verdict, , ttlMs] = (await ACQUIRE.run(redis, [key], [String(max), String(windowMs)])) as number[];
+        const { verdict, ttlMs } = await ACQUIRE.run(
+          redis,
+          { clientKey: key },
+          { max: String(max), windowMs: String(windowMs) },
+        );
         if (verdict === 0) return { allowed: false, waitSeconds: seconds(ttlMs ?? windowMs) };
         if (verdict === 2) break;
         // Every place is taken by a check still running: one comes back in milliseconds.
@@ -96,10 +119,10 @@ export async function registerAuthThrottle(
       return {
         allowed: true,
         async succeeded() {
-          await SUCCEEDED.run(redis, [key], []);
+          await SUCCEEDED.run(redis, { clientKey: key }, {});
         },
         async failed() {
-          const [failures, ttlMs] = (await FAILED.run(redis, [key], [String(windowMs)])) as number[];
+          const { failures, ttlMs } = await FAILED.run(redis, { clientKey: key }, { windowMs: String(windowMs) });
           // The count goes up one at a time in Redis: exactly one failure sees it reach the limit.
           if (failures !== max) return;
           const lockedSeconds = seconds(ttlMs ?? windowMs);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { LuaScript, scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
+import { defineScript, flagReply, scanKeys, unlinkKeys, type RedisClient } from '../redis/index.js';
 import { sessionKey, sessionKeyBase } from '../keys/index.js';
 
 export interface SessionStoreOptions {
@@ -18,7 +18,12 @@ export interface SessionStoreOptions {
  * Verify and slide in one step: the record holds its absolute end (epoch ms); a live session's
  * key lives the idle time more, never past that end.
  */
-const TOUCH = LuaScript.load('touch-session-1');
+const TOUCH = defineScript({
+  file: 'touch-session-1',
+  keys: ['sessionKey'],
+  args: ['now', 'idleMs'],
+  reply: flagReply,
+});
 
 /**
  * Server-side sign-ins (OWASP session management): the browser's cookie carries only a random
@@ -48,7 +53,7 @@ export class SessionStore {
 
   /** True while the session lives; each use extends it by the idle time (up to its end). */
   async touch(sid: string, now = Date.now()): Promise<boolean> {
-    return (await TOUCH.run(this.#o.redis, [this.#key(sid)], [now, this.#o.idleMs])) === 1;
+    return TOUCH.run(this.#o.redis, { sessionKey: this.#key(sid) }, { now, idleMs: this.#o.idleMs });
   }
 
   async revoke(sid: string): Promise<void> {

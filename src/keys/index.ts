@@ -28,4 +28,4 @@ export {
   workBoardKey,
   workspacePlansKey,
 } from './key-layout.js';
-export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, type RunRef } from './run-keys.js';
+export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, type RunRef, type RunStatusKeys } from './run-keys.js';

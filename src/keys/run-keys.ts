@@ -12,11 +12,18 @@ export const RUN_STATUSES = ['running', 'blocked', 'completed', 'failed', 'cance
 type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
- * The statuses whose indexes every script gets as KEYS[2..5]. The `cancelled` index is derived
- * inside the scripts from the `running` one (src/redis/commands/includes/run-status.lua), so the KEYS layout the
- * fence scripts share did not have to move when it was added.
+ * A run script's first five KEYS: the run hash and the indexes of the running, blocked,
+ * completed and failed runs. The `cancelled` index is derived inside the scripts from the
+ * `running` one (src/redis/commands/includes/run-status.lua), so the KEYS layout the fence
+ * scripts share did not have to move when it was added.
  */
-const SCRIPT_STATUSES = ['running', 'blocked', 'completed', 'failed'] as const satisfies readonly RunStatus[];
+export interface RunStatusKeys {
+  runKey: string;
+  runningKey: string;
+  blockedKey: string;
+  completedKey: string;
+  failedKey: string;
+}
 
 /** A run and the workspace it belongs to: the workspace is its keys' hash tag. */
 export interface RunRef {
@@ -143,9 +150,15 @@ export class RunKeys {
     return `${this.workspace(workspace)}:runs:status:${status}`;
   }
 
-  /** The status indexes scripts get as KEYS[2..5] (see SCRIPT_STATUSES). */
-  statusIndexes(workspace: string): string[] {
-    return SCRIPT_STATUSES.map((status) => this.byStatus(workspace, status));
+  /** The five KEYS every run script starts with, by the names its header gives them (includes/run-status.lua). */
+  runStatusKeys(ref: RunRef): RunStatusKeys {
+    return {
+      runKey: this.run(ref),
+      runningKey: this.byStatus(ref.workspace, 'running'),
+      blockedKey: this.byStatus(ref.workspace, 'blocked'),
+      completedKey: this.byStatus(ref.workspace, 'completed'),
+      failedKey: this.byStatus(ref.workspace, 'failed'),
+    };
   }
 
   /** Every status index of the workspace, for removing a run from all of them. */

@@ -1,6 +1,6 @@
 import { runSeriesKey } from '../keys/index.js';
-import { LuaScript, type RedisClient } from '../redis/index.js';
-import { SERIES_BUCKET_MS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
+import { defineScript, numberReply, type RedisClient } from '../redis/index.js';
+import { SERIES_BUCKET_MS, SERIES_FIELDS, bucketOf, type SeriesField, type SeriesPoint } from './metrics-series.js';
 
 /*
  * The run's own activity series, next to the workspace's (docs/architecture.md, "Activity
@@ -28,7 +28,12 @@ export type RunIncrements = [number, number, number, number];
 export const FIELD_INDEX: Record<SeriesField, 0 | 1 | 2 | 3> = { requests: 0, rateLimited: 1, failed: 2, succeeded: 3 };
 
 /** Adds one bucket's increments to a run's series, dropping what fell out of its window. */
-const ADD = LuaScript.load('add-run-series-1');
+const ADD = defineScript({
+  file: 'add-run-series-1',
+  keys: ['seriesKey'],
+  args: ['bucket', 'keep', 'ttlSeconds', ...SERIES_FIELDS],
+  reply: numberReply,
+});
 
 /**
  * Adds one flush's increments of each run into `bucket` (MetricsRecorder calls it once a second).
@@ -45,7 +50,19 @@ export async function addToRunSeries(
   const runs = [...increments];
   const settled = await Promise.allSettled(
     runs.map(([runId, n]) =>
-      ADD.run(redis, [runSeriesKey(prefix, runId)], [bucket, RUN_SERIES_MAX_BUCKETS, RUN_SERIES_TTL_SECONDS, ...n]),
+      ADD.run(
+        redis,
+        { seriesKey: runSeriesKey(prefix, runId) },
+        {
+          bucket,
+          keep: RUN_SERIES_MAX_BUCKETS,
+          ttlSeconds: RUN_SERIES_TTL_SECONDS,
+          requests: n[FIELD_INDEX.requests],
+          rateLimited: n[FIELD_INDEX.rateLimited],
+          failed: n[FIELD_INDEX.failed],
+          succeeded: n[FIELD_INDEX.succeeded],
+        },
+      ),
     ),
   );
   return runs.filter((_, i) => settled[i]!.status === 'rejected').map(([runId]) => runId);

@@ -10,17 +10,33 @@ import {
 import type { ReconcileOperation } from '../crm/light.js';
 import type { DialectFacts } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { LuaScript, type RedisClient } from '../redis/index.js';
+import { asOptionalString, asString, defineScript, kindReply, type RedisClient } from '../redis/index.js';
 import { newRunId } from '../runs/light.js';
 import { decodePlanRow, encodePlanRow } from './plan-codec.js';
 import type { PlanCounts, PlanPrediction, PlanRecord, PlanRow, PlanStatus } from './plan-types.js';
 import { DEFAULTS } from '../config/index.js';
 import { countOf } from '../counts/index.js';
 
+const asStatus = asString as (raw: unknown) => PlanStatus;
+
 /** Approve, discard and apply-once, each one atomic step (src/redis/commands/move-plan-2.lua). */
-const MOVE_PLAN = LuaScript.load('move-plan-2');
+const MOVE_PLAN = defineScript({
+  file: 'move-plan-2',
+  keys: ['planKey', 'claimKey'],
+  args: ['action', 'by', 'required'],
+  reply: kindReply({
+    ok: { status: asStatus },
+    refused: { why: asString as (raw: unknown) => PlanRefusal, status: asStatus, other: asOptionalString },
+    missing: {},
+  }),
+});
 /** An undo plan made the newest undo of its run (src/redis/commands/claim-undo-1.lua). */
-const CLAIM_UNDO = LuaScript.load('claim-undo-1');
+const CLAIM_UNDO = defineScript({
+  file: 'claim-undo-1',
+  keys: ['claimKey'],
+  args: ['planId', 'readMs', 'expireAt'],
+  reply: kindReply({ ok: {}, undone: { taken: asString } }),
+});
 
 /** A plan's keys outlive its expiry by this much, so `plans show` can still say it expired (ms). */
 export const PLAN_KEEP_MS = 24 * 60 * 60 * 1000;
@@ -285,12 +301,12 @@ export class PlanStore {
     readMs: number,
     expireAtMs: number,
   ): Promise<string | undefined> {
-    const reply = (await CLAIM_UNDO.run(
+    const reply = await CLAIM_UNDO.run(
       this.redis,
-      [undoClaimKey(this.prefix, workspace, runId)],
-      [id, readMs, expireAtMs],
-    )) as ['ok'] | ['undone', string];
-    return reply[0] === 'undone' ? reply[1] : undefined;
+      { claimKey: undoClaimKey(this.prefix, workspace, runId) },
+      { planId: id, readMs, expireAt: expireAtMs },
+    );
+    return reply.kind === 'undone' ? reply.taken : undefined;
   }
 
   async #move(id: string, action: string, by: string, required = '0'): Promise<PlanMove> {
@@ -299,11 +315,11 @@ export class PlanStore {
     // An undo plan's moves read and write the undo of its run, in the same step.
     const undoOf = await this.redis.hget(key, 'undoOf');
     const claim = undoOf ? undoClaimKey(this.prefix, workspace, undoOf) : key;
-    const reply = (await MOVE_PLAN.run(this.redis, [key, claim], [action, by, required])) as
-      ['ok', PlanStatus] | ['refused', PlanRefusal, PlanStatus, string?] | ['missing'];
-    if (reply[0] === 'missing') throw new CrmSyncError('PLAN_NOT_FOUND', `no plan with id ${id}`);
-    if (reply[0] === 'ok') return { ok: true, status: reply[1] };
-    return { ok: false, why: reply[1], status: reply[2], ...(reply[3] !== undefined ? { other: reply[3] } : {}) };
+    const reply = await MOVE_PLAN.run(this.redis, { planKey: key, claimKey: claim }, { action, by, required });
+    if (reply.kind === 'missing') throw new CrmSyncError('PLAN_NOT_FOUND', `no plan with id ${id}`);
+    if (reply.kind === 'ok') return { ok: true, status: reply.status };
+    const { why, status, other } = reply;
+    return { ok: false, why, status, ...(other !== undefined ? { other } : {}) };
   }
 
   /** Used by PlanWriter. */

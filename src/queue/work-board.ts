@@ -1,10 +1,15 @@
 import { QueueKeys } from 'bullmq';
 import { bullPrefix, workBoardKey } from '../keys/index.js';
-import { LuaScript, type RedisClient } from '../redis/index.js';
+import { defineScript, flagReply, type RedisClient } from '../redis/index.js';
 import { queueName } from './queue-names.js';
 
 /** Removes the workspace unless it was signalled since its count was read (the .lua file says why). */
-const SETTLE = LuaScript.load('settle-work-1');
+const SETTLE = defineScript({
+  file: 'settle-work-1',
+  keys: ['boardKey'],
+  args: ['workspace', 'seen'],
+  reply: flagReply,
+});
 
 export interface WorkBoardOptions {
   /** A connected ioredis client, owned by the caller. */
@@ -81,6 +86,6 @@ export class WorkBoard {
 
   /** Takes the workspace off the board unless it was signalled after `seen` was read. */
   async settle(workspace: string, seen: string): Promise<boolean> {
-    return (await SETTLE.run(this.#redis, [this.#key], [workspace, seen])) === 1;
+    return SETTLE.run(this.#redis, { boardKey: this.#key }, { workspace, seen });
   }
 }

@@ -268,12 +268,19 @@ export class SharedTokenBucket {
     const learning = this.#o.limit ? '0' : '1';
     const unused = this.#takeUnused();
     try {
-      const rate = await PAUSE.run(
+      return await PAUSE.run(
         this.#o.redis,
-        [this.#o.key, this.#rateKey],
-        [ms, this.#tolerance.toFixed(3), learning, CUT_COOLDOWN_MS, MIN_RATE, MEASURE_SPAN_MS, unused],
+        { tatKey: this.#o.key, rateKey: this.#rateKey },
+        {
+          pauseMs: ms,
+          tolerance: this.#tolerance.toFixed(3),
+          learning,
+          cooldownMs: CUT_COOLDOWN_MS,
+          minRate: MIN_RATE,
+          measureSpanMs: MEASURE_SPAN_MS,
+          unused,
+        },
       );
-      return Number(rate);
     } catch (err) {
       this.#unused += unused;
       throw err;
@@ -317,22 +324,21 @@ export class SharedTokenBucket {
     const unused = this.#takeUnused();
     CLAIM.run(
       redis,
-      [key, this.#rateKey, this.#logKey],
-      [
-        this.#interval.toFixed(6),
-        this.#tolerance.toFixed(3),
+      { tatKey: key, rateKey: this.#rateKey, logKey: this.#logKey },
+      {
+        interval: this.#interval.toFixed(6),
+        tolerance: this.#tolerance.toFixed(3),
         n,
-        this.#horizon,
-        this.#o.initialRate,
-        this.#window.toFixed(3),
+        horizon: this.#horizon,
+        startRate: this.#o.initialRate,
+        window: this.#window.toFixed(3),
         // Not a setting: 0 tells CLAIM the limit is unknown (learned instead).
-        this.#o.limit?.max ?? 0,
+        max: this.#o.limit?.max ?? 0,
         unused,
-        this.#replyMs.toFixed(3),
-      ],
+        lead: this.#replyMs.toFixed(3),
+      },
     )
-      .then((reply) => {
-        const [wait = 0, redisNow = 0, ...offsets] = (reply as string[]).map(Number);
+      .then(({ wait, now: redisNow, offsets }) => {
         // Offsets are from Redis's now: placed on this process's clock through the offset
         // between the two, not from when the reply came (a reply held up in a busy event loop
         // would send its whole batch late, and late sends bunch up against on-time ones).
@@ -379,11 +385,12 @@ export class SharedTokenBucket {
     const { redis, key } = this.#o;
     RELEASE.run(
       redis,
-      [key, this.#rateKey, this.#logKey],
-      [this.#interval.toFixed(6), ...times.map((t) => t.toFixed(3))],
+      { tatKey: key, rateKey: this.#rateKey, logKey: this.#logKey },
+      { interval: this.#interval.toFixed(6) },
+      times.map((t) => t.toFixed(3)),
     )
       .then((n) => {
-        this.stats.givenBack += Number(n);
+        this.stats.givenBack += n;
       })
       .catch(() => undefined)
       .finally(() => {

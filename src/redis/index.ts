@@ -1,5 +1,25 @@
 export { isCluster, scanKeys, unlinkKeys, type RedisClient } from './redis-client.js';
-export { LuaScript } from './lua-script.js';
+export {
+  defineScript,
+  scriptContracts,
+  kindReply,
+  codeReply,
+  codedListReply,
+  flagReply,
+  valueReply,
+  numberReply,
+  stringListReply,
+  asString,
+  asNumber,
+  asOptionalString,
+  Script,
+  type ScriptArg,
+  type ScriptReply,
+  type ScriptContract,
+  type ScriptSpec,
+  type FieldDecoder,
+  type KindsOf,
+} from './define-script.js';
 export {
   watchRedisGeneration,
   currentGeneration,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { RedisKey } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
 
 /** `--- @include "includes/<name>"` (bullmq's spelling), on a line of its own. */
@@ -21,7 +22,8 @@ function readCommand(path: string, seen: Set<string>): string {
 
 /**
  * A Lua script run by EVALSHA, falling back to EVAL once when the server does not know it
- * (first use, or after a Redis restart / SCRIPT FLUSH). We do not use `defineCommand`
+ * (first use, or after a Redis restart / SCRIPT FLUSH). Called only through its typed wrapper
+ * (define-script.ts); this module's positional `run` is for tests. We do not use `defineCommand`
  * because the Redis client belongs to the caller and should not grow commands behind
  * its back.
  */
@@ -53,13 +55,26 @@ export class LuaScript {
     keys: readonly string[],
     args: ReadonlyArray<string | number | Buffer>,
   ): Promise<unknown> {
-    if (this.numberOfKeys !== undefined && keys.length !== this.numberOfKeys)
-      throw new Error(`a Lua script of ${this.numberOfKeys} keys was given ${keys.length}`);
+    return this.runWords(redis, keys.length, [...keys, ...args]);
+  }
+
+  /** `words`: the keys (`numberOfKeys` of them) and then the arguments, in one list. */
+  async runWords(
+    redis: RedisClient,
+    numberOfKeys: number,
+    words: ReadonlyArray<string | number | Buffer>,
+  ): Promise<unknown> {
+    if (this.numberOfKeys !== undefined && numberOfKeys !== this.numberOfKeys)
+      throw new Error(`a Lua script of ${this.numberOfKeys} keys was given ${numberOfKeys}`);
+    // ioredis flattens an array argument (its Command copies args.flat()), so the words go as one
+    // array, not spread into another; its typings offer that form for keys only, but a number in
+    // it is sent as any argument is.
+    const list = words as RedisKey[];
     try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await redis.evalsha(this.sha, numberOfKeys, list);
     } catch (error) {
       if (error instanceof Error && error.message.startsWith('NOSCRIPT')) {
-        return redis.eval(this.source, keys.length, ...keys, ...args);
+        return redis.eval(this.source, numberOfKeys, list);
       }
       throw error;
     }

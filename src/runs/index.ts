@@ -50,7 +50,6 @@ export {
   isExportMetaColumn,
   type WriteResultsCsvOptions,
 } from './results-csv.js';
-export { LuaScript } from '../redis/index.js';
 export { RUN_STATUSES } from '../keys/index.js';
 export {
   LookupPassBoard,

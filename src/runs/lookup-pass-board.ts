@@ -1,4 +1,4 @@
-import { LuaScript, type RedisClient } from '../redis/index.js';
+import { asNumber, defineScript, flagReply, kindReply, type RedisClient } from '../redis/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { RunKeys } from '../keys/index.js';
 
@@ -15,12 +15,27 @@ import { RunKeys } from '../keys/index.js';
  */
 
 // The board's scripts (src/redis/commands/*-lookup-pass-*.lua; Redis's clock, includes/redis-clock.lua).
-/** Asks for a pass: {'run', from, now} or {'wait', ms, now}. */
-const ASK = LuaScript.load('ask-lookup-pass-1');
-/** 1 while the token still holds the pass (its lease is moved on). */
-const RENEW = LuaScript.load('renew-lookup-pass-1');
-/** Ends the pass; its deals become the snapshot. 0 when the token had lost it. */
-const FINISH = LuaScript.load('finish-lookup-pass-2');
+/** Asks for a pass: {'run', from, now} (a PassTurn as it is) or {'wait', ms, now}. */
+const ASK = defineScript({
+  file: 'ask-lookup-pass-1',
+  keys: ['boardKey'],
+  args: ['from', 'token', 'leaseMs', 'ttlMs'],
+  reply: kindReply({ run: { from: asNumber, startedAt: asNumber }, wait: { ms: asNumber, now: asNumber } }),
+});
+/** True while the token still holds the pass (its lease is moved on). */
+const RENEW = defineScript({
+  file: 'renew-lookup-pass-1',
+  keys: ['boardKey'],
+  args: ['token', 'leaseMs'],
+  reply: flagReply,
+});
+/** Ends the pass; its deals become the snapshot. False when the token had lost it. */
+const FINISH = defineScript({
+  file: 'finish-lookup-pass-2',
+  keys: ['boardKey', 'snapKey'],
+  args: ['token', 'gapMs', 'body', 'ttlMs'],
+  reply: flagReply,
+});
 
 export interface LookupPassBoardOptions {
   redis: RedisClient;
@@ -66,23 +81,23 @@ export class LookupPassBoard {
 
   /** Asks for a pass that finds deals created from `from` on (the need is remembered for the next pass). */
   async ask(from: number, token: string): Promise<PassTurn> {
-    const [kind, n, now] = (await ASK.run(
+    const turn = await ASK.run(
       this.#redis,
-      [this.#board],
-      [Math.floor(from), token, this.leaseMs, this.#ttlMs],
-    )) as [string, number, number];
-    return kind === 'run' ? { kind: 'run', from: n, startedAt: now } : { kind: 'wait', ms: n };
+      { boardKey: this.#board },
+      { from: Math.floor(from), token, leaseMs: this.leaseMs, ttlMs: this.#ttlMs },
+    );
+    return turn.kind === 'run' ? turn : { kind: 'wait', ms: turn.ms };
   }
 
   /** Keeps the pass while it reads pages; false once another process has taken it over. */
   async renew(token: string): Promise<boolean> {
-    return (await RENEW.run(this.#redis, [this.#board], [token, this.leaseMs])) === 1;
+    return RENEW.run(this.#redis, { boardKey: this.#board }, { token, leaseMs: this.leaseMs });
   }
 
   /** Ends the pass; `body` (the deals it saw, encoded by the caller) becomes the shared snapshot. */
   async finish(token: string, gapMs: number, body: Buffer | undefined): Promise<boolean> {
-    const args = [token, Math.max(0, Math.round(gapMs)), body ?? '', this.#ttlMs];
-    return (await FINISH.run(this.#redis, [this.#board, this.#snap], args)) === 1;
+    const args = { token, gapMs: Math.max(0, Math.round(gapMs)), body: body ?? '', ttlMs: this.#ttlMs };
+    return FINISH.run(this.#redis, { boardKey: this.#board, snapKey: this.#snap }, args);
   }
 
   async snapshotMeta(): Promise<PassSnapshotMeta | undefined> {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../redis/index.js';
 import { DEFAULTS, derivedSettings } from '../config/index.js';
-import { CrmSyncError } from '../errors/index.js';
 import {
   BEGIN_CREATE,
   BEGIN_UPDATE,
@@ -12,8 +11,8 @@ import {
   RELEASE_CREATE,
   RESTORE_CREATE,
   SETTLE_UPDATE,
+  type CreateMarker,
 } from './fence-scripts.js';
-import type { LuaScript } from '../redis/index.js';
 import { encodeResult } from './result-codec.js';
 import { newRunId } from './run-id.js';
 import { RunKeys, type RunRef } from '../keys/index.js';
@@ -91,27 +90,7 @@ export type BeginUpdate =
   | { kind: 'superseded'; by: string; writtenLater: WrittenLater[] }
   | { kind: 'wait'; ms: number };
 
-/** What an earlier attempt of a create left: when it was sent, and the deal once known. */
-export interface CreateMarker {
-  /** Redis clock when the POST was sent (ms). */
-  sentAt: number;
-  /** The CRM's clock at that moment as the worker estimated it (ms). */
-  crmClockAt: number;
-  /** The estimate came from the CRM's `Date` header (else it is the worker's own clock). */
-  measured: boolean;
-  /**
-   * False for a marker `runs retry` put back after the row's own was gone: `sentAt` is then
-   * only a time before the row's send (its run's creation), so no deal can be shown to be its own.
-   */
-  exact: boolean;
-  /** The deal the attempt created, when its answer arrived but could not be recorded. */
-  dealId?: string;
-  /**
-   * Redis clock when the attempt's answer was lost or a lookup left the create uncertain (ms):
-   * a later look needs a pass begun after it (the deal, if made, was made before then).
-   */
-  uncertainAt?: number;
-}
+export type { CreateMarker };
 
 export type BeginCreate =
   | { kind: 'exists'; dealId: string }
@@ -229,28 +208,33 @@ export class RowFence {
     const seq = seqOf(w.orderAs ?? w.runId, w.row);
     const values: Record<string, string> = {};
     for (const [name, value] of Object.entries(fields)) if (value !== undefined) values[name] = JSON.stringify(value);
-    const reply = await this.#run(
-      BEGIN_UPDATE,
-      [...this.#sendKeys(w), this.#orderKey(record)],
-      [
-        w.row,
-        w.round,
-        w.token,
+    const ref = this.#ref(w.runId);
+    const reply = await BEGIN_UPDATE.run(
+      this.#redis,
+      {
+        bucketKey: this.#bucketKey(ref, w.row),
+        roundsKey: this.#keys.rounds(ref),
+        lockKey: w.lockKey,
+        orderKey: this.#orderKey(record),
+      },
+      {
+        row: w.row,
+        round: w.round,
+        token: w.token,
         seq,
-        this.leaseMs,
-        this.#orderWindowMs,
-        JSON.stringify(values),
-        JSON.stringify(required),
-      ],
+        leaseMs: this.leaseMs,
+        windowMs: this.#orderWindowMs,
+        fields: JSON.stringify(values),
+        required: JSON.stringify(required),
+      },
     );
-    const [kind, arg = '', extra = ''] = reply;
-    if (kind === 'send') {
-      const { fields: send, writtenLater } = fieldsToSend(values, arg);
-      return { kind, seq, fields: send, writtenLater };
+    if (reply.kind === 'send') {
+      const { fields: send, writtenLater } = fieldsToSend(values, reply.written);
+      return { kind: 'send', seq, fields: send, writtenLater };
     }
-    if (kind === 'superseded') return { kind, by: arg, writtenLater: fieldsToSend(values, extra).writtenLater };
-    if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
-    return this.#common(kind, arg);
+    if (reply.kind === 'superseded')
+      return { kind: 'superseded', by: reply.by, writtenLater: fieldsToSend(values, reply.written).writtenLater };
+    return reply;
   }
 
   /** What ends the row's in-flight lease together with its result (RunStore.recordFenced). */
@@ -311,7 +295,11 @@ export class RowFence {
 
   /** Ends the row's in-flight lease; `applied` false only when the answer proved nothing was written. */
   async settleUpdate(record: RecordRef, seq: string, applied: boolean): Promise<void> {
-    await this.#run(SETTLE_UPDATE, [this.#orderKey(record)], [seq, applied ? '1' : '0', this.#orderWindowMs]);
+    await SETTLE_UPDATE.run(
+      this.#redis,
+      { orderKey: this.#orderKey(record) },
+      { seq, applied: applied ? '1' : '0', windowMs: this.#orderWindowMs },
+    );
   }
 
   /**
@@ -324,29 +312,29 @@ export class RowFence {
     crmClock: { at: number; measured: boolean },
     match?: string,
   ): Promise<BeginCreate> {
-    const keys = [
-      ...this.#sendKeys(w),
-      this.#keys.creating(this.#ref(w.runId)),
-      this.#keys.createLock(this.#workspace, lockId),
-      this.#upsertedKey(match),
-    ];
-    const args = [
-      w.row,
-      w.round,
-      w.token,
-      ownerOf(w),
-      this.leaseMs,
-      this.#claimTtlMs,
-      Math.round(crmClock.at),
-      crmClock.measured ? '1' : '0',
-      match ? '1' : '0',
-    ];
-    const [kind, arg = '', now = ''] = await this.#run(BEGIN_CREATE, keys, args);
-    if (kind === 'exists') return { kind, dealId: arg };
-    if (kind === 'send') return { kind, marker: parseMarker(arg) };
-    if (kind === 'doubt') return { kind, marker: parseMarker(arg), now: Number(now) };
-    if (kind === 'wait') return { kind, ms: Math.max(1, Number(arg)) };
-    return this.#common(kind, arg);
+    const ref = this.#ref(w.runId);
+    return BEGIN_CREATE.run(
+      this.#redis,
+      {
+        bucketKey: this.#bucketKey(ref, w.row),
+        roundsKey: this.#keys.rounds(ref),
+        lockKey: w.lockKey,
+        markersKey: this.#keys.creating(ref),
+        createLock: this.#keys.createLock(this.#workspace, lockId),
+        upsertedKey: this.#upsertedKey(match),
+      },
+      {
+        row: w.row,
+        round: w.round,
+        token: w.token,
+        owner: ownerOf(w),
+        leaseMs: this.leaseMs,
+        markerTtlMs: this.#claimTtlMs,
+        crmClockMs: Math.round(crmClock.at),
+        measured: crmClock.measured ? '1' : '0',
+        isUpsert: match ? '1' : '0',
+      },
+    );
   }
 
   /**
@@ -365,39 +353,34 @@ export class RowFence {
   ): Promise<FinishCreate> {
     const k = this.#keys;
     const ref = this.#ref(w.runId);
-    const keys = [
-      k.run(ref),
-      ...k.statusIndexes(this.#workspace),
-      k.resultsBase(ref),
-      k.problems(ref),
-      k.rounds(ref),
-      w.lockKey,
-      k.creating(ref),
-      k.createLock(this.#workspace, lockId),
-      k.dealClaim(this.#workspace, dealId),
-      this.#upsertedKey(match),
-      this.#recordClockKey(),
-    ];
-    const args = [
-      new Date().toISOString(),
-      w.row,
-      w.round,
-      w.token,
-      ownerOf(w),
-      dealId,
-      encodeResult(success),
-      encodeResult(conflict),
-      this.#claimTtlMs,
-      marker ? String(marker.sentAt) : '',
-      match ? '1' : '0',
-      stamp && marker?.exact ? String(stamp.createdAt) : '',
-      stamp ? String(stamp.resolutionMs) : '1',
-      this.#claimTtlMs,
-    ];
-    const [kind, arg = ''] = await this.#run(FINISH_CREATE, keys, args);
-    if (kind === 'recorded') return { kind };
-    if (kind === 'conflict') return { kind, claimedBy: arg };
-    return { kind: 'refused', reason: arg as RefusalReason };
+    const keys = {
+      ...k.runStatusKeys(ref),
+      resultsBase: k.resultsBase(ref),
+      problemsKey: k.problems(ref),
+      roundsKey: k.rounds(ref),
+      lockKey: w.lockKey,
+      markersKey: k.creating(ref),
+      createLock: k.createLock(this.#workspace, lockId),
+      claimKey: k.dealClaim(this.#workspace, dealId),
+      upsertedKey: this.#upsertedKey(match),
+      recordClock: this.#recordClockKey(),
+    };
+    return FINISH_CREATE.run(this.#redis, keys, {
+      now: new Date().toISOString(),
+      row: w.row,
+      round: w.round,
+      token: w.token,
+      owner: ownerOf(w),
+      deal: dealId,
+      success: encodeResult(success),
+      conflict: encodeResult(conflict),
+      claimTtlMs: this.#claimTtlMs,
+      sentAt: marker ? String(marker.sentAt) : '',
+      isUpsert: match ? '1' : '0',
+      createdAt: stamp && marker?.exact ? String(stamp.createdAt) : '',
+      resolutionMs: stamp ? String(stamp.resolutionMs) : '1',
+      clockTtlMs: this.#claimTtlMs,
+    });
   }
 
   /**
@@ -406,12 +389,15 @@ export class RowFence {
    */
   async releaseCreate(w: RowWriter, fingerprint: string, marker: CreateMarker, keepMarker = false): Promise<void> {
     const ref = this.#ref(w.runId);
-    const keys = [
-      this.#keys.creating(ref),
-      this.#keys.createLock(this.#workspace, fingerprint),
-      this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)),
-    ];
-    await this.#run(RELEASE_CREATE, keys, [w.row, ownerOf(w), String(marker.sentAt), keepMarker ? '1' : '0']);
+    await RELEASE_CREATE.run(
+      this.#redis,
+      {
+        markersKey: this.#keys.creating(ref),
+        createLock: this.#keys.createLock(this.#workspace, fingerprint),
+        bucketKey: this.#bucketKey(ref, w.row),
+      },
+      { row: w.row, owner: ownerOf(w), sentAt: String(marker.sentAt), keep: keepMarker ? '1' : '0' },
+    );
   }
 
   /**
@@ -421,8 +407,12 @@ export class RowFence {
   async restoreMarkers(runId: string, rows: readonly number[], since: number): Promise<number> {
     if (rows.length === 0) return 0;
     const ref = this.#ref(runId);
-    const keys = [this.#keys.creating(ref), this.#keys.resultsBase(ref)];
-    return Number(await RESTORE_CREATE.run(this.#redis, keys, [this.#claimTtlMs, Math.floor(since), ...rows]));
+    return RESTORE_CREATE.run(
+      this.#redis,
+      { markersKey: this.#keys.creating(ref), resultsBase: this.#keys.resultsBase(ref) },
+      { markerTtlMs: this.#claimTtlMs, since: Math.floor(since) },
+      rows,
+    );
   }
 
   /** The workspace's calibrated record clock, or undefined before any answered create showed it. */
@@ -441,14 +431,14 @@ export class RowFence {
    */
   async holdCreate(w: RowWriter, fingerprint: string, ms: number, lost?: CreateMarker): Promise<void> {
     const ref = this.#ref(w.runId);
-    await this.#run(
-      HOLD_CREATE,
-      [
-        this.#keys.createLock(this.#workspace, fingerprint),
-        this.#keys.creating(ref),
-        this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)),
-      ],
-      [ownerOf(w), Math.max(1, Math.round(ms)), w.row, lost ? String(lost.sentAt) : ''],
+    await HOLD_CREATE.run(
+      this.#redis,
+      {
+        createLock: this.#keys.createLock(this.#workspace, fingerprint),
+        markersKey: this.#keys.creating(ref),
+        bucketKey: this.#bucketKey(ref, w.row),
+      },
+      { owner: ownerOf(w), ms: Math.max(1, Math.round(ms)), row: w.row, sentAt: lost ? String(lost.sentAt) : '' },
     );
   }
 
@@ -480,9 +470,8 @@ export class RowFence {
     return new Set(dealIds.filter((_, i) => owners[i] !== null));
   }
 
-  #sendKeys(w: RowWriter): string[] {
-    const ref = this.#ref(w.runId);
-    return [this.#keys.resultBucket(ref, this.#keys.bucketOf(w.row)), this.#keys.rounds(ref), w.lockKey];
+  #bucketKey(ref: RunRef, row: number): string {
+    return this.#keys.resultBucket(ref, this.#keys.bucketOf(row));
   }
 
   /** A run of this fence's workspace (the fence serves one workspace's queue). */
@@ -501,17 +490,6 @@ export class RowFence {
 
   #orderKey(record: RecordRef): string {
     return this.#keys.recordOrder(this.#workspace, record.resource, record.id);
-  }
-
-  #common(kind: string | undefined, arg: string): { kind: 'has-result' } | { kind: 'refused'; reason: RefusalReason } {
-    if (kind === 'has-result') return { kind };
-    if (kind === 'refused') return { kind, reason: arg as RefusalReason };
-    throw new CrmSyncError('RESULT_UNREADABLE', `the write fence answered ${String(kind)}`);
-  }
-
-  async #run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<string[]> {
-    const reply = await script.run(this.#redis, keys, args);
-    return Array.isArray(reply) ? reply.map(String) : [String(reply)];
   }
 }
 
@@ -556,18 +534,4 @@ function fieldsToSend(
 
 function ownerOf(w: RowWriter): string {
   return `${w.runId}/${w.row}`;
-}
-
-/** A create marker as the scripts answer it; its format and the Lua codec: commands/includes/create-marker.lua. */
-function parseMarker(text: string): CreateMarker {
-  const [sentAt = '', crmClockAt = '', measured = '', dealId = '', uncertainAt = ''] = text.split('|');
-  const marker: CreateMarker = {
-    sentAt: Number(sentAt),
-    crmClockAt: Number(crmClockAt),
-    measured: measured === '1',
-    exact: measured !== '2',
-  };
-  if (dealId !== '') marker.dealId = dealId;
-  if (uncertainAt !== '') marker.uncertainAt = Number(uncertainAt);
-  return marker;
 }

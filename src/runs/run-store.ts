@@ -7,10 +7,10 @@
  * counts a row twice and no reader sees a half-applied batch. The `rounds`, `creating`, `ws:`
  * keys are the write fence's (row-fence.ts, fence-scripts.ts; docs/architecture.md).
  */
-import type { LuaScript, RedisClient } from '../redis/index.js';
+import type { RedisClient, Script, ScriptArg } from '../redis/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { decodeRun, encodeRun, type DecodedRun } from './run-codec.js';
-import { historyMarksKey, RUN_STATUSES, RunKeys, type RunRef } from '../keys/index.js';
+import { historyMarksKey, RUN_STATUSES, RunKeys, type RunRef, type RunStatusKeys } from '../keys/index.js';
 import { newRunId } from './run-id.js';
 import { DEFAULT_PAGE, nonNegative, RunListing } from './run-listing.js';
 import { RunRefs } from './run-refs.js';
@@ -31,6 +31,7 @@ import {
   SOURCE_READ,
   TOUCH_PRODUCER,
   LINK_UNDO,
+  type RefusalReason,
 } from './run-scripts.js';
 import { decodeResult, encodeResult } from './result-codec.js';
 import {
@@ -42,7 +43,6 @@ import {
   type RunRecord,
   type RunStatus,
 } from './run-types.js';
-import { countOf } from '../counts/index.js';
 
 export interface RunStoreOptions {
   /** Connected ioredis client, owned by the caller (the store never closes it). */
@@ -83,15 +83,8 @@ export interface OrderSettlement {
   windowMs: number;
 }
 
-/**
- * Why a result was not stored (see RECORD_RESULTS), or a row not sent (the write fence's
- * SEND_FENCE: `cancelled`, its run was cancelled).
- */
-/**
- * Why the write fence refused a row: its job attempt is stale (`lock`, `round`), it has a result
- * (`exists`), its run was cancelled, failed for evicted keys (`halted`, REDIS_EVICTS) or is gone.
- */
-export type RefusalReason = 'lock' | 'round' | 'exists' | 'cancelled' | 'halted' | 'gone';
+/** Why a result was not stored (see RECORD_RESULTS), or a row not sent (the write fence). */
+export type { RefusalReason };
 
 export interface RecordOutcome {
   counts: RunCounts;
@@ -168,8 +161,7 @@ export class RunStore {
    * host whose clock runs ahead must not make its run outrank runs made after it.
    */
   async serverTime(workspace: string): Promise<Date> {
-    const ms = await SERVER_TIME.run(this.redis, [this.keys.workspace(workspace)], []);
-    return new Date(Number(ms));
+    return new Date(await SERVER_TIME.run(this.redis, { workspaceKey: this.keys.workspace(workspace) }, {}));
   }
 
   async createRun(input: CreateRunInput): Promise<RunRecord> {
@@ -251,7 +243,7 @@ export class RunStore {
   async linkUndo(id: string, undoId: string): Promise<boolean> {
     const ref = await this.refOrNull(id);
     if (ref === null) return false;
-    return (await LINK_UNDO.run(this.redis, [this.keys.run(ref)], [undoId])) === 1;
+    return LINK_UNDO.run(this.redis, { runKey: this.keys.run(ref) }, { undoId });
   }
 
   async setColumns(id: string, columns: string[]): Promise<void> {
@@ -269,7 +261,8 @@ export class RunStore {
       throw new CrmSyncError('USAGE', `addQueued needs a count >= 0, got ${count}`);
     if (count === 0) return 'counted';
     // -1: the run was cancelled; the caller must not queue these rows.
-    return (await this.script(ADD_QUEUED, id, null, [count, throughRow ?? ''])) === -1 ? 'cancelled' : 'counted';
+    const added = await this.script(ADD_QUEUED, id, this.#runKeys, { count, throughRow: throughRow ?? '' });
+    return added === -1 ? 'cancelled' : 'counted';
   }
 
   async recordResults(id: string, results: RowResult[], options: RecordResultsOptions = {}): Promise<RunCounts> {
@@ -299,35 +292,31 @@ export class RunStore {
         s?.applied ? '1' : '0',
       );
     });
-    let reply: Array<string | null> | null = null;
+    let counts: RunCounts | null = null;
     const refused: RecordOutcome['refused'] = [];
     // Chunked so one huge batch never blocks Redis for long; each chunk is atomic on its own.
-    for (let i = 0; i < args.length || reply === null; i += SCRIPT_CHUNK * 8) {
-      reply = (await this.script(
-        RECORD_RESULTS,
-        id,
-        (ref) => [this.keys.resultsBase(ref), this.keys.problems(ref), this.keys.rounds(ref)],
-        [fromQueue ? '1' : '0', new Date().toISOString(), windowMs, ...args.slice(i, i + SCRIPT_CHUNK * 8)],
-      )) as Array<string | null>;
-      for (let r = COUNT_NAMES.length; r + 1 < reply.length; r += 2)
-        refused.push({ row: Number(reply[r]), reason: reply[r + 1] as RefusalReason });
+    for (let i = 0; i < args.length || counts === null; i += SCRIPT_CHUNK * 8) {
+      const head = { fromQueue: fromQueue ? '1' : '0', now: new Date().toISOString(), windowMs };
+      const chunk = await this.script(RECORD_RESULTS, id, this.#rowKeys, head, args.slice(i, i + SCRIPT_CHUNK * 8));
+      counts = chunk.counts;
+      refused.push(...chunk.refused);
     }
-    return { counts: countsOf(reply), refused };
+    return { counts, refused };
   }
 
   async finishProducing(id: string): Promise<RunRecord> {
-    await this.script(FINISH_PRODUCING, id, null, [new Date().toISOString()]);
+    await this.script(FINISH_PRODUCING, id, this.#runKeys, { now: new Date().toISOString() });
     return this.requireRun(id);
   }
 
   /** The producer queued or recorded its source's last row (FAIL_IF_PRODUCER_GONE then completes the run). */
   async markSourceRead(id: string, columns: string[]): Promise<void> {
-    await this.script(SOURCE_READ, id, null, [JSON.stringify(columns)]);
+    await this.script(SOURCE_READ, id, this.#runKeys, { columns: JSON.stringify(columns) });
   }
 
   /** The producer's heartbeat (see RunRecord.producerSeenAt); answers the run's status. */
   async touchProducer(id: string): Promise<RunStatus> {
-    return (await this.script(TOUCH_PRODUCER, id, null, [new Date().toISOString()])) as RunStatus;
+    return this.script(TOUCH_PRODUCER, id, this.#runKeys, { now: new Date().toISOString() });
   }
 
   /**
@@ -335,7 +324,7 @@ export class RunStore {
    * resume need not wait out the producer's silence (resume-producer.ts).
    */
   async setProducer(id: string, producer: string): Promise<void> {
-    await this.script(SET_PRODUCER, id, null, [producer]);
+    await this.script(SET_PRODUCER, id, this.#runKeys, { producer });
   }
 
   /** What setProducer last stored, or null (none, or no such run). */
@@ -378,7 +367,7 @@ export class RunStore {
 
   /** running/blocked → cancelled with the reason; false for a run that had already ended. */
   async cancelRun(id: string, reason: string): Promise<boolean> {
-    return (await this.script(CANCEL_RUN, id, null, [new Date().toISOString(), reason])) === 1;
+    return this.script(CANCEL_RUN, id, this.#runKeys, { now: new Date().toISOString(), reason });
   }
 
   /**
@@ -397,10 +386,8 @@ export class RunStore {
         const reason =
           `the process reading ${run.source} stopped after ${run.counts.total} rows (no sign of life since ${run.producerSeenAt ?? run.createdAt}); ` +
           `rows not read were not sent: go on from there with: crm-sync runs resume ${run.id}`;
-        if (
-          (await this.script(FAIL_IF_PRODUCER_GONE, run.id, null, [new Date(now).toISOString(), oldest, reason])) === 1
-        )
-          failed.push(run.id);
+        const args = { now: new Date(now).toISOString(), seenBefore: oldest, reason };
+        if ((await this.script(FAIL_IF_PRODUCER_GONE, run.id, this.#runKeys, args)) === 1) failed.push(run.id);
       }
     }
     return failed;
@@ -411,25 +398,25 @@ export class RunStore {
     // The ended pass's duration, for the run's active time (a statistic: read outside the script).
     const run = await this.requireRun(id);
     const took = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.passStartedAt ?? run.createdAt) : NaN;
-    await this.script(BEGIN_PRODUCING, id, null, [
-      new Date().toISOString(),
-      Number.isFinite(took) && took >= 0 ? Math.round(took) : '',
-    ]);
+    await this.script(BEGIN_PRODUCING, id, this.#runKeys, {
+      now: new Date().toISOString(),
+      lastPassMs: Number.isFinite(took) && took >= 0 ? Math.round(took) : '',
+    });
   }
 
   /** running → blocked with the reason; a run in any other status is left alone. */
   async blockRun(id: string, reason: string): Promise<boolean> {
-    return (await this.script(BLOCK_RUN, id, null, [new Date().toISOString(), reason])) === 1;
+    return this.script(BLOCK_RUN, id, this.#runKeys, { now: new Date().toISOString(), reason });
   }
 
   /** blocked → running, completing it at once if nothing is left; other statuses are left alone. */
   async resumeRun(id: string): Promise<boolean> {
-    return (await this.script(RESUME_RUN, id, null, [new Date().toISOString()])) === 1;
+    return this.script(RESUME_RUN, id, this.#runKeys, { now: new Date().toISOString() });
   }
 
   async setStatus(id: string, status: RunStatus, reason?: string): Promise<void> {
     if (!RUN_STATUSES.includes(status)) throw new CrmSyncError('USAGE', `unknown run status ${String(status)}`);
-    await this.script(SET_STATUS, id, null, [status, new Date().toISOString(), reason ?? '']);
+    await this.script(SET_STATUS, id, this.#runKeys, { status, now: new Date().toISOString(), reason: reason ?? '' });
   }
 
   /**
@@ -460,11 +447,12 @@ export class RunStore {
    * queue must stay paused). Atomic, so two lifts never both see the other still there.
    */
   async liftHold(workspace: string, kind: HoldKind): Promise<{ lifted: boolean; stillHeld: boolean }> {
-    const [removed, left] = (await LIFT_HOLD.run(this.redis, [this.keys.workspaceHolds(workspace)], [kind])) as [
-      number,
-      number,
-    ];
-    return { lifted: removed === 1, stillHeld: left > 0 };
+    const { lifted, holdsLeft } = await LIFT_HOLD.run(
+      this.redis,
+      { holdsKey: this.keys.workspaceHolds(workspace) },
+      { kind },
+    );
+    return { lifted, stillHeld: holdsLeft > 0 };
   }
 
   async holds(workspace: string): Promise<Partial<Record<HoldKind, WorkspaceHold>>> {
@@ -562,12 +550,13 @@ export class RunStore {
     const { ref } = await this.require(id);
     const requeued: RequeuedRow[] = [];
     const requeueChunk = async (chunk: number[]): Promise<void> => {
-      const reply = (await this.script(
+      const reply = await this.script(
         REQUEUE_ROWS,
         id,
-        (ref) => [this.keys.resultsBase(ref), this.keys.problems(ref), this.keys.rounds(ref)],
-        [new Date().toISOString(), round, writtenLater ? '1' : '0', ...chunk],
-      )) as string[];
+        this.#rowKeys,
+        { now: new Date().toISOString(), round, resend: writtenLater ? '1' : '0' },
+        chunk,
+      );
       for (let i = 0; i + 1 < reply.length; i += 2) {
         const result = decodeResult(Number(reply[i]), reply[i + 1] ?? '');
         const entry: RequeuedRow = { row: result.row, original: result.original ?? {}, previous: result.status };
@@ -675,41 +664,33 @@ export class RunStore {
     return results;
   }
 
-  private async script(
-    script: LuaScript,
+  /** A run script's KEYS (run-scripts.ts RUN). */
+  readonly #runKeys = (ref: RunRef): RunStatusKeys => this.keys.runStatusKeys(ref);
+
+  /** The KEYS of a run script that also reads or writes rows (run-scripts.ts ROWS). */
+  readonly #rowKeys = (ref: RunRef) => ({
+    ...this.keys.runStatusKeys(ref),
+    resultsBase: this.keys.resultsBase(ref),
+    problemsKey: this.keys.problems(ref),
+    roundsKey: this.keys.rounds(ref),
+  });
+
+  /** Runs one of the run's scripts, its keys named from the run's ref; RUN_NOT_FOUND as a CrmSyncError. */
+  private async script<K extends string, A extends string, R>(
+    script: Script<K, A, R>,
     id: string,
-    extraKeys: ((ref: RunRef) => string[]) | null,
-    args: Array<string | number>,
-  ): Promise<unknown> {
+    keys: (ref: RunRef) => Readonly<Record<K, string>>,
+    args: Readonly<Record<A, ScriptArg>>,
+    rest?: readonly ScriptArg[],
+  ): Promise<R> {
     const ref = await this.ref(id);
-    const keys = [this.keys.run(ref), ...this.keys.statusIndexes(ref.workspace), ...(extraKeys?.(ref) ?? [])];
     try {
-      return await script.run(this.redis, keys, args);
+      return await script.run(this.redis, keys(ref), args, rest);
     } catch (error) {
       if (error instanceof Error && error.message.includes('RUN_NOT_FOUND')) throw runNotFound(id);
       throw error;
     }
   }
-}
-
-/** The counts in the order the scripts return them (COUNTS in src/redis/commands/includes/row-results.lua). */
-const COUNT_NAMES = [
-  'total',
-  'queued',
-  'succeeded',
-  'failed',
-  'skipped',
-  'invalid',
-  'superseded',
-  'uncertain',
-  'cancelled',
-  'drifted',
-] as const satisfies ReadonlyArray<keyof RunCounts>;
-
-function countsOf(reply: ReadonlyArray<string | null>): RunCounts {
-  const counts = {} as RunCounts;
-  COUNT_NAMES.forEach((name, i) => (counts[name] = countOf(reply[i])));
-  return counts;
 }
 
 function runNotFound(id: string): CrmSyncError {

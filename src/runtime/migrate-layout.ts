@@ -13,10 +13,15 @@ import {
   workBoardKey,
 } from '../keys/index.js';
 import type { Logger } from '../log/index.js';
-import { isCluster, LuaScript, scanKeys, type RedisClient } from '../redis/index.js';
+import { defineScript, flagReply, isCluster, scanKeys, type RedisClient } from '../redis/index.js';
 
 /** RENAME that does nothing when the source is gone (a migration run again after a crash). */
-const RENAME_IF_EXISTS = LuaScript.load('rename-if-exists-2');
+const RENAME_IF_EXISTS = defineScript({
+  file: 'rename-if-exists-2',
+  keys: ['fromKey', 'toKey'],
+  args: [],
+  reply: flagReply,
+});
 
 export interface MigrateLayoutOptions {
   /** Where the migration says what it did. Default: silent. */
@@ -93,8 +98,7 @@ export async function migrateLayout(
 async function migrateV1(redis: RedisClient, prefix: string, keys: RunKeys): Promise<MigrationReport> {
   let moved = 0;
   const rename = async (from: string, to: string): Promise<void> => {
-    const renamed = Number(await RENAME_IF_EXISTS.run(redis, [from, to], []));
-    moved += renamed;
+    if (await RENAME_IF_EXISTS.run(redis, { fromKey: from, toKey: to }, {})) moved++;
   };
   // Runs: the record names the workspace; results are bucketed up to maxRow. A run's keys move
   // together, the record last (it is what marks the run as not yet moved); 100 runs at a time.

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { LuaScript, type RedisClient } from '../redis/index.js';
+import { defineScript, flagReply, type RedisClient } from '../redis/index.js';
 import { syncLockKey } from '../keys/index.js';
 
 /** Removes the lock while it is still this holder's. */
-const RELEASE = LuaScript.load('release-sync-lock-1');
+const RELEASE = defineScript({ file: 'release-sync-lock-1', keys: ['lockKey'], args: ['token'], reply: flagReply });
 /** Renews the lock while it is still this holder's: 1 renewed, 0 lost. */
-const EXTEND = LuaScript.load('extend-sync-lock-1');
+const EXTEND = defineScript({
+  file: 'extend-sync-lock-1',
+  keys: ['lockKey'],
+  args: ['token', 'ttlMs'],
+  reply: flagReply,
+});
 
 /**
  * One holder per sync at a time, across scheduler processes. The lock expires on its own if
@@ -57,7 +62,7 @@ export class SyncLock {
 
   async release(): Promise<void> {
     clearInterval(this.#timer);
-    await RELEASE.run(this.#redis, [this.#key], [this.#token]);
+    await RELEASE.run(this.#redis, { lockKey: this.#key }, { token: this.#token });
   }
 
   async #renew(): Promise<void> {
@@ -66,8 +71,8 @@ export class SyncLock {
     this.#renewing = true;
     const sent = Date.now();
     try {
-      const reply = await EXTEND.run(this.#redis, [this.#key], [this.#token, this.#ttlMs]);
-      if (Number(reply) === 1) this.#validSince = sent;
+      const renewed = await EXTEND.run(this.#redis, { lockKey: this.#key }, { token: this.#token, ttlMs: this.#ttlMs });
+      if (renewed) this.#validSince = sent;
       else this.#lose('the sync lock expired and was taken over or removed');
     } catch (err) {
       // Unanswered renewals are not a loss yet: the key lives until ttl after the last success.

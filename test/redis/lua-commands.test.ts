@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LuaScript } from '../../src/redis/index.js';
+import { LuaScript } from '../../src/redis/lua-script.js';
 import { FINISH_CREATE } from '../../src/runs/fence-scripts.js';
 import { RECORD_RESULTS, REQUEUE_ROWS } from '../../src/runs/run-scripts.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';
@@ -15,21 +15,7 @@ const redis = new Redis(TEST_REDIS_URL, { lazyConnect: false });
 afterAll(() => redis.quit());
 
 describe('the Lua commands (src/redis/commands)', () => {
-  it('are named <name>-<numberOfKeys> and each header names every KEYS it is given', () => {
-    expect(commands.length).toBeGreaterThan(30);
-    for (const name of commands) {
-      const keys = Number(/-(\d+)$/.exec(name)?.[1]);
-      const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(`${name}.lua`, dir), 'utf8'))?.[1] ?? '';
-      expect(header, name).not.toBe('');
-      for (let k = 1; k <= keys; k++)
-        expect(
-          header.includes(`KEYS[${k}]`) || new RegExp(`KEYS\\[\\d+\\.\\.\\d+\\]`).test(header),
-          `${name} KEYS[${k}]`,
-        ).toBe(true);
-      expect(header.includes(`KEYS[${keys + 1}]`), `${name} names no more keys than its file name says`).toBe(false);
-    }
-  });
-
+  // Each header's KEYS and ARGV against its wrapper: script-contracts.test.ts.
   it('compile on the server, includes inlined once each (SCRIPT LOAD)', async () => {
     const constants = { RESULT_BUCKET_ROWS: 100, RECORD_CLOCK_FRESH_MS: 1, RECORD_CLOCK_DRIFT: 0.0001 };
     for (const name of commands) {
@@ -50,6 +36,6 @@ describe('the Lua commands (src/redis/commands)', () => {
   });
 
   it('refuse a key list of another length than the file name says', async () => {
-    await expect(RECORD_RESULTS.run(redis, ['a'], [])).rejects.toThrow(/8 keys was given 1/);
+    await expect(RECORD_RESULTS.lua.run(redis, ['a'], [])).rejects.toThrow(/8 keys was given 1/);
   });
 });

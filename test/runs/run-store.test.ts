@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCrmSyncError } from '../../src/errors/index.js';
 import { RunKeys } from '../../src/keys/index.js';
-import { LuaScript } from '../../src/redis/index.js';
+import { LuaScript } from '../../src/redis/lua-script.js';
 import { RunStore, type FinalRowStatus, type RowResult } from '../../src/runs/index.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';
 import { testRedis } from './redis-fixture.js';

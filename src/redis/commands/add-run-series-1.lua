@@ -8,7 +8,10 @@
   ARGV[1] bucket
   ARGV[2] keep       most buckets kept
   ARGV[3] ttlSeconds
-  ARGV[4..7] the increments per key, in SERIES_FIELDS order
+  ARGV[4] requests     the increments, in SERIES_FIELDS order (a second key would take four more)
+  ARGV[5] rateLimited
+  ARGV[6] failed
+  ARGV[7] succeeded
   Returns the number of keys written.
 ]]
 local bucketField, keep, ttlSeconds = ARGV[1], tonumber(ARGV[2]), ARGV[3]

@@ -17,7 +17,11 @@
   calibration (RECORD_CLOCK_FRESH_MS) starts it again from the sample. Both constants are set by
   the loader from runs/fence-scripts.ts.
 
-  KEYS[1..5] runKey, runningKey, blockedKey, completedKey, failedKey (run-status)
+  KEYS[1] runKey         the run hash
+  KEYS[2] runningKey     the workspace's status indexes (the cancelled one is derived: run-status)
+  KEYS[3] blockedKey
+  KEYS[4] completedKey
+  KEYS[5] failedKey
   KEYS[6] resultsBase    the result buckets' common start (result-bucket; the send evidence too)
   KEYS[7] problemsKey    the problems zset
   KEYS[8] roundsKey      rows' retry rounds

@@ -15,7 +15,7 @@
   ARGV[1] fromQueue     '1' when the rows came from the queue
   ARGV[2] now           ISO time
   ARGV[3] windowMs      the write-order window
-  ARGV[4..] groups of eight per row: row, encoded result (first character = status), the
+  ARGV[4..] rows        groups of eight per row: row, encoded result (first character = status), the
           writer's job lock key ('' = none), its lock token, the row's retry round ('' = not
           checked), the record's order key ('' = no write to settle), the row's seq, '1' if applied
   Returns the counts in COUNTS order, then pairs of refused row and reason.

@@ -14,7 +14,7 @@
   KEYS[2] rateKey    its `hold` field: no send time before it (pause-tokens)
   KEYS[3] logKey     the send log (oldest first)
   ARGV[1] interval   ms
-  ARGV[2..] the send times given back, on Redis's clock (ms), as granted
+  ARGV[2..] times    the send times given back, on Redis's clock (ms), as granted
   Returns how many were found in the log and given back (one no longer there is left alone).
 ]]
 local tatKey, rateKey, logKey = KEYS[1], KEYS[2], KEYS[3]

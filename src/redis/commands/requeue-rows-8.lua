@@ -16,7 +16,7 @@
   ARGV[2] round         the retry's round (its job generation)
   ARGV[3] resend        '1' to take also rows an earlier retry did not send because a later
                         run had written them (superseded, code ROW_WRITTEN_LATER: a resend)
-  ARGV[4..] row numbers
+  ARGV[4..] rows        the row numbers
 ]]
 local runKey = KEYS[1]
 local runningKey, blockedKey, completedKey, failedKey = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
