@@ -12,18 +12,22 @@ import type { PlanAction, PlanChange, PlanRecord, PlanRow } from './plan-types.j
  * and the CSV.
  */
 
-/** A row's changes: an update's changed fields with the CRM's value when planned; a create's every field. */
+/**
+ * A row's changes: an update's changed fields with the CRM's value when planned; a create's every
+ * field. A value sent for a name reads as the name and its id: `"Negotiation" → stg_1cbb…`.
+ */
 export function planChanges(row: PlanRow): Array<Required<Pick<PlanChange, 'field' | 'after'>> & { before: string }> {
+  const after = (field: string, value: unknown): string => {
+    const shown = showCanonical(canonicalFromRow(field, value));
+    const name = row.names?.[field];
+    return name === undefined ? shown : `${JSON.stringify(name)} → ${shown}`;
+  };
   if (row.action === 'create')
-    return Object.entries(row.fields ?? {}).map(([field, v]) => ({
-      field,
-      before: '',
-      after: showCanonical(canonicalFromRow(field, v)),
-    }));
+    return Object.entries(row.fields ?? {}).map(([field, v]) => ({ field, before: '', after: after(field, v) }));
   return Object.entries(row.before ?? {}).map(([field, before]) => ({
     field,
     before: showCanonical(before ?? undefined),
-    after: showCanonical(canonicalFromRow(field, row.fields?.[field])),
+    after: after(field, row.fields?.[field]),
   }));
 }
 
