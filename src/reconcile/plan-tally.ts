@@ -33,7 +33,7 @@ export interface PlanSummary {
   unresolved: UnresolvedGroup[];
 }
 
-/** One name as the rows that sent it: `Stage (stage_id) "Negotiation" → stg_…`, in so many rows. */
+/** One name as the rows that sent it: `Stage (stage_id) "Negotiation" → stg_…`, in so many rows (its first spelling). */
 export interface NameGroup {
   column: string;
   text: string;
@@ -78,7 +78,8 @@ export class PlanTally {
     this.#rows++;
     this.#counts[row.action]++;
     for (const n of row.names ?? []) {
-      const key = `${n.label}\u0000${n.text}\u0000${n.id}`;
+      // By column and id: ` NEGOTIATION ` and `Negotiation` are one name, shown as first written.
+      const key = `${n.label}\u0000${n.id}`;
       const group = this.#names.get(key);
       if (group) group.rows++;
       else if (this.#names.size < MAX_NAME_GROUPS)
