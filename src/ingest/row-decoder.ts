@@ -71,8 +71,10 @@ export interface IngestedRow {
 export interface MappedValues {
   fields: Record<string, unknown>;
   errors: FieldError[];
-  names: ResolvedName[];
-  skippedFields: FieldError[];
+  /** Present when a cell was sent for a name, lookup key or mapped value. */
+  names?: ResolvedName[];
+  /** Present when `"onUnknown": "skip-field"` left a field out. */
+  skippedFields?: FieldError[];
 }
 
 /** How a field is named to people: by its source column, with the API field when they differ. */
@@ -291,7 +293,12 @@ export class RowDecoder {
         take(rule, resolveReferenceCell(rule, labelOf(rule), value, index, pipeline));
       }
     }
-    return { fields, errors, names, skippedFields };
+    return {
+      fields,
+      errors,
+      ...(names.length > 0 ? { names } : {}),
+      ...(skippedFields.length > 0 ? { skippedFields } : {}),
+    };
   }
 
   /**
@@ -361,8 +368,8 @@ export class RowDecoder {
     const mapped = this.mapValues(item.values);
     const { payload, errors } = this.validate(this.withoutCrmValues(mapped.fields), mapped.errors);
     const extra = {
-      ...(mapped.names.length > 0 ? { names: mapped.names } : {}),
-      ...(mapped.skippedFields.length > 0 ? { skippedFields: mapped.skippedFields } : {}),
+      ...(mapped.names ? { names: mapped.names } : {}),
+      ...(mapped.skippedFields ? { skippedFields: mapped.skippedFields } : {}),
     };
     return payload !== undefined
       ? { ...place, original, payload, ...extra }

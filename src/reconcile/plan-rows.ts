@@ -173,8 +173,8 @@ export class RowPlanner {
     // The names behind the ids the row sends (plans show `"Negotiation" → stg_…`), and what
     // "onUnknown": "skip-field" left out.
     if (planned.action === 'invalid') return planned;
-    if (mapped.names.length > 0) planned.names = mapped.names;
-    if (mapped.skippedFields.length > 0) {
+    if (mapped.names) planned.names = mapped.names;
+    if (mapped.skippedFields) {
       planned.skippedFields = mapped.skippedFields;
       const note = `left out: ${mapped.skippedFields.map((e) => `${e.field}: ${e.message}`).join('; ')} ("onUnknown": "skip-field")`;
       if (planned.outcome) planned.outcome = { ...planned.outcome, message: `${planned.outcome.message}; ${note}` };
