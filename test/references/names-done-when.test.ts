@@ -100,6 +100,23 @@ describe('names instead of ids (issue 44, done when)', () => {
     expect(plan.names.some((n) => n.id === negotiation.id)).toBe(true);
     expect(ws.stats.writes).toEqual(writesBefore);
 
+    // The plan's own pages stored the workspace's references: `refs` shows them, with when read.
+    const refs = await cli(['refs', '-w', 'acme', '--json']);
+    expect(refs.code, refs.stderr).toBe(0);
+    const known = JSON.parse(refs.stdout) as {
+      lists: Array<{ list: string; stale: boolean }>;
+      pipelines: Array<{ name: string; stages: Array<{ id: string; name: string }> }>;
+      tags: Array<{ id: string }>;
+    };
+    expect(known.lists).toEqual([expect.objectContaining({ list: 'deals', stale: false })]);
+    expect(known.pipelines.find((p) => p.name === 'Sales')?.stages).toContainEqual({
+      id: negotiation.id,
+      name: 'Negotiation',
+    });
+    expect(known.tags.map((t) => t.id).sort()).toEqual(tags.map((t) => t.id).sort());
+    const text = await cli(['refs', '-w', 'acme']);
+    expect(text.stdout).toMatch(/deals: read \d{4}-.*\n[\s\S]*"Sales" pip_\w+\n {4}stage "Qualification" stg_\w+/);
+
     const listed = await cli(['plans', 'show', plan.planId, '--rows', '5']);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/stage_id: "stg_\w*" -> "[^"]+" → stg_\w+/);
