@@ -24,6 +24,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'plan', load: async () => (await import('./plan-command.js')).registerPlanCommand },
   { name: 'plans', load: async () => (await import('./plans-command.js')).registerPlansCommand },
   { name: 'apply', load: async () => (await import('./apply-command.js')).registerApplyCommand },
+  { name: 'refs', load: async () => (await import('./refs-command.js')).registerRefsCommand },
   { name: 'history', load: async () => (await import('./history-command.js')).registerHistoryCommand },
   { name: 'verify', load: async () => (await import('./verify-command.js')).registerVerifyCommand },
   { name: 'schedule', load: async () => (await import('./schedule-command.js')).registerScheduleCommand },

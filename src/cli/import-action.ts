@@ -14,6 +14,7 @@ import {
 } from '../redis/index.js';
 import { checkImportApproval, importFile } from '../lifecycle/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
+import { referenceStoreOf, workspaceReferenceLoader } from '../references/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { isReconcileOperation, reconcileImport, type ReconcileOperation } from '../reconcile/index.js';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
@@ -28,7 +29,7 @@ import { RedisHealthWatch } from './redis-health-watch.js';
 import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
 import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown } from './shutdown.js';
-import { firstProblems, printSourceNotes } from './source-notes.js';
+import { firstProblems, printSourceNotes, referenceProblemLines } from './source-notes.js';
 
 export interface ImportOptions {
   op: Operation;
@@ -266,6 +267,10 @@ async function importSource(
             op,
             client,
             budget: workspaceRequestBudget(runtime.redis, config, opts.workspace, client),
+            references: {
+              store: referenceStoreOf(config, opts.workspace, runtime.redis),
+              maxAgeMs: getWorkspace(config, opts.workspace).referencesMaxAgeMs,
+            },
             ...(opts.match ? { matchKey: opts.match } : {}),
             ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
             onRun: (r) => started(r, ' (reconciled)'),
@@ -274,6 +279,12 @@ async function importSource(
             ...common,
             op: opts.op,
             inviteBatchSize: opts.batchSize,
+            loadReferences: workspaceReferenceLoader({
+              config,
+              workspace: opts.workspace,
+              redis: runtime.redis,
+              logger,
+            }),
             onRun: (r) => started(r, ''),
             onProgress: (p) => (seen.handed = p.queued),
             redisOutageMs: opts.redisOutage * 1000,
@@ -311,7 +322,11 @@ async function importSource(
         },
       });
     if (opts.json) process.stdout.write(`${JSON.stringify(final, null, 2)}\n`);
-    else process.stdout.write(`${formatRunSummary(final)}\n`);
+    else {
+      process.stdout.write(`${formatRunSummary(final)}\n`);
+      const named = await referenceProblemLines(runtime.store, final).catch(() => []);
+      if (named.length > 0) process.stdout.write(`${named.join('\n')}\n`);
+    }
     if (opts.dryRun && !opts.json && final.counts.invalid + final.counts.failed > 0) {
       process.stdout.write(`first problem rows:\n${(await firstProblems(runtime.store, final)).join('\n')}\n`);
     }

@@ -8,7 +8,9 @@ import { readMappingFile } from '../ingest/index.js';
 import { makePlan, PlanStore } from '../plans/light.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/light.js';
+import { namesWords } from './names-words.js';
 import { createCrmClient } from '../crm/index.js';
+import { referenceStoreOf } from '../references/index.js';
 import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
 import { openImportSource } from './import-source.js';
@@ -36,13 +38,14 @@ export async function runPlan(file: string | undefined, opts: PlanOptions, comma
   const client = createCrmClient(config, opts.workspace, logger);
   const out = opts.out === '-' ? process.stdout : opts.out ? createWriteStream(opts.out) : undefined;
   try {
-    const { plan, index } = await makePlan({
+    const { plan, index, summary } = await makePlan({
       store: new PlanStore({ redis, prefix: config.prefix }),
       file: source,
       op: opts.op,
       workspace: opts.workspace,
       client,
       budget: workspaceRequestBudget(redis, config, opts.workspace, client),
+      references: { store: referenceStoreOf(config, opts.workspace, redis), maxAgeMs: ws.referencesMaxAgeMs },
       ...(opts.match ? { matchKey: opts.match } : {}),
       ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
       ...(mapping ? { mapping } : {}),
@@ -55,14 +58,22 @@ export async function runPlan(file: string | undefined, opts: PlanOptions, comma
     });
     const text = opts.json
       ? JSON.stringify(
-          { planId: plan.id, counts: plan.counts, prediction: plan.prediction, expiresAt: plan.expiresAt },
+          {
+            planId: plan.id,
+            counts: plan.counts,
+            prediction: plan.prediction,
+            expiresAt: plan.expiresAt,
+            names: summary.names,
+            unresolved: summary.unresolved,
+          },
           null,
           2,
         )
       : [
           `plan ${plan.id} for ${plan.rows} rows (${plan.operation} on ${plan.workspace}): ${formatPlanCounts(plan.counts)}`,
           `  apply would take ${predictionWords(plan)}`,
-          `  CRM read: ${index.records} records, ${index.pages} list requests; nothing was sent`,
+          ...namesWords(summary),
+          `  CRM read: ${index.records} records, ${index.pages + (index.referencePages ?? 0)} list requests; nothing was sent`,
           `  expires ${plan.expiresAt}${ws.requireApproval ? '; this workspace requires approval before apply' : ''}`,
           `  review: crm-sync plans show ${plan.id}   approve: crm-sync plans approve ${plan.id}   apply: crm-sync apply ${plan.id} --wait`,
         ].join('\n');

@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import {
+  afterWords,
   planChanges,
   planRowFilter,
   PlanStore,
@@ -85,7 +86,7 @@ export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Co
       const where = `row ${r.row}${r.line !== undefined ? ` (line ${r.line})` : ''}`;
       const record = r.recordId !== undefined ? ` ${r.recordId}` : r.key !== undefined ? ` ${r.key}` : '';
       const changes = planChanges(r)
-        .map((c) => `${c.field}: ${JSON.stringify(c.before)} -> ${JSON.stringify(c.after)}`)
+        .map((c) => `${c.field}: ${JSON.stringify(c.before)} -> ${afterWords(c)}`)
         .join('; ');
       lines.push(
         `  ${where}: ${r.action}${record}${changes ? `: ${changes}` : ''}${r.message ? ` (${r.message})` : ''}`,

@@ -7,6 +7,7 @@ import { getWorkspace } from '../config/index.js';
 import { readMappingFile } from '../ingest/index.js';
 import { formatPlanCounts, planReconcile, topFields, type FieldTally } from '../reconcile/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
+import { referenceStoreOf } from '../references/index.js';
 import { createCrmClient } from '../runtime/index.js';
 import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
@@ -22,7 +23,7 @@ export interface ReconcileOptions extends MatchOptions {
 
 export async function reconcileCommand(file: string, opts: ReconcileOptions, command: Command): Promise<void> {
   const { config, logger } = cliContext(command);
-  getWorkspace(config, opts.workspace);
+  const ws = getWorkspace(config, opts.workspace);
   // Nothing is stored, but every list page takes its token from the workspace's one budget
   // (in Redis, shared with its workers and every other command), so reconcile never outruns it.
   const { redis } = await openStore(config);
@@ -35,6 +36,7 @@ export async function reconcileCommand(file: string, opts: ReconcileOptions, com
       workspace: opts.workspace,
       client,
       budget: workspaceRequestBudget(redis, config, opts.workspace, client),
+      references: { store: referenceStoreOf(config, opts.workspace, redis), maxAgeMs: ws.referencesMaxAgeMs },
       ...(opts.match ? { matchKey: opts.match } : {}),
       ...(opts.keyColumn ? { keyColumn: opts.keyColumn } : {}),
       ...(opts.mapping ? { mapping: readMappingFile(opts.mapping) } : {}),

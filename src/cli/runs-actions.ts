@@ -10,6 +10,7 @@ import { removalCatchUp } from '../history/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
+import { workspaceReferenceLoader } from '../references/index.js';
 import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import {
@@ -194,6 +195,12 @@ export async function retryRunRows(
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
         retentionMs: derivedSettings(scope.config).retentionMs,
+        loadReferences: workspaceReferenceLoader({
+          config: scope.config,
+          workspace: run.workspace,
+          redis: runtime.redis,
+          logger,
+        }),
         requireApproval: getWorkspace(scope.config, run.workspace).requireApproval,
         logger,
       });
@@ -355,6 +362,12 @@ export async function resumeRun(id: string, command: Command): Promise<void> {
         queue: rt.queue(run.workspace),
         store: rt.store,
         logger,
+        loadReferences: workspaceReferenceLoader({
+          config: rt.config,
+          workspace: run.workspace,
+          redis: rt.redis,
+          logger,
+        }),
       });
       process.stdout.write(`run ${id}: ${resumeWords(progress)}; the file is read to the end\n`);
       process.stdout.write(`${formatRunSummary(resumed)}\n`);

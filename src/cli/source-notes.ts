@@ -1,5 +1,5 @@
 import { parseMapping, recordedKeyColumn, RowDecoder, type SourceReader } from '../ingest/index.js';
-import { describeError, placeWords, type RunRecord, type RunStore } from '../runs/index.js';
+import { describeError, groupProblems, placeWords, plural, type RunRecord, type RunStore } from '../runs/index.js';
 
 const SHOWN = { ',': '","', ';': '";"', '\t': 'tab', '|': '"|"' } as Record<string, string>;
 
@@ -36,6 +36,20 @@ export async function firstProblems(store: RunStore, run: RunRecord, limit = 10)
     if (lines.length >= limit) break;
   }
   return lines;
+}
+
+/**
+ * A run's rows invalid for a name nothing resolved, grouped by column and value as the problem
+ * groups have them (one group per value): `  12 rows: Stage (stage_id): "Negotiaton" is not a stage … (did you mean "Negotiation"?)`.
+ */
+export async function referenceProblemLines(store: RunStore, run: RunRecord, limit = 12): Promise<string[]> {
+  if (run.counts.invalid === 0) return [];
+  const { groups } = await groupProblems(store, run.id);
+  const named = groups.filter((g) => g.code === 'REFERENCE_UNKNOWN' || g.code === 'REFERENCE_AMBIGUOUS');
+  if (named.length === 0) return [];
+  const lines = named.slice(0, limit).map((g) => `  ${plural(g.count, 'row')}: ${g.message}`);
+  if (named.length > limit) lines.push(`  … and ${named.length - limit} more values`);
+  return ['names not resolved (rows invalid, not sent):', ...lines];
 }
 
 /**

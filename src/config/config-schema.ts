@@ -91,6 +91,16 @@ export const WorkspaceFileSchema = z
      * rate budget), so `runs undo` can put them back. Default true.
      */
     readBefore: z.boolean().default(W.readBefore),
+    /**
+     * Names in a mapping (`"by": "name"`) resolve from what the workspace's list pages showed,
+     * kept in Redis; a pass older than this is read again first (ms). Default 3600000 (1 h).
+     */
+    referencesMaxAgeMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400_000)
+      .default(W.referencesMaxAgeMs),
     breaker: z
       .object({
         /** Unreachable failures in a row (no success between) that hold the workspace. Default 5. */

@@ -53,6 +53,12 @@ const workspace = {
    * `runs undo` and `history`. Off: such rows keep only what they wrote.
    */
   readBefore: true,
+  /**
+   * Names in a mapping (`"by": "name"`) resolve from the references list passes showed
+   * (src/references, kept in Redis for every process); a pass older than this is read again
+   * before a run resolves names (ms).
+   */
+  referencesMaxAgeMs: HOUR,
   breaker: {
     /** Unreachable failures in a row (no success between) that hold the workspace. */
     threshold: 5,

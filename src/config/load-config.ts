@@ -39,6 +39,8 @@ export interface WorkspaceConfig {
   driftMaxAgeMs: number;
   /** A plain import's update reads its before-values from list pages (for `runs undo`). */
   readBefore: boolean;
+  /** Names resolve from list passes younger than this (ms); an older one is read again. */
+  referencesMaxAgeMs: number;
 }
 
 /** A Redis Cluster to use instead of `redisUrl` (REDIS_CLUSTER_NODES or `redisCluster`). */
@@ -131,6 +133,7 @@ export function configFromObject(
       planTtlMs: w.planTtlMs,
       driftMaxAgeMs: w.driftMaxAgeMs,
       readBefore: w.readBefore,
+      referencesMaxAgeMs: w.referencesMaxAgeMs,
     };
   }
   const dash = file.dashboard;

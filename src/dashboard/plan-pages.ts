@@ -216,8 +216,8 @@ ${discardForm(plan, v.csrf, 'plan')}
           const changes = planChanges(r).filter((c) => v.filter.field === undefined || c.field === v.filter.field);
           const record = r.recordId ?? r.key ?? '';
           return (changes.length > 0 ? changes : [{ field: '', before: '', after: '' }]).map(
-            (c) =>
-              html`<tr data-row="${r.row}"><td class="num">${r.row}</td><td>${r.action}</td><td>${record}</td><td>${c.field}</td><td>${c.before}</td><td>${c.after}</td><td>${r.message ?? ''}</td></tr>`,
+            (c: { field: string; before: string; after: string; name?: string }) =>
+              html`<tr data-row="${r.row}"><td class="num">${r.row}</td><td>${r.action}</td><td>${record}</td><td>${c.field}</td><td>${c.before}</td><td>${c.name !== undefined ? `${JSON.stringify(c.name)} → ${c.after}` : c.after}</td><td>${r.message ?? ''}</td></tr>`,
           );
         })
   }</tbody>

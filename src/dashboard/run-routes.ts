@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { workspaceReferenceLoader } from '../references/index.js';
 import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { cancelRun, retryRun, writtenLaterWords } from '../lifecycle/index.js';
@@ -252,6 +253,12 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
         queue: runtime.queue(run.workspace),
         store,
         logger: runtime.logger,
+        loadReferences: workspaceReferenceLoader({
+          config: runtime.config,
+          workspace: run.workspace,
+          redis: runtime.redis,
+          logger: runtime.logger,
+        }),
         ...(rows ? { rows } : {}),
         requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,
         resendSuperseded: request.body?.resendSuperseded === '1' || request.body?.resendSuperseded === 'on',

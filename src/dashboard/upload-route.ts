@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { workspaceReferenceLoader } from '../references/index.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -176,6 +177,12 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
           store,
           file,
           logger: runtime.logger,
+          loadReferences: workspaceReferenceLoader({
+            config: runtime.config,
+            workspace: run.workspace,
+            redis: runtime.redis,
+            logger: runtime.logger,
+          }),
           ignoredSampleSize: IGNORED_SHOWN,
           // An edited file in a workspace that requires approval is refused (APPROVAL_REQUIRED, 409).
           requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,

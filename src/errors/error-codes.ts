@@ -39,6 +39,10 @@ export const ERROR_CODES = {
   SYNC_DEFINITION_INVALID: 'A sync definition in jobs/ is invalid',
   SYNC_NOT_FOUND: 'No sync definition with that name exists',
   RECONCILE_AMBIGUOUS: 'A match key fits several CRM records (or repeats in the file); the row was not sent',
+  REFERENCE_UNKNOWN:
+    "A cell names a pipeline, stage, tag or company the CRM's records do not show (or a lookup key or value its mapping does not have); the row was not sent",
+  REFERENCE_AMBIGUOUS:
+    'A cell names several pipelines, stages, tags or companies (a stage name two pipelines share); the row was not sent',
   RUN_ABORTED: 'The run was stopped (too many failed rows) before this row was sent',
   RUN_CANCELLED: 'The run was cancelled (runs cancel) before this row was sent; runs retry sends it',
   RESULT_UNREADABLE: 'A stored row result cannot be decoded (written by an incompatible version?)',

@@ -41,6 +41,9 @@ export {
   EMPTY_CELL_POLICIES,
   EmptyCellPolicySchema,
   MappingSchema,
+  LookupSchema,
+  ON_UNKNOWN,
+  OnUnknownSchema,
   WRITE_POLICIES,
   WritePolicySchema,
   fieldsOf,
@@ -52,13 +55,23 @@ export {
   type CompareMode,
   type EmptyCellPolicy,
   type Mapping,
+  type OnUnknown,
   type WritePolicy,
 } from './mapping.js';
-export { ROW_FIELD, type FieldError } from './field-error.js';
+export { ROW_FIELD, rowCodeOf, type FieldError, type ReferenceCode } from './field-error.js';
+export { type ResolvedName } from './reference-cells.js';
+export { loadLookupTable, type LookupSpec, type LookupTable } from './lookup-table.js';
 export { validateRow } from './validate-row.js';
-export { RowDecoder, labelOf, type HeaderProblem, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
+export {
+  RowDecoder,
+  labelOf,
+  type HeaderProblem,
+  type IngestedRow,
+  type MappedValues,
+  type RowDecoderOptions,
+} from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
-export { ingest, checkSource, type CheckedSource, type IngestOptions } from './ingest.js';
+export { ingest, checkSource, type CheckedSource, type IngestOptions, type LoadReferences } from './ingest.js';
 export { fieldTable } from './field-table.js';
 export {
   DEFAULT_CSV_DIALECT,

@@ -1,10 +1,21 @@
+import type { ListResource } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
+import type { ReferenceIndex } from '../references/index.js';
 import { idColumnProblem } from './file-check.js';
 import { openSource } from './open-source.js';
 import { RowDecoder, type HeaderProblem, type IngestedRow, type RowDecoderOptions } from './row-decoder.js';
 import { columnsUpFront, type ReadSourceOptions, type SourceItem, type SourceReader } from './source-types.js';
 
-export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {}
+/** Reads the workspace's references for the lists a mapping's names need (readReferences, in the budget). */
+export type LoadReferences = (lists: ListResource[]) => Promise<ReferenceIndex>;
+
+export interface IngestOptions extends ReadSourceOptions, RowDecoderOptions {
+  /**
+   * Where a mapping's names (`"by": "name"`) resolve from: called once, after the columns passed
+   * and before the first row is decoded. Without it such a mapping is refused. Default none.
+   */
+  loadReferences?: LoadReferences;
+}
 
 /** The rows of a source whose columns passed their check; it may be iterated once. */
 export interface CheckedSource {
@@ -91,13 +102,20 @@ export async function ingest(
   source: string | SourceReader,
   options: IngestOptions,
 ): Promise<{ reader: SourceReader; decoder: RowDecoder; rows: AsyncIterable<IngestedRow>; close(): Promise<void> }> {
-  const { op, mapping, ignoreUnknownColumns, extraColumns, ...readOptions } = options;
+  const { op, mapping, ignoreUnknownColumns, extraColumns, loadReferences, references, ...readOptions } = options;
   const decoder = new RowDecoder({
     op,
     ...(mapping ? { mapping } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
     ...(extraColumns ? { extraColumns } : {}),
+    ...(references ? { references } : {}),
   });
+  const lists = references ? [] : decoder.referenceLists();
+  if (lists.length > 0 && loadReferences === undefined)
+    throw new CrmSyncError(
+      'USAGE',
+      `the mapping names references by name ("by": "name"), which this path cannot read from the CRM. Nothing was sent.`,
+    );
   const crmValues = decoder.needsCrmValues();
   if (crmValues.length > 0)
     throw new CrmSyncError(
@@ -111,5 +129,14 @@ export async function ingest(
   const { items, close } = await checkSource(reader, decoder, (columns) =>
     idColumnProblem(decoder, columns, reader.format === 'postgres' ? 'query' : 'file'),
   );
+  if (lists.length > 0 && loadReferences !== undefined) {
+    try {
+      // Every row is checked before anything is sent: the names are read before the first row.
+      decoder.useReferences(await loadReferences(lists));
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
   return { reader, decoder, rows: { [Symbol.asyncIterator]: () => decodeAll(items, decoder) }, close };
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   clearValueOf,
@@ -9,6 +10,8 @@ import {
   type Operation,
 } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
+import { normaliseReferenceName, REFERENCE_FIELDS, type ReferenceKind } from '../references/index.js';
+import { loadLookupTable, type LookupTable } from './lookup-table.js';
 
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'list', 'boolean-string'] as const;
 export const ColumnTypeSchema = z.enum(COLUMN_TYPES, `must be one of ${COLUMN_TYPES.join(', ')}`);
@@ -39,6 +42,31 @@ export const COMPARE_MODES = ['crm', 'exact'] as const;
 export const CompareModeSchema = z.enum(COMPARE_MODES, `must be one of ${COMPARE_MODES.join(', ')}`);
 export type CompareMode = z.infer<typeof CompareModeSchema>;
 
+/**
+ * What a column whose name, lookup key or value the CRM's references do not know does: `error`,
+ * the row is invalid (REFERENCE_UNKNOWN); `skip-field`, the row is sent without that field.
+ */
+export const ON_UNKNOWN = ['error', 'skip-field'] as const;
+export const OnUnknownSchema = z.enum(ON_UNKNOWN, `must be one of ${ON_UNKNOWN.join(', ')}`);
+export type OnUnknown = z.infer<typeof OnUnknownSchema>;
+
+/** A column's `lookup`: the cell is a `key` of the file (CSV or JSON; relative to the mapping file), the field gets its `value`. */
+export const LookupSchema = z.strictObject(
+  {
+    file: z.string('must be the path of a CSV or JSON file').min(1, 'must not be empty'),
+    key: z.string('must be the name of the file column the cells hold').min(1, 'must not be empty'),
+    value: z.string('must be the name of the file column holding the ids').min(1, 'must not be empty'),
+  },
+  {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use file, key, value`
+        : iss.code === 'invalid_type'
+          ? 'must be an object like {"file": "owners.csv", "key": "email", "value": "id"}'
+          : undefined,
+  },
+);
+
 const ColumnRuleSchema = z.strictObject(
   {
     field: z.string('must be the name of an API field').min(1, 'must not be empty'),
@@ -54,11 +82,21 @@ const ColumnRuleSchema = z.strictObject(
     emptyCells: EmptyCellPolicySchema.optional(),
     /** Default "crm" (an email's case does not count); "exact" (COMPARE_MODES). */
     compare: CompareModeSchema.optional(),
+    /** "name": the cells name a pipeline, stage, tag or company; resolved to its id from the CRM's records. */
+    by: z.literal('name', 'must be "name"').optional(),
+    /** The cells are keys of a file the user gives; the field gets the id the file names. */
+    lookup: LookupSchema.optional(),
+    /** Fixed values by what the file says: {"Closed Won": "won"}; compared trimmed, case ignored. */
+    values: z
+      .record(z.string(), z.string('must be the API value the text stands for'), 'must be an object of "text": "value"')
+      .optional(),
+    /** Default "error" (ON_UNKNOWN). */
+    onUnknown: OnUnknownSchema.optional(),
   },
   {
     error: (iss) =>
       iss.code === 'unrecognized_keys'
-        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim, write, emptyCells, compare`
+        ? `unknown setting(s) ${iss.keys.join(', ')}: use field, type, separator, trim, write, emptyCells, compare, by, lookup, values, onUnknown`
         : undefined,
   },
 );
@@ -130,6 +168,14 @@ export interface ColumnRule {
   emptyCells: EmptyCellPolicy;
   /** How the row's value is compared with the CRM's. */
   compare: CompareMode;
+  /** `"by": "name"`: the kind of reference the cells name (resolved with the workspace's ReferenceIndex). */
+  reference?: ReferenceKind;
+  /** `lookup`: the file read, cell → id. */
+  lookup?: LookupTable;
+  /** `values`: normalised text → API value, and the texts as the mapping writes them (for messages). */
+  values?: { map: ReadonlyMap<string, string>; texts: readonly string[] };
+  /** What a cell its reference, lookup or value map does not know does. */
+  onUnknown: OnUnknown;
 }
 
 /** Every operation's row fields: the operation table's row shape around its body schema. */
@@ -205,7 +251,27 @@ export function readMappingFile(path: string): { mapping: Mapping; raw: unknown 
       `${path}: not valid JSON (${err instanceof Error ? err.message : String(err)})`,
     );
   }
-  return { mapping: parseMapping(raw, path), raw };
+  const mapping = parseMapping(raw, path);
+  anchorLookups(mapping, raw, dirname(path));
+  // A lookup file that cannot be used is refused with the mapping, before any source is opened.
+  for (const target of Object.values(mapping.columns))
+    if (target !== null && typeof target === 'object' && target.lookup) loadLookupTable(target.lookup);
+  return { mapping, raw };
+}
+
+/**
+ * A lookup file is named relative to its mapping file; the run keeps the mapping (retries,
+ * resumes read it again from anywhere), so its path is made absolute in both documents.
+ */
+function anchorLookups(mapping: Mapping, raw: unknown, dir: string): void {
+  const rawColumns = (raw as { columns?: Record<string, unknown> }).columns ?? {};
+  for (const [column, target] of Object.entries(mapping.columns)) {
+    if (target === null || typeof target !== 'object' || !target.lookup || isAbsolute(target.lookup.file)) continue;
+    const file = resolve(dir, target.lookup.file);
+    target.lookup.file = file;
+    const rawLookup = (rawColumns[column] as { lookup?: { file?: string } } | undefined)?.lookup;
+    if (rawLookup) rawLookup.file = file;
+  }
 }
 
 export function loadMapping(path: string): Mapping {
@@ -226,6 +292,7 @@ const DEFAULT_RULES = Object.fromEntries(
       write: 'always',
       emptyCells: 'skip',
       compare: 'crm',
+      onUnknown: 'error',
     })),
   ]),
 ) as Record<Operation, ColumnRule[]>;
@@ -237,7 +304,15 @@ const DEFAULT_RULES = Object.fromEntries(
 function policyProblems(
   op: Operation,
   column: string,
-  rule: { field: string; write?: WritePolicy | undefined; emptyCells?: EmptyCellPolicy | undefined },
+  rule: {
+    field: string;
+    write?: WritePolicy | undefined;
+    emptyCells?: EmptyCellPolicy | undefined;
+    by?: 'name' | undefined;
+    lookup?: unknown;
+    values?: unknown;
+    onUnknown?: OnUnknown | undefined;
+  },
 ): string[] {
   const problems: string[] = [];
   const setsPolicy = (rule.write !== undefined && rule.write !== 'always') || rule.emptyCells === 'clear';
@@ -255,9 +330,46 @@ function policyProblems(
         '); use "skip" (an empty cell leaves the value alone)',
     );
   }
+  if (rule.by === 'name' && REFERENCE_FIELDS[rule.field] === undefined)
+    problems.push(
+      `column "${column}" has "by": "name", but ${rule.field} is not a reference names resolve to (${Object.keys(REFERENCE_FIELDS).join(', ')}); for owner_id and other ids use "lookup" with a file`,
+    );
+  const ways = [
+    rule.by !== undefined && '"by"',
+    rule.lookup !== undefined && '"lookup"',
+    rule.values !== undefined && '"values"',
+  ].filter(Boolean);
+  if (ways.length > 1)
+    problems.push(`column "${column}" has ${ways.join(' and ')}: use one way to turn a cell into a value`);
+  if (rule.onUnknown !== undefined && ways.length === 0)
+    problems.push(`column "${column}" has "onUnknown", which applies with "by", "lookup" or "values" only`);
   if (OPERATION_TABLE[op].shape === 'invite' && setsPolicy)
     problems.push(`column "${column}": write policies apply to record updates, not to ${op}`);
   return problems;
+}
+
+/** A mapping entry's ways from a cell to a value (by name, a lookup file, a value map), resolved. */
+function cellWays(rule: {
+  field: string;
+  by?: 'name' | undefined;
+  lookup?: z.infer<typeof LookupSchema> | undefined;
+  values?: Record<string, string> | undefined;
+  onUnknown?: OnUnknown | undefined;
+}): Pick<ColumnRule, 'reference' | 'lookup' | 'values' | 'onUnknown'> {
+  const reference = rule.by === 'name' ? REFERENCE_FIELDS[rule.field] : undefined;
+  return {
+    onUnknown: rule.onUnknown ?? 'error',
+    ...(reference !== undefined ? { reference } : {}),
+    ...(rule.lookup ? { lookup: loadLookupTable(rule.lookup) } : {}),
+    ...(rule.values
+      ? {
+          values: {
+            map: new Map(Object.entries(rule.values).map(([text, value]) => [normaliseReferenceName(text), value])),
+            texts: Object.keys(rule.values),
+          },
+        }
+      : {}),
+  };
 }
 
 const ruleCache = new WeakMap<Mapping, Map<Operation, ColumnRule[]>>();
@@ -291,6 +403,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       write: rule.write ?? 'always',
       emptyCells: rule.emptyCells ?? 'skip',
       compare: rule.compare ?? 'crm',
+      ...cellWays(rule),
     });
   }
   // A mapping file names the odd columns; the rest, named like their field, still map

@@ -1,8 +1,17 @@
-import { clearValueOf, OPERATION_TABLE, RecordIdSchema, type Operation, type OperationPayload } from '../crm/index.js';
+import {
+  clearValueOf,
+  OPERATION_TABLE,
+  RecordIdSchema,
+  type ListResource,
+  type Operation,
+  type OperationPayload,
+} from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
+import type { ReferenceIndex, ReferenceKind } from '../references/index.js';
 import { coerce } from './coerce.js';
 import { didYouMean } from './did-you-mean.js';
-import { ROW_FIELD, type FieldError } from './field-error.js';
+import { ROW_FIELD, rowCodeOf, type FieldError, type ReferenceCode } from './field-error.js';
+import { resolveMappedCell, resolveReferenceCell, type CellResolution, type ResolvedName } from './reference-cells.js';
 import {
   fieldsOf,
   rulesFor,
@@ -35,6 +44,11 @@ export interface RowDecoderOptions {
   ignoreUnknownColumns?: boolean;
   /** Columns the caller reads itself, e.g. reconcile's key column. Default none. */
   extraColumns?: readonly string[];
+  /**
+   * The workspace's references, for columns with `"by": "name"` (referenceLists says which lists
+   * they need; useReferences can give them later, once read). Default none.
+   */
+  references?: ReferenceIndex;
 }
 
 /** One input row, ready for the producer: a payload to send XOR the errors to record. */
@@ -45,8 +59,22 @@ export interface IngestedRow {
   ref?: string;
   original: Record<string, string>;
   payload?: OperationPayload;
-  code?: 'ROW_INVALID' | 'INPUT_PARSE' | 'INPUT_TOO_LARGE';
+  code?: 'ROW_INVALID' | 'INPUT_PARSE' | 'INPUT_TOO_LARGE' | ReferenceCode;
   errors?: FieldError[];
+  /** Cells sent as the ids their names stand for (plans and summaries show `"Negotiation" → stg_…`). */
+  names?: ResolvedName[];
+  /** Fields left out by `"onUnknown": "skip-field"`, with why. */
+  skippedFields?: FieldError[];
+}
+
+/** What a row's values mapped to: API fields, cell errors, names resolved, fields skipped as unknown. */
+export interface MappedValues {
+  fields: Record<string, unknown>;
+  errors: FieldError[];
+  /** Present when a cell was sent for a name, lookup key or mapped value. */
+  names?: ResolvedName[];
+  /** Present when `"onUnknown": "skip-field"` left a field out. */
+  skippedFields?: FieldError[];
 }
 
 /** How a field is named to people: by its source column, with the API field when they differ. */
@@ -76,6 +104,7 @@ export class RowDecoder {
   /** Columns the mapping sets to null: skipped on purpose. */
   readonly #skipped: Set<string>;
   readonly #labels: Map<string, string>;
+  #references: ReferenceIndex | undefined;
 
   constructor(options: RowDecoderOptions) {
     this.op = options.op;
@@ -91,6 +120,27 @@ export class RowDecoder {
         .map(([column]) => column),
     );
     this.#labels = new Map(this.rules.map((r) => [r.field, labelOf(r)]));
+    this.#references = options.references;
+  }
+
+  /**
+   * The lists whose records must be read for this mapping's names (`"by": "name"` columns):
+   * the operation's own list, whose records show the references its body takes. Empty: no
+   * column names a reference by name.
+   */
+  referenceLists(): ListResource[] {
+    const resource = OPERATION_TABLE[this.op].resource;
+    if (resource === 'team-members' || !this.rules.some((r) => r.reference !== undefined)) return [];
+    return [resource];
+  }
+
+  /** Gives the decoder the workspace's references, read once the source's columns passed (before any row). */
+  useReferences(index: ReferenceIndex): void {
+    this.#references = index;
+  }
+
+  get references(): ReferenceIndex | undefined {
+    return this.#references;
   }
 
   /** The name people see for an API field: its source column, with the field when they differ. */
@@ -191,9 +241,11 @@ export class RowDecoder {
    * `fields` and reported in `errors` (by column label); nothing throws for a bad cell. Keys no
    * check has seen yet (a JSON row's new key) are refused here unless unknown columns are ignored.
    */
-  mapValues(values: Record<string, unknown>): { fields: Record<string, unknown>; errors: FieldError[] } {
+  mapValues(values: Record<string, unknown>): MappedValues {
     const fields: Record<string, unknown> = {};
     const errors: FieldError[] = [];
+    const names: ResolvedName[] = [];
+    const skippedFields: FieldError[] = [];
     if (this.unknownColumns === 'error') {
       for (const key of Object.keys(values)) {
         if (!this.#known.has(key)) {
@@ -204,18 +256,49 @@ export class RowDecoder {
         }
       }
     }
+    const byName: Array<{ rule: ColumnRule & { reference: ReferenceKind }; value: unknown }> = [];
+    const take = (rule: ColumnRule, resolved: CellResolution) => {
+      if ('value' in resolved) {
+        fields[rule.field] = resolved.value;
+        names.push(...resolved.names);
+      } else if (rule.onUnknown === 'skip-field') skippedFields.push(...resolved.errors);
+      else errors.push(...resolved.errors);
+    };
     for (const rule of this.rules) {
       if (!Object.hasOwn(values, rule.column)) continue;
       const result = coerce(values[rule.column], rule);
       if ('error' in result) errors.push({ field: labelOf(rule), message: result.error });
-      else if ('value' in result) fields[rule.field] = result.value;
-      else if (rule.emptyCells === 'clear') {
+      else if ('value' in result) {
+        if (rule.reference !== undefined)
+          byName.push({ rule: { ...rule, reference: rule.reference }, value: result.value });
+        else if (rule.lookup || rule.values) take(rule, resolveMappedCell(rule, labelOf(rule), result.value));
+        else fields[rule.field] = result.value;
+      } else if (rule.emptyCells === 'clear') {
         // An empty cell of a column that clears: the API's empty value (rulesFor checked it has one).
         const clear = clearValueOf(this.op, rule.field);
         if (clear !== undefined) fields[rule.field] = Array.isArray(clear) ? [...clear] : clear;
       }
     }
-    return { fields, errors };
+    if (byName.length > 0) {
+      const index = this.#references;
+      if (index === undefined)
+        throw new CrmSyncError(
+          'USAGE',
+          `${this.op}: the mapping names references by name, but no reference index was read`,
+        );
+      // The pipeline first: a stage is looked for within the row's pipeline (by name or id).
+      byName.sort((a, b) => Number(b.rule.reference === 'pipeline') - Number(a.rule.reference === 'pipeline'));
+      for (const { rule, value } of byName) {
+        const pipeline = typeof fields.pipeline_id === 'string' ? fields.pipeline_id.trim() : undefined;
+        take(rule, resolveReferenceCell(rule, labelOf(rule), value, index, pipeline));
+      }
+    }
+    return {
+      fields,
+      errors,
+      ...(names.length > 0 ? { names } : {}),
+      ...(skippedFields.length > 0 ? { skippedFields } : {}),
+    };
   }
 
   /**
@@ -282,10 +365,15 @@ export class RowDecoder {
       return { ...place, original, code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
     const inDoubt = exportedInDoubt(item.values);
     if (inDoubt) return { ...place, original, code: 'ROW_INVALID', errors: [{ field: ROW_FIELD, message: inDoubt }] };
-    const { payload, errors } = this.decodeValues(item.values);
+    const mapped = this.mapValues(item.values);
+    const { payload, errors } = this.validate(this.withoutCrmValues(mapped.fields), mapped.errors);
+    const extra = {
+      ...(mapped.names ? { names: mapped.names } : {}),
+      ...(mapped.skippedFields ? { skippedFields: mapped.skippedFields } : {}),
+    };
     return payload !== undefined
-      ? { ...place, original, payload }
-      : { ...place, original, code: 'ROW_INVALID', errors };
+      ? { ...place, original, payload, ...extra }
+      : { ...place, original, code: rowCodeOf(errors), errors, ...extra };
   }
 }
 

@@ -16,6 +16,7 @@ export {
   planRowsKey,
   planWorkspacesKey,
   probeKey,
+  referencesKey,
   requestBudgetKey,
   runSeriesKey,
   seriesKey,

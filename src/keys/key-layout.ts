@@ -48,6 +48,11 @@
  *   <p>:ws:{<w>}:lookup            hash    the workspace's deal-list passes: next start, the pass under
  *                                          way and its lease, the last snapshot's start (LookupPassBoard)
  *   <p>:ws:{<w>}:lookup:snap       string  gzip'd deals the last pass saw; TTL 15 min
+ *   <p>:ws:{<w>}:refs:<list>       string  the references (pipelines with their stages, tags, companies:
+ *                                          id and name) one pass over the workspace's <list> (deals,
+ *                                          contacts, leads) showed, JSON with the pass's start
+ *                                          (src/references); read by every process that resolves names,
+ *                                          refreshed once older than `referencesMaxAgeMs`; TTL 7 days
  *   <p>:ws:{<w>}:holds             hash    why the workspace's queue is paused: `paused` (an operator,
  *                                          `workspace pause`), `blocked` (the CRM refused the key) and
  *                                          `unreachable` (the circuit breaker: the CRM does not answer),
@@ -165,6 +170,11 @@ export function poolsKey(prefix: string): string {
 /** Written once by the first process that finds none; read again on every reconnect. */
 export function generationKey(prefix: string): string {
   return `${prefix}:generation`;
+}
+
+/** One list pass's references of a workspace (src/references: names → ids). */
+export function referencesKey(prefix: string, workspace: string, list: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:refs:${list}`;
 }
 
 /** The one key of a workspace's budget, shared by its workers and by whoever pages its lists. */

@@ -3,6 +3,7 @@ import {
   asSource,
   fileIdentity,
   ingest,
+  type LoadReferences,
   type Mapping,
   type RowDecoder,
   type Source,
@@ -39,6 +40,8 @@ export interface ImportFileOptions extends Pick<
   mapping?: { mapping: Mapping; raw: unknown };
   format?: SourceFormat;
   delimiter?: string;
+  /** Where a mapping's names resolve from (ingest's LoadReferences). Default: a mapping with names is refused. */
+  loadReferences?: LoadReferences;
   /** Skip columns that map to no field instead of refusing the file. Default false. */
   ignoreUnknownColumns?: boolean;
   syncName?: string;
@@ -57,13 +60,26 @@ export const sourceIdentity = fileIdentity;
  * comparison with the CRM; see reconcile for that). A file that cannot be read fails the run.
  */
 export async function importFile(options: ImportFileOptions): Promise<{ run: RunRecord; progress: ProducerProgress }> {
-  const { file, op, workspace, mapping, format, delimiter, ignoreUnknownColumns, syncName, onChecked, label, ...rest } =
-    options;
+  const {
+    file,
+    op,
+    workspace,
+    mapping,
+    format,
+    delimiter,
+    ignoreUnknownColumns,
+    syncName,
+    onChecked,
+    label,
+    loadReferences,
+    ...rest
+  } = options;
   const source = asSource(file, { ...(format ? { format } : {}), ...(delimiter ? { delimiter } : {}) });
   const { reader, decoder, rows, close } = await ingest(source.reader, {
     op,
     ...(mapping ? { mapping: mapping.mapping } : {}),
     ...(ignoreUnknownColumns ? { ignoreUnknownColumns } : {}),
+    ...(loadReferences ? { loadReferences } : {}),
     // A database source's key column names the row; the source reads it, no field takes it.
     ...(source.keyColumn !== undefined ? { extraColumns: [source.keyColumn] } : {}),
   });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULTS, resolveSettings } from '../config/index.js';
 import type { InviteOptions } from '../crm/index.js';
-import type { IngestedRow } from '../ingest/index.js';
+import type { FieldError, IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
@@ -290,7 +290,8 @@ export async function produceRun(
       progress.invalid += 1;
       results.push(invalid(row, row.errors ?? [], row.original, row.code ?? 'ROW_INVALID'));
     } else if (options.dryRun) {
-      results.push(skipped(row, 'dry run: valid, not sent'));
+      const left = row.skippedFields?.length ? `; ${skippedFieldsNote(row.skippedFields)}` : '';
+      results.push(skipped(row, `dry run: valid, not sent${left}`));
     } else if (stop !== undefined) {
       results.push(stoppedResult(stop, row, row.original));
     } else if (row.payload.op === 'team.invite') {
@@ -309,6 +310,7 @@ export async function produceRun(
       const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
       const undo = row.undo !== undefined ? { undo: row.undo } : {};
       const planned = row.planned !== undefined ? { planned: row.planned } : {};
+      const note = row.skippedFields?.length ? { note: skippedFieldsNote(row.skippedFields) } : {};
       open.push({
         ...placeOf(row),
         payload: row.payload,
@@ -319,6 +321,7 @@ export async function produceRun(
         ...listPlace,
         ...undo,
         ...planned,
+        ...note,
       });
       if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
     }
@@ -384,4 +387,9 @@ export async function waitForRoom(
     }
     await sleep(100);
   }
+}
+
+/** `sent without Stage (stage_id): "Negotiaton" is not a stage …` ("onUnknown": "skip-field"). */
+export function skippedFieldsNote(errors: readonly FieldError[]): string {
+  return `sent without ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')} ("onUnknown": "skip-field")`;
 }

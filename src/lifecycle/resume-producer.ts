@@ -2,7 +2,15 @@ import type { Operation } from '../crm/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { isEvictionReason } from '../redis/index.js';
-import { ingest, parseMapping, reopenSource, resumeRefusal, sourceChange, type IngestedRow } from '../ingest/index.js';
+import {
+  ingest,
+  parseMapping,
+  reopenSource,
+  resumeRefusal,
+  sourceChange,
+  type IngestedRow,
+  type LoadReferences,
+} from '../ingest/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
 import { PRODUCER_SILENCE_MS, producerGone } from './producer-heartbeat.js';
@@ -15,6 +23,8 @@ export interface ResumeProducerOptions {
   queue: WorkspaceQueue;
   store: RunStore;
   logger?: Logger;
+  /** Where the run mapping's names resolve from. Default: such a run is refused. */
+  loadReferences?: LoadReferences;
   /** As the producer's. Default DEFAULTS.producer (10,000 rows). */
   highWaterMark?: number;
   /** As the producer's. Default DEFAULTS.producer (60000 ms). */
@@ -48,6 +58,7 @@ export async function resumeProducer(
     op,
     ...(mapping ? { mapping } : {}),
     ...(run.options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
+    ...(options.loadReferences ? { loadReferences: options.loadReferences } : {}),
   });
   try {
     return await runLife({

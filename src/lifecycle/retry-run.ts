@@ -1,7 +1,14 @@
 import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
 import { DEFAULTS, derivedSettings, resolveSettings } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { openSource, parseMapping, recordedKeyColumn, RowDecoder, type IngestedRow } from '../ingest/index.js';
+import {
+  openSource,
+  parseMapping,
+  recordedKeyColumn,
+  RowDecoder,
+  type IngestedRow,
+  type LoadReferences,
+} from '../ingest/index.js';
 import {
   isExportMetaColumn,
   resendPlace,
@@ -23,6 +30,8 @@ import type { WorkspaceQueue } from '../queue/index.js';
 
 export interface RetryRunOptions {
   runId: string;
+  /** Where the run mapping's names resolve from (read again: a name may resolve now). Default: such a run is refused. */
+  loadReferences?: LoadReferences;
   queue: WorkspaceQueue;
   store: RunStore;
   /** Retry only these rows (default: every failed and invalid row). */
@@ -145,6 +154,13 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
     // A database run's key column is kept with each row's values, and is no field.
     ...(keyColumn !== undefined ? { extraColumns: [keyColumn] } : {}),
   });
+  const lists = decoder.referenceLists();
+  if (lists.length > 0) {
+    if (options.loadReferences === undefined)
+      throw new CrmSyncError('USAGE', `run ${runId}'s mapping names references by name; this retry cannot read them`);
+    // Every retried row is resolved before one is sent, with the names as the CRM shows them now.
+    decoder.useReferences(await options.loadReferences(lists));
+  }
   const ignored = new IgnoredLines(Math.max(0, options.ignoredSampleSize));
   const logger = options.logger ?? silentLogger;
   const highWater = options.highWaterMark;

@@ -12,7 +12,14 @@ export { predictApply } from './apply-prediction.js';
 export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-plan.js';
 export { refusal, undoWords } from './plan-refusal.js';
 export { encodePlanRow, decodePlanRow } from './plan-codec.js';
-export { planChanges, planRowFilter, writePlanCsv, PLAN_EXPORT_COLUMNS, type PlanRowFilter } from './plan-view.js';
+export {
+  afterWords,
+  planChanges,
+  planRowFilter,
+  writePlanCsv,
+  PLAN_EXPORT_COLUMNS,
+  type PlanRowFilter,
+} from './plan-view.js';
 export {
   PLAN_STATUSES,
   type PlanAction,

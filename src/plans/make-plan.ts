@@ -73,6 +73,14 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
   return { plan, index: result.index, summary: result.summary };
 }
 
+/** The cell text of each field in `fields` sent for a name (tag lists' items joined with `; `). */
+function namesOf(row: PlannedRow, fields: ReadonlySet<string>): Record<string, string> | undefined {
+  const out: Record<string, string[]> = {};
+  for (const n of row.names ?? []) if (fields.has(n.field)) (out[n.field] ??= []).push(n.text);
+  const entries = Object.entries(out);
+  return entries.length > 0 ? Object.fromEntries(entries.map(([f, texts]) => [f, texts.join('; ')])) : undefined;
+}
+
 /** What a planned row keeps: an update only the fields it changes (and those the API requires), with their before-values. */
 export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
   const out: PlanRow = {
@@ -91,9 +99,13 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
     const all = payload.fields as Record<string, unknown>;
     out.fields = Object.fromEntries(Object.entries(all).filter(([f, v]) => send.has(f) && v !== undefined));
     out.before = Object.fromEntries(changes.map((c) => [c.field, c.current ?? null]));
+    const names = namesOf(row, new Set(changes.map((c) => c.field)));
+    if (names) out.names = names;
   } else if (row.action === 'create' && payload?.op === 'deal.create') {
     out.fields = payload.fields as Record<string, unknown>;
     if (payload.match !== undefined) out.match = payload.match;
+    const names = namesOf(row, new Set(Object.keys(out.fields)));
+    if (names) out.names = names;
   } else if (row.outcome) {
     if (row.outcome.code !== undefined) out.code = row.outcome.code;
     out.message = row.outcome.message;

@@ -30,6 +30,7 @@ interface Stored {
   p?: number;
   c?: string;
   m?: string;
+  n?: Record<string, string>;
 }
 
 export function encodePlanRow(row: PlanRow): string {
@@ -42,6 +43,7 @@ export function encodePlanRow(row: PlanRow): string {
   if (row.before !== undefined) s.b = row.before;
   if (row.match !== undefined) s.x = row.match;
   if (row.place !== undefined) s.p = row.place;
+  if (row.names !== undefined) s.n = row.names;
   if (row.code !== undefined) s.c = row.code;
   if (row.message !== undefined && row.message !== '') s.m = row.message;
   return ACTION_CHAR[row.action] + JSON.stringify(s);
@@ -60,6 +62,7 @@ export function decodePlanRow(row: number, value: string): PlanRow {
   if (s.b !== undefined) out.before = s.b;
   if (s.x !== undefined) out.match = s.x;
   if (s.p !== undefined) out.place = s.p;
+  if (s.n !== undefined) out.names = s.n;
   if (s.c !== undefined) out.code = s.c;
   if (s.m !== undefined) out.message = s.m;
   return out;

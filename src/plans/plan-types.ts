@@ -95,6 +95,8 @@ export interface PlanRow {
   match?: string;
   /** update: the record's place in the CRM's list when planned (0-based), where apply's drift check reads it first. */
   place?: number;
+  /** Per field sent as the id(s) a name stood for: the cell's text (`Negotiation`, `VIP; Hot`), so the plan reads `"Negotiation" → stg_…`. */
+  names?: Record<string, string>;
   code?: string;
   message?: string;
 }

@@ -12,19 +12,32 @@ import type { PlanAction, PlanChange, PlanRecord, PlanRow } from './plan-types.j
  * and the CSV.
  */
 
-/** A row's changes: an update's changed fields with the CRM's value when planned; a create's every field. */
-export function planChanges(row: PlanRow): Array<Required<Pick<PlanChange, 'field' | 'after'>> & { before: string }> {
+/**
+ * A row's changes: an update's changed fields with the CRM's value when planned; a create's every
+ * field. `name`: the cell's text when the value was sent for a name (shown `"Negotiation" → stg_1cbb…`).
+ */
+export function planChanges(
+  row: PlanRow,
+): Array<Required<Pick<PlanChange, 'field' | 'after'>> & { before: string; name?: string }> {
+  const named = (field: string) => (row.names?.[field] !== undefined ? { name: row.names[field] } : {});
   if (row.action === 'create')
     return Object.entries(row.fields ?? {}).map(([field, v]) => ({
       field,
       before: '',
       after: showCanonical(canonicalFromRow(field, v)),
+      ...named(field),
     }));
   return Object.entries(row.before ?? {}).map(([field, before]) => ({
     field,
     before: showCanonical(before ?? undefined),
     after: showCanonical(canonicalFromRow(field, row.fields?.[field])),
+    ...named(field),
   }));
+}
+
+/** A change's new value as a person reads it: the name and the id it stands for, or the value quoted. */
+export function afterWords(change: { after: string; name?: string }): string {
+  return change.name !== undefined ? `${JSON.stringify(change.name)} → ${change.after}` : JSON.stringify(change.after);
 }
 
 export interface PlanRowFilter {
@@ -45,7 +58,7 @@ export function planRowFilter(filter: PlanRowFilter): (row: PlanRow) => boolean 
         row.key,
         row.ref,
         row.message,
-        ...planChanges(row).flatMap((c) => [c.before, c.after]),
+        ...planChanges(row).flatMap((c) => [c.before, c.after, c.name]),
       ];
       if (!hay.some((h) => h?.toLowerCase().includes(text))) return false;
     }

@@ -34,6 +34,11 @@ export interface QueuedRow {
   payload: RowPayload;
   /** The row as read, carried only while in flight so a failure result can be exported and fixed. */
   original: Record<string, string>;
+  /**
+   * What the row's result says beside its outcome: fields left out by a mapping's
+   * `"onUnknown": "skip-field"` (a name, lookup key or value nothing resolved). Default none.
+   */
+  note?: string;
   /** Retry round (the retry's job generation) when `runs retry` queued the row. Default FIRST_ROUND. */
   round?: number;
   /**

@@ -34,7 +34,15 @@ export {
   type PlanRowsOptions,
 } from './plan-rows.js';
 export { applyWritePolicies, type HeldField, type PolicyOutcome } from './write-policy.js';
-export { PlanTally, topFields, type FieldTally, type PlanSummary } from './plan-tally.js';
+export {
+  PlanTally,
+  topFields,
+  unresolvedWords,
+  type FieldTally,
+  type NameGroup,
+  type PlanSummary,
+  type UnresolvedGroup,
+} from './plan-tally.js';
 export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
 export {
   planReconcile,

@@ -6,6 +6,6 @@
 export { writeOperation, type ReconcileOperation } from './resource-fields.js';
 export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from './drift-reads.js';
 export { type PlannedRow } from './plan-rows.js';
-export { type PlanSummary } from './plan-tally.js';
+export { unresolvedWords, type NameGroup, type PlanSummary, type UnresolvedGroup } from './plan-tally.js';
 export { formatPlanCounts } from './plan-csv.js';
 export { planReconcile, defaultMatchKey, type IndexStats, type ReconcileSourceOptions } from './plan-reconcile.js';

@@ -18,6 +18,7 @@ import {
 } from '../ingest/index.js';
 import type { Logger } from '../log/index.js';
 import type { RequestBudget } from '../rate/index.js';
+import { ReferenceCollector, readReferences, type ReferenceStore } from '../references/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
 import { keyColumnProblem, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
@@ -53,24 +54,41 @@ export interface ReconcileSourceOptions {
   listVersion?: 'v1' | 'v2';
   /** Default: silent. */
   logger?: Logger;
+  /**
+   * Where the workspace's references are shared (names in the mapping resolve from them): the
+   * index's own pages refresh the pass of its list, other lists' stored passes add to it while
+   * younger than `maxAgeMs`. Default: only what the index's pages show.
+   */
+  references?: { store: ReferenceStore; maxAgeMs: number };
 }
 
 export interface IndexStats {
   pages: number;
   records: number;
   ms: number;
+  /** List requests made for names beyond the index's own pages (0: its pages or the store had them). */
+  referencePages?: number;
 }
 
 export function defaultMatchKey(op: ReconcileOperation): string {
   return matchKeyOf(op);
 }
 
-/** Pages the resource the operation writes into an index by the match key. */
+/**
+ * Pages the resource the operation writes into an index by the match key. With `decoder`, the
+ * references its pages show go to the decoder (and the store) on the way: a mapping's names
+ * cost no request beyond the index's own pages, unless they need another list's.
+ */
 export async function buildIndexFor(
-  options: ReconcileSourceOptions & { keepPlaces?: boolean },
+  options: ReconcileSourceOptions & { keepPlaces?: boolean; decoder?: RowDecoder },
 ): Promise<{ index: RecordIndex; stats: IndexStats }> {
   const started = Date.now();
-  const { budget } = options;
+  const { budget, decoder } = options;
+  const resource = RECONCILE_RESOURCE[options.op];
+  const collector =
+    decoder !== undefined && (decoder.referenceLists().length > 0 || options.references !== undefined)
+      ? new ReferenceCollector(resource)
+      : undefined;
   const index = await RecordIndex.build(options.client, {
     resource: RECONCILE_RESOURCE[options.op],
     matchKey: options.matchKey ?? defaultMatchKey(options.op),
@@ -78,8 +96,30 @@ export async function buildIndexFor(
     ...(options.listVersion ? { version: options.listVersion } : {}),
     ...(budget ? { beforeFetch: () => budget.take() } : {}),
     ...(options.keepPlaces ? { keepPlaces: true } : {}),
+    ...(collector ? { onRecords: (records) => records.forEach((r) => collector.add(r)) } : {}),
   });
-  return { index, stats: { pages: index.pages, records: index.size, ms: Date.now() - started } };
+  let referencePages = 0;
+  if (collector && decoder) {
+    const read = await readReferences({
+      client: options.client,
+      ...(budget ? { budget } : {}),
+      ...(options.references ? { store: options.references.store, maxAgeMs: options.references.maxAgeMs } : {}),
+      lists: decoder.referenceLists(),
+      fresh: [collector.pass()],
+      ...(options.listVersion ? { version: options.listVersion } : {}),
+    });
+    referencePages = read.pages;
+    decoder.useReferences(read.index);
+  }
+  return {
+    index,
+    stats: {
+      pages: index.pages,
+      records: index.size,
+      ms: Date.now() - started,
+      ...(referencePages > 0 ? { referencePages } : {}),
+    },
+  };
 }
 
 /**
@@ -142,7 +182,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
       ...(lineEnding !== undefined ? { lineEnding } : {}),
     };
     const csv = csvDialectOf(dialect);
-    const { index, stats } = await buildIndexFor(options);
+    const { index, stats } = await buildIndexFor({ ...options, decoder });
     const counts = emptyPlanCounts();
     const tally = new PlanTally();
     let rows = 0;

@@ -3,6 +3,8 @@ import {
   didYouMean,
   RowDecoder,
   ROW_FIELD,
+  rowCodeOf,
+  type MappedValues,
   type FieldError,
   type HeaderProblem,
   type Mapping,
@@ -166,15 +168,25 @@ export class RowPlanner {
     const base = { ...placeOf(item), original: item.original };
     if (item.kind === 'problem')
       return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
-    return this.#planRecord(item, base);
+    const mapped = this.#decoder.mapValues(item.values);
+    const planned = this.#planRecord(item, base, mapped);
+    // The names behind the ids the row sends (plans show `"Negotiation" → stg_…`), and what
+    // "onUnknown": "skip-field" left out.
+    if (planned.action === 'invalid') return planned;
+    if (mapped.names) planned.names = mapped.names;
+    if (mapped.skippedFields) {
+      planned.skippedFields = mapped.skippedFields;
+      const note = `left out: ${mapped.skippedFields.map((e) => `${e.field}: ${e.message}`).join('; ')} ("onUnknown": "skip-field")`;
+      if (planned.outcome) planned.outcome = { ...planned.outcome, message: `${planned.outcome.message}; ${note}` };
+    }
+    return planned;
   }
 
-  #planRecord(item: SourceRecord, base: RowBase): PlannedRow {
+  #planRecord(item: SourceRecord, base: RowBase, mapped: MappedValues): PlannedRow {
     const { op, index } = this.#options;
     const resource = RECONCILE_RESOURCE[op];
     const noun = SINGULAR[resource];
     const wop = writeOperation(op);
-    const mapped = this.#decoder.mapValues(item.values);
     const { id: rawId, ...fields } = mapped.fields;
     const givenId = typeof rawId === 'string' ? rawId.trim() : '';
     if (mapped.errors.length > 0) return invalid(base, this.#cellErrors(fields, givenId, mapped.errors));
@@ -347,5 +359,5 @@ export function heldWords(held: readonly HeldField[]): string {
 }
 
 function invalid(base: RowBase, errors: FieldError[], key?: string): PlannedRow {
-  return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: 'ROW_INVALID', errors };
+  return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: rowCodeOf(errors), errors };
 }

@@ -24,6 +24,43 @@ export interface PlanSummary {
   cleared: FieldTally;
   /** Field → rows where a write policy held a change back. */
   held: FieldTally;
+  /** Names the rows sent as ids, by column and name, most rows first (at most MAX_NAME_GROUPS). */
+  names: NameGroup[];
+  /**
+   * Rows invalid because a name, lookup key or value resolved to no id or to several, grouped
+   * by column and value (`"Negotiaton"` — 212 rows, did you mean "Negotiation"?), most rows first.
+   */
+  unresolved: UnresolvedGroup[];
+}
+
+/** One name as the rows that sent it: `Stage (stage_id) "Negotiation" → stg_…`, in so many rows (its first spelling). */
+export interface NameGroup {
+  column: string;
+  text: string;
+  id: string;
+  rows: number;
+}
+
+/** One value no id (or several) stood for, as the rows that gave it. */
+export interface UnresolvedGroup {
+  code: string;
+  column: string;
+  value: string;
+  suggestion?: string;
+  /** The first such row's message (the same for every row of the group). */
+  message: string;
+  rows: number;
+}
+
+/** Distinct groups kept: a file of free text in a name column must not grow a summary without bound. */
+const MAX_NAME_GROUPS = 200;
+
+/** `"Negotiaton" — 212 rows, did you mean "Negotiation"?` (column first when asked). */
+export function unresolvedWords(g: UnresolvedGroup, withColumn = true): string {
+  const rows = `${g.rows} row${g.rows === 1 ? '' : 's'}`;
+  const what = g.code === 'REFERENCE_AMBIGUOUS' ? ', names several' : '';
+  const near = g.suggestion !== undefined ? `, did you mean ${JSON.stringify(g.suggestion)}?` : '';
+  return `${withColumn ? `${g.column}: ` : ''}${JSON.stringify(g.value)} — ${rows}${what}${near}`;
 }
 
 /** Sums planned rows into a PlanSummary as they go by. */
@@ -34,10 +71,35 @@ export class PlanTally {
   readonly #changed: FieldTally = {};
   readonly #cleared: FieldTally = {};
   readonly #held: FieldTally = {};
+  readonly #names = new Map<string, NameGroup>();
+  readonly #unresolved = new Map<string, UnresolvedGroup>();
 
   add(row: PlannedRow): void {
     this.#rows++;
     this.#counts[row.action]++;
+    for (const n of row.names ?? []) {
+      // By column and id: ` NEGOTIATION ` and `Negotiation` are one name, shown as first written.
+      const key = `${n.label}\u0000${n.id}`;
+      const group = this.#names.get(key);
+      if (group) group.rows++;
+      else if (this.#names.size < MAX_NAME_GROUPS)
+        this.#names.set(key, { column: n.label, text: n.text, id: n.id, rows: 1 });
+    }
+    for (const e of row.errors ?? []) {
+      if (e.code === undefined || e.value === undefined) continue;
+      const key = `${e.code}\u0000${e.field}\u0000${e.value}`;
+      const group = this.#unresolved.get(key);
+      if (group) group.rows++;
+      else if (this.#unresolved.size < MAX_NAME_GROUPS)
+        this.#unresolved.set(key, {
+          code: e.code,
+          column: e.field,
+          value: e.value,
+          ...(e.suggestion !== undefined ? { suggestion: e.suggestion } : {}),
+          message: e.message,
+          rows: 1,
+        });
+    }
     let clears = false;
     for (const c of row.changes ?? []) {
       tally(this.#changed, c.field);
@@ -59,6 +121,8 @@ export class PlanTally {
       changed: { ...this.#changed },
       cleared: { ...this.#cleared },
       held: { ...this.#held },
+      names: [...this.#names.values()].sort((a, b) => b.rows - a.rows),
+      unresolved: [...this.#unresolved.values()].sort((a, b) => b.rows - a.rows),
     };
   }
 }

@@ -92,7 +92,7 @@ export async function reconcileImport(options: ReconcileImportOptions): Promise<
       let built;
       try {
         // Places too: each update's drift check reads the page that held its record (QueuedRow.listPlace).
-        built = await buildIndexFor({ ...options, matchKey, keepPlaces: true });
+        built = await buildIndexFor({ ...options, matchKey, keepPlaces: true, decoder });
       } catch (err) {
         if (!(err instanceof AuthError)) throw err;
         await options.store.blockRun(created.id, indexAuthReason(options.workspace, err));

@@ -19,6 +19,8 @@ export interface BuildIndexOptions {
    * paging a list beside running workers stays within the limit they keep. Default none.
    */
   beforeFetch?: () => Promise<unknown>;
+  /** Called with each page's records as read (reconcile collects the references they show). Default none. */
+  onRecords?: (records: readonly AnyRecord[]) => void;
   /** Called after each page with the pages and records read so far. Default none. */
   onPage?: (progress: { pages: number; records: number }) => void;
   /** Also keep each record's created_at (verify tells when a deal was made). Default false. */
@@ -78,6 +80,7 @@ export class RecordIndex {
     for await (const page of pages) {
       index.pages += 1;
       for (const record of page.records) index.add(record);
+      options.onRecords?.(page.records);
       options.onPage?.({ pages: index.pages, records: index.size });
     }
     return index;

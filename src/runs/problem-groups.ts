@@ -77,6 +77,8 @@ export function normaliseMessage(text: string): string {
   return out.replace(/\s+/g, ' ').trim();
 }
 
+const REFERENCE_CODES: ReadonlySet<string> = new Set(['REFERENCE_UNKNOWN', 'REFERENCE_AMBIGUOUS']);
+
 /** The group a problem row belongs to (its key is what `?group=` and the group routes take). */
 export function problemGroupOf(
   result: RowResult,
@@ -86,7 +88,9 @@ export function problemGroupOf(
       ? result.status
       : 'failed';
   const code = result.code ?? '';
-  const message = normaliseMessage(describeError(result));
+  // A name nothing resolved groups by its column and value ("Negotiaton" in 212 rows is one
+  // group, "Closng" another): its message is the same for every row naming it, so it is not masked.
+  const message = REFERENCE_CODES.has(code) ? describeError(result) : normaliseMessage(describeError(result));
   const key = createHash('sha1').update(`${status}\u0000${code}\u0000${message}`).digest('hex').slice(0, 12);
   return { key, status, code, message, permanent: status === 'failed' && isPermanentCode(code) };
 }

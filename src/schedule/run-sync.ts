@@ -9,6 +9,7 @@ import { readMappingFile } from '../ingest/index.js';
 import { reconcileImport, type PlanCounts, type PlanSummary } from '../reconcile/index.js';
 import { applyPlan, makePlan, PlanStore, refusal, type PlanRecord } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
+import { referenceStoreOf } from '../references/index.js';
 import { type RunStop } from '../lifecycle/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -279,6 +280,7 @@ export async function runSync(def: SyncDefinition, given: RunSyncOptions): Promi
       workspace: def.workspace,
       client,
       budget: workspaceRequestBudget(runtime.redis, config, def.workspace, client),
+      references: { store: referenceStoreOf(config, def.workspace, runtime.redis), maxAgeMs: ws.referencesMaxAgeMs },
       queue,
       store,
       syncName: def.name,
@@ -358,6 +360,7 @@ async function planTick(
       workspace: def.workspace,
       client,
       budget: workspaceRequestBudget(runtime.redis, config, def.workspace, client),
+      references: { store: referenceStoreOf(config, def.workspace, runtime.redis), maxAgeMs: ws.referencesMaxAgeMs },
       logger: logger.child({ sync: def.name }),
       syncName: def.name,
       settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },

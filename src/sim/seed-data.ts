@@ -56,7 +56,7 @@ function newId(prng: Prng, prefix: string): string {
   return prefix + prng.hex(20);
 }
 
-function reference(seed: number): SimReferenceData {
+function reference(seed: number, pipelineNames: SeedPipelines = PIPELINES): SimReferenceData {
   const prng = new Prng(streamSeed(seed, 'reference'));
   const owners: SimOwner[] = [];
   const ownerNames = new Set<string>();
@@ -68,8 +68,8 @@ function reference(seed: number): SimReferenceData {
     ownerNames.add(name);
     owners.push({ id: newId(prng, 'usr_'), name, email: `${slug(first)}.${slug(last)}@crm-team.example` });
   }
-  const pipelines = PIPELINES.map((p) => ({ id: newId(prng, 'pip_'), name: p.name }));
-  const stages = PIPELINES.flatMap((p, i) =>
+  const pipelines = pipelineNames.map((p) => ({ id: newId(prng, 'pip_'), name: p.name }));
+  const stages = pipelineNames.flatMap((p, i) =>
     p.stages.map((name) => ({ id: newId(prng, 'stg_'), name, pipelineId: pipelines[i]?.id ?? '' })),
   );
   const tags = TAGS.map((t) => ({ id: newId(prng, 'tag_'), name: t.name, style: t.style }));
@@ -174,8 +174,11 @@ function deals(seed: number, count: number, contactList: SimContact[], ref: SimR
 }
 
 /** The whole seed of one workspace: a pure function of (seed, records). */
-export function generateSeedData(seed: number, records: number): SeedData {
-  const ref = reference(seed);
+/** Pipelines and their stage names, as a workspace is seeded (default PIPELINES). */
+export type SeedPipelines = ReadonlyArray<{ name: string; stages: readonly string[] }>;
+
+export function generateSeedData(seed: number, records: number, pipelines?: SeedPipelines): SeedData {
+  const ref = reference(seed, pipelines);
   const contactList = contacts(seed, records, ref);
   return {
     ...ref,

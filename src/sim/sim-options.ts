@@ -47,6 +47,15 @@ export const SimWorkspaceOptionsSchema = z.object({
    * false (stored as sent).
    */
   normalise: z.boolean().default(false),
+  /**
+   * The workspace's pipelines and their stages' names, instead of the seed's (PIPELINES in
+   * seed-names.ts, whose stage names are all distinct): a test can give two pipelines a stage
+   * of the same name. Ids are drawn from the seed as usual. Default: the seed's.
+   */
+  pipelines: z
+    .array(z.object({ name: z.string().min(1), stages: z.array(z.string().min(1)).min(1) }))
+    .min(1)
+    .optional(),
 });
 export type SimWorkspaceOptions = z.input<typeof SimWorkspaceOptionsSchema>;
 

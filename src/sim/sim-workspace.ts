@@ -123,7 +123,7 @@ export class WorkspaceState implements SimWorkspace, WorkspaceData {
     this.roles = new Set(o.roles ?? DEFAULT_ROLES);
     this.normalise = o.normalise;
     const { seed } = o;
-    const data = generateSeedData(seed, o.records);
+    const data = generateSeedData(seed, o.records, o.pipelines);
     ({
       owners: this.owners,
       pipelines: this.pipelines,

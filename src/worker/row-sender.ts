@@ -348,7 +348,7 @@ export class RowSender {
     const resent = r.orderAs
       ? 'sent as a new write (runs retry --resend-superseded): these values are now the latest'
       : undefined;
-    const note = [resent, partly].filter(Boolean).join('; ') || undefined;
+    const note = [resent, partly, r.note].filter(Boolean).join('; ') || undefined;
     const opts = signal ? { signal } : {};
     const { resource } = OPERATION_TABLE[payload.op];
     const sent = sentDigest(resource, payload.fields);

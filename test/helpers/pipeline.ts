@@ -15,6 +15,7 @@ import {
   type SimRateLimit,
   type Simulator,
   type SimWorkspace,
+  type SimWorkspaceOptions,
 } from '../../src/sim/index.js';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../../src/worker/index.js';
 import { startCrmFaultProxy, type CrmFaultProxy } from './crm-fault-proxy.js';
@@ -44,6 +45,8 @@ export interface HarnessOptions {
   crmProxy?: boolean;
   /** The workspace's circuit breaker settings. Default: the config's (5 in a row, probe every 15 s). */
   breaker?: { threshold?: number; probeEveryMs?: number };
+  /** More of the simulator workspace's options (e.g. `pipelines` sharing a stage name). Default none. */
+  simWorkspace?: Partial<Pick<SimWorkspaceOptions, 'pipelines' | 'normalise'>>;
   /** The workspace's baseUrl, from the simulator's (a proxy in front, a wrong path). Default: the simulator's. */
   baseUrl?: (simBaseUrl: string, sim: Simulator) => string | Promise<string>;
 }
@@ -86,6 +89,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         records: options.records ?? 50,
         seed: options.seed ?? 7,
         rateLimit: options.simRateLimit ?? null,
+        ...options.simWorkspace,
       },
     ],
     ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
