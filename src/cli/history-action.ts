@@ -31,9 +31,10 @@ export async function showHistory(
     for (const e of entries) {
       const place = `row ${e.row}${e.line !== undefined ? ` (line ${e.line})` : ''}${e.ref !== undefined ? ` [${e.ref}]` : ''}`;
       const undo = e.undoOf !== undefined ? ` (undo of run ${e.undoOf})` : '';
-      const before = e.before === null ? '(not known)' : JSON.stringify(e.before);
+      const before = e.beforeNamed ?? (e.before === null ? '(not known)' : JSON.stringify(e.before));
+      const after = e.afterNamed ?? JSON.stringify(e.after);
       process.stdout.write(
-        `${e.at}  run ${e.runId}${undo} ${place}: ${e.field} ${before} -> ${JSON.stringify(e.after)}${e.from === 'archive' ? '  [archived]' : ''}\n`,
+        `${e.at}  run ${e.runId}${undo} ${place}: ${e.field} ${before} -> ${after}${e.from === 'archive' ? '  [archived]' : ''}\n`,
       );
     }
   });

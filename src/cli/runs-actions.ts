@@ -92,16 +92,20 @@ export async function showRun(
     }
     const changes = await writtenRows(source, id, opts.changes);
     const heldPlan = await heldPlanNow(store, run);
+    // The names rows gave for the ids they sent: `stage_id "stg_4" -> "Negotiation" → stg_1`.
+    const names = await source.names(id);
     if (opts.json) {
+      const named = Object.keys(names).length > 0 ? { names } : {};
       process.stdout.write(
-        `${JSON.stringify({ run, problems, changes, ...(heldPlan ? { heldPlan } : {}), ...(archived ? { archived } : {}) }, null, 2)}\n`,
+        `${JSON.stringify({ run, problems, changes, ...named, ...(heldPlan ? { heldPlan } : {}), ...(archived ? { archived } : {}) }, null, 2)}\n`,
       );
     } else {
       process.stdout.write(`${formatRunSummary(run, heldPlan)}\n`);
       if (archived) process.stdout.write(`  archived (no longer in Redis): ${archived}\n`);
       if (run.options.undoOf !== undefined) process.stdout.write(`  undoes run ${run.options.undoOf}\n`);
       if (run.undoneBy !== undefined) process.stdout.write(`  undone by run ${run.undoneBy.join(', ')}\n`);
-      for (const c of changes) process.stdout.write(`  row ${c.row}: ${c.recordId ?? ''} ${changeWords(c.changes)}\n`);
+      for (const c of changes)
+        process.stdout.write(`  row ${c.row}: ${c.recordId ?? ''} ${changeWords(c.changes, names)}\n`);
       for (const p of problems.rows) {
         process.stdout.write(
           `  row ${p.row}${placeWords(p, run) ? ` (${placeWords(p, run)})` : ''}: ${p.status}${p.httpStatus ? ` HTTP ${p.httpStatus}` : ''}: ${p.message ?? ''}\n`,

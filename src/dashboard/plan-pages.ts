@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import {
+  afterCell,
   planChanges,
   planState,
   type PlanState,
@@ -217,7 +218,7 @@ ${discardForm(plan, v.csrf, 'plan')}
           const record = r.recordId ?? r.key ?? '';
           return (changes.length > 0 ? changes : [{ field: '', before: '', after: '' }]).map(
             (c: { field: string; before: string; after: string; name?: string }) =>
-              html`<tr data-row="${r.row}"><td class="num">${r.row}</td><td>${r.action}</td><td>${record}</td><td>${c.field}</td><td>${c.before}</td><td>${c.name !== undefined ? `${JSON.stringify(c.name)} → ${c.after}` : c.after}</td><td>${r.message ?? ''}</td></tr>`,
+              html`<tr data-row="${r.row}"><td class="num">${r.row}</td><td>${r.action}</td><td>${record}</td><td>${c.field}</td><td>${c.before}</td><td>${afterCell(c)}</td><td>${r.message ?? ''}</td></tr>`,
           );
         })
   }</tbody>

@@ -76,7 +76,7 @@ export function registerUndoRoutes(app: FastifyInstance, o: UndoRoutesOptions): 
       const csrf = formTokenFor(o.auth, request);
       const rows = entries.map(
         (e) =>
-          html`<tr><td>${e.at}</td><td><a class="mono" href="/runs/${encodeURIComponent(e.runId)}">${e.runId}</a>${e.undoOf !== undefined ? html` <span class="badge">undo of ${e.undoOf}</span>` : ''}</td><td>${String(e.row)}${e.line !== undefined ? ` (line ${e.line})` : ''}</td><td>${e.field}</td><td>${e.before ?? '(not known)'}</td><td>${e.after}</td></tr>`,
+          html`<tr><td>${e.at}</td><td><a class="mono" href="/runs/${encodeURIComponent(e.runId)}">${e.runId}</a>${e.undoOf !== undefined ? html` <span class="badge">undo of ${e.undoOf}</span>` : ''}</td><td>${String(e.row)}${e.line !== undefined ? ` (line ${e.line})` : ''}</td><td>${e.field}</td><td>${e.beforeNamed ?? e.before ?? '(not known)'}</td><td>${e.afterNamed ?? e.after}</td></tr>`,
       );
       const body = html`<p><a href="/">← All runs</a></p>
 <h1 class="record-title">Record <span class="mono">${id}</span></h1>

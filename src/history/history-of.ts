@@ -1,4 +1,5 @@
 import { errorMessage } from '../errors/index.js';
+import { ArchivedRuns, type RunNames } from '../runs/index.js';
 import { owedRuns } from './history-catch-up.js';
 import { HistoryMarks } from './history-marks.js';
 import { PgHistory } from './pg-history.js';
@@ -32,8 +33,22 @@ export async function historyReport(options: HistoryOfOptions): Promise<HistoryR
   const marks = new HistoryMarks(store.redis, store.prefix);
   const db = new PgHistory({ url: history.postgresUrl, table: history.table });
   let stored: HistoryEntry[];
+  // A stored change's names are its run's (in Redis, or in its archive), read once per run.
+  const names = new Map<string, Promise<RunNames>>();
+  const archived = new ArchivedRuns(options.resultsDir);
+  const namesOf = (runId: string): Promise<RunNames> => {
+    let got = names.get(runId);
+    if (got === undefined) {
+      got = store
+        .names(runId)
+        .then((n) => (Object.keys(n).length === 0 && archived.has(runId) ? archived.names(runId) : n))
+        .catch(() => ({}));
+      names.set(runId, got);
+    }
+    return got;
+  };
   try {
-    stored = await db.query(workspace, recordId);
+    stored = await db.query(workspace, recordId, namesOf);
   } catch (err) {
     return {
       entries: await recordHistory(fromRuns),

@@ -3,10 +3,10 @@ import type pg from 'pg';
 import { DEFAULTS } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { changeValue, type RowResult } from '../runs/index.js';
+import { changeValue, type RowResult, type RunNames } from '../runs/index.js';
 import type { HistoryMarks } from './history-marks.js';
 import { pgTableName, type PgTableName } from './pg-table.js';
-import type { HistoryEntry } from './record-history.js';
+import { namedChange, type HistoryEntry } from './record-history.js';
 
 /** Where the fleet's history goes: a PostgreSQL URL and the (optionally schema-qualified) table. */
 export interface PgHistoryOptions {
@@ -268,7 +268,11 @@ export class PgHistory {
   }
 
   /** A record's changes, newest first (the `history` command with a history database). */
-  async query(workspace: string, recordId: string): Promise<HistoryEntry[]> {
+  async query(
+    workspace: string,
+    recordId: string,
+    namesOf: (runId: string) => Promise<RunNames> = () => Promise.resolve({}),
+  ): Promise<HistoryEntry[]> {
     try {
       await this.#ensure();
     } catch (err) {
@@ -287,15 +291,19 @@ export class PgHistory {
         WHERE workspace = $1 AND record_id = $2 ORDER BY at DESC, id DESC`,
       [workspace, recordId],
     );
-    return rows.map((r) => ({
-      at: r.at.toISOString(),
-      runId: r.run_id,
-      row: r.row_number,
-      field: r.field,
-      before: r.before === null ? null : changeValue(r.before),
-      after: changeValue(r.after),
-      from: 'postgres' as const,
-    }));
+    const entries: HistoryEntry[] = [];
+    for (const r of rows)
+      entries.push({
+        at: r.at.toISOString(),
+        runId: r.run_id,
+        row: r.row_number,
+        field: r.field,
+        before: r.before === null ? null : changeValue(r.before),
+        after: changeValue(r.after),
+        ...namedChange((await namesOf(r.run_id))[r.field], r.before, r.after),
+        from: 'postgres' as const,
+      });
+    return entries;
   }
 
   /** Whether the database answers (`check`): null when it does, else why not. */

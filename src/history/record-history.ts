@@ -3,6 +3,8 @@ import {
   ArchivedRuns,
   archiveDir,
   changeValue,
+  namedOrUndefined,
+  type RunNames,
   type RunRecord,
   type RunResults,
   type RunStore,
@@ -22,6 +24,12 @@ export interface HistoryEntry {
   /** Display form; null: not known (a create, or a field the CRM does not report). */
   before: string | null;
   after: string;
+  /**
+   * With the names the run's rows gave for the ids (RunStore.names), as people read them:
+   * `"Negotiation" → stg_1cbb…`. Absent when no id of the value was sent for a name.
+   */
+  beforeNamed?: string;
+  afterNamed?: string;
   /** Where it was read: a run in Redis, its archive, or the PostgreSQL history. */
   from: 'redis' | 'archive' | 'postgres';
 }
@@ -74,8 +82,10 @@ export async function collect(
   from: HistoryEntry['from'],
   out: HistoryEntry[],
 ): Promise<void> {
+  let names: RunNames | undefined;
   for await (const r of source.iterateResults(run.id)) {
     if (r.recordId !== recordId || r.changes === undefined || r.status !== 'succeeded') continue;
+    names ??= await source.names(run.id);
     for (const [field, [before, after]] of Object.entries(r.changes))
       out.push({
         at: r.at,
@@ -87,7 +97,19 @@ export async function collect(
         field,
         before: before === null ? null : changeValue(before),
         after: changeValue(after),
+        ...namedChange(names[field], before, after),
         from,
       });
   }
+}
+
+/** A change's values with the names its run's rows gave (HistoryEntry.beforeNamed/afterNamed), canonical in. */
+export function namedChange(
+  names: Readonly<Record<string, string>> | undefined,
+  before: string | null,
+  after: string,
+): Pick<HistoryEntry, 'beforeNamed' | 'afterNamed'> {
+  const b = namedOrUndefined(before, names);
+  const a = namedOrUndefined(after, names);
+  return { ...(b !== undefined ? { beforeNamed: b } : {}), ...(a !== undefined ? { afterNamed: a } : {}) };
 }

@@ -77,6 +77,15 @@ export interface MappedValues {
   skippedFields?: FieldError[];
 }
 
+/** What a row's values are mapped against beside the mapping. */
+export interface MapContext {
+  /**
+   * The pipeline of the record the row updates (reconcile read it): a stage name two pipelines
+   * share, in a row without a pipeline, is the stage of this one when it has it. Default none.
+   */
+  recordPipelineId?: string;
+}
+
 /** How a field is named to people: by its source column, with the API field when they differ. */
 export function labelOf(rule: Pick<ColumnRule, 'column' | 'field'>): string {
   return rule.column === rule.field ? rule.field : `${rule.column} (${rule.field})`;
@@ -241,7 +250,7 @@ export class RowDecoder {
    * `fields` and reported in `errors` (by column label); nothing throws for a bad cell. Keys no
    * check has seen yet (a JSON row's new key) are refused here unless unknown columns are ignored.
    */
-  mapValues(values: Record<string, unknown>): MappedValues {
+  mapValues(values: Record<string, unknown>, context: MapContext = {}): MappedValues {
     const fields: Record<string, unknown> = {};
     const errors: FieldError[] = [];
     const names: ResolvedName[] = [];
@@ -290,7 +299,20 @@ export class RowDecoder {
       byName.sort((a, b) => Number(b.rule.reference === 'pipeline') - Number(a.rule.reference === 'pipeline'));
       for (const { rule, value } of byName) {
         const pipeline = typeof fields.pipeline_id === 'string' ? fields.pipeline_id.trim() : undefined;
-        take(rule, resolveReferenceCell(rule, labelOf(rule), value, index, pipeline));
+        let resolved = resolveReferenceCell(rule, labelOf(rule), value, index, pipeline);
+        // A stage name two pipelines share, in a row that names no pipeline: the record's own
+        // pipeline decides when it holds the name; when it holds neither, it stays ambiguous.
+        if (
+          pipeline === undefined &&
+          context.recordPipelineId !== undefined &&
+          rule.reference === 'stage' &&
+          'errors' in resolved &&
+          resolved.errors.some((e) => e.code === 'REFERENCE_AMBIGUOUS')
+        ) {
+          const within = resolveReferenceCell(rule, labelOf(rule), value, index, context.recordPipelineId);
+          if ('value' in within) resolved = within;
+        }
+        take(rule, resolved);
       }
     }
     return {

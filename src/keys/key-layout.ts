@@ -24,6 +24,9 @@
  *   <p>:run:{<w>}:<id>:problems    zset    failed, invalid and uncertain rows, score = member = row
  *   <p>:run:{<w>}:<id>:rounds      hash    row → retry round (job generation) of rows `runs retry`
  *                                          requeued; only that round's job may send or record the row
+ *   <p>:run:{<w>}:<id>:names       hash    `<field>\u001f<id>` → the name a row gave for that id (the first
+ *                                          row's text: `"Negotiation"` for stg_…), so results read
+ *                                          `"Negotiation" → stg_…` whatever the CRM renames later
  *   <p>:run:{<w>}:<id>:creating    hash    row → create marker `sentAt|crmClock|kind|dealId[|uncertainAt]`
  *                                          (codec: commands/includes/create-marker.lua, parseMarker in
  *                                          row-fence.ts): a create that may have been applied;

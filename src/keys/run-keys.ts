@@ -64,6 +64,11 @@ export class RunKeys {
     return `${this.run(r)}:rounds`;
   }
 
+  /** The names the run's rows gave for the ids they sent (run-names.ts): `<field>\u001f<id>` → name. */
+  names(r: RunRef): string {
+    return `${this.run(r)}:names`;
+  }
+
   /** Markers of the run's creates that may have been applied, by row. */
   creating(r: RunRef): string {
     return `${this.run(r)}:creating`;

@@ -4,7 +4,16 @@ import type { InviteOptions } from '../crm/index.js';
 import type { FieldError, IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
-import { failed, invalid, placeOf, skipped, type RowResult, type RunStore } from '../runs/index.js';
+import {
+  failed,
+  invalid,
+  newNames,
+  placeOf,
+  skipped,
+  type RowResult,
+  type RunStore,
+  type SentName,
+} from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
 import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
 import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
@@ -139,6 +148,9 @@ export async function produceRun(
   let jobs: PendingJob[] = [];
   let jobRows = 0;
   let results: RowResult[] = [];
+  // The names rows gave for ids they send, each (field, id) once per producer (RunStore.addNames).
+  let names: SentName[] = [];
+  const namesSeen = new Set<string>();
   const invites = new Map<string, { options: InviteOptions; rows: InviteRow[] }>();
   // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
   let open: QueuedRow[] = [];
@@ -215,6 +227,12 @@ export async function produceRun(
     };
     const stop = stopNow();
     if (stop !== undefined) return held(stop);
+    // Before the jobs exist: a result read as soon as it is stored finds its names.
+    if (names.length > 0) {
+      const adding = names;
+      names = [];
+      await redisStep(() => store.addNames(runId, adding));
+    }
     const rowsOf = batch.flatMap((j): Array<{ row: number }> => j.data.rows);
     // Not a setting: without a resume, no row was counted by an earlier producer.
     const counted = rowsOf.filter((r) => r.row > (options.countedThrough ?? 0)).length;
@@ -304,6 +322,7 @@ export async function produceRun(
         invites.delete(key);
       }
     } else {
+      if (row.names) names.push(...newNames(row.names, namesSeen));
       if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
       const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
       const expect = row.expect !== undefined ? { expect: row.expect } : {};

@@ -220,7 +220,13 @@ function fieldErrorsOf(message: string): FieldError[] {
 }
 
 function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): ProducedRow | undefined {
-  const place = { row: r.row, line: r.line ?? r.row, ...(r.ref !== undefined ? { ref: r.ref } : {}) };
+  const names = sentNamesOf(r);
+  const place = {
+    row: r.row,
+    line: r.line ?? r.row,
+    ...(r.ref !== undefined ? { ref: r.ref } : {}),
+    ...(names.length > 0 ? { names } : {}),
+  };
   const fields = r.fields ?? {};
   if (r.action === 'update' && r.recordId !== undefined) {
     const expect = Object.fromEntries(
@@ -247,6 +253,27 @@ function producedOf(plan: PlanRecord, r: PlanRow, until: number | undefined): Pr
       planned: { madeAt: Date.parse(plan.createdAt), ...(until !== undefined ? { until } : {}) },
     };
   return undefined;
+}
+
+/**
+ * The names a plan row kept (PlanRow.names: field → the cell's text, a list's items joined by
+ * `; `) paired with the ids it sends, for the run's names (RunStore.addNames). A list whose
+ * items do not pair one to one (an item given as an id has no name) names nothing: never a
+ * name beside the wrong id.
+ */
+function sentNamesOf(r: PlanRow): NonNullable<ProducedRow['names']> {
+  const out: NonNullable<ProducedRow['names']> = [];
+  // The plan keeps no column label: the field names itself (labels are for summaries, not runs).
+  for (const [field, text] of Object.entries(r.names ?? {})) {
+    const value = r.fields?.[field];
+    if (typeof value === 'string') out.push({ field, label: field, id: value, text });
+    else if (Array.isArray(value)) {
+      const texts = text.split('; ');
+      if (texts.length === value.length)
+        value.forEach((id, i) => typeof id === 'string' && out.push({ field, label: field, id, text: texts[i]! }));
+    }
+  }
+  return out;
 }
 
 /** A row's values as text, as a source would give them (exports of failed rows show them). */

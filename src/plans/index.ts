@@ -13,6 +13,7 @@ export { applyPlan, type ApplyPlanOptions, type ApplyPlanResult } from './apply-
 export { refusal, undoWords } from './plan-refusal.js';
 export { encodePlanRow, decodePlanRow } from './plan-codec.js';
 export {
+  afterCell,
   afterWords,
   planChanges,
   planRowFilter,

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { stringify } from 'csv-stringify/sync';
 import { canonicalFromRow, showCanonical } from '../reconcile/index.js';
 import { csvDialectOf, stringifyOptions, type CsvDialect } from '../ingest/index.js';
-import { escapeCsvCell } from '../runs/index.js';
+import { escapeCsvCell, nameWords } from '../runs/index.js';
 import type { PlanStore } from './plan-store.js';
 import type { PlanAction, PlanChange, PlanRecord, PlanRow } from './plan-types.js';
 
@@ -37,7 +37,12 @@ export function planChanges(
 
 /** A change's new value as a person reads it: the name and the id it stands for, or the value quoted. */
 export function afterWords(change: { after: string; name?: string }): string {
-  return change.name !== undefined ? `${JSON.stringify(change.name)} → ${change.after}` : JSON.stringify(change.after);
+  return change.name !== undefined ? nameWords(change.name, change.after) : JSON.stringify(change.after);
+}
+
+/** afterWords unquoted when no name: the plan page's and the CSV's cell. */
+export function afterCell(change: { after: string; name?: string }): string {
+  return change.name !== undefined ? nameWords(change.name, change.after) : change.after;
 }
 
 export interface PlanRowFilter {
@@ -91,7 +96,7 @@ export async function writePlanCsv(
     const base = [String(r.row), r.line !== undefined ? String(r.line) : '', r.action, r.recordId ?? '', r.key ?? ''];
     const changes = planChanges(r);
     for (const c of changes.length > 0 ? changes : [{ field: '', before: '', after: '' }]) {
-      if (!out.write(line([...base, c.field, c.before, c.after, r.message ?? '']))) await once(out, 'drain');
+      if (!out.write(line([...base, c.field, c.before, afterCell(c), r.message ?? '']))) await once(out, 'drain');
       lines++;
     }
   }

@@ -168,7 +168,12 @@ export class RowPlanner {
     const base = { ...placeOf(item), original: item.original };
     if (item.kind === 'problem')
       return { ...base, action: 'invalid', code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
-    const mapped = this.#decoder.mapValues(item.values);
+    let mapped = this.#decoder.mapValues(item.values);
+    if (mapped.errors.some((e) => e.code === 'REFERENCE_AMBIGUOUS')) {
+      // A shared stage name without a pipeline column: the matched deal's pipeline may decide it.
+      const recordPipelineId = this.#matchedPipeline(item, mapped.fields);
+      if (recordPipelineId !== undefined) mapped = this.#decoder.mapValues(item.values, { recordPipelineId });
+    }
     const planned = this.#planRecord(item, base, mapped);
     // The names behind the ids the row sends (plans show `"Negotiation" → stg_…`), and what
     // "onUnknown": "skip-field" left out.
@@ -180,6 +185,17 @@ export class RowPlanner {
       if (planned.outcome) planned.outcome = { ...planned.outcome, message: `${planned.outcome.message}; ${note}` };
     }
     return planned;
+  }
+
+  /** The pipeline of the one deal a row matches (by id or key), as the index read it; undefined for other rows. */
+  #matchedPipeline(item: SourceRecord, fields: Readonly<Record<string, unknown>>): string | undefined {
+    const { index } = this.#options;
+    if (index.resource !== 'deals') return undefined;
+    const id = typeof fields.id === 'string' ? fields.id.trim() : '';
+    const found =
+      id !== '' ? [index.byId(id)] : index.matchKey === 'id' ? [] : index.lookup(item.values[this.#keyColumn]);
+    const pipeline = found.length === 1 ? found[0]?.values.pipeline_id : undefined;
+    return pipeline !== undefined && pipeline !== '' ? pipeline : undefined;
   }
 
   #planRecord(item: SourceRecord, base: RowBase, mapped: MappedValues): PlannedRow {

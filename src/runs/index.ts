@@ -85,7 +85,17 @@ export {
 } from './row-results.js';
 export { isProblem } from './result-codec.js';
 export { placeWords, sourceName } from './source-words.js';
-export { changeWords, changeCells, changeValue, changedSinceRunWords, CHANGED_SINCE_RUN } from './change-words.js';
+export {
+  changeWords,
+  changeCells,
+  changeValue,
+  changedSinceRunWords,
+  nameWords,
+  namedValueWords,
+  namedOrUndefined,
+  CHANGED_SINCE_RUN,
+} from './change-words.js';
+export { newNames, runNamesOf, type RunNames, type SentName } from './run-names.js';
 export { archiveRun, archivePath, archiveDir, ArchivedRuns, runNotFoundHere, type RunResults } from './run-archive.js';
 export { runDurations, durationParts, durationWords, formatDuration, type RunDurations } from './run-durations.js';
 export { pruneRuns, parseDuration, type PruneOptions, type PruneSummary } from './retention.js';

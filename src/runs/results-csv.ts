@@ -151,6 +151,7 @@ export async function writeResultsCsv(
   const source = options.problemsOnly === true ? undefined : new SourceRows(run);
   const columns = run.columns;
   const keyed = run.options.query?.keyColumn !== undefined;
+  const names = await store.names(runId);
   let rows = 0;
   async function* records(): AsyncGenerator<string[]> {
     yield [...exportMetaColumns(run), ...columns].map(escapeCsvCell);
@@ -166,7 +167,7 @@ export async function writeResultsCsv(
         result.recordId ?? '',
         result.httpStatus === undefined ? '' : String(result.httpStatus),
         describeError(result),
-        ...Object.values(changeCells(result.changes)),
+        ...Object.values(changeCells(result.changes, names)),
       ];
       const original = result.original ?? (await source?.at(result.row)) ?? {};
       yield [...meta, ...columns.map((column) => original[column] ?? '')].map(escapeCsvCell);

@@ -11,6 +11,7 @@ import { isProblem } from './result-codec.js';
 import { decodeArchivedRun } from './run-codec.js';
 import type { IterateResultsOptions, ProblemsQuery, RunStore } from './run-store.js';
 import type { RowResult, RunRecord } from './run-types.js';
+import { runNamesHash, runNamesOf, type RunNames } from './run-names.js';
 
 /*
  * A run's archive: before retention removes a run from Redis, its record and every row's
@@ -23,6 +24,8 @@ import type { RowResult, RunRecord } from './run-types.js';
 export interface RunResults {
   requireRun(id: string): Promise<RunRecord>;
   iterateResults(id: string, options?: IterateResultsOptions): AsyncIterable<RowResult>;
+  /** The names its rows gave for the ids they sent (RunStore.names). */
+  names(id: string): Promise<RunNames>;
   problems(id: string, query?: ProblemsQuery): Promise<{ rows: RowResult[]; total: number }>;
 }
 
@@ -59,8 +62,10 @@ export async function archiveRun(
   const path = archivePath(resultsDir, runId);
   const partial = `${path}.partial`;
   let rows = 0;
+  const names = runNamesHash(await store.names(runId));
   async function* lines(): AsyncGenerator<string> {
-    yield `${JSON.stringify({ run })}\n`;
+    // The names beside the record, as the hash keeps them (absent: the rows named nothing).
+    yield `${JSON.stringify(Object.keys(names).length > 0 ? { run, names } : { run })}\n`;
     for await (const result of store.iterateResults(runId)) {
       rows++;
       yield `${JSON.stringify(result)}\n`;
@@ -97,6 +102,14 @@ export class ArchivedRuns implements RunResults {
     throw new CrmSyncError('RESULT_UNREADABLE', `the archive of run ${runId} is empty`);
   }
 
+  async names(runId: string): Promise<RunNames> {
+    for await (const line of this.#lines(runId)) {
+      const { names } = JSON.parse(line) as { names?: Record<string, string> };
+      return runNamesOf(names ?? {});
+    }
+    return {};
+  }
+
   async *iterateResults(runId: string, options: IterateResultsOptions = {}): AsyncIterable<RowResult> {
     let first = true;
     for await (const line of this.#lines(runId)) {
@@ -125,10 +138,10 @@ export class ArchivedRuns implements RunResults {
       for await (const line of lines) {
         if (first) {
           first = false;
-          const { run } = JSON.parse(line) as { run: RunRecord };
-          const undoneBy = run.undoneBy ?? [];
-          if (!undoneBy.includes(undoId)) run.undoneBy = [...undoneBy, undoId];
-          yield `${JSON.stringify({ run })}\n`;
+          const head = JSON.parse(line) as { run: RunRecord; names?: Record<string, string> };
+          const undoneBy = head.run.undoneBy ?? [];
+          if (!undoneBy.includes(undoId)) head.run.undoneBy = [...undoneBy, undoId];
+          yield `${JSON.stringify(head)}\n`;
         } else yield `${line}\n`;
       }
     }

@@ -14,6 +14,7 @@ import { historyMarksKey, RUN_STATUSES, RunKeys, type RunRef, type RunStatusKeys
 import { newRunId } from './run-id.js';
 import { DEFAULT_PAGE, nonNegative, RunListing } from './run-listing.js';
 import { RunRefs } from './run-refs.js';
+import { addRunNames, readRunNames, type RunNames, type SentName } from './run-names.js';
 import {
   ADD_QUEUED,
   BEGIN_PRODUCING,
@@ -244,6 +245,18 @@ export class RunStore {
     const ref = await this.refOrNull(id);
     if (ref === null) return false;
     return LINK_UNDO.run(this.redis, { runKey: this.keys.run(ref) }, { undoId });
+  }
+
+  /** Records the names rows gave for ids they sent (run-names.ts; the first row's text stays). */
+  async addNames(id: string, names: readonly SentName[]): Promise<void> {
+    if (names.length === 0) return;
+    await addRunNames(this.redis, this.keys, await this.ref(id), names);
+  }
+
+  /** The names the run's rows gave for the ids they sent, per field (empty for a run gone or naming nothing). */
+  async names(id: string): Promise<RunNames> {
+    const ref = await this.refOrNull(id);
+    return ref === null ? {} : readRunNames(this.redis, this.keys, ref);
   }
 
   async setColumns(id: string, columns: string[]): Promise<void> {
@@ -595,7 +608,13 @@ export class RunStore {
       }
       const tx = this.redis
         .multi()
-        .unlink(this.keys.run(ref), this.keys.problems(ref), this.keys.rounds(ref), this.keys.creating(ref))
+        .unlink(
+          this.keys.run(ref),
+          this.keys.problems(ref),
+          this.keys.rounds(ref),
+          this.keys.creating(ref),
+          this.keys.names(ref),
+        )
         .zrem(this.keys.byWorkspace(record.workspace), id)
         // What reached the history table (HistoryMarks): a gap, if any, was recorded before.
         .hdel(historyMarksKey(this.keys.prefix, record.workspace), `${id}:l`, `${id}:s`);

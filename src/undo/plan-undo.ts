@@ -18,10 +18,12 @@ import {
   changedSinceRunWords,
   changeValue,
   stillWriting,
+  type RunNames,
   type RunRecord,
   type RunResults,
   type RunStore,
 } from '../runs/index.js';
+import { REFERENCE_FIELDS, ReferenceCollector, ReferenceIndex } from '../references/index.js';
 import { foldWrites, type CreatedDeal, type RecordWrites } from './undo-rows.js';
 
 export interface PlanUndoOptions {
@@ -92,6 +94,8 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
   const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
   const { budget } = options;
+  // The names of the ids put back, as the CRM's records show them now: from the same pages.
+  const collector = new ReferenceCollector(RECONCILE_RESOURCE[op]);
   // A run that updated nothing reads no list: its index is an empty one (no record, no page).
   const index =
     records.length > 0
@@ -100,8 +104,10 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
           matchKey: 'id',
           ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
           ...(budget ? { beforeFetch: () => budget.take() } : {}),
+          onRecords: (page) => page.forEach((r) => collector.add(r)),
         })
       : new RecordIndex(RECONCILE_RESOURCE[op], 'id');
+  const namer = undoNamer(new ReferenceIndex([collector.pass()]), await options.results.names(run.id));
   const required = OPERATION_TABLE[writeOperation(op)].updateRequired;
   const counts = emptyPlanCounts();
   const fields = new Set<string>();
@@ -109,7 +115,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
   let restores = 0;
   let n = 0;
   for (const w of records) {
-    const row = undoRow(++n, w, index.byId(w.recordId), required, left);
+    const row = undoRow(++n, w, index.byId(w.recordId), required, left, namer);
     counts[row.action]++;
     if (row.action === 'update') restores += Object.keys(row.before ?? {}).length;
     for (const f of Object.keys(row.fields ?? {})) fields.add(f);
@@ -191,6 +197,7 @@ function undoRow(
   record: IndexedRecord | undefined,
   required: readonly string[],
   left: LeftField[],
+  nameOf: (field: string, id: string) => string | undefined = () => undefined,
 ): PlanRow {
   const place = {
     row,
@@ -253,11 +260,45 @@ function undoRow(
     };
   // A deal update's required name rides along as the CRM holds it, unless it is put back itself.
   for (const f of required) if (send[f] === undefined) send[f] = rowValueFromCanonical(f, record.values[f] ?? '');
+  const names = namesOfSent(send, before, nameOf);
   return {
     ...place,
     action: 'update',
     fields: send,
     before,
+    ...(names !== undefined ? { names } : {}),
     ...(words.length > 0 ? { message: `put back in part: ${words.join('; ')}` } : {}),
   };
+}
+
+/**
+ * Who names an id an undo puts back: the CRM's records as the undo's own pages show them now
+ * (a stage, pipeline, tag or company), else the run's rows (RunStore.names: a lookup's owner,
+ * a mapped value). Ids put back read `"Qualification" → stg_…` in the plan, the undo run and
+ * history; the id is what is sent.
+ */
+function undoNamer(references: ReferenceIndex, runNames: RunNames): (field: string, id: string) => string | undefined {
+  return (field, id) => {
+    const kind = REFERENCE_FIELDS[field];
+    return (kind !== undefined ? references.nameOf(kind, id) : undefined) ?? runNames[field]?.[id];
+  };
+}
+
+/**
+ * A plan row's names (PlanRow.names: field → text, a list's items joined by `; `) of the fields
+ * it puts back; a list names only when every item has a name (the apply pairs them one to one).
+ */
+function namesOfSent(
+  send: Readonly<Record<string, unknown>>,
+  putBack: Readonly<Record<string, string>>,
+  nameOf: (field: string, id: string) => string | undefined,
+): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const field of Object.keys(putBack)) {
+    const value = send[field];
+    const ids = typeof value === 'string' ? [value] : Array.isArray(value) ? value.map(String) : [];
+    const texts = ids.map((id) => nameOf(field, id));
+    if (ids.length > 0 && texts.every((t) => t !== undefined)) out[field] = texts.join('; ');
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }

@@ -46,6 +46,8 @@ export interface CreateRow {
   /** The source row's key (a database source's key column). */
   ref?: string;
   original: Record<string, string>;
+  /** What its result says beside its outcome (QueuedRow.note: fields `"onUnknown": "skip-field"` left out). */
+  note?: string;
 }
 
 export type CreateOutcome =
@@ -259,10 +261,12 @@ export class DuplicateSafeCreate {
     stamp?: { createdAt: number; resolutionMs: number },
   ): Promise<CreateOutcome> {
     const { w, row, fp } = c;
-    const message =
+    const found =
       how === 'lookup'
         ? 'created by an earlier attempt of this row (its answer lost, or naming another deal); found by a lookup'
         : undefined;
+    // A create sent without a field says so, as an update does: its result claims only what was sent.
+    const message = [found, row.note].filter(Boolean).join('; ') || undefined;
     const success = succeeded(row, dealId, message, c.sent, c.changes);
     const conflict =
       how === 'answer'
