@@ -38,7 +38,7 @@ ${options.charts === true ? html`<script src="${UPLOT_JS_PATH}" defer></script>\
 <body data-refresh="${options.refreshSeconds ?? NO_REFRESH}">
 <header class="top">
   <span class="brand">crm-sync</span>
-  <nav>${navLink('runs', '/', 'Runs')}${navLink('imports', '/imports', 'Imports')}${navLink('plans', '/plans', 'Plans')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
+  <nav>${navLink('runs', '/', 'Runs')}${navLink('plans', '/plans', 'Plans')}${navLink('imports', '/imports', 'Imports')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
   ${signOut}
 </header>
 <main>
