@@ -129,6 +129,8 @@ td.approver { max-width:180px; }
   table.cards td { border:0; padding:2px 10px; max-width:none; }
   table.cards td.num, table.cards td.result { display:inline-block; text-align:left; }
   table.cards td.nowrap { white-space:normal; }
+  /* The mapping table as cards: each choice says what it is, the header being hidden. */
+  table.mapping td[data-label]::before { content:attr(data-label); display:block; font-size:11.5px; color:var(--muted); }
 }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }

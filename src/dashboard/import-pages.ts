@@ -108,16 +108,16 @@ function mappingLine(record: ImportRecord, s: ColumnSuggestion, i: number, v: Ma
   const label = `column ${s.column}`;
   return html`<tr data-column="${s.column}">
   <th scope="row" class="col-name">${s.column}</th>
-  <td class="samples">${values.length === 0 ? html`<span class="muted">—</span>` : values.map((x) => html`<div class="mono">${x === '' ? html`<span class="muted">(empty)</span>` : x}</div>`)}</td>
-  <td><select name="field_${i}" aria-label="Field for ${label}" data-from="${s.from}">
+  <td class="samples" data-label="First values">${values.length === 0 ? html`<span class="muted">—</span>` : values.map((x) => html`<div class="mono">${x === '' ? html`<span class="muted">(empty)</span>` : x}</div>`)}</td>
+  <td data-label="Field"><select name="field_${i}" aria-label="Field for ${label}" data-from="${s.from}">
     <option value=""${s.field === null ? html` selected` : ''}>skip this column</option>
     ${fields.map((f) => html`<option value="${f}"${s.field === f ? html` selected` : ''}>${f}</option>`)}
   </select><div class="small muted">${s.from === 'remembered' && v.ownMapping === true ? 'as chosen' : FROM_WORDS[s.from]}</div></td>
-  <td><select name="type_${i}" aria-label="Type for ${label}">
+  <td data-label="Type"><select name="type_${i}" aria-label="Type for ${label}">
     <option value="">as the field (${s.field !== null ? inferType(s.field) : 'string'})</option>
     ${COLUMN_TYPES.map((t) => html`<option value="${t}"${rule.type === t ? html` selected` : ''}>${t}</option>`)}
   </select></td>
-  <td><select name="write_${i}" aria-label="Write policy for ${label}">
+  <td data-label="Write policy"><select name="write_${i}" aria-label="Write policy for ${label}">
     ${WRITE_POLICIES.map((w) => html`<option value="${w}"${(rule.write ?? 'always') === w ? html` selected` : ''}>${w}</option>`)}
   </select></td>
 </tr>`;

@@ -31,7 +31,7 @@ let contacts: SimContact[];
 beforeAll(async () => {
   if (!hasChromium) return;
   h = await startHarness({ records: 2000, workspace: { requireApproval: true } });
-  await h.startWorkers();
+  await h.startWorkers({ concurrency: 32 });
   // Copies: the simulator changes its records in place.
   contacts = [...h.ws.contacts.values()].map((c) => ({ ...c }));
   plans = new PlanStore({ redis: h.runtime.redis, prefix: h.config.prefix });
@@ -161,6 +161,7 @@ describe.skipIf(!hasChromium)('importing from the browser (issue 45)', () => {
     });
     const file = h.file('contacts-2000.csv', csv(['E-mail', 'Full name', 'Phone', 'Notes'], lines));
     await upload(page, file);
+    const importPath = new URL(page.url()).pathname.replace(/\/mapping$/, '');
     // The unknown column maps to nothing and is skipped unless chosen; its formula shows as text.
     expect(await fieldOf(page, 'Notes')).toBe('');
     expect(await page.locator('tr[data-column="Notes"] td.samples').textContent()).toContain(
@@ -212,7 +213,16 @@ describe.skipIf(!hasChromium)('importing from the browser (issue 45)', () => {
     await page.reload();
     await capture(page, 'import-run.png');
 
-    // The phone: a second upload of the same file, every step's main action on screen.
+    // Undo: the 1,980 values before, back where the CRM still holds what the run wrote.
+    await page.getByRole('button', { name: 'Undo…' }).click();
+    await page.waitForURL(/done=undo/);
+    await approveAndApply(page);
+    await page.getByText(/Plan applied: run/).waitFor();
+    const undoRun = (await plans.require(decodeURIComponent(new URL(page.url()).pathname.split('/')[2]!))).runId!;
+    expect((await h.waitForRun(undoRun, 60_000)).counts.succeeded).toBe(1980);
+    expect(h.ws.contacts.get(contacts[0]!.id)!.name).toBe(contacts[0]!.name);
+
+    // The same pages on a phone: the import's steps, each main action on screen.
     const narrow = await context.newPage();
     narrow.setDefaultTimeout(20_000);
     try {
@@ -220,33 +230,60 @@ describe.skipIf(!hasChromium)('importing from the browser (issue 45)', () => {
       await narrow.goto(`${base}/imports/new`);
       await expectFitsPhone(narrow, 'new import', 'form.import-form button.primary');
       await capture(narrow, 'narrow-import-new.png');
-      await upload(narrow, file);
+      await narrow.goto(`${base}${importPath}/mapping`);
       await expectFitsPhone(narrow, 'mapping', 'form button.primary');
       await capture(narrow, 'narrow-import-mapping.png');
-      await narrow.getByRole('button', { name: 'Check every row' }).click();
-      await narrow.getByText('1,980 valid', { exact: true }).waitFor();
+      await narrow.goto(`${base}${importPath}/check`);
       await expectFitsPhone(narrow, 'check', '.actions button.primary');
       await capture(narrow, 'narrow-import-check.png');
-      await narrow.getByRole('button', { name: 'Make the plan' }).click();
-      await narrow.getByRole('heading', { name: /^Plan · contacts-2000\.csv/ }).waitFor();
-      await expectFitsPhone(narrow, 'plan', '.actions button.primary');
+      await narrow.goto(`${base}/plans/${planId}`);
+      await expectFitsPhone(narrow, 'plan', '.actions a');
       await capture(narrow, 'narrow-import-plan.png');
-      // Discarded from the import's page: the plan can no longer be applied and the file is gone.
-      await narrow.getByRole('link', { name: 'contacts-2000.csv' }).click();
-      await narrow.getByRole('heading', { name: 'Import · contacts-2000.csv' }).waitFor();
+      await narrow.goto(`${base}${importPath}`);
       await expectFitsPhone(narrow, 'import page', 'main .actions a');
-      const importId = decodeURIComponent(new URL(narrow.url()).pathname.split('/')[3]!);
-      await narrow.getByRole('button', { name: 'Discard import' }).click();
-      await narrow.getByText('file removed').first().waitFor();
-      const planId2 = decodeURIComponent(
-        (await narrow.getByRole('link', { name: 'Open the plan' }).getAttribute('href'))!.split('/')[2]!,
-      );
-      expect((await plans.require(planId2)).status).toBe('discarded');
-      expect(existsSync(join(h.config.resultsDir, 'dashboard-imports', 'acme', importId))).toBe(false);
+      await capture(narrow, 'narrow-import.png');
+      await narrow.goto(`${base}/imports`);
+      await expectFitsPhone(narrow, 'imports', 'main .actions a.button');
+      await capture(narrow, 'narrow-imports.png');
     } finally {
       await narrow.close();
     }
   }, 150_000);
+
+  it('on a phone: a small import planned, then discarded from its page; the plan is discarded and the file gone', async () => {
+    const narrow = await context.newPage();
+    narrow.setDefaultTimeout(20_000);
+    try {
+      await narrow.setViewportSize(PHONE);
+      const rows = contacts.slice(0, 5);
+      await upload(
+        narrow,
+        h.file(
+          'discard-me.csv',
+          csv(
+            ['E-mail', 'Full name'],
+            rows.map((c) => [c.email, 'X']),
+          ),
+        ),
+      );
+      const importId = decodeURIComponent(new URL(narrow.url()).pathname.split('/')[3]!);
+      await narrow.getByRole('button', { name: 'Check every row' }).click();
+      await narrow.getByText('5 valid', { exact: true }).waitFor();
+      await narrow.getByRole('button', { name: 'Make the plan' }).click();
+      await narrow.getByRole('heading', { name: /^Plan · discard-me\.csv/ }).waitFor();
+      await expectFitsPhone(narrow, 'pending plan', '.actions button.primary');
+      const planId = decodeURIComponent(new URL(narrow.url()).pathname.split('/')[2]!);
+      await narrow.getByRole('link', { name: 'discard-me.csv' }).click();
+      await narrow.getByRole('heading', { name: 'Import · discard-me.csv' }).waitFor();
+      await narrow.getByRole('button', { name: 'Discard import' }).click();
+      await narrow.getByText('file removed').first().waitFor();
+      expect((await plans.require(planId)).status).toBe('discarded');
+      expect(existsSync(join(h.config.resultsDir, 'dashboard-imports', 'acme', importId))).toBe(false);
+      expect(rows.map((c) => h.ws.contacts.get(c.id)!.name)).toEqual(rows.map((c) => c.name));
+    } finally {
+      await narrow.close();
+    }
+  }, 30_000);
 
   it('remembers the mapping of a header set for the next upload in the workspace', async () => {
     const rows = contacts.slice(0, 5);
