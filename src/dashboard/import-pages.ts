@@ -148,8 +148,11 @@ ${hidden(v.csrf)}
 </form>`;
 }
 
+/** A bar of `done` of `total`; with no total known (a list's length), one that says only that it goes on. */
 function progressLine(done: number, total: number, words: string): SafeHtml {
-  const pct = total > 0 ? Math.min(100, Math.round((done / total) * 100)) : 0;
+  if (total <= 0)
+    return html`<div class="progress" role="status"><progress aria-label="${words}"></progress> <span>${words}</span></div>`;
+  const pct = Math.min(100, Math.round((done / total) * 100));
   return html`<div class="progress" role="status"><progress max="100" value="${pct}" aria-label="${words}">${pct}%</progress> <span>${words}</span></div>`;
 }
 

@@ -78,6 +78,7 @@ export async function startCheck(deps: TaskDeps, record: ImportRecord, release: 
     return true;
   });
   const ours = (r: ImportRecord) => r.check?.token === token;
+  const beating = heartbeat(deps, record, 'check', token);
   void (async () => {
     const groups = new Map<string, CheckGroup>();
     const firstInvalid: InvalidCell[] = [];
@@ -136,6 +137,7 @@ export async function startCheck(deps: TaskDeps, record: ImportRecord, release: 
         })
         .catch(() => undefined);
     } finally {
+      beating();
       release();
     }
   })();
@@ -159,6 +161,7 @@ export async function startPlan(
   });
   const ours = (r: ImportRecord) => r.plan?.token === token;
   const { runtime } = deps;
+  const beating = heartbeat(deps, record, 'plan', token);
   void (async () => {
     const ws = getWorkspace(runtime.config, record.workspace);
     const client = createCrmClient(runtime.config, record.workspace, runtime.logger);
@@ -206,10 +209,29 @@ export async function startPlan(
         })
         .catch(() => undefined);
     } finally {
+      beating();
       client.close();
       release();
     }
   })();
+}
+
+/** Every so often while a task runs: its record says it is alive (a plan storing rows writes no progress). */
+const HEARTBEAT_MS = 10_000;
+
+function heartbeat(deps: TaskDeps, record: ImportRecord, task: 'check' | 'plan', token: string): () => void {
+  const timer = setInterval(() => {
+    void deps.imports
+      .update(record.workspace, record.id, (r) => {
+        const t = r[task];
+        if (t === undefined || t.token !== token || t.state !== 'running') return false;
+        t.updatedMs = Date.now();
+        return true;
+      })
+      .catch(() => undefined);
+  }, HEARTBEAT_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** A task still running by its record, but silent too long: its process is gone. */

@@ -147,6 +147,56 @@ describe('browser imports: safety (issue 45)', () => {
     expect((await post(`${base}/plan`)).statusCode).toBe(409);
   });
 
+  it('an NDJSON file is read as the CLI reads it: its keys are the columns, with their first values', async () => {
+    const c = [...h.ws.contacts.values()][1]!;
+    const up = await uploadFile(
+      'rows.ndjson',
+      `${JSON.stringify({ 'E-mail': c.email, Nom: 'Un' })}\n${JSON.stringify({ 'E-mail': 'x@y.example', Nom: '<i>deux</i>' })}\n`,
+    );
+    expect(up.statusCode, up.body).toBe(303);
+    const table = (await get(String(up.headers.location))).body;
+    expect(table).toContain('data-column="E-mail"');
+    expect(table).toContain('data-column="Nom"');
+    expect(table).toContain('&lt;i&gt;deux&lt;/i&gt;');
+    expect(table).not.toContain('<i>deux</i>');
+  });
+
+  it('the mapping downloads as the file --mapping takes, and an uploaded mapping file fills the table', async () => {
+    const up = await uploadFile('roundtrip.csv', csv(['E-mail', 'Mobile'], [['a@b.example', '+1 555']]));
+    const mappingUrl = String(up.headers.location);
+    const suggested = await get(`${mappingUrl}.json`);
+    expect(suggested.headers['content-disposition']).toContain('roundtrip.mapping.json');
+    expect(suggested.json()).toEqual({ columns: { 'E-mail': 'email', Mobile: null } });
+    const file = JSON.stringify({
+      columns: { 'E-mail': 'email', Mobile: { field: 'phone_number', write: 'if-empty' } },
+    });
+    const body = multipart({ _csrf: await token() }, { field: 'file', name: 'm.json', content: file });
+    const filled = await app.inject({
+      method: 'POST',
+      url: `${mappingUrl}-file`,
+      headers: { ...browser, origin: ORIGIN, 'content-type': body.contentType },
+      payload: body.body,
+    });
+    expect(filled.statusCode, filled.body).toBe(303);
+    const table = (await get(String(filled.headers.location))).body;
+    expect(table).toMatch(/name="field_1"[\s\S]*?<option value="phone_number" selected>/);
+    expect(table).toMatch(/name="write_1"[\s\S]*?<option value="if-empty" selected>/);
+    expect((await get(`${mappingUrl}.json`)).json()).toEqual(JSON.parse(file));
+    // A mapping file naming a field the operation lacks is refused with the CLI's reason.
+    const wrong = multipart(
+      { _csrf: await token() },
+      { field: 'file', name: 'w.json', content: '{"columns":{"Mobile":"mobile"}}' },
+    );
+    const refused = await app.inject({
+      method: 'POST',
+      url: `${mappingUrl}-file`,
+      headers: { ...browser, origin: ORIGIN, 'content-type': wrong.contentType },
+      payload: wrong.body,
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('which contact.update does not have');
+  });
+
   it('a mapping the CLI would refuse is refused with its reason, and the table keeps the choices', async () => {
     const up = await uploadFile('twice.csv', csv(['E-mail', 'Mail'], [['a@b.example', 'c@d.example']]));
     const mapping = String(up.headers.location);
