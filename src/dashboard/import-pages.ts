@@ -141,7 +141,7 @@ ${hidden(v.csrf)}
 <div class="actions"><button class="primary" type="submit">Check every row</button>
 <a href="${importPath(r, '/mapping.json')}" download>Download mapping (JSON)</a></div>
 </form>
-<form class="card upload" method="post" action="${importPath(r, '/mapping-file')}" enctype="multipart/form-data">
+<form class="card upload" method="post" action="${importPath(r, '/mapping/file')}" enctype="multipart/form-data">
 ${hidden(v.csrf)}
 <label>Fill the table from a mapping file (the JSON <code>--mapping</code> takes) <input type="file" name="file" accept=".json,application/json" required></label>
 <button type="submit">Use this mapping file</button>

@@ -187,6 +187,13 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     if (record === null) throw missing();
     return record;
   };
+  // A post that is not multipart holds no file: without the form token it is refused as any
+  // form post is (403), with it it is told how to send the file.
+  const notMultipart = (request: FastifyRequest, reply: FastifyReply, what: string) => {
+    const body = (request.body ?? {}) as Body;
+    if (!checkFormToken(auth, request, body._csrf)) return refuse(reply, 403, FORM_TOKEN_MESSAGE);
+    throw new CrmSyncError('USAGE', `send ${what} as multipart/form-data (field "file"), from the form`);
+  };
   const needsFile = (record: ImportRecord) => {
     if (record.fileRemoved || record.discarded !== undefined)
       throw new CrmSyncError(
@@ -232,8 +239,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
   );
 
   app.post('/imports', async (request, reply) => {
-    if (!request.isMultipart())
-      throw new CrmSyncError('USAGE', 'send the file as multipart/form-data (field "file"), from the New import form');
+    if (!request.isMultipart()) return notMultipart(request, reply, 'the file');
     const id = newImportId();
     // Received beside the imports until its workspace is known; a refused upload's is removed at once.
     const incoming = importDir(root, '.incoming', id);
@@ -398,11 +404,10 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     },
   );
 
-  app.post('/imports/:ws/:id/mapping-file', async (request: FastifyRequest<ImportParams>, reply) => {
+  app.post('/imports/:ws/:id/mapping/file', async (request: FastifyRequest<ImportParams>, reply) => {
+    if (!request.isMultipart()) return notMultipart(request, reply, 'the mapping file');
     const record = await importOf(request.params.ws, request.params.id);
     needsFile(record);
-    if (!request.isMultipart())
-      throw new CrmSyncError('USAGE', 'send the mapping file as multipart/form-data (field "file")');
     let csrf: unknown;
     let content: Buffer | undefined;
     for await (const part of request.parts({ limits: { fileSize: MAX_MAPPING_BYTES, files: 1, fields: 5 } })) {

@@ -173,7 +173,7 @@ describe('browser imports: safety (issue 45)', () => {
     const body = multipart({ _csrf: await token() }, { field: 'file', name: 'm.json', content: file });
     const filled = await app.inject({
       method: 'POST',
-      url: `${mappingUrl}-file`,
+      url: `${mappingUrl}/file`,
       headers: { ...browser, origin: ORIGIN, 'content-type': body.contentType },
       payload: body.body,
     });
@@ -189,7 +189,7 @@ describe('browser imports: safety (issue 45)', () => {
     );
     const refused = await app.inject({
       method: 'POST',
-      url: `${mappingUrl}-file`,
+      url: `${mappingUrl}/file`,
       headers: { ...browser, origin: ORIGIN, 'content-type': wrong.contentType },
       payload: wrong.body,
     });
