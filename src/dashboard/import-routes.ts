@@ -69,6 +69,13 @@ export interface ImportRoutesOptions {
   sweepMs?: number;
 }
 
+/** An import as answered to scripts: where the dashboard keeps the file is not theirs to know. */
+function shown(record: ImportRecord | null): Omit<ImportRecord, 'filePath'> | null {
+  if (record === null) return null;
+  const { filePath: _path, ...rest } = record;
+  return rest;
+}
+
 /** A mapping file uploaded to fill the table: small JSON. */
 const MAX_MAPPING_BYTES = 1024 * 1024;
 
@@ -230,7 +237,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     const all = (await Promise.all(served.map((w) => imports.list(w)))).flat();
     all.sort((a, b) => b.createdMs - a.createdMs);
     const lines = await Promise.all(all.map(lineOf));
-    if (wantsJson(request)) return { imports: lines };
+    if (wantsJson(request)) return { imports: lines.map((l) => ({ ...l, record: shown(l.record) })) };
     return show(request, reply, 'Imports', historyBody(lines));
   });
 
@@ -293,14 +300,14 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
       }
     });
     if (answer.kind === 'bad-form-token') return refuse(reply, 403, FORM_TOKEN_MESSAGE);
-    if (wantsJson(request)) return { import: answer.record };
+    if (wantsJson(request)) return { import: shown(answer.record) };
     return reply.redirect(importPath(answer.record, '/mapping'), 303);
   });
 
   app.get('/imports/:ws/:id', async (request: FastifyRequest<ImportParams>, reply) => {
     const record = await importOf(request.params.ws, request.params.id);
     const line = await lineOf(record);
-    if (wantsJson(request)) return line;
+    if (wantsJson(request)) return { ...line, record: shown(line.record) };
     return show(request, reply, `Import ${record.fileName}`, importBody(line, formTokenFor(auth, request)));
   });
 
@@ -399,7 +406,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
         release();
         throw err;
       }
-      if (wantsJson(request)) return { import: await imports.get(record.workspace, record.id) };
+      if (wantsJson(request)) return { import: shown(await imports.get(record.workspace, record.id)) };
       return reply.redirect(importPath(record, '/check'), 303);
     },
   );
@@ -432,7 +439,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
       r.mapping = raw;
       return true;
     });
-    if (wantsJson(request)) return { import: await imports.get(record.workspace, record.id) };
+    if (wantsJson(request)) return { import: shown(await imports.get(record.workspace, record.id)) };
     return reply.redirect(importPath(record, '/mapping?done=mapping-file'), 303);
   });
 
@@ -496,7 +503,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
       release();
       throw err;
     }
-    if (wantsJson(request)) return { import: await imports.get(record.workspace, record.id) };
+    if (wantsJson(request)) return { import: shown(await imports.get(record.workspace, record.id)) };
     return reply.redirect(importPath(record, '/planning'), 303);
   });
 
@@ -530,7 +537,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
       r.fileRemoved = true;
       return true;
     });
-    if (wantsJson(request)) return { import: await imports.get(record.workspace, record.id) };
+    if (wantsJson(request)) return { import: shown(await imports.get(record.workspace, record.id)) };
     return reply.redirect(importPath(record), 303);
   });
 }

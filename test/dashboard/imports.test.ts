@@ -136,6 +136,10 @@ describe('browser imports: safety (issue 45)', () => {
     expect(existsSync(file)).toBe(true);
     for (const url of [`${base}/kept.csv`, `/imports/acme/${id}/file`, '/static/../kept.csv', `/${id}/kept.csv`])
       expect((await get(url)).statusCode, url).toBe(404);
+    // Scripts asking for JSON are not told where the dashboard keeps it either.
+    const json = (await get(base, { ...browser, accept: 'application/json' })).body;
+    expect(json).toContain('kept.csv');
+    expect(json).not.toContain(h.config.resultsDir);
     const record = (await imports.get('acme', id))!;
     // Not yet: the import's time is not over.
     expect(await sweepImportFiles(root(), imports, plans, record.expiresMs - 1000)).toBe(0);
