@@ -120,6 +120,7 @@ function mappingLine(record: ImportRecord, s: ColumnSuggestion, i: number, v: Ma
   <td data-label="Write policy"><select name="write_${i}" aria-label="Write policy for ${label}">
     ${WRITE_POLICIES.map((w) => html`<option value="${w}"${(rule.write ?? 'always') === w ? html` selected` : ''}>${w}</option>`)}
   </select></td>
+  ${/* Another per-column choice (a reference by name) goes here: one more cell, named `<choice>_${i}`. */ ''}
 </tr>`;
 }
 

@@ -138,6 +138,8 @@ function matchKeyFor(op: ReconcileOperation, given: string): string {
  * The table's choices back as the mapping file the CLI takes: per column its field (null: skip),
  * with the type and write policy when not the defaults. Settings the table does not show
  * (separator, trim, emptyCells, compare) stay as an uploaded mapping file had them.
+ * A new per-column choice (a reference by name, `{"by": "name"}`) is read here beside type and
+ * write, from the cell mappingLine (import-pages.ts) gives it; the rule object carries it as is.
  */
 export function mappingFromForm(record: ImportRecord, body: Body): { columns: Record<string, unknown> } {
   const before = parsedOrUndefined(record.mapping);

@@ -142,7 +142,8 @@ describe('browser imports: safety (issue 45)', () => {
     expect(json).not.toContain(h.config.resultsDir);
     const record = (await imports.get('acme', id))!;
     // Not yet: the import's time is not over.
-    expect(await sweepImportFiles(root(), imports, plans, record.expiresMs - 1000)).toBe(0);
+    // (Imports uploaded earlier in this file may expire within that second: only this one is looked at.)
+    await sweepImportFiles(root(), imports, plans, record.expiresMs - 1000);
     expect(existsSync(file)).toBe(true);
     expect(await sweepImportFiles(root(), imports, plans, record.expiresMs + 1)).toBeGreaterThanOrEqual(1);
     expect(existsSync(file)).toBe(false);
