@@ -42,7 +42,7 @@ import {
   type HistoryLine,
 } from './import-pages.js';
 import { IMPORT_ID, type ImportStore, newImportId, type ImportRecord } from './import-store.js';
-import { isStale, sourceOptionsOf, startCheck, startPlan } from './import-tasks.js';
+import { isStale, referenceLoader, sourceOptionsOf, startCheck, startPlan } from './import-tasks.js';
 import { page } from './layout.js';
 import { actorOf } from './plan-routes.js';
 import type { SessionAuth } from './session-auth.js';
@@ -472,6 +472,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     out.write([...columns, 'crm_sync_line', 'crm_sync_error'].map(escapeCsvCell));
     checkRows({
       ...sourceOptionsOf(record),
+      loadReferences: referenceLoader(deps, record),
       onInvalid: async (row) => {
         const cells = [
           ...columns.map((c) => row.original[c] ?? ''),

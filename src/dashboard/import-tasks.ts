@@ -1,10 +1,11 @@
 import { DEFAULTS, getWorkspace } from '../config/index.js';
 import { createCrmClient } from '../crm/index.js';
 import { isCrmSyncError } from '../errors/index.js';
-import { parseMapping, type Mapping } from '../ingest/index.js';
+import { parseMapping, type LoadReferences, type Mapping } from '../ingest/index.js';
 import { makePlan, type PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { checkRows } from '../reconcile/index.js';
+import { referenceStoreOf, workspaceReferenceLoader } from '../references/index.js';
 import { problemGroupOf } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { withoutPaths } from './import-files.js';
@@ -40,6 +41,17 @@ export function mappingOfImport(record: ImportRecord): { mapping: Mapping; raw: 
 function failureText(err: unknown, record: ImportRecord): string {
   const text = isCrmSyncError(err) ? err.message : 'the dashboard failed (see its log)';
   return withoutPaths(text, record.filePath, record.fileName);
+}
+
+/** A mapping's names (`"by": "name"`) resolve from the workspace's references, as a plain import's do. */
+export function referenceLoader(deps: Pick<TaskDeps, 'runtime'>, record: ImportRecord): LoadReferences {
+  const { runtime } = deps;
+  return workspaceReferenceLoader({
+    config: runtime.config,
+    workspace: record.workspace,
+    redis: runtime.redis,
+    logger: runtime.logger,
+  });
 }
 
 /** The source options a check and a plan share: one file, one mapping, one way of finding records. */
@@ -86,6 +98,7 @@ export async function startCheck(deps: TaskDeps, record: ImportRecord, release: 
     try {
       const result = await checkRows({
         ...sourceOptionsOf(record),
+        loadReferences: referenceLoader(deps, record),
         onInvalid: (row) => {
           const cause = problemGroupOf({ row: row.row, status: 'invalid', code: row.code, errors: row.errors, at: '' });
           let group = groups.get(cause.key);
@@ -188,6 +201,11 @@ export async function startPlan(
           },
         },
         settings: { planTtlMs: ws.planTtlMs, driftMaxAgeMs: ws.driftMaxAgeMs, rateLimit: ws.rateLimit },
+        // As `crm-sync plan`: names in the mapping resolve from the workspace's shared references.
+        references: {
+          store: referenceStoreOf(runtime.config, record.workspace, runtime.redis),
+          maxAgeMs: ws.referencesMaxAgeMs,
+        },
         pageSize,
         logger: runtime.logger,
       });

@@ -10,12 +10,14 @@ import {
   type CheckedSource,
   csvDialectOf,
   type DialectFacts,
+  type LoadReferences,
   type Mapping,
   type RowDecoder,
   type Source,
   type SourceFormat,
   type SourceReader,
 } from '../ingest/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { RequestBudget } from '../rate/index.js';
 import { ReferenceCollector, readReferences, type ReferenceStore } from '../references/index.js';
@@ -240,6 +242,8 @@ export interface CheckRowsOptions extends SourceCheckOptions {
   progressEvery?: number;
   /** Stops between rows. */
   signal?: AbortSignal;
+  /** Where a mapping's names (`"by": "name"`) resolve from, as for a plain import. Without it such a mapping is refused. */
+  loadReferences?: LoadReferences;
 }
 
 export interface CheckRowsResult {
@@ -259,6 +263,20 @@ export interface CheckRowsResult {
 export async function checkRows(options: CheckRowsOptions): Promise<CheckRowsResult> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const { source, reader, decoder, items, close } = await openChecked(options);
+  const lists = decoder.referenceLists();
+  if (lists.length > 0) {
+    try {
+      if (options.loadReferences === undefined)
+        throw new CrmSyncError(
+          'USAGE',
+          'the mapping names references by name ("by": "name"), which this check cannot read from the CRM',
+        );
+      decoder.useReferences(await options.loadReferences(lists));
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
   const rules = {
     op: options.op,
     matchKey,

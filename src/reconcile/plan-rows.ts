@@ -407,7 +407,7 @@ export function checkRow(
   const { id: rawId, ...fields } = mapped.fields;
   const givenId = typeof rawId === 'string' ? rawId.trim() : '';
   const invalidWith = (errors: FieldError[] | undefined): RowCheck =>
-    errors === undefined || errors.length === 0 ? {} : { code: 'ROW_INVALID', errors };
+    errors === undefined || errors.length === 0 ? {} : { code: rowCodeOf(errors), errors };
   if (mapped.errors.length > 0) return invalidWith(cellErrors(decoder, options.op, fields, givenId, mapped.errors));
   if (givenId !== '') {
     const idErrors = decoder.idErrors(givenId);
