@@ -272,6 +272,8 @@ export const DEFAULTS = {
     port: 3000,
     /** Largest corrected CSV accepted for a retry (bytes). */
     maxUploadBytes: 50 * 1024 * 1024,
+    /** Largest file a browser import takes (bytes); larger ones are pointed to the CLI. */
+    maxImportBytes: 200 * 1024 * 1024,
     /** Runs per page on the runs page. */
     runsPageSize: 50,
     /** Failed rows per page on a run page. */

@@ -53,6 +53,17 @@ input, select, button { font:inherit; padding:6px 10px; border:1px solid #c4cad5
 button { cursor:pointer; background:#eef1f6; }
 button.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
 button.danger { background:var(--bad); border-color:var(--bad); color:#fff; }
+a.button { display:inline-block; padding:6px 12px; border:1px solid #c4cad5; border-radius:6px; background:#eef1f6; color:var(--fg); text-decoration:none; }
+a.button.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
+a:focus-visible, button:focus-visible, select:focus-visible, input:focus-visible { outline:3px solid #f0a500; outline-offset:2px; }
+/* The browser import's steps and forms (issue 45). */
+ol.steps { display:flex; flex-wrap:wrap; gap:6px 18px; list-style:none; padding:0; margin:6px 0 12px; font-size:13px; color:var(--muted); }
+ol.steps li.current { color:var(--fg); font-weight:600; }
+form.import-form { display:flex; flex-direction:column; gap:12px; max-width:560px; }
+form.import-form label { display:flex; flex-direction:column; gap:4px; font-size:13px; color:var(--muted); }
+table.mapping td.samples { max-width:260px; overflow-wrap:anywhere; font-size:12.5px; }
+table.mapping th.col-name { text-transform:none; letter-spacing:0; font-size:14px; color:var(--fg); background:none; white-space:normal; overflow-wrap:anywhere; }
+.progress progress { width:min(360px, 60vw); }
 .actions { display:flex; flex-wrap:wrap; gap:10px; align-items:center; }
 .actions form { margin:0; display:inline-flex; flex-wrap:wrap; gap:8px; align-items:center; }
 .notice { border-radius:8px; padding:10px 14px; margin:12px 0; border:1px solid; }
@@ -118,6 +129,8 @@ td.approver { max-width:180px; }
   table.cards td { border:0; padding:2px 10px; max-width:none; }
   table.cards td.num, table.cards td.result { display:inline-block; text-align:left; }
   table.cards td.nowrap { white-space:normal; }
+  /* The mapping table as cards: each choice says what it is, the header being hidden. */
+  table.mapping td[data-label]::before { content:attr(data-label); display:block; font-size:11.5px; color:var(--muted); }
 }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }

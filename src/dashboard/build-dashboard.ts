@@ -4,11 +4,14 @@ import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { DEFAULTS, resolveSettings, type Resolved, type Secret } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import { PlanStore } from '../plans/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { registerAuthHook } from './auth-hooks.js';
 import { registerAuthThrottle, type AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { mountBullBoard } from './bull-board.js';
 import { registerErrorHandler } from './http-answers.js';
+import { registerImportRoutes } from './import-routes.js';
+import { ImportStore } from './import-store.js';
 import { registerLoginRoutes } from './login-routes.js';
 import { createMetricsRegistry } from './metrics-registry.js';
 import { registerOpsRoutes } from './ops-routes.js';
@@ -38,6 +41,10 @@ export interface DashboardOptions {
   workspaces?: string[];
   /** Largest corrected CSV accepted for a retry. Default DEFAULTS.dashboard (50 MB). */
   maxUploadBytes?: number;
+  /** Largest file a browser import takes (larger: the CLI). Default DEFAULTS.dashboard (200 MB). */
+  maxImportBytes?: number;
+  /** How often the files of expired or discarded browser imports are removed. Default a minute. */
+  importSweepMs?: number;
   /** Runs per page on the runs page. Default DEFAULTS.dashboard (50). */
   runsPageSize?: number;
   /** Failed rows per page on a run page. Default DEFAULTS.dashboard (50). */
@@ -57,7 +64,7 @@ export interface DashboardOptions {
   /** Problem rows one error-text search request looks through. Default DEFAULTS.dashboard (5,000). */
   searchScanRows?: number;
   /** Heavy requests served at once / waiting, per kind. */
-  concurrency?: Partial<Record<'search' | 'export' | 'upload', WorkLimits>>;
+  concurrency?: Partial<Record<'search' | 'export' | 'upload' | 'importTask', WorkLimits>>;
   /** How long /readyz waits for Redis. Default DEFAULTS.dashboard (2000 ms). */
   readyTimeoutMs?: number;
   /** Newest runs one runs-page text search looks through. Default DEFAULTS.dashboard (5,000). */
@@ -66,10 +73,12 @@ export interface DashboardOptions {
   groupScanRows?: number;
 }
 
-const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
+const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload' | 'importTask', WorkLimits> = {
   search: { running: 2, waiting: 32 },
   export: { running: 4, waiting: 8 },
   upload: { running: 2, waiting: 2 },
+  // An import's check or plan reads its whole file (a plan the CRM's list too), after its request.
+  importTask: { running: 2, waiting: 0 },
 };
 
 /**
@@ -80,6 +89,7 @@ const DEFAULT_LIMITS: Record<'search' | 'export' | 'upload', WorkLimits> = {
 type DashboardSettings = Resolved<
   DashboardOptions,
   | 'maxUploadBytes'
+  | 'maxImportBytes'
   | 'runsPageSize'
   | 'problemsPageSize'
   | 'sessionTtlMs'
@@ -94,6 +104,7 @@ export async function buildDashboard(given: DashboardOptions): Promise<FastifyIn
   const d = DEFAULTS.dashboard;
   const options: DashboardSettings = resolveSettings(given, {
     maxUploadBytes: d.maxUploadBytes,
+    maxImportBytes: d.maxImportBytes,
     runsPageSize: d.runsPageSize,
     problemsPageSize: d.problemsPageSize,
     sessionTtlMs: d.sessionTtlMs,
@@ -196,6 +207,8 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     groupScanRows: options.groupScanRows,
   });
   registerUndoRoutes(app, { runtime, auth, scope });
+  const imports = new ImportStore(runtime.redis, runtime.config.prefix);
+  const uploads = new WorkLimiter('uploads', limits.upload);
   registerPlanRoutes(app, {
     runtime,
     auth,
@@ -204,13 +217,21 @@ async function setUp(app: FastifyInstance, options: DashboardSettings, ctx: SetU
     listPageSize: options.runsPageSize,
     exports: downloads,
     searches,
+    imports,
   });
-  registerUploadRoute(app, {
+  registerUploadRoute(app, { runtime, auth, scope, maxUploadBytes, limiter: uploads });
+  registerImportRoutes(app, {
     runtime,
     auth,
     scope,
-    maxUploadBytes,
-    limiter: new WorkLimiter('uploads', limits.upload),
+    workspaces,
+    maxImportBytes: options.maxImportBytes,
+    uploads,
+    tasks: new WorkLimiter('import checks and plans', limits.importTask),
+    downloads,
+    imports,
+    plans: new PlanStore({ redis: runtime.redis, prefix: runtime.config.prefix }),
+    ...(options.importSweepMs !== undefined ? { sweepMs: options.importSweepMs } : {}),
   });
   registerWorkspaceRoutes(app, { runtime, auth, workspaces });
   await mountBullBoard(app, runtime, workspaces);

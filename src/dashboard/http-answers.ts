@@ -32,6 +32,8 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   INPUT_ENCODING: 400,
   INPUT_PARSE: 400,
   INPUT_TOO_LARGE: 413,
+  INPUT_COLUMNS: 400,
+  MAPPING_INVALID: 400,
   REDIS_UNAVAILABLE: 503,
   DASHBOARD_BUSY: 503,
   // Nobody reads it: the client is gone (nginx's "client closed request").

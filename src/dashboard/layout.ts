@@ -5,7 +5,7 @@ export interface PageOptions {
   title: string;
   body: SafeHtml;
   /** Which top-menu entry is current. Default none. */
-  nav?: 'runs' | 'plans' | 'workspaces' | 'queues';
+  nav?: 'runs' | 'imports' | 'plans' | 'workspaces' | 'queues';
   /** Reload the page every N seconds (while a run is in progress). Default: never. */
   refreshSeconds?: number;
   /** The session's form token, for the sign-out button; omit on pages without a session. */
@@ -38,7 +38,7 @@ ${options.charts === true ? html`<script src="${UPLOT_JS_PATH}" defer></script>\
 <body data-refresh="${options.refreshSeconds ?? NO_REFRESH}">
 <header class="top">
   <span class="brand">crm-sync</span>
-  <nav>${navLink('runs', '/', 'Runs')}${navLink('plans', '/plans', 'Plans')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
+  <nav>${navLink('runs', '/', 'Runs')}${navLink('plans', '/plans', 'Plans')}${navLink('imports', '/imports', 'Imports')}${navLink('workspaces', '/workspaces', 'Workspaces')}${navLink('queues', '/queues', 'Queues (raw)')}</nav>
   ${signOut}
 </header>
 <main>

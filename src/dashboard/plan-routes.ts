@@ -19,6 +19,7 @@ import { html } from './html.js';
 import { intParam, sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
 import { PLAN_ACTIONS, planLabel, planPageBody, plansPageBody } from './plan-pages.js';
+import type { ImportStore } from './import-store.js';
 import type { SessionAuth } from './session-auth.js';
 import { clientGone, type WorkLimiter } from './work-limiter.js';
 import type { WorkspaceScope } from './workspace-scope.js';
@@ -35,6 +36,8 @@ export interface PlanRoutesOptions {
   exports: WorkLimiter;
   /** Filtered or later pages of a plan's rows at once (shared with the runs' searches). */
   searches: WorkLimiter;
+  /** The browser imports: a plan made for one links back to it, and its Apply opens the run. */
+  imports?: ImportStore;
 }
 
 /** What `crm-sync plan` makes: `plan-` and a run id. */
@@ -106,7 +109,19 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
             ? html`<div class="notice ok">Plan discarded: it can no longer be approved or applied.</div>`
             : ('' as const);
     const { requireApproval } = getWorkspace(o.runtime.config, plan.workspace);
-    const body = planPageBody(plan, shown, { filter, page: wanted, more, csrf, notice, requireApproval });
+    const made = await o.imports?.ofPlan(plan.workspace, plan.id);
+    const fromImport =
+      made != null
+        ? html`<p class="plan-link" data-import="${made.id}">Made for the import of <a href="/imports/${encodeURIComponent(made.workspace)}/${encodeURIComponent(made.id)}">${made.fileName}</a>.</p>`
+        : ('' as const);
+    const body = planPageBody(plan, shown, {
+      filter,
+      page: wanted,
+      more,
+      csrf,
+      notice: html`${fromImport}${notice}`,
+      requireApproval,
+    });
     return sendPage(
       reply,
       page({ title: `Plan ${planLabel(plan)}`, body, nav: 'plans', canSignOut: !o.auth.insecure, csrf }),
@@ -135,7 +150,7 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
     { preHandler: formTokenGuard(o.auth) },
     async (request, reply) => {
       const plan = await planOf(request.params.id);
-      const move = await plans.approve(plan.id, sessionOf(request));
+      const move = await plans.approve(plan.id, actorOf(request));
       if (!move.ok) throw notMoved(plan, move, 'approved');
       if (wantsJson(request)) return { plan: await plans.require(plan.id) };
       return reply.redirect(`/plans/${encodeURIComponent(plan.id)}?done=approve`, 303);
@@ -161,7 +176,7 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
           requireApproval: ws.requireApproval,
           rowsPerJob: ws.rowsPerJob,
           resultsDir: o.runtime.config.resultsDir,
-          by: sessionOf(request),
+          by: actorOf(request),
           logger: runtime.logger,
           onRun: (run) => resolve(run.id),
         }).then(
@@ -174,6 +189,9 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
       });
       const runId = await started;
       if (wantsJson(request)) return { plan: await plans.require(plan.id), runId };
+      // An import's plan goes on to its run: the flow's next page is the run's progress.
+      if ((await o.imports?.ofPlan(plan.workspace, plan.id)) != null)
+        return reply.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
       return reply.redirect(`/plans/${encodeURIComponent(plan.id)}?done=apply`, 303);
     },
   );
@@ -183,7 +201,7 @@ export function registerPlanRoutes(app: FastifyInstance, o: PlanRoutesOptions): 
     { preHandler: formTokenGuard(o.auth) },
     async (request, reply) => {
       const plan = await planOf(request.params.id);
-      const move = await plans.discard(plan.id, sessionOf(request));
+      const move = await plans.discard(plan.id, actorOf(request));
       if (!move.ok) throw notMoved(plan, move, 'discarded');
       if (wantsJson(request)) return { plan: await plans.require(plan.id) };
       // Back where the button was: the list, or the plan's page.
@@ -222,7 +240,7 @@ function notMoved(plan: PlanRecord, move: Extract<PlanMove, { ok: false }>, verb
  * fingerprint of its id (the id itself is a secret), or `dashboard:token` for a script with the
  * bearer token.
  */
-function sessionOf(request: FastifyRequest): string {
+export function actorOf(request: FastifyRequest): string {
   const who = authOf(request);
   if (who.kind === 'bearer' || who.sid === '') return 'dashboard:token';
   return `dashboard:session-${createHash('sha256').update(who.sid).digest('hex').slice(0, 12)}`;

@@ -96,6 +96,7 @@ export function runsPageBody(data: RunsPageData): SafeHtml {
 </div>`;
   return html`<h1>Runs</h1>
 <p class="sub">Every import and nightly sync, newest first. Open a run to see and fix its failed rows.</p>
+<div class="actions"><a class="button primary" href="/imports/new">New import</a><a href="/imports">Import history</a></div>
 <form class="filters" method="get" action="/">
   <label>Search<input name="q" type="search" value="${filter.q ?? ''}" placeholder="run id, name, file or sync"></label>
   <label>Status<select name="status">${STATUS_CHOICES.map(

@@ -71,6 +71,7 @@ export {
   type RowDecoderOptions,
 } from './row-decoder.js';
 export { nearest, didYouMean } from './did-you-mean.js';
+export { suggestMapping, type ColumnSuggestion, type SuggestionSource } from './mapping-suggest.js';
 export { ingest, checkSource, type CheckedSource, type IngestOptions, type LoadReferences } from './ingest.js';
 export { fieldTable } from './field-table.js';
 export {

@@ -10,6 +10,9 @@ export {
   layoutKey,
   layoutLockKey,
   housekeepingLockKey,
+  importKey,
+  importMappingKey,
+  importOfPlanKey,
   metricsKey,
   poolsKey,
   planKey,
@@ -27,6 +30,7 @@ export {
   undoClaimKey,
   uploadAnswerKey,
   workBoardKey,
+  workspaceImportsKey,
   workspacePlansKey,
 } from './key-layout.js';
 export { RunKeys, RUN_STATUSES, RESULT_BUCKET_ROWS, type RunRef, type RunStatusKeys } from './run-keys.js';

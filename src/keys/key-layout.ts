@@ -123,6 +123,12 @@
  *   <p>:dashboard:session:<token fingerprint>:<sha256 of the session id>   string  a session; TTL idle time
  *   <p>:dashboard:auth-failures:<client>                                   the sign-in throttle (auth-throttle.ts): hash f, i
  *   <p>:dashboard:upload:<token>   string  an upload's answer, read once by the page it redirects to; TTL
+ *   <p>:ws:{<w>}:import:<id>       string  a browser import (import-store.ts): JSON of its file, mapping, check,
+ *                                          plan and run; TTL = its plan's life (the file goes with it)
+ *   <p>:ws:{<w>}:imports           zset    the workspace's import ids, score = createdMs (the history list)
+ *   <p>:ws:{<w>}:import-plan:<planId> string the import a plan was made for; TTL = the import's
+ *   <p>:ws:{<w>}:import-mapping:<h> string  the mapping last used in the workspace for a header set (h: sha1
+ *                                          of its sorted columns), offered first next time; TTL 180 days
  *
  * Workspace names are letters, digits, `-` and `_`, so `<p>:q:{<w>}` and `<p>:ws:{<w>}:…` never
  * meet another family; run ids have no `:`.
@@ -226,6 +232,26 @@ export function authFailuresNamespace(prefix: string): string {
 
 export function uploadAnswerKey(prefix: string, token: string): string {
   return `${prefix}:dashboard:upload:${token}`;
+}
+
+/** A browser import's record (src/dashboard/import-store.ts). */
+export function importKey(prefix: string, workspace: string, id: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:import:${id}`;
+}
+
+/** The workspace's import ids by creation time. */
+export function workspaceImportsKey(prefix: string, workspace: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:imports`;
+}
+
+/** The import a plan was made for: the plan page links back, Apply goes on to the run. */
+export function importOfPlanKey(prefix: string, workspace: string, planId: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:import-plan:${planId}`;
+}
+
+/** The mapping last used in a workspace for a header set (`headerHash`: sha1 of the sorted columns). */
+export function importMappingKey(prefix: string, workspace: string, headerHash: string): string {
+  return `${workspaceKeyBase(prefix, workspace)}:import-mapping:${headerHash}`;
 }
 
 /** A plan's hash (src/plans); its row buckets are `<this>:rows:<b>`. */

@@ -25,6 +25,7 @@ export { RecordIndex, type BuildIndexOptions } from './record-index.js';
 export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from './drift-reads.js';
 export {
   planRows,
+  checkRow,
   RowPlanner,
   keyColumnOf,
   heldWords,
@@ -32,6 +33,7 @@ export {
   type PlanAction,
   type PlannedRow,
   type PlanRowsOptions,
+  type RowCheck,
 } from './plan-rows.js';
 export { applyWritePolicies, type HeldField, type PolicyOutcome } from './write-policy.js';
 export {
@@ -46,12 +48,16 @@ export {
 export { PLAN_CSV_COLUMNS, emptyPlanCounts, formatPlanCounts, type PlanCounts } from './plan-csv.js';
 export {
   planReconcile,
+  checkRows,
   buildIndexFor,
   defaultMatchKey,
   type ReconcileSourceOptions,
   type PlanReconcileOptions,
   type PlanResult,
   type IndexStats,
+  type CheckRowsOptions,
+  type CheckRowsResult,
+  type SourceCheckOptions,
 } from './plan-reconcile.js';
 export { reconcileImport, type ReconcileImportOptions, type ReconcileImportResult } from './reconcile-import.js';
 export { fieldChanges } from './field-changes.js';

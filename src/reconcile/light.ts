@@ -8,4 +8,12 @@ export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageO
 export { type PlannedRow } from './plan-rows.js';
 export { unresolvedWords, type NameGroup, type PlanSummary, type UnresolvedGroup } from './plan-tally.js';
 export { formatPlanCounts } from './plan-csv.js';
-export { planReconcile, defaultMatchKey, type IndexStats, type ReconcileSourceOptions } from './plan-reconcile.js';
+export {
+  planReconcile,
+  checkRows,
+  defaultMatchKey,
+  type CheckRowsOptions,
+  type CheckRowsResult,
+  type IndexStats,
+  type ReconcileSourceOptions,
+} from './plan-reconcile.js';

@@ -10,17 +10,27 @@ import {
   type CheckedSource,
   csvDialectOf,
   type DialectFacts,
+  type LoadReferences,
   type Mapping,
   type RowDecoder,
   type Source,
   type SourceFormat,
   type SourceReader,
 } from '../ingest/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { RequestBudget } from '../rate/index.js';
 import { ReferenceCollector, readReferences, type ReferenceStore } from '../references/index.js';
 import { emptyPlanCounts, planCsvHeader, planCsvLine, type PlanCounts } from './plan-csv.js';
-import { keyColumnProblem, planRows, reconcileDecoder, type PlannedRow } from './plan-rows.js';
+import {
+  checkRow,
+  keyColumnOf,
+  keyColumnProblem,
+  planRows,
+  reconcileDecoder,
+  type PlannedRow,
+  type RowCheck,
+} from './plan-rows.js';
 import { RecordIndex } from './record-index.js';
 import { PlanTally, type PlanSummary } from './plan-tally.js';
 import { RECONCILE_RESOURCE, type ReconcileOperation } from './resource-fields.js';
@@ -61,6 +71,9 @@ export interface ReconcileSourceOptions {
    */
   references?: { store: ReferenceStore; maxAgeMs: number };
 }
+
+/** What reading and checking the source takes: reconcile's options less the CRM's. */
+export type SourceCheckOptions = Omit<ReconcileSourceOptions, 'client' | 'budget' | 'pageSize' | 'listVersion'>;
 
 export interface IndexStats {
   pages: number;
@@ -127,7 +140,7 @@ export async function buildIndexFor(
  * empty file) before a run exists or a page of the CRM is read.
  */
 export async function openChecked(
-  options: ReconcileSourceOptions,
+  options: SourceCheckOptions,
 ): Promise<{ source: Source; reader: SourceReader; decoder: RowDecoder } & CheckedSource> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
   const source = asSource(options.file, {
@@ -206,7 +219,7 @@ export async function planReconcile(options: PlanReconcileOptions): Promise<Plan
   }
 }
 
-export function mappingOf(options: ReconcileSourceOptions): {
+export function mappingOf(options: SourceCheckOptions): {
   mapping?: Mapping;
   keyColumn?: string;
   ignoreUnknownColumns?: boolean;
@@ -216,4 +229,86 @@ export function mappingOf(options: ReconcileSourceOptions): {
     ...(options.keyColumn !== undefined ? { keyColumn: options.keyColumn } : {}),
     ...(options.ignoreUnknownColumns ? { ignoreUnknownColumns: true } : {}),
   };
+}
+
+export interface CheckRowsOptions extends SourceCheckOptions {
+  /** Called with every invalid row, in source order. */
+  onInvalid?: (
+    row: { row: number; line: number; original: Record<string, string> } & Required<RowCheck>,
+  ) => void | Promise<void>;
+  /** Called every `progressEvery` rows and at the end with the rows read and the bytes of the file read. */
+  onProgress?: (rows: number, bytesRead: number, totalBytes: number) => void | Promise<void>;
+  /** Default 5,000. */
+  progressEvery?: number;
+  /** Stops between rows. */
+  signal?: AbortSignal;
+  /** Where a mapping's names (`"by": "name"`) resolve from, as for a plain import. Without it such a mapping is refused. */
+  loadReferences?: LoadReferences;
+}
+
+export interface CheckRowsResult {
+  rows: number;
+  valid: number;
+  invalid: number;
+  /** The source's columns (a JSON file's: every key seen). */
+  columns: string[];
+  dialect: DialectFacts;
+}
+
+/**
+ * Every row of the source checked as a plan would check it, without reading the CRM (the
+ * dashboard's import check): the same source checks (columns against the mapping, the key
+ * column), the same decoder, and checkRow's rules for each row. Nothing is stored or sent.
+ */
+export async function checkRows(options: CheckRowsOptions): Promise<CheckRowsResult> {
+  const matchKey = options.matchKey ?? defaultMatchKey(options.op);
+  const { source, reader, decoder, items, close } = await openChecked(options);
+  const lists = decoder.referenceLists();
+  if (lists.length > 0) {
+    try {
+      if (options.loadReferences === undefined)
+        throw new CrmSyncError(
+          'USAGE',
+          'the mapping names references by name ("by": "name"), which this check cannot read from the CRM',
+        );
+      decoder.useReferences(await options.loadReferences(lists));
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
+  const rules = {
+    op: options.op,
+    matchKey,
+    keyColumn: keyColumnOf(matchKey, options.mapping?.mapping, options.keyColumn),
+  };
+  const every = options.progressEvery ?? 5000;
+  let rows = 0;
+  let invalid = 0;
+  try {
+    for await (const item of items) {
+      rows++;
+      const checked = checkRow(item, decoder, rules);
+      if (checked.errors !== undefined) {
+        invalid++;
+        const { row, line, original } = item;
+        await options.onInvalid?.({ row, line, original, code: checked.code ?? 'ROW_INVALID', errors: checked.errors });
+      }
+      if (rows % every === 0) {
+        options.signal?.throwIfAborted();
+        await options.onProgress?.(rows, reader.bytesRead, reader.totalBytes);
+      }
+    }
+    await options.onProgress?.(rows, reader.bytesRead, reader.totalBytes);
+    const { format, delimiter, bom, lineEnding } = source.facts();
+    const dialect: DialectFacts = {
+      ...(format !== undefined ? { format } : {}),
+      ...(delimiter !== undefined ? { delimiter } : {}),
+      ...(bom !== undefined ? { bom } : {}),
+      ...(lineEnding !== undefined ? { lineEnding } : {}),
+    };
+    return { rows, valid: rows - invalid, invalid, columns: [...reader.columns], dialect };
+  } finally {
+    await close();
+  }
 }

@@ -205,7 +205,8 @@ export class RowPlanner {
     const wop = writeOperation(op);
     const { id: rawId, ...fields } = mapped.fields;
     const givenId = typeof rawId === 'string' ? rawId.trim() : '';
-    if (mapped.errors.length > 0) return invalid(base, this.#cellErrors(fields, givenId, mapped.errors));
+    if (mapped.errors.length > 0)
+      return invalid(base, cellErrors(this.#decoder, op, fields, givenId, mapped.errors) ?? mapped.errors);
     const failed = (action: 'not-found' | 'ambiguous', code: string, message: string, key?: string): PlannedRow => ({
       ...base,
       action,
@@ -225,16 +226,7 @@ export class RowPlanner {
       const raw = item.values[this.#keyColumn];
       const found = matchKey === 'id' ? [] : index.lookup(raw);
       key = matchKey === 'id' || raw === undefined || raw === null ? '' : String(raw).trim();
-      if (key === '') {
-        const idLabel = this.#decoder.label('id');
-        if (matchKey === 'id') return invalid(base, [{ field: idLabel, message: 'is empty: every row needs one' }]);
-        return invalid(base, [
-          {
-            field: this.#keyColumn,
-            message: `is empty, and so is ${idLabel}: a row needs an id or a ${matchKey} to match (read from column ${JSON.stringify(this.#keyColumn)})`,
-          },
-        ]);
-      }
+      if (key === '') return invalid(base, emptyKeyErrors(this.#decoder, matchKey, this.#keyColumn));
       if (found.length > 1) {
         const ids = found.map((r) => r.id).join(', ');
         return failed(
@@ -331,18 +323,6 @@ export class RowPlanner {
     return checked;
   }
 
-  /**
-   * A row with bad cells is not matched, but reports what import reports for it: the bad cells
-   * and every other field's problems. The id and a deal update's name come from the CRM here,
-   * so their absence is not the row's fault and stand-ins take their place for the check.
-   */
-  #cellErrors(fields: Record<string, unknown>, givenId: string, cellErrors: FieldError[]): FieldError[] {
-    const wop = writeOperation(this.#options.op);
-    const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : MATCHED_ID_STAND_IN };
-    if (wop === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
-    return this.#decoder.validate({ ...fields, ...standIns }, cellErrors).errors ?? cellErrors;
-  }
-
   #planCreate(base: RowBase, fields: Record<string, unknown>, key: string): PlannedRow {
     const earlier = this.#creates.get(key);
     if (earlier !== undefined) {
@@ -372,6 +352,72 @@ export class RowPlanner {
 /** `phone_number ("write": "never"), name ("write": "if-empty", …)` */
 export function heldWords(held: readonly HeldField[]): string {
   return held.map((h) => `${h.field} (${h.reason})`).join(', ');
+}
+
+/** A row with neither an id nor a match key cannot be matched: said by the column it was read from. */
+function emptyKeyErrors(decoder: RowDecoder, matchKey: string, keyColumn: string): FieldError[] {
+  const idLabel = decoder.label('id');
+  if (matchKey === 'id') return [{ field: idLabel, message: 'is empty: every row needs one' }];
+  return [
+    {
+      field: keyColumn,
+      message: `is empty, and so is ${idLabel}: a row needs an id or a ${matchKey} to match (read from column ${JSON.stringify(keyColumn)})`,
+    },
+  ];
+}
+
+/**
+ * A row with bad cells is not matched, but reports what import reports for it: the bad cells
+ * and every other field's problems. The id and a deal update's name come from the CRM here,
+ * so their absence is not the row's fault and stand-ins take their place for the check.
+ * Without cell errors it is the check of the row as the update of whichever record it matches.
+ */
+function cellErrors(
+  decoder: RowDecoder,
+  op: ReconcileOperation,
+  fields: Record<string, unknown>,
+  givenId: string,
+  cells: FieldError[],
+): FieldError[] | undefined {
+  const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : MATCHED_ID_STAND_IN };
+  if (writeOperation(op) === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
+  const errors = decoder.validate({ ...fields, ...standIns }, cells).errors;
+  return errors ?? (cells.length > 0 ? cells : undefined);
+}
+
+/** What the file alone tells of a row (checkRows): invalid with these errors, or valid. */
+export interface RowCheck {
+  code?: string;
+  errors?: FieldError[];
+}
+
+/**
+ * A row checked without the CRM, by the planner's own rules (the same decoder, id check, key
+ * check and payload validation a matched row gets): what can make a row invalid before any
+ * record is read. Whether it then matches one record, none or several only the plan can say.
+ * A deal upsert's row is checked as the update it is when its key matches.
+ */
+export function checkRow(
+  item: SourceItem,
+  decoder: RowDecoder,
+  options: { op: ReconcileOperation; matchKey: string; keyColumn: string },
+): RowCheck {
+  if (item.kind === 'problem') return { code: item.code, errors: [{ field: ROW_FIELD, message: item.message }] };
+  const mapped = decoder.mapValues(item.values);
+  const { id: rawId, ...fields } = mapped.fields;
+  const givenId = typeof rawId === 'string' ? rawId.trim() : '';
+  const invalidWith = (errors: FieldError[] | undefined): RowCheck =>
+    errors === undefined || errors.length === 0 ? {} : { code: rowCodeOf(errors), errors };
+  if (mapped.errors.length > 0) return invalidWith(cellErrors(decoder, options.op, fields, givenId, mapped.errors));
+  if (givenId !== '') {
+    const idErrors = decoder.idErrors(givenId);
+    if (idErrors.length > 0) return invalidWith(idErrors);
+  } else {
+    const raw = item.values[options.keyColumn];
+    const key = options.matchKey === 'id' || raw === undefined || raw === null ? '' : String(raw).trim();
+    if (key === '') return invalidWith(emptyKeyErrors(decoder, options.matchKey, options.keyColumn));
+  }
+  return invalidWith(cellErrors(decoder, options.op, fields, givenId, []));
 }
 
 function invalid(base: RowBase, errors: FieldError[], key?: string): PlannedRow {
