@@ -26,9 +26,11 @@ export { openRuntime, createCrmClient, type Runtime } from './runtime/index.js';
 export {
   importFile,
   retryRun,
+  retryRows,
   resumeProducer,
   type ImportFileOptions,
   type RetryRunOptions,
+  type RetryRowsOptions,
   type RetrySummary,
   type ResumeProducerOptions,
 } from './lifecycle/index.js';

@@ -16,7 +16,7 @@ import { CrmSyncError } from '../errors/index.js';
 import {
   cancelRun,
   resumeProducer,
-  retryRun,
+  retryRows,
   writtenLaterWords,
   type ProducerProgress,
   type RetrySummary,
@@ -187,21 +187,14 @@ export async function retryRunRows(
               `(crm-sync runs retry ${id} without --file re-plans them), review and approve it, then apply it.\n`,
       );
     await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
-      const summary = await retryRun({
+      const summary = await retryRows({
         runId: id,
-        queue: runtime.queue(run.workspace),
+        config: scope.config,
+        queueFor: (workspace) => runtime.queue(workspace),
         store: runtime.store,
         ...(opts.file ? { file: opts.file } : {}),
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
-        retentionMs: derivedSettings(scope.config).retentionMs,
-        loadReferences: workspaceReferenceLoader({
-          config: scope.config,
-          workspace: run.workspace,
-          redis: runtime.redis,
-          logger,
-        }),
-        requireApproval: getWorkspace(scope.config, run.workspace).requireApproval,
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {

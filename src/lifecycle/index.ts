@@ -19,6 +19,7 @@ export {
   type CancelSummary,
 } from './stop-run.js';
 export { checkImportApproval, checkRetryApproval, planCommands } from './approval-rule.js';
+export { retryRows, retrySettings, type RetryRowsOptions, type RetrySettings } from './retry-rows.js';
 export { retryRun, writtenLaterWords, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
 export {
   PRODUCER_HEARTBEAT_MS,
