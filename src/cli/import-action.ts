@@ -2,7 +2,7 @@
 // and help are declared there).
 import type { Command } from 'commander';
 import type { Operation } from '../crm/light.js';
-import { readMappingFile, type Source, type SourceFormat } from '../ingest/index.js';
+import { readMappingFile, type Source } from '../ingest/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   currentGeneration,
@@ -22,7 +22,7 @@ import { createCrmClient, openRuntime } from '../runtime/index.js';
 import { evictedReason, startWorkerPool, type WorkerPool } from '../worker/index.js';
 import { DEFAULTS, derivedSettings, getWorkspace } from '../config/index.js';
 import { cliContext, type CliContext } from './context.js';
-import { openImportSource } from './import-source.js';
+import { openImportSource, type ImportSourceOptions } from './import-source.js';
 
 import { QueuePresenceWatch } from './queue-presence.js';
 import { RedisHealthWatch } from './redis-health-watch.js';
@@ -31,12 +31,10 @@ import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers }
 import { onShutdown } from './shutdown.js';
 import { firstProblems, printSourceNotes, referenceProblemLines } from './source-notes.js';
 
-export interface ImportOptions {
+export interface ImportOptions extends ImportSourceOptions {
   op: Operation;
   workspace: string;
   mapping?: string;
-  format?: SourceFormat;
-  delimiter?: string;
   ignoreUnknownColumns?: boolean;
   dryRun?: boolean;
   wait?: boolean;
@@ -52,11 +50,6 @@ export interface ImportOptions {
   match?: string;
   keyColumn?: string;
   upsert?: boolean;
-  fromPostgres?: boolean;
-  query?: string;
-  dbUrlEnv?: string;
-  dbUrlFile?: string;
-  rowKey?: string;
   /** A short name for the run (--name), shown by the dashboard. */
   name?: string;
 }

@@ -1,5 +1,3 @@
-import type { ListResource } from './records.js';
-
 /**
  * The operation table: every CRM operation crm-sync performs, one entry each. The client, the
  * row decoder, the planner, the worker, verify, the CLI and the dashboard read these entries
@@ -16,6 +14,10 @@ import type { ListResource } from './records.js';
  * create (`{op, fields, match?}`), or an invite, one email per row that the producer groups
  * into batched requests (`{op, email, options}`).
  */
+/** The resources the API lists (and reconcile, verify and drift checks read). */
+export const LIST_RESOURCES = ['deals', 'leads', 'contacts'] as const;
+export type ListResource = (typeof LIST_RESOURCES)[number];
+
 export type RowShape = 'update' | 'create' | 'invite';
 
 export interface OperationEntry {
