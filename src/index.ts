@@ -28,6 +28,8 @@ export {
   retryRun,
   retryRows,
   resumeProducer,
+  followRun,
+  type FollowRunOptions,
   type ImportFileOptions,
   type RetryRunOptions,
   type RetryRowsOptions,
@@ -46,7 +48,6 @@ export {
   type VerifyRunOptions,
   type VerifyResult,
 } from './reconcile/index.js';
-export { followRun, type FollowRunOptions } from './cli/index.js';
 
 // Results: every input row ends with exactly one result (docs/architecture.md, "Result model").
 export {

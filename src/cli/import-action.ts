@@ -12,7 +12,15 @@ import {
   redisLostDataSince,
   type EvictionState,
 } from '../redis/index.js';
-import { checkImportApproval, importFile } from '../lifecycle/index.js';
+import {
+  checkImportApproval,
+  followRun,
+  importFile,
+  RunGoneError,
+  settledRun,
+  type GoneCause,
+  type RunGoneFacts,
+} from '../lifecycle/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { referenceStoreOf, workspaceReferenceLoader } from '../references/index.js';
 import type { RunRecord, RunStore } from '../runs/index.js';
@@ -26,8 +34,7 @@ import { openImportSource, type ImportSourceOptions } from './import-source.js';
 
 import { QueuePresenceWatch } from './queue-presence.js';
 import { RedisHealthWatch } from './redis-health-watch.js';
-import { RunGoneError, type GoneCause, type RunGoneFacts } from './run-gone.js';
-import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { onShutdown } from './shutdown.js';
 import { firstProblems, printSourceNotes, referenceProblemLines } from './source-notes.js';
 

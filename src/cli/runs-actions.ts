@@ -15,7 +15,9 @@ import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import {
   cancelRun,
+  followRun,
   resumeProducer,
+  settledRun,
   retryRows,
   writtenLaterWords,
   type ProducerProgress,
@@ -41,7 +43,7 @@ import {
 import { withRuntime, withWorkers } from './context.js';
 import { givenDialect, type ExportDialectOptions } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 
 /** Where a run's results are read from: Redis while it is there, else its archive (retention). */
 export async function resultsOf(

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { circles, importGraph, importsOf, moduleGraph } from './import-graph.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SRC, circles, importGraph, importsOf, moduleGraph } from './import-graph.js';
 
 /*
  * docs/architecture.md, "Modules": one direction of flow, no import cycles. The lint rule keeps
@@ -52,5 +54,22 @@ describe('the import graph of src/', () => {
 
   it('has no circle between modules', () => {
     expect(circles(moduleGraph(files))).toEqual([]);
+  });
+});
+
+describe('where the library and the commands meet', () => {
+  const files = importGraph();
+
+  it("the library's index takes nothing from cli/: the CLI calls the library, not the other way", () => {
+    expect(files.get('index.ts')!.length).toBeGreaterThan(5);
+    expect(files.get('index.ts')!.filter((f) => f.startsWith('cli/'))).toEqual([]);
+  });
+
+  it('the CLI and the dashboard retry through the one retry path (retryRows), never retryRun itself', () => {
+    const callers = ['cli/runs-actions.ts', 'dashboard/run-routes.ts', 'dashboard/upload-route.ts'];
+    for (const file of callers) expect(readFileSync(join(SRC, file), 'utf8'), file).toMatch(/\bretryRows\(/);
+    for (const file of files.keys())
+      if (file.startsWith('cli/') || file.startsWith('dashboard/'))
+        expect(readFileSync(join(SRC, file), 'utf8'), file).not.toMatch(/\bretryRun\(/);
   });
 });
