@@ -9,15 +9,15 @@
  * the payload schemas.
  */
 
+/** The resources the API lists (and reconcile, verify and drift checks read). */
+export const LIST_RESOURCES = ['deals', 'leads', 'contacts'] as const;
+export type ListResource = (typeof LIST_RESOURCES)[number];
+
 /**
  * The shape of one row's payload: an update of one record by `id` (`{op, id, fields}`), a
  * create (`{op, fields, match?}`), or an invite, one email per row that the producer groups
  * into batched requests (`{op, email, options}`).
  */
-/** The resources the API lists (and reconcile, verify and drift checks read). */
-export const LIST_RESOURCES = ['deals', 'leads', 'contacts'] as const;
-export type ListResource = (typeof LIST_RESOURCES)[number];
-
 export type RowShape = 'update' | 'create' | 'invite';
 
 export interface OperationEntry {
@@ -204,4 +204,28 @@ export function idFreeMatchKeys(op: Operation): readonly string[] | undefined {
 export function defaultMatchKey(op: ReconcileOperation): string {
   const entry: OperationEntry | RunOnlyEntry = OPERATION_TABLE[op];
   return entry.defaultMatchKey ?? RESOURCE_TABLE[OPERATION_TABLE[op].resource].defaultMatchKey;
+}
+
+/** The settings a job's row count follows (rowsPerJobOf). */
+export interface JobSizes {
+  /** Update rows per job (the workspace's `rowsPerJob`). */
+  readonly rowsPerJob: number;
+  /** Emails per team-members request. */
+  readonly inviteBatchSize: number;
+}
+
+/**
+ * How many rows one job of `op` carries, by its row shape: invites by batch (one team-members
+ * request takes many emails), a create alone (a duplicate-safe create holds its job for its
+ * look-up), an update `rowsPerJob`. The producer and a retry both size jobs here.
+ */
+export function rowsPerJobOf(op: Operation, sizes: JobSizes): number {
+  switch (OPERATION_TABLE[op].shape) {
+    case 'invite':
+      return Math.max(1, sizes.inviteBatchSize);
+    case 'create':
+      return 1;
+    case 'update':
+      return Math.max(1, sizes.rowsPerJob);
+  }
 }

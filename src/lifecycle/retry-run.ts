@@ -1,4 +1,10 @@
-import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
+import {
+  isUpdatePayload,
+  OPERATION_RESOURCE,
+  rowsPerJobOf,
+  UPDATE_REQUIRED_FIELDS,
+  type Operation,
+} from '../crm/index.js';
 import { DEFAULTS, derivedSettings, resolveSettings } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
@@ -172,12 +178,10 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
   // A resend orders after every write made before this moment (a run id is such a place).
   const orderAs = options.resendSuperseded ? resendPlace(await store.serverTime(run.workspace), run.id) : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
-  const perJob =
-    op === 'team.invite'
-      ? (run.options.inviteBatchSize ?? DEFAULTS.producer.inviteBatchSize)
-      : op === 'deal.create'
-        ? 1
-        : rowsPerJob;
+  const perJob = rowsPerJobOf(op, {
+    rowsPerJob,
+    inviteBatchSize: run.options.inviteBatchSize ?? DEFAULTS.producer.inviteBatchSize,
+  });
   const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
   const { run: after, progress } = await runLife({
     store,
@@ -269,7 +273,7 @@ class OrderCheck {
 
   async #keep(row: IngestedRow): Promise<boolean | 'resend'> {
     const p = row.payload;
-    if (!p || p.op === 'deal.create' || p.op === 'team.invite') return true;
+    if (!p || !isUpdatePayload(p)) return true;
     const fields = Object.keys(p.fields).filter((f) => (p.fields as Record<string, unknown>)[f] !== undefined);
     const record = { resource: OPERATION_RESOURCE[p.op], id: p.id };
     const later = await this.#fence.laterWrites({ runId: this.run.id, row: row.row }, record, fields);
