@@ -1,7 +1,7 @@
 // What `crm-sync import` does, loaded by import-command.ts only when the command runs (its options
 // and help are declared there).
 import type { Command } from 'commander';
-import type { Operation } from '../crm/light.js';
+import { isRunOnly, OPERATIONS, RECONCILE_OPERATIONS, runShape, syncOf, type Operation } from '../crm/light.js';
 import { readMappingFile, type Source } from '../ingest/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -128,14 +128,18 @@ function planArgsOf(file: string | undefined, opts: ImportOptions): string {
 /** The operation a run gets; reconcile options that do not fit the operation are refused first. */
 function importOperation(opts: ImportOptions): Operation | ReconcileOperation {
   const reconciled = opts.reconcile || opts.upsert || opts.match !== undefined;
-  const op = opts.upsert ? 'deal.upsert' : opts.op;
-  if (reconciled && (!isReconcileOperation(op) || (opts.upsert && !opts.op.startsWith('deal.')))) {
+  // --upsert runs the sync of the operation's resource (deal.* → deal.upsert), where there is one.
+  const op = opts.upsert ? syncOf(opts.op) : opts.op;
+  if (reconciled && (op === undefined || !isReconcileOperation(op))) {
+    // Said from the operation table, so the list never goes stale.
+    const reconciles = RECONCILE_OPERATIONS.filter((o) => !isRunOnly(o)).join(', ');
+    const upserts = OPERATIONS.filter((o) => syncOf(o) !== undefined).join(', ');
     throw new CrmSyncError(
       'USAGE',
-      `--reconcile works with deal.update, lead.update, contact.update (and --upsert with deal ops), not ${opts.op}`,
+      `--reconcile works with ${reconciles} (and --upsert with ${upserts}), not ${opts.op}`,
     );
   }
-  return op;
+  return op ?? opts.op;
 }
 
 /** What an import holds while it runs: Redis, its workers (--work), and what it watches. */
@@ -517,12 +521,13 @@ function afterInterrupt(
   source: Source,
   opts: ImportOptions,
 ): string {
-  if (op === 'deal.upsert' || opts.reconcile || opts.match !== undefined)
+  const shape = runShape(op);
+  if (shape === 'sync' || opts.reconcile || opts.match !== undefined)
     return 'run the same reconciled import again (it sends only what still differs)';
-  if (source.resumable && op !== 'team.invite') return `go on from there with: crm-sync runs resume ${runId}`;
-  if (op === 'deal.create')
-    return `send the rest with a reconciled import, never a plain one (deals that went would be made twice): ${importCommandOf(source, opts)} --op deal.create --upsert --match name`;
-  if (op === 'team.invite')
+  if (source.resumable && shape !== 'invite') return `go on from there with: crm-sync runs resume ${runId}`;
+  if (shape === 'create')
+    return `send the rest with a reconciled import, never a plain one (deals that went would be made twice): ${importCommandOf(source, opts)} --op ${op} --upsert --match name`;
+  if (shape === 'invite')
     return 'import only the addresses the team does not have yet (invitations that went out would go out again)';
   return 'import it again';
 }

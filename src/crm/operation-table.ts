@@ -229,3 +229,34 @@ export function rowsPerJobOf(op: Operation, sizes: JobSizes): number {
       return Math.max(1, sizes.rowsPerJob);
   }
 }
+
+/**
+ * What a run's rows are, from its operation's entry: the row shape, or `sync` for a run-only
+ * operation (a reconciled sync: updates by key and creates of what is missing). Callers branch
+ * on this, never on an operation's name, so a new operation of a known shape needs no branch.
+ */
+export type RunShape = RowShape | 'sync';
+
+export function runShape(op: RunOperation): RunShape {
+  const entry: OperationEntry | RunOnlyEntry = OPERATION_TABLE[op];
+  return 'sendsAs' in entry ? 'sync' : entry.shape;
+}
+
+/** The reconciled sync (`--upsert`) of an operation's resource, if it has one (a deal operation: `deal.upsert`). */
+export function syncOf(op: Operation): RunOperation | undefined {
+  const { resource } = OPERATION_TABLE[op];
+  return RUN_OPERATIONS.find((r) => runShape(r) === 'sync' && OPERATION_TABLE[r].resource === resource);
+}
+
+/** The update operation of a run operation's resource (what an undo of its creates writes with). */
+export function updateOperationOf(op: RunOperation): UpdateOperation | undefined {
+  const { resource } = OPERATION_TABLE[op];
+  return OPERATIONS.find(
+    (o): o is UpdateOperation => OPERATION_TABLE[o].shape === 'update' && OPERATION_TABLE[o].resource === resource,
+  );
+}
+
+/** Whether a run operation is run-only (a reconciled sync, `runShape` `sync`), not a request of its own. */
+export function isRunOnly(op: RunOperation): op is Exclude<RunOperation, Operation> {
+  return runShape(op) === 'sync';
+}

@@ -48,6 +48,13 @@ export function isUpdatePayload(p: OperationPayload): p is UpdatePayload {
   return OPERATION_TABLE[p.op].shape === 'update';
 }
 
+export type CreatePayload = Exclude<OperationPayload, UpdatePayload | InvitePayload>;
+
+/** Whether a payload makes a new record (its operation's row shape): a duplicate-safe create. */
+export function isCreatePayload(p: OperationPayload): p is CreatePayload {
+  return OPERATION_TABLE[p.op].shape === 'create';
+}
+
 /** Whether a payload is one email of an invite batch (its operation's row shape). */
 export function isInvitePayload(p: OperationPayload): p is InvitePayload {
   return OPERATION_TABLE[p.op].shape === 'invite';

@@ -1,7 +1,9 @@
 import {
   isUpdatePayload,
   OPERATION_RESOURCE,
+  isRunOnly,
   rowsPerJobOf,
+  runShape,
   UPDATE_REQUIRED_FIELDS,
   type Operation,
 } from '../crm/index.js';
@@ -131,7 +133,7 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
     op: run.operation,
     file: options.file !== undefined,
   });
-  if (run.operation === 'deal.upsert') {
+  if (isRunOnly(run.operation)) {
     throw new CrmSyncError('RUN_STATE', `run ${runId} is a reconciled sync; re-run the sync instead of retrying rows`);
   }
   if (run.options.dryRun)
@@ -316,7 +318,7 @@ function lookFirstIfInDoubt(
   logger: Logger,
   retentionMs: number,
 ): (rows: RequeuedRow[]) => Promise<void> {
-  if (run.operation !== 'deal.create') return async () => undefined;
+  if (runShape(run.operation) !== 'create') return async () => undefined;
   const fence = new RowFence({
     redis: store.redis,
     prefix: store.prefix,
