@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { buildProgram, EXIT, registrationsFor } from './cli/light.js';
-import { USER_ERROR_CODES, errorMessage, isCrmSyncError } from './errors/index.js';
+import { errorEntry, errorMessage, isCrmSyncError } from './errors/index.js';
 
 /** ioredis's words for a command that got no answer (commandTimeout, or a connection that closed). */
 const REDIS_SILENT = /^(Command timed out|Connection is closed\.|Stream isn't writeable)/;
@@ -17,12 +17,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (isCrmSyncError(err)) {
       process.stderr.write(`crm-sync: ${err.message} [${err.code}]\n`);
-      // A producer that waited out a full Redis as long as an outage stops the same way: resumable.
-      if (err.code === 'REDIS_LOST' || err.code === 'REDIS_FULL') return EXIT.REDIS_LOST;
-      if (err.code === 'REDIS_DATA_LOST') return EXIT.REDIS_DATA_LOST;
-      if (err.code === 'CRM_AUTH') return EXIT.BLOCKED;
-      if (err.code === 'CRM_BAD_RESPONSE') return EXIT.CRM_BAD_ANSWER;
-      return USER_ERROR_CODES.has(err.code) ? EXIT.USAGE : EXIT.INTERNAL;
+      return errorEntry(err.code).exit;
     }
     if (err instanceof Error && REDIS_SILENT.test(err.message)) {
       // ioredis's commandTimeout: a Redis that is down, partitioned or behind a half-open socket.

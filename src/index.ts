@@ -26,9 +26,13 @@ export { openRuntime, createCrmClient, type Runtime } from './runtime/index.js';
 export {
   importFile,
   retryRun,
+  retryRows,
   resumeProducer,
+  followRun,
+  type FollowRunOptions,
   type ImportFileOptions,
   type RetryRunOptions,
+  type RetryRowsOptions,
   type RetrySummary,
   type ResumeProducerOptions,
 } from './lifecycle/index.js';
@@ -44,7 +48,6 @@ export {
   type VerifyRunOptions,
   type VerifyResult,
 } from './reconcile/index.js';
-export { followRun, type FollowRunOptions } from './cli/index.js';
 
 // Results: every input row ends with exactly one result (docs/architecture.md, "Result model").
 export {

@@ -6,7 +6,8 @@ import { applyPlan, PlanStore } from '../plans/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { cliApprover } from './plans-actions.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
+import { followRun } from '../lifecycle/index.js';
 
 export interface ApplyOptions {
   workspace?: string;

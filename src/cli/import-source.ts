@@ -2,8 +2,19 @@
 // import-action.ts so that `plan` does not load the queue and the workers.
 import { CrmSyncError } from '../errors/index.js';
 import { openFileSource, openQuerySource, openStdinSource, type Source } from '../ingest/index.js';
-import type { ImportOptions } from './import-action.js';
+import type { SourceFormat } from '../ingest/index.js';
 import { DEFAULT_DB_URL_ENV } from './options.js';
+
+/** The options of `import` and `plan` that say what is read (import-command.ts, plan-command.ts). */
+export interface ImportSourceOptions {
+  format?: SourceFormat;
+  delimiter?: string;
+  fromPostgres?: boolean;
+  query?: string;
+  dbUrlEnv?: string;
+  dbUrlFile?: string;
+  rowKey?: string;
+}
 
 /**
  * What the command reads: a file, stdin spooled to a file (`-`), or a query. Arguments that do
@@ -11,7 +22,7 @@ import { DEFAULT_DB_URL_ENV } from './options.js';
  */
 export async function openImportSource(
   file: string | undefined,
-  opts: Pick<ImportOptions, 'fromPostgres' | 'query' | 'dbUrlEnv' | 'dbUrlFile' | 'rowKey' | 'format' | 'delimiter'>,
+  opts: ImportSourceOptions,
   resultsDir: string,
 ): Promise<Source> {
   const dbOptions = ['query', 'dbUrlEnv', 'dbUrlFile', 'rowKey'] as const;

@@ -19,7 +19,6 @@ import { formatPlanCounts } from '../reconcile/index.js';
 import { withStore } from './context.js';
 import { givenDialect, type ExportDialectOptions } from './options.js';
 import { predictionWords } from './plan-words.js';
-import type { ShowPlanCliOptions } from './plans-command.js';
 
 /** Who approves from the command line: `cli:<user>@<host>`. */
 export function cliApprover(): string {
@@ -63,6 +62,15 @@ export async function listPlans(
   });
 }
 
+/** `plans show`'s options, as commander gives them (declared in plans-command.ts). */
+export interface ShowPlanCliOptions {
+  action?: string;
+  field?: string;
+  text?: string;
+  rows: number;
+  offset: number;
+  json?: boolean;
+}
 export async function showPlan(id: string, opts: ShowPlanCliOptions, command: Command): Promise<void> {
   await withStore(command, async (scope) => {
     const store = planStore(scope);

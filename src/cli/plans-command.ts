@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { exportDialectOptions, helpFooter, positiveInt, type ExportDialectOptions } from './options.js';
+import type { ShowPlanCliOptions } from './plans-actions.js';
 
 // The declarations only: each action loads the plan store when it runs.
 const actions = () => import('./plans-actions.js');
@@ -68,13 +69,4 @@ A plan is applied with "crm-sync apply <planId>", once, before it expires (planT
     .argument('<id>', 'plan id')
     .description('Discard a plan: it can no longer be approved or applied')
     .action(async (id: string, _opts: unknown, command: Command) => (await actions()).discardPlan(id, command));
-}
-
-export interface ShowPlanCliOptions {
-  action?: string;
-  field?: string;
-  text?: string;
-  rows: number;
-  offset: number;
-  json?: boolean;
 }

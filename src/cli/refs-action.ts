@@ -5,7 +5,13 @@ import { LIST_RESOURCES } from '../crm/index.js';
 import { ReferenceIndex, referenceStoreOf, workspaceReferences, type ReferencePass } from '../references/index.js';
 import { openStore } from '../runtime/light.js';
 import { cliContext } from './context.js';
-import type { RefsOptions } from './refs-command.js';
+
+/** `refs`'s options, as commander gives them (declared in refs-command.ts). */
+export interface RefsOptions {
+  workspace: string;
+  json?: boolean;
+  refresh?: boolean;
+}
 
 function age(ms: number): string {
   const s = Math.round(ms / 1000);

@@ -1,13 +1,8 @@
 import type { Command } from 'commander';
 import { helpFooter } from './options.js';
+import type { RefsOptions } from './refs-action.js';
 
 const actions = () => import('./refs-action.js');
-
-export interface RefsOptions {
-  workspace: string;
-  json?: boolean;
-  refresh?: boolean;
-}
 
 export function registerRefsCommand(program: Command): void {
   program

@@ -15,8 +15,10 @@ import type { Command } from 'commander';
 import { CrmSyncError } from '../errors/index.js';
 import {
   cancelRun,
+  followRun,
   resumeProducer,
-  retryRun,
+  settledRun,
+  retryRows,
   writtenLaterWords,
   type ProducerProgress,
   type RetrySummary,
@@ -41,7 +43,7 @@ import {
 import { withRuntime, withWorkers } from './context.js';
 import { givenDialect, type ExportDialectOptions } from './options.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import { exitCodeFor, followRun, formatRunSummary, settledRun, warnIfNoWorkers } from './run-progress.js';
+import { exitCodeFor, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 
 /** Where a run's results are read from: Redis while it is there, else its archive (retention). */
 export async function resultsOf(
@@ -191,21 +193,14 @@ export async function retryRunRows(
               `(crm-sync runs retry ${id} without --file re-plans them), review and approve it, then apply it.\n`,
       );
     await withWorkers(scope, { work: opts.work, workspace: run.workspace }, async () => {
-      const summary = await retryRun({
+      const summary = await retryRows({
         runId: id,
-        queue: runtime.queue(run.workspace),
+        config: scope.config,
+        queueFor: (workspace) => runtime.queue(workspace),
         store: runtime.store,
         ...(opts.file ? { file: opts.file } : {}),
         ...(opts.rows ? { rows: opts.rows } : {}),
         ...(opts.resendSuperseded ? { resendSuperseded: true } : {}),
-        retentionMs: derivedSettings(scope.config).retentionMs,
-        loadReferences: workspaceReferenceLoader({
-          config: scope.config,
-          workspace: run.workspace,
-          redis: runtime.redis,
-          logger,
-        }),
-        requireApproval: getWorkspace(scope.config, run.workspace).requireApproval,
         logger,
       });
       if (opts.file && summary.progress.read === 0 && summary.ignoredCount > 0) {

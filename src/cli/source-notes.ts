@@ -1,3 +1,4 @@
+import { isRunOnly } from '../crm/light.js';
 import { parseMapping, recordedKeyColumn, RowDecoder, type SourceReader } from '../ingest/index.js';
 import { describeError, groupProblems, placeWords, plural, type RunRecord, type RunStore } from '../runs/index.js';
 
@@ -58,7 +59,7 @@ export async function referenceProblemLines(store: RunStore, run: RunRecord, lim
  * for reconciled runs: their key column is read besides the fields and is not stored.
  */
 export function ignoredColumnsOf(run: RunRecord): string[] {
-  if (run.operation === 'deal.upsert' || run.options.reconcile || run.columns.length === 0) return [];
+  if (isRunOnly(run.operation) || run.options.reconcile || run.columns.length === 0) return [];
   try {
     const mapping =
       run.options.mapping !== undefined ? parseMapping(run.options.mapping, `mapping of run ${run.id}`) : undefined;

@@ -4,20 +4,13 @@ import { getWorkspace } from '../config/index.js';
 import { applyPlan, PlanStore } from '../plans/index.js';
 import { workspaceRequestBudget } from '../rate/index.js';
 import { formatPlanCounts } from '../reconcile/index.js';
-import { cancelRun } from '../lifecycle/index.js';
+import { cancelRun, followRun, settledRun, SETTLE_WAIT_MS } from '../lifecycle/index.js';
 import { plural, stillWriting, type RunRecord } from '../runs/index.js';
 import { createCrmClient, type Runtime } from '../runtime/index.js';
 import { planUndo, type PlanUndoResult } from '../undo/index.js';
 import { withRuntime, withWorkers } from './context.js';
 import { QueuePresenceWatch } from './queue-presence.js';
-import {
-  exitCodeFor,
-  followRun,
-  formatRunSummary,
-  settledRun,
-  SETTLE_WAIT_MS,
-  warnIfNoWorkers,
-} from './run-progress.js';
+import { exitCodeFor, formatRunSummary, warnIfNoWorkers } from './run-progress.js';
 import { resultsOf } from './runs-actions.js';
 
 export interface UndoOptions {

@@ -8,7 +8,13 @@ import { silentLogger, type Logger } from '../log/index.js';
 import { BadResponseError, toCrmError, type CrmFailure, type CrmRequestContext } from './errors.js';
 import { loopbackLookup } from './loopback-lookup.js';
 import { paginate, type PagerOptions } from './pager.js';
-import { OPERATION_TABLE, operationPath, type OperationEntry, type UpdateOperation } from './operation-table.js';
+import {
+  OPERATION_TABLE,
+  operationPath,
+  type ListResource,
+  type OperationEntry,
+  type UpdateOperation,
+} from './operation-table.js';
 import { responseSchemaOf, type UpdatePayload } from './operations.js';
 import {
   TeamMembersResponseSchema,
@@ -17,7 +23,6 @@ import {
   type Deal,
   type Lead,
   type ListPage,
-  type ListResource,
   type RecordOf,
 } from './records.js';
 import type {

@@ -12,7 +12,6 @@ export {
   ContactResponseSchema,
   TeamMembersResponseSchema,
   RECORD_SCHEMAS,
-  LIST_RESOURCES,
   listPageSchema,
   tagIdOf,
   tagNameOf,
@@ -22,7 +21,6 @@ export {
   type Contact,
   type Pagination,
   type ListPage,
-  type ListResource,
   type RecordOf,
 } from './records.js';
 export {

@@ -9,6 +9,11 @@ export {
   RUN_OPERATIONS,
   type Operation,
   type ReconcileOperation,
+  isRunOnly,
+  runShape,
+  syncOf,
+  updateOperationOf,
+  type RunShape,
   type RunOperation,
 } from './operation-table.js';
 // A stored result's code read as the worker reads its error (errors.ts imports zod's types only).

@@ -1,5 +1,3 @@
-import type { ListResource } from './records.js';
-
 /**
  * The operation table: every CRM operation crm-sync performs, one entry each. The client, the
  * row decoder, the planner, the worker, verify, the CLI and the dashboard read these entries
@@ -10,6 +8,10 @@ import type { ListResource } from './records.js';
  * No zod here (type imports only), so the CLI can offer the names as choices without loading
  * the payload schemas.
  */
+
+/** The resources the API lists (and reconcile, verify and drift checks read). */
+export const LIST_RESOURCES = ['deals', 'leads', 'contacts'] as const;
+export type ListResource = (typeof LIST_RESOURCES)[number];
 
 /**
  * The shape of one row's payload: an update of one record by `id` (`{op, id, fields}`), a
@@ -202,4 +204,59 @@ export function idFreeMatchKeys(op: Operation): readonly string[] | undefined {
 export function defaultMatchKey(op: ReconcileOperation): string {
   const entry: OperationEntry | RunOnlyEntry = OPERATION_TABLE[op];
   return entry.defaultMatchKey ?? RESOURCE_TABLE[OPERATION_TABLE[op].resource].defaultMatchKey;
+}
+
+/** The settings a job's row count follows (rowsPerJobOf). */
+export interface JobSizes {
+  /** Update rows per job (the workspace's `rowsPerJob`). */
+  readonly rowsPerJob: number;
+  /** Emails per team-members request. */
+  readonly inviteBatchSize: number;
+}
+
+/**
+ * How many rows one job of `op` carries, by its row shape: invites by batch (one team-members
+ * request takes many emails), a create alone (a duplicate-safe create holds its job for its
+ * look-up), an update `rowsPerJob`. The producer and a retry both size jobs here.
+ */
+export function rowsPerJobOf(op: Operation, sizes: JobSizes): number {
+  switch (OPERATION_TABLE[op].shape) {
+    case 'invite':
+      return Math.max(1, sizes.inviteBatchSize);
+    case 'create':
+      return 1;
+    case 'update':
+      return Math.max(1, sizes.rowsPerJob);
+  }
+}
+
+/**
+ * What a run's rows are, from its operation's entry: the row shape, or `sync` for a run-only
+ * operation (a reconciled sync: updates by key and creates of what is missing). Callers branch
+ * on this, never on an operation's name, so a new operation of a known shape needs no branch.
+ */
+export type RunShape = RowShape | 'sync';
+
+export function runShape(op: RunOperation): RunShape {
+  const entry: OperationEntry | RunOnlyEntry = OPERATION_TABLE[op];
+  return 'sendsAs' in entry ? 'sync' : entry.shape;
+}
+
+/** The reconciled sync (`--upsert`) of an operation's resource, if it has one (a deal operation: `deal.upsert`). */
+export function syncOf(op: Operation): RunOperation | undefined {
+  const { resource } = OPERATION_TABLE[op];
+  return RUN_OPERATIONS.find((r) => runShape(r) === 'sync' && OPERATION_TABLE[r].resource === resource);
+}
+
+/** The update operation of a run operation's resource (what an undo of its creates writes with). */
+export function updateOperationOf(op: RunOperation): UpdateOperation | undefined {
+  const { resource } = OPERATION_TABLE[op];
+  return OPERATIONS.find(
+    (o): o is UpdateOperation => OPERATION_TABLE[o].shape === 'update' && OPERATION_TABLE[o].resource === resource,
+  );
+}
+
+/** Whether a run operation is run-only (a reconciled sync, `runShape` `sync`), not a request of its own. */
+export function isRunOnly(op: RunOperation): op is Exclude<RunOperation, Operation> {
+  return runShape(op) === 'sync';
 }

@@ -41,6 +41,24 @@ type PayloadFor<O extends Operation> = Table[O]['shape'] extends 'update'
 export type OperationPayload = { [O in Operation]: PayloadFor<O> }[Operation];
 export type PayloadOf<O extends Operation> = Extract<OperationPayload, { op: O }>;
 export type UpdatePayload = PayloadOf<UpdateOperation>;
+export type InvitePayload = Extract<OperationPayload, { email: string }>;
+
+/** Whether a payload updates one record by id (its operation's row shape). */
+export function isUpdatePayload(p: OperationPayload): p is UpdatePayload {
+  return OPERATION_TABLE[p.op].shape === 'update';
+}
+
+export type CreatePayload = Exclude<OperationPayload, UpdatePayload | InvitePayload>;
+
+/** Whether a payload makes a new record (its operation's row shape): a duplicate-safe create. */
+export function isCreatePayload(p: OperationPayload): p is CreatePayload {
+  return OPERATION_TABLE[p.op].shape === 'create';
+}
+
+/** Whether a payload is one email of an invite batch (its operation's row shape). */
+export function isInvitePayload(p: OperationPayload): p is InvitePayload {
+  return OPERATION_TABLE[p.op].shape === 'invite';
+}
 
 /** The zod schema of one operation's payload, built around its body schema by its row shape. */
 export function payloadSchemaOf(op: Operation): z.ZodObject {

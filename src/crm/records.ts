@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEAL_STATUSES, LEAD_STATUSES } from './request-bodies.js';
+import type { ListResource } from './operation-table.js';
 
 /**
  * Response records of the CRM (spec §2). Objects are loose: the real service may add fields
@@ -88,9 +89,6 @@ export interface ListPage<T> {
   records: T[];
   pagination: Pagination;
 }
-
-export const LIST_RESOURCES = ['deals', 'leads', 'contacts'] as const;
-export type ListResource = (typeof LIST_RESOURCES)[number];
 
 export const RECORD_SCHEMAS = {
   deals: DealSchema,

@@ -1,3 +1,4 @@
+import { runShape } from '../crm/index.js';
 import type { ProblemGroups, RunRecord } from '../runs/index.js';
 import { html, query, type SafeHtml } from './html.js';
 
@@ -5,7 +6,7 @@ const RESULT_WORDS = { failed: 'Failed', invalid: 'Invalid', uncertain: 'Uncerta
 
 /** Whether rows of this run can be sent again from the dashboard at all. */
 export function canRetry(run: RunRecord): boolean {
-  return run.operation !== 'deal.upsert' && run.options.dryRun !== true;
+  return runShape(run.operation) !== 'sync' && run.options.dryRun !== true;
 }
 
 /**

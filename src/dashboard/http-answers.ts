@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isCrmSyncError, type ErrorCode } from '../errors/index.js';
+import { errorEntry, isCrmSyncError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -19,26 +19,6 @@ export function intParam(value: unknown, fallback: number, min = 1, max = 1_000_
   const n = typeof value === 'string' ? Number(value) : NaN;
   return Number.isInteger(n) && n >= min && n <= max ? n : fallback;
 }
-
-const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
-  USAGE: 400,
-  RUN_NOT_FOUND: 404,
-  WORKSPACE_UNKNOWN: 404,
-  RUN_STATE: 409,
-  PLAN_NOT_FOUND: 404,
-  PLAN_REFUSED: 409,
-  APPROVAL_REQUIRED: 409,
-  INPUT_UNREADABLE: 400,
-  INPUT_ENCODING: 400,
-  INPUT_PARSE: 400,
-  INPUT_TOO_LARGE: 413,
-  INPUT_COLUMNS: 400,
-  MAPPING_INVALID: 400,
-  REDIS_UNAVAILABLE: 503,
-  DASHBOARD_BUSY: 503,
-  // Nobody reads it: the client is gone (nginx's "client closed request").
-  CLIENT_GONE: 499,
-};
 
 /** Seconds a client is asked to wait when the dashboard is busy. */
 const BUSY_RETRY_AFTER = 2;
@@ -59,7 +39,7 @@ export function registerErrorHandler(app: FastifyInstance, logger: Logger): void
     let message = 'Something went wrong on the dashboard server; the details are in its log.';
     let code = 'INTERNAL';
     if (isCrmSyncError(error)) {
-      status = STATUS_BY_CODE[error.code] ?? status;
+      status = errorEntry(error.code).http;
       message = error.message;
       code = error.code;
     } else if (

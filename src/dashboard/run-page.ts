@@ -1,3 +1,4 @@
+import { runShape } from '../crm/index.js';
 import { basename } from 'node:path';
 import {
   describeError,
@@ -249,7 +250,7 @@ function retryAllCard(run: RunRecord, csrf: string): SafeHtml | '' {
   const n = (v: number) => v.toLocaleString('en-US');
   const names = andList(kinds.map((k) => k.label.toLowerCase()));
   if (!canRetry(run)) {
-    return run.operation === 'deal.upsert' && problemCount(run) > 0
+    return runShape(run.operation) === 'sync' && problemCount(run) > 0
       ? html`<p class="muted">A reconciled sync is not retried row by row: run the sync again.</p>`
       : '';
   }
@@ -268,7 +269,8 @@ function undoable(run: RunRecord): boolean {
     run.status !== 'blocked' &&
     run.counts.succeeded > 0 &&
     run.options.dryRun !== true &&
-    run.operation !== 'team.invite'
+    // An invitation is not taken back: it writes no record (the row shape says so).
+    runShape(run.operation) !== 'invite'
   );
 }
 

@@ -1,9 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { workspaceReferenceLoader } from '../references/index.js';
-import { getWorkspace } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
-import { cancelRun, retryRun, writtenLaterWords } from '../lifecycle/index.js';
+import { cancelRun, retryRows, writtenLaterWords } from '../lifecycle/index.js';
 import { heldPlanWords, PlanStore } from '../plans/index.js';
 import { resumeWorkspace } from '../queue/index.js';
 import {
@@ -248,19 +246,13 @@ export function registerRunRoutes(app: FastifyInstance, options: RunRoutesOption
     async (request, reply) => {
       const run = await scope.run(store, request.params.id);
       const rows = await rowsToRetry(store, run.id, request.body ?? {}, limits.search, request.signal);
-      const summary = await retryRun({
+      const summary = await retryRows({
         runId: run.id,
-        queue: runtime.queue(run.workspace),
+        config: runtime.config,
+        queueFor: (workspace) => runtime.queue(workspace),
         store,
         logger: runtime.logger,
-        loadReferences: workspaceReferenceLoader({
-          config: runtime.config,
-          workspace: run.workspace,
-          redis: runtime.redis,
-          logger: runtime.logger,
-        }),
         ...(rows ? { rows } : {}),
-        requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,
         resendSuperseded: request.body?.resendSuperseded === '1' || request.body?.resendSuperseded === 'on',
       });
       const { writtenLater } = summary;

@@ -1,13 +1,11 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { workspaceReferenceLoader } from '../references/index.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { getWorkspace } from '../config/index.js';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
-import { retryRun, type IgnoredLine, type RetrySummary } from '../lifecycle/index.js';
+import { retryRows, type IgnoredLine, type RetrySummary } from '../lifecycle/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth-hooks.js';
 import { sendPage, wantsJson } from './http-answers.js';
@@ -171,21 +169,15 @@ export function registerUploadRoute(app: FastifyInstance, options: UploadRouteOp
         if (!checkFormToken(auth, request, csrf)) return { kind: 'bad-form-token' };
         if (!gotFile) throw new CrmSyncError('USAGE', 'choose the corrected CSV file first');
         await checkLooksLikeExport(file);
-        const summary = await retryRun({
+        // An edited file in a workspace that requires approval is refused (APPROVAL_REQUIRED, 409).
+        const summary = await retryRows({
           runId: run.id,
-          queue: runtime.queue(run.workspace),
+          config: runtime.config,
+          queueFor: (workspace) => runtime.queue(workspace),
           store,
           file,
           logger: runtime.logger,
-          loadReferences: workspaceReferenceLoader({
-            config: runtime.config,
-            workspace: run.workspace,
-            redis: runtime.redis,
-            logger: runtime.logger,
-          }),
           ignoredSampleSize: IGNORED_SHOWN,
-          // An edited file in a workspace that requires approval is refused (APPROVAL_REQUIRED, 409).
-          requireApproval: getWorkspace(runtime.config, run.workspace).requireApproval,
           resendSuperseded,
         });
         const ignored = summary.ignored.map((i) => ({ ...i, reason: withoutPath(i.reason, file, dir) }));

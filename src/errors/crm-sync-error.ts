@@ -1,14 +1,15 @@
-import type { ErrorCode } from './error-codes.js';
+import { errorEntry, type ErrorCode } from './error-codes.js';
 
 /**
  * Base of every error crm-sync throws on purpose. `code` is stable and machine-readable;
- * `message` is for people and must never contain a secret (callers pass only redacted context).
+ * `message` is for people and must never contain a secret (callers pass only redacted context);
+ * without one, the code's own meaning from the registry is the message.
  */
 export class CrmSyncError extends Error {
   readonly code: ErrorCode;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown }) {
+    super(message ?? errorEntry(code).message, options);
     this.name = new.target.name;
     this.code = code;
   }

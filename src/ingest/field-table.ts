@@ -27,15 +27,22 @@ const OP_NOTES: Partial<Record<Operation, string>> = {
   'contact.update': 'besides `id`, at least one field',
 };
 
+/**
+ * Notes of one field of one operation: readings of our own where the spec says nothing. The
+ * create schema reuses the update's; its reason for a required name is our own.
+ */
+const FIELD_NOTES: Partial<Record<Operation, Readonly<Record<string, string>>>> = {
+  'deal.create': { name: 'the spec does not say; a deal without a name is useless, so crm-sync requires one' },
+};
+
 function unwrap(schema: z.ZodType): z.ZodType {
   return schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
 }
 
 function notesOf(op: Operation, field: string, schema: z.ZodType): string {
   const inner = unwrap(schema);
-  // The create schema reuses the update's; its reason for a required name is our own.
-  if (op === 'deal.create' && field === 'name')
-    return 'the spec does not say; a deal without a name is useless, so crm-sync requires one';
+  const own = FIELD_NOTES[op]?.[field];
+  if (own !== undefined) return own;
   const notes: string[] = [];
   if (inner instanceof z.ZodEnum) notes.push(`one of ${(inner.options as string[]).map((o) => `\`${o}\``).join(', ')}`);
   const rule = RULE_NOTES[field];

@@ -3,6 +3,7 @@ export {
   DEFAULT_MAX_RECORD_BYTES,
   RAW_TEXT_KEY,
   columnsUpFront,
+  type QuerySourceSpec,
   type ReadSourceOptions,
   type SourceFormat,
   type SourceKind,
@@ -31,7 +32,6 @@ export {
   scrubSecret,
   type DatabaseUrlSource,
   type PostgresSourceSettings,
-  type QuerySourceSpec,
 } from './postgres-reader.js';
 export {
   COLUMN_TYPES,

@@ -5,20 +5,10 @@ import { readSecret, type Secret } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { setField } from './records.js';
 import type { Source, SourceFacts } from './source.js';
-import { DEFAULT_MAX_COLUMNS, type SourceItem, type SourceReader } from './source-types.js';
+import { DEFAULT_MAX_COLUMNS, type QuerySourceSpec, type SourceItem, type SourceReader } from './source-types.js';
 
 /** Where a database URL is read from, as an API key is: an env variable or a file (never the URL itself). */
 export type DatabaseUrlSource = { env: string } | { file: string };
-
-/** What a run records about its query so it can be shown and explained later; holds no secret. */
-export interface QuerySourceSpec {
-  /** Env variable or file the connection string was read from. */
-  urlEnv?: string;
-  urlFile?: string;
-  query: string;
-  /** Column whose value names each row (results, exports, retries) instead of a line number. */
-  keyColumn?: string;
-}
 
 export interface PostgresSourceSettings {
   /** The connection string (postgres://user:password@host:port/db); revealed only to connect. */

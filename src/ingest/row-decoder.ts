@@ -175,9 +175,12 @@ export class RowDecoder {
     for (const rule of this.rules) {
       if (rule.write === 'if-empty')
         problems.push(`${labelOf(rule)} has "write": "if-empty", which needs the CRM's current value`);
-      else if (rule.write === 'never' && this.op === 'deal.update' && rule.field === 'name')
+      else if (
+        rule.write === 'never' &&
+        (OPERATION_TABLE[this.op].updateRequired as readonly string[]).includes(rule.field)
+      )
         problems.push(
-          `${labelOf(rule)} has "write": "never", but the API requires a name on every deal update; only reconcile can keep the CRM's`,
+          `${labelOf(rule)} has "write": "never", but the API requires a ${rule.field} on every ${recordWord(this.op)} update; only reconcile can keep the CRM's`,
         );
     }
     return problems;
@@ -412,4 +415,9 @@ function exportedInDoubt(values: Record<string, unknown>): string | undefined {
     `not imported: row ${row} of run ${run} may already have made its deal (crm_sync_result uncertain), ` +
     `so importing it again could make a second one; "crm-sync runs retry ${run}" looks for its deal first`
   );
+}
+
+/** A record of the operation's resource in words (`deals` → `deal`). */
+function recordWord(op: Operation): string {
+  return OPERATION_TABLE[op].resource.replace(/s$/, '');
 }

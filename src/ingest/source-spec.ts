@@ -2,7 +2,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { CrmSyncError } from '../errors/index.js';
 import { FileSource } from './file-source.js';
-import { openQuerySource, type QuerySourceSpec } from './postgres-reader.js';
+import { openQuerySource } from './postgres-reader.js';
+import type { QuerySourceSpec } from './source-types.js';
 import type { Source } from './source.js';
 
 /** How a sync definition names its source: a file path or glob, or `{ postgres: … }` (a query). */

@@ -5,6 +5,16 @@
 
 export type SourceFormat = 'csv' | 'ndjson' | 'json';
 
+/** What a run records about its query so it can be shown and explained later; holds no secret. */
+export interface QuerySourceSpec {
+  /** Env variable or file the connection string was read from. */
+  urlEnv?: string;
+  urlFile?: string;
+  query: string;
+  /** Column whose value names each row (results, exports, retries) instead of a line number. */
+  keyColumn?: string;
+}
+
 /** What a reader reads: a file format, or a database query (src/ingest/postgres-reader.ts). */
 export type SourceKind = SourceFormat | 'postgres';
 

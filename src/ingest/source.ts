@@ -3,8 +3,7 @@
  * the CLI, reconcile and the scheduler never ask which kind of source they hold: a new kind is
  * a new implementation here, not a new branch in each of them (docs/architecture.md, "Source kinds").
  */
-import type { QuerySourceSpec } from './postgres-reader.js';
-import type { SourceFormat, SourceReader } from './source-types.js';
+import type { QuerySourceSpec, SourceFormat, SourceReader } from './source-types.js';
 
 /**
  * What a run records about its source besides its label, so a resume, a retry and a verify

@@ -1,4 +1,4 @@
-import type { Operation } from '../crm/index.js';
+import { isRunOnly, operationEntry, runShape, syncOf, type RunOperation } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 
 /*
@@ -14,24 +14,23 @@ import { CrmSyncError } from '../errors/index.js';
  * writes no record (no plan, no drift, no undo can hold an invitation).
  */
 
-/** Operations `crm-sync plan` plans (reconcile's). */
-const PLANNED = new Set<string>(['deal.update', 'lead.update', 'contact.update', 'deal.upsert']);
-
 /** Whether the rule holds writes of this operation (every record write; not invitations). */
-export function approvalHolds(op: Operation | 'deal.upsert'): boolean {
-  return op !== 'team.invite';
+export function approvalHolds(op: RunOperation): boolean {
+  return runShape(op) !== 'invite';
 }
 
 /**
  * The commands that make a plan of `source` for `op` and apply it once approved. `planArgs`: the
  * source and reading options as `crm-sync plan` takes them (`<file> --mapping m.json`).
  */
-export function planCommands(op: Operation | 'deal.upsert', workspace: string, planArgs: string): string {
+export function planCommands(op: RunOperation, workspace: string, planArgs: string): string {
   const then = `then crm-sync plans show <planId>, crm-sync plans approve <planId>, crm-sync apply <planId> --wait`;
-  if (PLANNED.has(op)) return `crm-sync plan ${planArgs} --op ${op} -w ${workspace}; ${then}`;
-  // A create is planned as an upsert: a row whose key matches no deal is planned as a create.
+  // `crm-sync plan` plans what reconcile plans.
+  if (operationEntry(op).reconciles) return `crm-sync plan ${planArgs} --op ${op} -w ${workspace}; ${then}`;
+  // A create is planned as its resource's sync: a row whose key matches no record is planned as a create.
+  const sync = isRunOnly(op) ? op : (syncOf(op) ?? op);
   return (
-    `crm-sync plan ${planArgs} --op deal.upsert --match unique_number -w ${workspace} ` +
+    `crm-sync plan ${planArgs} --op ${sync} --match unique_number -w ${workspace} ` +
     `(or --match name; a row whose key matches a deal updates it instead of creating a second one); ${then}`
   );
 }
@@ -43,7 +42,7 @@ export function planCommands(op: Operation | 'deal.upsert', workspace: string, p
 export function checkImportApproval(options: {
   workspace: string;
   requireApproval: boolean;
-  op: Operation | 'deal.upsert';
+  op: RunOperation;
   dryRun?: boolean;
   /** The source and reading options as `crm-sync plan` takes them. */
   planArgs: string;
@@ -66,7 +65,7 @@ export function checkRetryApproval(options: {
   runId: string;
   workspace: string;
   requireApproval: boolean;
-  op: Operation | 'deal.upsert';
+  op: RunOperation;
   file: boolean;
 }): void {
   if (!options.requireApproval || !options.file || !approvalHolds(options.op)) return;

@@ -19,7 +19,18 @@ export {
   type CancelSummary,
 } from './stop-run.js';
 export { checkImportApproval, checkRetryApproval, planCommands } from './approval-rule.js';
+export { retryRows, retrySettings, type RetryRowsOptions, type RetrySettings } from './retry-rows.js';
 export { retryRun, writtenLaterWords, type IgnoredLine, type RetryRunOptions, type RetrySummary } from './retry-run.js';
+export {
+  followRun,
+  settledRun,
+  SETTLE_WAIT_MS,
+  DEFAULT_REDIS_OUTAGE_MS,
+  type FollowRunOptions,
+  type WaitWatch,
+  type RedisWaitWatch,
+} from './follow-run.js';
+export { RunGoneError, runGoneWords, type GoneCause, type RunGoneFacts } from './run-gone.js';
 export {
   PRODUCER_HEARTBEAT_MS,
   PRODUCER_SILENCE_MS,

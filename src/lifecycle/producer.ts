@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULTS, resolveSettings } from '../config/index.js';
-import type { InviteOptions } from '../crm/index.js';
+import { isInvitePayload } from '../crm/index.js';
 import type { FieldError, IngestedRow } from '../ingest/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
@@ -15,9 +15,10 @@ import {
   type SentName,
 } from '../runs/index.js';
 import { addTracedBatches } from '../telemetry/index.js';
-import type { InviteBatchJobData, InviteRow, QueuedRow, SyncJobData, SyncJobName } from '../queue/index.js';
-import { FIRST_ROUND, rowJobId, workspaceOfQueue } from '../queue/index.js';
+import type { QueuedRow } from '../queue/index.js';
+import { FIRST_ROUND, workspaceOfQueue } from '../queue/index.js';
 import { rideOutRedis } from '../redis/index.js';
+import { JobGroups, type PendingJob } from './job-groups.js';
 import { createsInDoubt, stopOf, stoppedInDoubt, stoppedResult, type RunStop } from './stop-run.js';
 import { WorkBoard } from '../queue/index.js';
 import { pendingJobCount, type WorkspaceQueue } from '../queue/index.js';
@@ -108,13 +109,6 @@ export type ProducedRow = IngestedRow &
     outcome?: RowOutcome;
   };
 
-interface PendingJob {
-  name: SyncJobName;
-  data: SyncJobData;
-  opts: { jobId: string };
-  rows: number;
-}
-
 /**
  * Streams ingested rows into the workspace queue. It never holds more than one chunk plus the
  * open invite batches, and it waits while the queue is above the high-water mark, so memory in
@@ -125,245 +119,261 @@ export async function produceRun(
   rows: AsyncIterable<ProducedRow>,
   options: ProducerOptions,
 ): Promise<ProducerProgress> {
-  const { queue, store, runId } = options;
-  const {
-    chunkSize,
-    highWaterMark: highWater,
-    inviteBatchSize: batchSize,
-    ...o
-  } = resolveSettings(options, {
-    chunkSize: DEFAULTS.producer.chunkSize,
-    highWaterMark: DEFAULTS.producer.highWaterMark,
-    inviteBatchSize: DEFAULTS.producer.inviteBatchSize,
-    rowsPerJob: DEFAULTS.producer.rowsPerJob,
-  });
-  const rowsPerJob = Math.max(1, o.rowsPerJob);
-  // A retry names its own generation; without one, this is the run's first production.
-  const generation = options.generation ?? FIRST_ROUND;
-  // A retry's rows carry its round: the run store lets only that round's job write them.
-  const round = generation === FIRST_ROUND ? {} : { round: generation };
-  const logger = options.logger ?? silentLogger;
-  const progress: ProducerProgress = { read: 0, queued: 0, invalid: 0, again: 0 };
-  const board = new WorkBoard({ redis: store.redis, prefix: store.prefix });
-  let jobs: PendingJob[] = [];
-  let jobRows = 0;
-  let results: RowResult[] = [];
-  // The names rows gave for ids they send, each (field, id) once per producer (RunStore.addNames).
-  let names: SentName[] = [];
-  const namesSeen = new Set<string>();
-  const invites = new Map<string, { options: InviteOptions; rows: InviteRow[] }>();
-  // Update rows of one operation waiting to fill a job (reconcile mixes creates and updates).
-  let open: QueuedRow[] = [];
+  const producer = new RunProducer(options);
+  for await (const row of rows) {
+    // A cancelled run reads no further: its rows not read have no result and are not counted.
+    if (producer.readsNoFurther()) break;
+    await producer.take(row);
+  }
+  return producer.finish();
+}
 
+/** Results held before they are recorded, at most. */
+const RESULTS_CHUNK = 500;
+/** Rows read between two progress reports. */
+const PROGRESS_EVERY = 1000;
+
+/** One production of a run: its rows routed to results or jobs, both flushed in chunks. */
+class RunProducer {
+  readonly progress: ProducerProgress = { read: 0, queued: 0, invalid: 0, again: 0 };
+  readonly #o: ProducerOptions;
+  readonly #chunkSize: number;
+  readonly #highWater: number;
+  readonly #logger: Logger;
+  readonly #board: WorkBoard;
+  readonly #jobs: JobGroups;
+  /** A retry's rows carry its round: the run store lets only that round's job write them. */
+  readonly #round: { round?: number };
+  #results: RowResult[] = [];
+  /** The names rows gave for ids they send, each (field, id) once per producer (RunStore.addNames). */
+  #names: SentName[] = [];
+  readonly #namesSeen = new Set<string>();
+  /** A cancel the store reported (addQueued refused) when no signal said so yet. */
+  #refused: RunStop | undefined;
   /**
    * Rows the run counts as queued whose jobs did not reach the queue yet: a chunk is counted
    * before its jobs are added (a worker may finish one before addBulk returns), so a step that
    * stopped between the two leaves them. `runs resume` queues them (up to `producedRow`).
    */
-  let countedNotQueued = 0;
-  const whereItStands = () =>
-    `${progress.read} rows read, ${progress.queued} of them in the queue` +
-    (countedNotQueued > 0
-      ? `; the run counts ${countedNotQueued} more as queued that did not reach the queue (runs resume queues them)`
-      : '');
-  // Every Redis step below is safe to repeat, so a Redis restart or partition is waited out.
-  const redisStep = <T>(step: () => Promise<T>) =>
-    rideOutRedis(step, {
-      logger,
-      ...(options.redisOutageMs !== undefined ? { outageMs: options.redisOutageMs } : {}),
+  #countedNotQueued = 0;
+
+  constructor(options: ProducerOptions) {
+    const settings = resolveSettings(options, {
+      chunkSize: DEFAULTS.producer.chunkSize,
+      highWaterMark: DEFAULTS.producer.highWaterMark,
+      inviteBatchSize: DEFAULTS.producer.inviteBatchSize,
+      rowsPerJob: DEFAULTS.producer.rowsPerJob,
+    });
+    this.#o = options;
+    this.#chunkSize = settings.chunkSize;
+    this.#highWater = settings.highWaterMark;
+    this.#logger = options.logger ?? silentLogger;
+    this.#board = new WorkBoard({ redis: options.store.redis, prefix: options.store.prefix });
+    // A retry names its own generation; without one, this is the run's first production.
+    const generation = options.generation ?? FIRST_ROUND;
+    this.#round = generation === FIRST_ROUND ? {} : { round: generation };
+    this.#jobs = new JobGroups(options.runId, generation, {
+      rowsPerJob: settings.rowsPerJob,
+      inviteBatchSize: settings.inviteBatchSize,
+    });
+  }
+
+  /** Not a retry's: its source already took each row out of the store, so each must be recorded. */
+  readsNoFurther(): boolean {
+    return !this.#o.requeued && this.#stopNow()?.kind === 'cancelled';
+  }
+
+  async take(row: ProducedRow): Promise<void> {
+    this.progress.read += 1;
+    this.#route(row);
+    if (this.#jobs.readyRows >= this.#chunkSize) await this.#flushJobs();
+    if (this.#results.length >= RESULTS_CHUNK) await this.#flushResults();
+    if (this.progress.read % PROGRESS_EVERY === 0) this.#o.onProgress?.(this.progress);
+  }
+
+  async finish(): Promise<ProducerProgress> {
+    this.#jobs.closeAll();
+    await this.#flushJobs();
+    await this.#flushResults();
+    const columns = this.#o.sourceColumns;
+    if (columns && this.#stopNow() === undefined)
+      await this.#redisStep(() => this.#o.store.markSourceRead(this.#o.runId, columns()));
+    this.#o.onProgress?.(this.progress);
+    return this.progress;
+  }
+
+  /** A row's way: a result decided now (an outcome, invalid, a dry run, a stop), or a job. */
+  #route(row: ProducedRow): void {
+    const stop = this.#stopNow();
+    if (row.outcome) {
+      const o = row.outcome;
+      this.#results.push(
+        o.status === 'skipped'
+          ? skipped(row, o.message, o.recordId)
+          : failed(row, { code: o.code, message: o.message, recordId: o.recordId }, row.original),
+      );
+    } else if (!row.payload) {
+      this.progress.invalid += 1;
+      this.#results.push(invalid(row, row.errors ?? [], row.original, row.code ?? 'ROW_INVALID'));
+    } else if (this.#o.dryRun) {
+      const left = row.skippedFields?.length ? `; ${skippedFieldsNote(row.skippedFields)}` : '';
+      this.#results.push(skipped(row, `dry run: valid, not sent${left}`));
+    } else if (stop !== undefined) {
+      this.#results.push(stoppedResult(stop, row, row.original));
+    } else if (isInvitePayload(row.payload)) {
+      const invite = { ...placeOf(row), email: row.payload.email, original: row.original, ...this.#round };
+      this.#jobs.addInvite(invite, row.payload);
+    } else {
+      if (row.names) this.#names.push(...newNames(row.names, this.#namesSeen));
+      this.#jobs.addRow(queuedRowOf(row, row.payload, this.#round));
+    }
+  }
+
+  #stopNow(): RunStop | undefined {
+    return stopOf(this.#o.signal) ?? this.#refused;
+  }
+
+  #whereItStands(): string {
+    const p = this.progress;
+    return (
+      `${p.read} rows read, ${p.queued} of them in the queue` +
+      (this.#countedNotQueued > 0
+        ? `; the run counts ${this.#countedNotQueued} more as queued that did not reach the queue (runs resume queues them)`
+        : '')
+    );
+  }
+
+  /** Every Redis step of the producer is safe to repeat, so a Redis restart or partition is waited out. */
+  #redisStep<T>(step: () => Promise<T>): Promise<T> {
+    const { runId, redisOutageMs } = this.#o;
+    return rideOutRedis(step, {
+      logger: this.#logger,
+      ...(redisOutageMs !== undefined ? { outageMs: redisOutageMs } : {}),
       giveUp: (waited, last) =>
         new CrmSyncError(
           'REDIS_LOST',
-          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}). ` +
+          `Redis did not answer for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${this.#whereItStands()}). ` +
             `Nothing queued is lost: once Redis answers, go on from where it stopped with: crm-sync runs resume ${runId}`,
           { cause: last },
         ),
       full: (waited, err) =>
         new CrmSyncError(
           'REDIS_FULL',
-          `Redis stayed full (maxmemory reached) for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${whereItStands()}); ` +
+          `Redis stayed full (maxmemory reached) for ${Math.round(waited / 1000)} s while run ${runId} was being produced (${this.#whereItStands()}); ` +
             `no row was sent that cannot be recorded. Free memory or raise maxmemory, then go on with: crm-sync runs resume ${runId}`,
           { cause: err },
         ),
     });
-  const flushResults = async () => {
-    if (results.length === 0) return;
-    let batch = results;
-    results = [];
+  }
+
+  async #flushResults(): Promise<void> {
+    if (this.#results.length === 0) return;
+    let batch = this.#results;
+    this.#results = [];
+    const { store, runId, requeued } = this.#o;
     // A retry's create may have made its deal in an earlier round (its marker is set): stopped
     // before it was queued, it is never recorded "not sent" (which invites an import again).
-    if (options.requeued) batch = await redisStep(() => keepInDoubt(batch));
-    await redisStep(() => store.recordResults(runId, batch, { fromQueue: options.requeued ?? false }));
-  };
-  const keepInDoubt = async (batch: RowResult[]): Promise<RowResult[]> => {
+    if (requeued) batch = await this.#redisStep(() => this.#keepInDoubt(batch));
+    await this.#redisStep(() => store.recordResults(runId, batch, { fromQueue: requeued ?? false }));
+  }
+
+  async #keepInDoubt(batch: RowResult[]): Promise<RowResult[]> {
     const isStopped = (r: RowResult) => r.status === 'cancelled' || r.code === 'RUN_ABORTED';
-    const stop = stopNow();
+    const stop = this.#stopNow();
     const rows = batch.filter(isStopped).map((r) => r.row);
     if (stop === undefined || rows.length === 0) return batch;
+    const { store, runId, queue } = this.#o;
     const doubt = await createsInDoubt(store, { id: runId, workspace: workspaceOfQueue(queue.name) }, rows);
     return batch.map((r) =>
       isStopped(r) && doubt.has(r.row)
         ? stoppedInDoubt(stop, { row: r.row, line: r.line, ...(r.ref !== undefined ? { ref: r.ref } : {}) }, r.original)
         : r,
     );
-  };
-  // A cancel the store reported (addQueued refused) when no signal said so yet.
-  let refused: RunStop | undefined;
-  const stopNow = () => stopOf(options.signal) ?? refused;
-  const flushJobs = async () => {
-    if (jobs.length === 0) return;
-    const batch = jobs;
-    const count = jobRows;
-    jobs = [];
-    jobRows = 0;
+  }
+
+  async #flushJobs(): Promise<void> {
+    const { jobs: batch, rows: count } = this.#jobs.take();
+    if (batch.length === 0) return;
+    const { queue, signal, redisWatch } = this.#o;
     // The mark counts rows, the queue counts jobs: convert with this chunk's rows per job
     // (creates go one per job, invites and updates several).
-    await redisStep(() =>
-      waitForRoom(queue, jobsForRows(highWater, count / batch.length), logger, options.signal, options.redisWatch),
+    await this.#redisStep(() =>
+      waitForRoom(queue, jobsForRows(this.#highWater, count / batch.length), this.#logger, signal, redisWatch),
     );
-    const held = (stop: RunStop) => {
-      // Rows held here when the run stopped would otherwise reach the CRM after it.
-      results.push(...batch.flatMap((j) => j.data.rows.map((r): RowResult => stoppedResult(stop, r, r.original))));
-    };
-    const stop = stopNow();
-    if (stop !== undefined) return held(stop);
+    const stop = this.#stopNow();
+    if (stop !== undefined) return this.#held(batch, stop);
     // Before the jobs exist: a result read as soon as it is stored finds its names.
-    if (names.length > 0) {
-      const adding = names;
-      names = [];
-      await redisStep(() => store.addNames(runId, adding));
+    if (this.#names.length > 0) {
+      const adding = this.#names;
+      this.#names = [];
+      await this.#redisStep(() => this.#o.store.addNames(this.#o.runId, adding));
     }
     const rowsOf = batch.flatMap((j): Array<{ row: number }> => j.data.rows);
     // Not a setting: without a resume, no row was counted by an earlier producer.
-    const counted = rowsOf.filter((r) => r.row > (options.countedThrough ?? 0)).length;
+    const counted = rowsOf.filter((r) => r.row > (this.#o.countedThrough ?? 0)).length;
     // Update and create jobs are flushed in row order, so their highest row marks how far the
     // producer got; invite batches fill by options and are flushed out of order.
-    const through = batch.some((j) => j.name === 'team.invite') ? undefined : Math.max(...rowsOf.map((r) => r.row));
-    const added = await redisStep(async () => {
+    const through = batch.every((j) => j.inRowOrder) ? Math.max(...rowsOf.map((r) => r.row)) : undefined;
+    if (!(await this.#addJobs(batch, counted, through))) {
+      this.#refused = {
+        kind: 'cancelled',
+        reason: (await this.#o.store.requireRun(this.#o.runId)).reason ?? 'cancelled',
+      };
+      return this.#held(batch, this.#refused);
+    }
+    this.progress.queued += count;
+    this.progress.again += rowsOf.length - counted;
+  }
+
+  /** Rows held here when the run stopped would otherwise reach the CRM after it. */
+  #held(batch: PendingJob[], stop: RunStop): void {
+    this.#results.push(...batch.flatMap((j) => j.data.rows.map((r): RowResult => stoppedResult(stop, r, r.original))));
+  }
+
+  /** Counts a chunk's rows, then adds its jobs; false when the run was cancelled meanwhile. */
+  #addJobs(batch: PendingJob[], counted: number, through: number | undefined): Promise<boolean> {
+    const { store, runId, queue, requeued } = this.#o;
+    const workspace = workspaceOfQueue(queue.name);
+    return this.#redisStep(async () => {
       // Count first (a worker may finish a job before addBulk returns); counted once per row
       // even when this step is repeated, and job ids make a repeated addBulk add nothing new.
-      if (!options.requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled')
-        return false;
-      countedNotQueued = counted;
+      if (!requeued && counted > 0 && (await store.addQueued(runId, counted, through)) === 'cancelled') return false;
+      this.#countedNotQueued = counted;
       // A retry's rows were counted when they were requeued: ask the run's status instead.
-      if (options.requeued && (await store.getStatus(runId)) === 'cancelled') return false;
+      if (requeued && (await store.getStatus(runId)) === 'cancelled') return false;
       await addTracedBatches(
-        workspaceOfQueue(queue.name),
+        workspace,
         batch.map(({ name, data, opts }) => ({ name, data, opts })),
         (jobs) => queue.addBulk(jobs),
       );
-      countedNotQueued = 0;
+      this.#countedNotQueued = 0;
       // After the jobs exist: an idle pool starts a worker for the workspace (WorkBoard).
-      await board.signal(workspaceOfQueue(queue.name));
+      await this.#board.signal(workspace);
       return true;
     });
-    if (!added) {
-      refused = { kind: 'cancelled', reason: (await store.requireRun(runId)).reason ?? 'cancelled' };
-      return held(refused);
-    }
-    progress.queued += count;
-    progress.again += rowsOf.length - counted;
-  };
-  const pushJob = (job: PendingJob) => {
-    jobs.push(job);
-    jobRows += job.rows;
-  };
-  const pushInviteBatch = (batch: { options: InviteOptions; rows: InviteRow[] }) => {
-    const first = batch.rows[0];
-    if (!first) return;
-    const data: InviteBatchJobData = { runId, rows: batch.rows, options: batch.options };
-    pushJob({
-      name: 'team.invite',
-      data,
-      opts: { jobId: rowJobId(runId, first.row, generation) },
-      rows: batch.rows.length,
-    });
-  };
-  const pushRows = () => {
-    const first = open[0];
-    if (!first) return;
-    pushJob({
-      name: first.payload.op,
-      data: { runId, rows: open },
-      opts: { jobId: rowJobId(runId, first.row, generation) },
-      rows: open.length,
-    });
-    open = [];
-  };
-
-  for await (const row of rows) {
-    // A cancelled run reads no further: its rows not read have no result and are not counted.
-    // Not a retry: its source already took each row out of the store, so each must be recorded.
-    if (!options.requeued && stopNow()?.kind === 'cancelled') break;
-    progress.read += 1;
-    const stop = stopNow();
-    if (row.outcome) {
-      const o = row.outcome;
-      results.push(
-        o.status === 'skipped'
-          ? skipped(row, o.message, o.recordId)
-          : failed(row, { code: o.code, message: o.message, recordId: o.recordId }, row.original),
-      );
-    } else if (!row.payload) {
-      progress.invalid += 1;
-      results.push(invalid(row, row.errors ?? [], row.original, row.code ?? 'ROW_INVALID'));
-    } else if (options.dryRun) {
-      const left = row.skippedFields?.length ? `; ${skippedFieldsNote(row.skippedFields)}` : '';
-      results.push(skipped(row, `dry run: valid, not sent${left}`));
-    } else if (stop !== undefined) {
-      results.push(stoppedResult(stop, row, row.original));
-    } else if (row.payload.op === 'team.invite') {
-      const key = inviteKey(row.payload.options);
-      const batch = invites.get(key) ?? { options: row.payload.options, rows: [] };
-      batch.rows.push({ ...placeOf(row), email: row.payload.email, original: row.original, ...round });
-      invites.set(key, batch);
-      if (batch.rows.length >= batchSize) {
-        pushInviteBatch(batch);
-        invites.delete(key);
-      }
-    } else {
-      if (row.names) names.push(...newNames(row.names, namesSeen));
-      if (open[0] && open[0].payload.op !== row.payload.op) pushRows();
-      const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
-      const expect = row.expect !== undefined ? { expect: row.expect } : {};
-      const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
-      const undo = row.undo !== undefined ? { undo: row.undo } : {};
-      const planned = row.planned !== undefined ? { planned: row.planned } : {};
-      const note = row.skippedFields?.length ? { note: skippedFieldsNote(row.skippedFields) } : {};
-      open.push({
-        ...placeOf(row),
-        payload: row.payload,
-        original: row.original,
-        ...round,
-        ...orderAs,
-        ...expect,
-        ...listPlace,
-        ...undo,
-        ...planned,
-        ...note,
-      });
-      if (open.length >= rowsPerJob || row.payload.op === 'deal.create') pushRows();
-    }
-    if (jobRows >= chunkSize) await flushJobs();
-    if (results.length >= 500) await flushResults();
-    if (progress.read % 1000 === 0) options.onProgress?.(progress);
   }
-  for (const batch of invites.values()) pushInviteBatch(batch);
-  pushRows();
-  await flushJobs();
-  await flushResults();
-  const columns = options.sourceColumns;
-  if (columns && stopNow() === undefined) await redisStep(() => store.markSourceRead(runId, columns()));
-  options.onProgress?.(progress);
-  return progress;
 }
 
-function inviteKey(options: InviteOptions): string {
-  return JSON.stringify([
-    options.organization_role ?? null,
-    options.invited_by ?? null,
-    options.send_invitation_email ?? null,
-  ]);
+/** A valid row as its job carries it: its place, payload and values, and what the producer was told of it. */
+function queuedRowOf(row: ProducedRow, payload: QueuedRow['payload'], round: { round?: number }): QueuedRow {
+  const orderAs = row.orderAs !== undefined ? { orderAs: row.orderAs } : {};
+  const expect = row.expect !== undefined ? { expect: row.expect } : {};
+  const listPlace = row.listPlace !== undefined ? { listPlace: row.listPlace } : {};
+  const undo = row.undo !== undefined ? { undo: row.undo } : {};
+  const planned = row.planned !== undefined ? { planned: row.planned } : {};
+  const note = row.skippedFields?.length ? { note: skippedFieldsNote(row.skippedFields) } : {};
+  return {
+    ...placeOf(row),
+    payload,
+    original: row.original,
+    ...round,
+    ...orderAs,
+    ...expect,
+    ...listPlace,
+    ...undo,
+    ...planned,
+    ...note,
+  };
 }
 
 /** How many waiting jobs hold about `rows` rows, at `rowsPerJob` rows each (at least one job). */

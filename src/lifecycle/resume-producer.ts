@@ -1,3 +1,4 @@
+import { isRunOnly, runShape } from '../crm/index.js';
 import type { Operation } from '../crm/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
@@ -100,9 +101,9 @@ function refuseUnresumable(run: RunRecord, gone: boolean): Operation {
     throw why(
       'its file was read to the end (a run blocked by the API key resumes with the workspace: fix the key, then crm-sync runs resume)',
     );
-  if (op === 'deal.upsert' || run.options.reconcile)
+  if (isRunOnly(op) || run.options.reconcile)
     throw why('it is a reconciled run; run the reconcile (or the sync) again: it sends only what still differs');
-  if (op === 'team.invite')
+  if (runShape(op) === 'invite')
     throw why(
       'invite rows are batched out of file order; import only the addresses the team does not have yet (invitations that went out would go out again)',
     );

@@ -1,4 +1,12 @@
-import { OPERATION_RESOURCE, UPDATE_REQUIRED_FIELDS, type Operation } from '../crm/index.js';
+import {
+  isUpdatePayload,
+  OPERATION_RESOURCE,
+  isRunOnly,
+  rowsPerJobOf,
+  runShape,
+  UPDATE_REQUIRED_FIELDS,
+  type Operation,
+} from '../crm/index.js';
 import { DEFAULTS, derivedSettings, resolveSettings } from '../config/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import {
@@ -125,7 +133,7 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
     op: run.operation,
     file: options.file !== undefined,
   });
-  if (run.operation === 'deal.upsert') {
+  if (isRunOnly(run.operation)) {
     throw new CrmSyncError('RUN_STATE', `run ${runId} is a reconciled sync; re-run the sync instead of retrying rows`);
   }
   if (run.options.dryRun)
@@ -172,12 +180,10 @@ export async function retryRun(given: RetryRunOptions): Promise<RetrySummary> {
   // A resend orders after every write made before this moment (a run id is such a place).
   const orderAs = options.resendSuperseded ? resendPlace(await store.serverTime(run.workspace), run.id) : undefined;
   const order = new OrderCheck(run, store, generation, orderAs);
-  const perJob =
-    op === 'team.invite'
-      ? (run.options.inviteBatchSize ?? DEFAULTS.producer.inviteBatchSize)
-      : op === 'deal.create'
-        ? 1
-        : rowsPerJob;
+  const perJob = rowsPerJobOf(op, {
+    rowsPerJob,
+    inviteBatchSize: run.options.inviteBatchSize ?? DEFAULTS.producer.inviteBatchSize,
+  });
   const lookFirst = lookFirstIfInDoubt(run, store, logger, options.retentionMs);
   const { run: after, progress } = await runLife({
     store,
@@ -269,7 +275,7 @@ class OrderCheck {
 
   async #keep(row: IngestedRow): Promise<boolean | 'resend'> {
     const p = row.payload;
-    if (!p || p.op === 'deal.create' || p.op === 'team.invite') return true;
+    if (!p || !isUpdatePayload(p)) return true;
     const fields = Object.keys(p.fields).filter((f) => (p.fields as Record<string, unknown>)[f] !== undefined);
     const record = { resource: OPERATION_RESOURCE[p.op], id: p.id };
     const later = await this.#fence.laterWrites({ runId: this.run.id, row: row.row }, record, fields);
@@ -312,7 +318,7 @@ function lookFirstIfInDoubt(
   logger: Logger,
   retentionMs: number,
 ): (rows: RequeuedRow[]) => Promise<void> {
-  if (run.operation !== 'deal.create') return async () => undefined;
+  if (runShape(run.operation) !== 'create') return async () => undefined;
   const fence = new RowFence({
     redis: store.redis,
     prefix: store.prefix,

@@ -1,4 +1,5 @@
-import { OPERATION_TABLE } from '../crm/index.js';
+import { asSource } from '../ingest/index.js';
+import { OPERATION_TABLE, isCreatePayload, isUpdatePayload } from '../crm/index.js';
 import {
   defaultMatchKey,
   planReconcile,
@@ -41,10 +42,15 @@ export interface MakePlanResult {
  */
 export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult> {
   const matchKey = options.matchKey ?? defaultMatchKey(options.op);
+  // A path is opened as the reconcile would open it; the plan is named by the source's label.
+  const file = asSource(options.file, {
+    ...(options.format ? { format: options.format } : {}),
+    ...(options.delimiter ? { delimiter: options.delimiter } : {}),
+  });
   const writer = await options.store.begin({
     workspace: options.workspace,
     operation: options.op,
-    source: typeof options.file === 'string' ? options.file : options.file.label,
+    source: file.label,
     matchKey,
     ttlMs: options.settings.planTtlMs,
     ...(options.syncName !== undefined ? { syncName: options.syncName } : {}),
@@ -53,6 +59,7 @@ export async function makePlan(options: MakePlanOptions): Promise<MakePlanResult
   const reads = new ApplyReads();
   const result = await planReconcile({
     ...options,
+    file,
     matchKey,
     keepPlaces: true,
     onRow: async (row, place) => {
@@ -92,7 +99,7 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
     ...(row.key !== undefined ? { key: row.key } : {}),
   };
   const payload = row.payload;
-  if (row.action === 'update' && payload && payload.op !== 'team.invite' && payload.op !== 'deal.create') {
+  if (row.action === 'update' && payload && isUpdatePayload(payload)) {
     const required = OPERATION_TABLE[writeOperation(op)].updateRequired;
     const changes = row.changes ?? [];
     const send = new Set([...changes.map((c) => c.field), ...required]);
@@ -101,7 +108,7 @@ export function planRowOf(op: ReconcileOperation, row: PlannedRow): PlanRow {
     out.before = Object.fromEntries(changes.map((c) => [c.field, c.current ?? null]));
     const names = namesOf(row, new Set(changes.map((c) => c.field)));
     if (names) out.names = names;
-  } else if (row.action === 'create' && payload?.op === 'deal.create') {
+  } else if (row.action === 'create' && payload && isCreatePayload(payload)) {
     out.fields = payload.fields as Record<string, unknown>;
     if (payload.match !== undefined) out.match = payload.match;
     const names = namesOf(row, new Set(Object.keys(out.fields)));

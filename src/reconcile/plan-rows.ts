@@ -1,4 +1,4 @@
-import { OPERATION_TABLE } from '../crm/index.js';
+import { isCreatePayload, OPERATION_TABLE } from '../crm/index.js';
 import {
   didYouMean,
   RowDecoder,
@@ -13,7 +13,7 @@ import {
 } from '../ingest/index.js';
 import type { ProducedRow } from '../lifecycle/index.js';
 import { placeOf } from '../runs/index.js';
-import { diffFields, type FieldChange } from './compare.js';
+import { diffFields, type FieldChange, type IndexedRecord } from './compare.js';
 import type { RecordIndex } from './record-index.js';
 import { RECONCILE_RESOURCE, writeOperation, type ReconcileOperation } from './resource-fields.js';
 import { applyWritePolicies, type HeldField } from './write-policy.js';
@@ -255,11 +255,13 @@ export class RowPlanner {
     }
 
     const ignore = ['id'];
-    if (wop === 'deal.update' && (fields.name === undefined || fields.name === '')) {
-      // The API requires a name on every deal update; an unnamed row keeps the CRM's.
-      fields.name = match.name;
-      ignore.push('name');
-    }
+    // Fields the API requires on every update (a deal's name): a row without one keeps the CRM's.
+    const required = OPERATION_TABLE[wop].updateRequired;
+    for (const f of required)
+      if (fields[f] === undefined || fields[f] === '') {
+        fields[f] = crmValueOf(match, f);
+        ignore.push(f);
+      }
     const checked = this.#validateFor(fields, match.id);
     if (checked.errors) return invalid(base, checked.errors, key);
     // The mapping's write policies decide which differences may be written (write-policy.ts).
@@ -268,8 +270,8 @@ export class RowPlanner {
       fields,
       diffFields(resource, fields, match, ignore, (f) => this.#decoder.policyOf(f).compare),
     );
-    // A deal update whose name a policy held back still carries one: the CRM's, unchanged.
-    if (wop === 'deal.update' && send.name === undefined) send.name = match.name;
+    // An update whose required field a policy held back still carries one: the CRM's, unchanged.
+    for (const f of required) if (send[f] === undefined) send[f] = crmValueOf(match, f);
     const keyPart = key !== undefined ? { key } : {};
     const heldPart = held.length > 0 ? { held } : {};
     this.#markMatched(match.id, base.row);
@@ -341,10 +343,9 @@ export class RowPlanner {
     if (checked.errors) return invalid(base, checked.errors, key);
     this.#creates.set(key, base.row);
     // The match key rides along: a concurrent upsert may create this key before this row does.
-    const payload =
-      checked.payload.op === 'deal.create'
-        ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` }
-        : checked.payload;
+    const payload = isCreatePayload(checked.payload)
+      ? { ...checked.payload, match: `${this.#options.index.matchKey}=${key}` }
+      : checked.payload;
     return { ...base, action: 'create', key, payload };
   }
 }
@@ -380,7 +381,7 @@ function cellErrors(
   cells: FieldError[],
 ): FieldError[] | undefined {
   const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : MATCHED_ID_STAND_IN };
-  if (writeOperation(op) === 'deal.update' && fields.name === undefined) standIns.name = 'from the CRM';
+  for (const f of OPERATION_TABLE[writeOperation(op)].updateRequired) if (fields[f] === undefined) standIns[f] = 'from the CRM';
   const errors = decoder.validate({ ...fields, ...standIns }, cells).errors;
   return errors ?? (cells.length > 0 ? cells : undefined);
 }
@@ -422,4 +423,12 @@ export function checkRow(
 
 function invalid(base: RowBase, errors: FieldError[], key?: string): PlannedRow {
   return { ...base, action: 'invalid', ...(key !== undefined ? { key } : {}), code: rowCodeOf(errors), errors };
+}
+
+/**
+ * A record's value of a field an update must send, as the CRM holds it. The index keeps values
+ * canonical, and the name as it is too: the one field the API requires on updates (a deal's).
+ */
+function crmValueOf(match: IndexedRecord, field: string): string | undefined {
+  return field === 'name' ? match.name : undefined;
 }

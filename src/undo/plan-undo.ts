@@ -1,4 +1,4 @@
-import { OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import { OPERATION_TABLE, type CrmClient, operationEntry, runShape, updateOperationOf } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import { predictApply, type MakePlanOptions, type PlanRecord, type PlanRow, type PlanStore } from '../plans/index.js';
@@ -91,7 +91,7 @@ export async function planUndo(options: PlanUndoOptions): Promise<PlanUndoResult
     undoOf: run.id,
   });
   await refuseWhileUndoing(plans, options.runs, run);
-  const creates = run.operation === 'deal.create' || run.operation === 'deal.upsert';
+  const creates = operationEntry(run.operation).creates;
   const { records, created } = await foldWrites(options.results.iterateResults(run.id), creates);
   const { budget } = options;
   // The names of the ids put back, as the CRM's records show them now: from the same pages.
@@ -182,7 +182,9 @@ async function refuseWhileUndoing(plans: PlanStore, runs: Pick<RunStore, 'getRun
 
 /** The plan operation an undo of the run writes with; refused for runs that cannot be undone. */
 function undoOperation(run: RunRecord): ReconcileOperation {
-  if (run.operation === 'deal.create') return 'deal.update';
+  // A create is undone by an update of what it made (its deal's fields back to empty).
+  const update = runShape(run.operation) === 'create' ? updateOperationOf(run.operation) : undefined;
+  if (update !== undefined && isReconcileOperation(update)) return update;
   if (isReconcileOperation(run.operation)) return run.operation;
   throw new CrmSyncError(
     'USAGE',

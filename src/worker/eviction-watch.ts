@@ -1,3 +1,4 @@
+import { runShape } from '../crm/index.js';
 import type { RedisClient } from '../redis/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
@@ -163,12 +164,13 @@ export function evictedReason(
 ): string {
   const c = run.counts;
   const again = `crm-sync import ${run.source} -w ${run.workspace}`;
+  const shape = runShape(run.operation);
   const way =
-    run.operation === 'deal.create'
-      ? `Do not import the file again as it is (its creates that reached the CRM would be made twice): set noeviction, then send the rest with a reconciled import that creates only missing deals: ${again} --op deal.create --upsert --match name`
-      : run.operation === 'team.invite'
+    shape === 'create'
+      ? `Do not import the file again as it is (its creates that reached the CRM would be made twice): set noeviction, then send the rest with a reconciled import that creates only missing deals: ${again} --op ${run.operation} --upsert --match name`
+      : shape === 'invite'
         ? 'Set noeviction, then import only the addresses the team does not have yet (invitations that went out would go out again)'
-        : run.operation === 'deal.upsert' || run.options.reconcile
+        : shape === 'sync' || run.options.reconcile
           ? 'Set noeviction, then run the same reconciled import again: it sends only what still differs'
           : `Set noeviction, then import the file again (updates send the same values again): ${again} --op ${run.operation}`;
   return (

@@ -1,3 +1,4 @@
+import { isCreatePayload } from '../crm/index.js';
 import { RateLimitError } from 'bullmq';
 import type { QueuedRow, RowBatchJobData } from '../queue/index.js';
 import { errorMessage } from '../errors/index.js';
@@ -96,12 +97,12 @@ async function sendRow(
 ): Promise<Exclude<RowOutcome, { kind: 'failed' | 'in-doubt' | 'lost' }>> {
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
-  if (r.payload.op === 'deal.create') await core.takeToken(job, signal);
+  if (isCreatePayload(r.payload)) await core.takeToken(job, signal);
   const sentAt = Date.now();
   const sent = await core.parts.sender.send(writer, r, signal);
   const verdict =
     sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1, sentAt) : undefined;
-  const creates = r.payload.op === 'deal.create';
+  const creates = isCreatePayload(r.payload);
   const createInDoubt = creates && verdict?.kind === 'fail' ? await markerLeft(core, data.runId, r.row) : undefined;
   const facts: RowFacts = { creates, settleMs };
   if (verdict) facts.verdict = verdict;

@@ -1,4 +1,11 @@
-import { BadResponseError, CrmError, TransientError, OPERATION_TABLE, type CrmClient } from '../crm/index.js';
+import {
+  BadResponseError,
+  CrmError,
+  TransientError,
+  OPERATION_TABLE,
+  type CrmClient,
+  isCreatePayload,
+} from '../crm/index.js';
 import { DEFAULTS } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -100,7 +107,7 @@ export class RowSender {
   async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined): Promise<SendOutcome> {
     if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
     const { payload } = r;
-    if (payload.op === 'deal.create') {
+    if (isCreatePayload(payload)) {
       if (r.planned !== undefined && this.o.drift) {
         const drift = await this.#plannedCreate(w, r, payload, r.planned, signal);
         if (drift) return drift;

@@ -49,6 +49,8 @@ export interface HarnessOptions {
   simWorkspace?: Partial<Pick<SimWorkspaceOptions, 'pipelines' | 'normalise'>>;
   /** The workspace's baseUrl, from the simulator's (a proxy in front, a wrong path). Default: the simulator's. */
   baseUrl?: (simBaseUrl: string, sim: Simulator) => string | Promise<string>;
+  /** Any other top-level keys of the config (e.g. `retention`), written last. Default none. */
+  config?: Record<string, unknown>;
 }
 
 /**
@@ -118,6 +120,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         ...options.workspace,
       },
     },
+    ...options.config,
   };
   const configPath = join(dir, 'crm-sync.config.json');
   writeFileSync(configPath, JSON.stringify(raw, null, 2));

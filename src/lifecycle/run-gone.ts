@@ -1,3 +1,4 @@
+import { runShape } from '../crm/index.js';
 import { CrmSyncError } from '../errors/index.js';
 import type { RunRecord } from '../runs/index.js';
 
@@ -91,14 +92,15 @@ function advice(facts: RunGoneFacts): string {
   const again = facts.importCommand ?? (run ? `crm-sync import ${quote(run.source)} -w ${run.workspace}` : undefined);
   if (op === undefined || again === undefined)
     return 'Before importing its file again, look in the CRM for what it already holds: creates and invites that went out would be made twice.';
-  if (op === 'deal.create')
+  const shape = runShape(op);
+  if (shape === 'create')
     return (
       'Do NOT import the file again as it is: every create that reached the CRM would be made a second time. ' +
-      `Send the rest with a reconciled import, which creates only the deals that do not exist yet (matched by name) and leaves the others as they are: ${again} --op deal.create --upsert --match name --wait`
+      `Send the rest with a reconciled import, which creates only the deals that do not exist yet (matched by name) and leaves the others as they are: ${again} --op ${op} --upsert --match name --wait`
     );
-  if (op === 'deal.upsert' || run?.options.reconcile)
+  if (shape === 'sync' || run?.options.reconcile)
     return `Run the same reconciled import again (its --reconcile or --upsert and --match options): it sends only what still differs and matches the deals that exist instead of creating them again: ${again} …`;
-  if (op === 'team.invite')
+  if (shape === 'invite')
     return 'Invitations that went out would go out again if the file were imported as it is: import only the addresses the team does not have yet.';
   return `Updates are safe to send again (the same values): ${again} --op ${op} --wait (or with --reconcile to send only what still differs).`;
 }
