@@ -381,7 +381,8 @@ function cellErrors(
   cells: FieldError[],
 ): FieldError[] | undefined {
   const standIns: Record<string, unknown> = { id: givenId !== '' ? givenId : MATCHED_ID_STAND_IN };
-  for (const f of OPERATION_TABLE[writeOperation(op)].updateRequired) if (fields[f] === undefined) standIns[f] = 'from the CRM';
+  for (const f of OPERATION_TABLE[writeOperation(op)].updateRequired)
+    if (fields[f] === undefined) standIns[f] = 'from the CRM';
   const errors = decoder.validate({ ...fields, ...standIns }, cells).errors;
   return errors ?? (cells.length > 0 ? cells : undefined);
 }
