@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, type ErrorCode } from '../../src/errors/index.js';
+import { ERROR_CODES, ERRORS, type ErrorCode } from '../../src/errors/index.js';
 import { readDoc } from './markdown.js';
 
-/* docs/troubleshooting.md's table of error codes: one row per code of the registry, in its words, each with what to do. */
+/* docs/troubleshooting.md's table of error codes: one row per code of the registry, in its words, with its exit code and HTTP status, each with what to do. */
 
 function tableRows(): Map<string, string[]> {
   const page = readDoc('docs/troubleshooting.md');
@@ -23,12 +23,14 @@ function tableRows(): Map<string, string[]> {
 }
 
 describe('docs/troubleshooting.md error codes', () => {
-  it('has a row for every code of the registry and none other, with its meaning and what to do', () => {
+  it('has a row for every code of the registry and none other, with its meaning, exit code, HTTP status and what to do', () => {
     const rows = tableRows();
     expect([...rows.keys()].sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const [code, meaning] of Object.entries(ERROR_CODES) as Array<[ErrorCode, string]>) {
-      const [shown, todo] = rows.get(code) ?? [];
+      const [shown, exit, http, todo] = rows.get(code) ?? [];
       expect(shown, code).toBe(meaning);
+      expect(exit, `${code}: exit code`).toBe(String(ERRORS[code].exit));
+      expect(http, `${code}: HTTP status`).toBe(String(ERRORS[code].http));
       expect(todo?.length ?? 0, `${code}: what to do`).toBeGreaterThan(10);
     }
   });
