@@ -182,18 +182,23 @@ export interface PlanResult {
   dialect: DialectFacts;
 }
 
+/** How the source was written, as the plan and its CSVs keep it (known once the header was checked). */
+function dialectOf(source: { facts(): DialectFacts }): DialectFacts {
+  const { format, delimiter, bom, lineEnding } = source.facts();
+  return {
+    ...(format !== undefined ? { format } : {}),
+    ...(delimiter !== undefined ? { delimiter } : {}),
+    ...(bom !== undefined ? { bom } : {}),
+    ...(lineEnding !== undefined ? { lineEnding } : {}),
+  };
+}
+
 /** Reconcile without sending: what each row would do, as counts and (optionally) a CSV. */
 export async function planReconcile(options: PlanReconcileOptions): Promise<PlanResult> {
   const { source, decoder, items, close } = await openChecked(options);
   try {
     // Known once the header was checked: the plan and its CSVs are written as the source was.
-    const { format, delimiter, bom, lineEnding } = source.facts();
-    const dialect: DialectFacts = {
-      ...(format !== undefined ? { format } : {}),
-      ...(delimiter !== undefined ? { delimiter } : {}),
-      ...(bom !== undefined ? { bom } : {}),
-      ...(lineEnding !== undefined ? { lineEnding } : {}),
-    };
+    const dialect = dialectOf(source);
     const csv = csvDialectOf(dialect);
     const { index, stats } = await buildIndexFor({ ...options, decoder });
     const counts = emptyPlanCounts();
@@ -300,13 +305,7 @@ export async function checkRows(options: CheckRowsOptions): Promise<CheckRowsRes
       }
     }
     await options.onProgress?.(rows, reader.bytesRead, reader.totalBytes);
-    const { format, delimiter, bom, lineEnding } = source.facts();
-    const dialect: DialectFacts = {
-      ...(format !== undefined ? { format } : {}),
-      ...(delimiter !== undefined ? { delimiter } : {}),
-      ...(bom !== undefined ? { bom } : {}),
-      ...(lineEnding !== undefined ? { lineEnding } : {}),
-    };
+    const dialect = dialectOf(source);
     return { rows, valid: rows - invalid, invalid, columns: [...reader.columns], dialect };
   } finally {
     await close();
