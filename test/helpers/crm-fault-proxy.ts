@@ -53,6 +53,12 @@ export interface ProxiedRequest {
   method: string;
   /** URL path without query. */
   path: string;
+  /**
+   * Date.now() when the request's head arrived, before its body is read: when a CRM counts it
+   * against a rate limit. Windows of sends are counted from this (forwardedAt adds the proxy's
+   * own reading of the body, which a loaded test process stretches).
+   */
+  arrivedAt: number;
   /** Date.now() when the request was sent upstream; null when it never was. */
   forwardedAt: number | null;
   outcome: RequestOutcome;
@@ -270,6 +276,7 @@ export async function startCrmFaultProxy(options: CrmFaultProxyOptions): Promise
     const entry: ProxiedRequest = {
       method: (req.method ?? 'GET').toUpperCase(),
       path: (req.url ?? '/').split('?')[0] ?? '/',
+      arrivedAt: Date.now(),
       forwardedAt: null,
       outcome: 'pending',
     };
