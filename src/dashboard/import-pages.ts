@@ -110,7 +110,8 @@ const FROM_WORDS: Record<ColumnSuggestion['from'], string> = {
  * script shows and hides it as the field changes (without it, the table shows it once posted).
  */
 function holdsCell(s: ColumnSuggestion, i: number, rule: MappingRule, label: string): SafeHtml {
-  if (rule.way !== undefined) return html`<td class="holds" data-label="Holds"><span class="small muted">by ${rule.way}</span></td>`;
+  if (rule.way !== undefined)
+    return html`<td class="holds" data-label="Holds"><span class="small muted">by ${rule.way}</span></td>`;
   const reference = s.field !== null && REFERENCE_FIELDS[s.field] !== undefined;
   return html`<td class="holds${reference ? '' : ' none'}" data-label="Holds"><select name="by_${i}" aria-label="What ${label} holds"${reference ? '' : html` hidden`}>
     <option value=""${s.by === undefined ? html` selected` : ''}>ids</option>
