@@ -62,6 +62,7 @@ ol.steps li.current { color:var(--fg); font-weight:600; }
 form.import-form { display:flex; flex-direction:column; gap:12px; max-width:560px; }
 form.import-form label { display:flex; flex-direction:column; gap:4px; font-size:13px; color:var(--muted); }
 table.mapping td.samples { max-width:260px; overflow-wrap:anywhere; font-size:12.5px; }
+table.mapping td.holds:not(.none) .dash { display:none; }
 table.mapping th.col-name { text-transform:none; letter-spacing:0; font-size:14px; color:var(--fg); background:none; white-space:normal; overflow-wrap:anywhere; }
 .progress progress { width:min(360px, 60vw); }
 .actions { display:flex; flex-wrap:wrap; gap:10px; align-items:center; }
@@ -131,6 +132,7 @@ td.approver { max-width:180px; }
   table.cards td.nowrap { white-space:normal; }
   /* The mapping table as cards: each choice says what it is, the header being hidden. */
   table.mapping td[data-label]::before { content:attr(data-label); display:block; font-size:11.5px; color:var(--muted); }
+  table.mapping td.holds.none { display:none; }
 }
 .err { color:var(--bad); max-width:420px; }
 code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; }
@@ -246,6 +248,17 @@ document.addEventListener('change', function (e) {
   if (t && t.id === 'select-all') {
     var boxes = document.querySelectorAll('input[name=row]');
     for (var i = 0; i < boxes.length; i++) boxes[i].checked = t.checked;
+  }
+  // The mapping table: "holds ids | names" is offered while the column's field is a reference.
+  var table = t && t.closest ? t.closest('table[data-reference-fields]') : null;
+  if (table && t.name.indexOf('field_') === 0) {
+    var cell = t.closest('tr').querySelector('td.holds');
+    var holds = cell && cell.querySelector('select');
+    if (holds) {
+      var reference = table.getAttribute('data-reference-fields').split(' ').indexOf(t.value) >= 0;
+      holds.hidden = !reference;
+      cell.classList.toggle('none', !reference);
+    }
   }
 });
 `;

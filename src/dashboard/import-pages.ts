@@ -9,6 +9,7 @@ import {
   type WritePolicy,
 } from '../ingest/index.js';
 import { writeOperation } from '../reconcile/index.js';
+import { REFERENCE_FIELDS } from '../references/index.js';
 import type { PlanRecord } from '../plans/index.js';
 import type { RunRecord } from '../runs/index.js';
 import { html, type SafeHtml } from './html.js';
@@ -77,11 +78,18 @@ ${hidden(v.csrf)}
 </form>`;
 }
 
+/** A column's choices the table shows beside its field, as the import's or the remembered mapping has them. */
+export interface MappingRule {
+  type?: ColumnType;
+  write?: WritePolicy;
+  /** A way from a cell to a value the table does not offer (from an uploaded mapping file): kept as it is. */
+  way?: 'lookup file' | 'value map';
+}
+
 export interface MappingView {
   record: ImportRecord;
   suggestions: ColumnSuggestion[];
-  /** A column's chosen type and write policy (from the import's mapping or the remembered one). */
-  rules: Record<string, { type?: ColumnType; write?: WritePolicy }>;
+  rules: Record<string, MappingRule>;
   csrf: string;
   error?: string;
   notice?: string;
@@ -97,9 +105,24 @@ const FROM_WORDS: Record<ColumnSuggestion['from'], string> = {
 };
 
 /**
+ * What a reference field's column holds: ids (sent as they are) or names (`"by": "name"`, resolved
+ * from the workspace's references). Shown for a column whose field is a reference; the page's
+ * script shows and hides it as the field changes (without it, the table shows it once posted).
+ */
+function holdsCell(s: ColumnSuggestion, i: number, rule: MappingRule, label: string): SafeHtml {
+  if (rule.way !== undefined)
+    return html`<td class="holds" data-label="Holds"><span class="small muted">by ${rule.way}</span></td>`;
+  const reference = s.field !== null && REFERENCE_FIELDS[s.field] !== undefined;
+  return html`<td class="holds${reference ? '' : ' none'}" data-label="Holds"><select name="by_${i}" aria-label="What ${label} holds"${reference ? '' : html` hidden`}>
+    <option value=""${s.by === undefined ? html` selected` : ''}>ids</option>
+    <option value="name"${s.by === 'name' ? html` selected` : ''}>names</option>
+  </select><span class="dash muted" aria-hidden="true">—</span></td>`;
+}
+
+/**
  * One line of the mapping table. Each per-column choice is a cell of its own, named `<choice>_<i>`
- * (field_3, type_3, write_3) and read back by mappingFromForm: a new choice (a reference by name,
- * say) is one more cell here, one more select in the header, and its key in mappingFromForm.
+ * (field_3, type_3, write_3, by_3) and read back by mappingFromForm: a new choice is one more cell
+ * here, one more heading in the header, and its key in mappingFromForm.
  */
 function mappingLine(record: ImportRecord, s: ColumnSuggestion, i: number, v: MappingView): SafeHtml {
   const fields = fieldsOf(writeOperation(record.op));
@@ -120,7 +143,7 @@ function mappingLine(record: ImportRecord, s: ColumnSuggestion, i: number, v: Ma
   <td data-label="Write policy"><select name="write_${i}" aria-label="Write policy for ${label}">
     ${WRITE_POLICIES.map((w) => html`<option value="${w}"${(rule.write ?? 'always') === w ? html` selected` : ''}>${w}</option>`)}
   </select></td>
-  ${/* Another per-column choice (a reference by name) goes here: one more cell, named `<choice>_${i}`. */ ''}
+  ${holdsCell(s, i, rule, label)}
 </tr>`;
 }
 
@@ -133,8 +156,8 @@ ${v.error !== undefined ? html`<div class="notice bad" role="alert">${v.error}</
 ${v.notice !== undefined ? html`<div class="notice ok">${v.notice}</div>` : ''}
 <form method="post" action="${importPath(r, '/mapping')}">
 ${hidden(v.csrf)}
-<div class="scroll"><table class="mapping cards">
-<thead><tr><th>Column</th><th>First values</th><th>Field</th><th>Type</th><th>Write policy</th></tr></thead>
+<div class="scroll"><table class="mapping cards" data-reference-fields="${Object.keys(REFERENCE_FIELDS).join(' ')}">
+<thead><tr><th>Column</th><th>First values</th><th>Field</th><th>Type</th><th>Write policy</th><th>Holds</th></tr></thead>
 <tbody>${v.suggestions.map((s, i) => mappingLine(r, s, i, v))}</tbody>
 </table></div>
 <p><label>Find records by <select name="match">${matchChoices(r.op, r.matchKey)}</select></label>

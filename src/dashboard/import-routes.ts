@@ -13,12 +13,11 @@ import {
   suggestMapping,
   WRITE_POLICIES,
   type ColumnSuggestion,
-  type ColumnType,
   type Mapping,
-  type WritePolicy,
 } from '../ingest/index.js';
 import type { PlanRecord, PlanStore } from '../plans/index.js';
 import { checkMatchKey, checkRows, defaultMatchKey, writeOperation } from '../reconcile/index.js';
+import { REFERENCE_FIELDS, referenceStoreOf } from '../references/index.js';
 import { escapeCsvCell, type RunRecord } from '../runs/index.js';
 import type { Runtime } from '../runtime/index.js';
 import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, formTokenGuard, refuse } from './auth-hooks.js';
@@ -38,6 +37,7 @@ import {
   importPath,
   mappingBody,
   newImportBody,
+  type MappingRule,
   planningBody,
   type HistoryLine,
 } from './import-pages.js';
@@ -82,11 +82,22 @@ const MAX_MAPPING_BYTES = 1024 * 1024;
 type ImportParams = { Params: { ws: string; id: string } };
 type Body = Record<string, unknown>;
 
-/** The import's rule for a column as its mapping says it (the table's type and write policy). */
-function ruleOf(mapping: Mapping | undefined, column: string): { type?: ColumnType; write?: WritePolicy } {
+/** The import's rule for a column as its mapping says it (the table's type and write policy, a way the table does not offer). */
+function ruleOf(mapping: Mapping | undefined, column: string): MappingRule {
   const target = mapping?.columns[column];
   if (target === null || target === undefined || typeof target === 'string') return {};
-  return { ...(target.type ? { type: target.type } : {}), ...(target.write ? { write: target.write } : {}) };
+  const way = target.lookup !== undefined ? 'lookup file' : target.values !== undefined ? 'value map' : undefined;
+  return {
+    ...(target.type ? { type: target.type } : {}),
+    ...(target.write ? { write: target.write } : {}),
+    ...(way !== undefined ? { way } : {}),
+  };
+}
+
+/** A suggestion as the mapping file says it: the field, or its rule, with `"by": "name"` when offered. */
+function targetOf(s: ColumnSuggestion): Mapping['columns'][string] {
+  if (s.field === null || s.by === undefined) return s.rule ?? s.field;
+  return { ...(s.rule ?? { field: s.field }), by: s.by };
 }
 
 function parsedOrUndefined(raw: unknown): Mapping | undefined {
@@ -136,10 +147,10 @@ function matchKeyFor(op: ReconcileOperation, given: string): string {
 
 /**
  * The table's choices back as the mapping file the CLI takes: per column its field (null: skip),
- * with the type and write policy when not the defaults. Settings the table does not show
- * (separator, trim, emptyCells, compare) stay as an uploaded mapping file had them.
- * A new per-column choice (a reference by name, `{"by": "name"}`) is read here beside type and
- * write, from the cell mappingLine (import-pages.ts) gives it; the rule object carries it as is.
+ * with the type and write policy when not the defaults, and `"by": "name"` when a reference
+ * field's column holds names (by_<i>; a field names do not resolve to ignores it). Settings the
+ * table does not show (separator, trim, emptyCells, compare, a lookup file or value map) stay as
+ * an uploaded mapping file had them; onUnknown goes with the last way it applied to.
  */
 export function mappingFromForm(record: ImportRecord, body: Body): { columns: Record<string, unknown> } {
   const before = parsedOrUndefined(record.mapping);
@@ -154,12 +165,16 @@ export function mappingFromForm(record: ImportRecord, body: Body): { columns: Re
     const write = text(body, `write_${i}`);
     const old = before?.columns[column];
     const kept = old !== null && old !== undefined && typeof old !== 'string' && old.field === field ? old : {};
-    const { type: _t, write: _w, field: _f, ...rest } = kept as Record<string, unknown>;
+    const { type: _t, write: _w, field: _f, by: _b, onUnknown, ...rest } = kept as Record<string, unknown>;
+    const otherWay = rest.lookup !== undefined || rest.values !== undefined;
+    const byName = !otherWay && REFERENCE_FIELDS[field] !== undefined && text(body, `by_${i}`) === 'name';
     const rule: Record<string, unknown> = {
       field,
       ...rest,
       ...((COLUMN_TYPES as readonly string[]).includes(type) ? { type } : {}),
       ...((WRITE_POLICIES as readonly string[]).includes(write) && write !== 'always' ? { write } : {}),
+      ...(byName ? { by: 'name' } : {}),
+      ...(onUnknown !== undefined && (byName || otherWay) ? { onUnknown } : {}),
     };
     columns[column] = Object.keys(rule).length === 1 ? field : rule;
   });
@@ -313,6 +328,20 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     return show(request, reply, `Import ${record.fileName}`, importBody(line, formTokenFor(auth, request)));
   });
 
+  /**
+   * The table's suggestions. Whether a reference column holds ids or names is told as the resolver
+   * tells it, by the workspace's stored references (Redis; the CRM is not read for a suggestion).
+   */
+  const suggestionsOf = async (record: ImportRecord, remembered: Mapping | undefined): Promise<ColumnSuggestion[]> => {
+    const op = writeOperation(record.op);
+    const options = { remembered, samples: record.samples };
+    const plain = suggestMapping(op, record.columns, options);
+    if (!plain.some((s) => s.field !== null && REFERENCE_FIELDS[s.field] !== undefined && s.from !== 'remembered'))
+      return plain;
+    const references = await referenceStoreOf(runtime.config, record.workspace, runtime.redis).index();
+    return suggestMapping(op, record.columns, { ...options, references });
+  };
+
   /** The table: the import's own mapping once chosen, else the remembered one and the suggestions. */
   const mappingPage = async (
     request: FastifyRequest,
@@ -322,7 +351,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
   ) => {
     const own = looseMapping(record.mapping);
     const remembered = own ?? parsedOrUndefined(await imports.rememberedMapping(record.workspace, record.columns));
-    const suggestions: ColumnSuggestion[] = suggestMapping(writeOperation(record.op), record.columns, remembered);
+    const suggestions = await suggestionsOf(record, remembered);
     const rules = Object.fromEntries(record.columns.map((c) => [c, ruleOf(remembered, c)]));
     const body = mappingBody({
       record,
@@ -366,9 +395,7 @@ export function registerImportRoutes(app: FastifyInstance, o: ImportRoutesOption
     if (raw === undefined) {
       // Not chosen yet: the suggestions, as the table offers them.
       const remembered = parsedOrUndefined(await imports.rememberedMapping(record.workspace, record.columns));
-      const columns = Object.fromEntries(
-        suggestMapping(writeOperation(record.op), record.columns, remembered).map((s) => [s.column, s.rule ?? s.field]),
-      );
+      const columns = Object.fromEntries((await suggestionsOf(record, remembered)).map((s) => [s.column, targetOf(s)]));
       raw = { columns };
     }
     const name = record.fileName.replace(/\.[^.]+$/, '');

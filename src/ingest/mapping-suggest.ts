@@ -1,6 +1,7 @@
 import { nearest } from './did-you-mean.js';
-import { fieldsOf, type Mapping } from './mapping.js';
+import { fieldsOf, LIST_SEPARATOR, type Mapping } from './mapping.js';
 import type { Operation } from '../crm/index.js';
+import { readsAsName, REFERENCE_FIELDS, type ReferenceIndex } from '../references/index.js';
 
 /** Where a column's suggested field comes from, strongest first. */
 export type SuggestionSource = 'remembered' | 'same name' | 'did you mean' | 'none';
@@ -12,6 +13,17 @@ export interface ColumnSuggestion {
   from: SuggestionSource;
   /** The remembered mapping's rule for the column (type, write policy …), when it had one. */
   rule?: Exclude<Mapping['columns'][string], string | null>;
+  /** `name`: the column holds names of its reference field's kind (`"by": "name"`), not ids. */
+  by?: 'name';
+}
+
+export interface SuggestOptions {
+  /** The mapping last used for the same header set (its choices come first). */
+  remembered?: Mapping | undefined;
+  /** Each column's first values: a reference field's column holding names is offered by name. */
+  samples?: Readonly<Record<string, readonly string[]>>;
+  /** The workspace's known references, to tell their ids from names (readsAsName). Default none. */
+  references?: ReferenceIndex | undefined;
 }
 
 /**
@@ -19,8 +31,15 @@ export interface ColumnSuggestion {
  * the same header set (`remembered`) first, then a column named like a field, then the
  * did-you-mean the CLI gives for an unknown column (`E-mail` → email, `Phone` → phone_number).
  * A field goes to one column only (a mapping refuses two), the first that claims it; the rest skip.
+ * A reference field's column is offered by name when one of its first values reads as a name, not
+ * an id (`Stage` of "Negotiation" → stage_id by name), unless the remembered mapping chose.
  */
-export function suggestMapping(op: Operation, columns: readonly string[], remembered?: Mapping): ColumnSuggestion[] {
+export function suggestMapping(
+  op: Operation,
+  columns: readonly string[],
+  options: SuggestOptions = {},
+): ColumnSuggestion[] {
+  const { remembered } = options;
   const fields = fieldsOf(op);
   const taken = new Set<string>();
   const out: ColumnSuggestion[] = columns.map((column) => ({ column, field: null, from: 'none' }));
@@ -42,5 +61,16 @@ export function suggestMapping(op: Operation, columns: readonly string[], rememb
   }
   for (const s of out) if (s.from === 'none') claim(s, fields.includes(s.column) ? s.column : undefined, 'same name');
   for (const s of out) if (s.from === 'none') claim(s, nearest(s.column, fields), 'did you mean');
+  for (const s of out) {
+    const kind = s.field !== null ? REFERENCE_FIELDS[s.field] : undefined;
+    if (kind === undefined) continue;
+    if (s.from === 'remembered') {
+      if (s.rule?.by !== undefined) s.by = s.rule.by;
+      continue;
+    }
+    const separator = s.rule?.separator ?? LIST_SEPARATOR;
+    const cells = (options.samples?.[s.column] ?? []).flatMap((v) => (kind === 'tag' ? v.split(separator) : [v]));
+    if (cells.some((cell) => readsAsName(kind, cell, options.references))) s.by = 'name';
+  }
   return out;
 }

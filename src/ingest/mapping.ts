@@ -46,6 +46,9 @@ export type CompareMode = z.infer<typeof CompareModeSchema>;
  * What a column whose name, lookup key or value the CRM's references do not know does: `error`,
  * the row is invalid (REFERENCE_UNKNOWN); `skip-field`, the row is sent without that field.
  */
+/** What splits a list cell's items (`VIP; Hot`) when the column names no `separator`. */
+export const LIST_SEPARATOR = ';';
+
 export const ON_UNKNOWN = ['error', 'skip-field'] as const;
 export const OnUnknownSchema = z.enum(ON_UNKNOWN, `must be one of ${ON_UNKNOWN.join(', ')}`);
 export type OnUnknown = z.infer<typeof OnUnknownSchema>;
@@ -72,7 +75,7 @@ const ColumnRuleSchema = z.strictObject(
     field: z.string('must be the name of an API field').min(1, 'must not be empty'),
     /** Default: inferred from the target field (see inferType). */
     type: ColumnTypeSchema.optional(),
-    /** list only. Default ';'. */
+    /** list only. Default LIST_SEPARATOR (';'). */
     separator: z.string('must be text').min(1, 'must not be empty').optional(),
     /** Default true. */
     trim: z.boolean('must be true or false').optional(),
@@ -285,7 +288,7 @@ const DEFAULT_RULES = Object.fromEntries(
       column: field,
       field,
       type: inferType(field),
-      separator: ';',
+      separator: LIST_SEPARATOR,
       trim: true,
       typed: false,
       implicit: true,
@@ -396,7 +399,7 @@ export function rulesFor(op: Operation, mapping?: Mapping): readonly ColumnRule[
       column,
       field: rule.field,
       type: rule.type ?? inferType(rule.field),
-      separator: rule.separator ?? ';',
+      separator: rule.separator ?? LIST_SEPARATOR,
       trim: rule.trim ?? true,
       typed: typeof target !== 'string' && target.type !== undefined,
       implicit: false,

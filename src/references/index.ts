@@ -6,6 +6,7 @@ export {
   ReferenceIndex,
   ReferencePassSchema,
   normaliseReferenceName,
+  readsAsName,
   type ReferenceEntry,
   type ReferenceKind,
   type ReferencePass,

@@ -149,6 +149,15 @@ export class ReferenceIndex {
     return this.#byKind.get(kind)!.has(id);
   }
 
+  /** Whether a cell is an id of `kind` as resolve takes one (sent as it is, not looked up as a name). */
+  isId(kind: ReferenceKind, cell: string): boolean {
+    return this.#own(kind, cell) !== undefined;
+  }
+
+  #own(kind: ReferenceKind, cell: string): (ReferenceEntry & { pipelineId?: string }) | undefined {
+    return this.#byKind.get(kind)!.get(cell.trim());
+  }
+
   nameOf(kind: ReferenceKind, id: string): string | undefined {
     return this.#byKind.get(kind)!.get(id)?.name;
   }
@@ -165,7 +174,7 @@ export class ReferenceIndex {
    */
   resolve(kind: ReferenceKind, cell: string, pipelineId?: string): Resolution {
     const byId = this.#byKind.get(kind)!;
-    const own = byId.get(cell.trim());
+    const own = this.#own(kind, cell);
     if (own && (kind !== 'stage' || pipelineId === undefined || own.pipelineId === pipelineId))
       return { kind: 'found', id: own.id, name: own.name };
     let ids = this.#byName.get(kind)!.get(normaliseReferenceName(cell)) ?? [];
@@ -202,4 +211,21 @@ export class ReferenceIndex {
     const entry = this.#byKind.get(kind)!.get(id)!;
     return { id: entry.id, name: entry.name };
   }
+}
+
+/** One token holding a digit: `stg_1cbb…`, `4711`, a UUID. Names are words: "Negotiation", "Closed Won", "VIP". */
+const ID_SHAPE = /^(?=\S*\p{N})[\p{L}\p{N}_.:-]+$/u;
+
+/**
+ * Whether a cell reads as a name rather than an id of `kind`, before any row is resolved (the
+ * mapping table's "holds names" suggestion). The index decides when it knows the cell: an id
+ * resolve sends as it is (isId), or a name it resolves. A cell it does not know (no pass read yet,
+ * or a record no pass saw) has only its shape to go by, the API's ids being opaque strings of no
+ * stated form: one token holding a digit reads as an id, anything else as a name.
+ */
+export function readsAsName(kind: ReferenceKind, cell: string, index?: ReferenceIndex): boolean {
+  const text = cell.trim();
+  if (text === '' || index?.isId(kind, text) === true) return false;
+  if (index !== undefined && index.resolve(kind, text).kind !== 'unknown') return true;
+  return !ID_SHAPE.test(text);
 }

@@ -1,7 +1,7 @@
 import { referencesKey } from '../keys/index.js';
 import type { RedisClient } from '../redis/index.js';
-import type { ListResource } from '../crm/index.js';
-import { ReferencePassSchema, type ReferencePass } from './reference-index.js';
+import { LIST_RESOURCES, type ListResource } from '../crm/index.js';
+import { ReferenceIndex, ReferencePassSchema, type ReferencePass } from './reference-index.js';
 
 /** A pass nobody read again for a week is of no use: refreshed long before, or the workspace is gone. */
 const PASS_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -36,6 +36,12 @@ export class ReferenceStore {
     } catch {
       return undefined;
     }
+  }
+
+  /** Every stored pass as an index, whatever its age: for a suggestion, which reads nothing from the CRM. */
+  async index(): Promise<ReferenceIndex> {
+    const passes = await Promise.all(LIST_RESOURCES.map((list) => this.read(list)));
+    return new ReferenceIndex(passes.filter((p): p is ReferencePass => p !== undefined));
   }
 
   /** Keeps the pass unless a newer one of the list is already there (two processes read at once). */

@@ -67,7 +67,7 @@ async function uploadFile(name: string, content: string, fields: Record<string, 
 async function postTableAndCheck(mappingUrl: string) {
   const table = (await get(mappingUrl)).body;
   const chosen: Record<string, string> = {};
-  for (const m of table.matchAll(/<select name="((?:field|type|write)_\d+)"[^>]*>([\s\S]*?)<\/select>/g))
+  for (const m of table.matchAll(/<select name="((?:field|type|write|by)_\d+)"[^>]*>([\s\S]*?)<\/select>/g))
     chosen[m[1]!] = /<option value="([^"]*)" selected>/.exec(m[2]!)?.[1] ?? '';
   const mapped = await post(mappingUrl, chosen);
   expect(mapped.statusCode, mapped.body).toBe(303);
@@ -232,11 +232,62 @@ describe('browser imports: safety (issue 45)', () => {
       payload: body.body,
     });
     expect(filled.statusCode, filled.body).toBe(303);
-    // The table has no by-name choice yet: posted as shown, it keeps the file's "by" for the column.
+    // The file's "by" fills the column's "holds" choice; posted as shown, the mapping keeps it.
+    const table = (await get(`${base}/mapping`)).body;
+    expect(table).toMatch(/name="by_1"[^>]*>[\s\S]*?<option value="name" selected>names<\/option>/);
     const check = await postTableAndCheck(`${base}/mapping`);
     expect((await get(`${base}/mapping.json`)).json().columns.Tags).toEqual({ field: 'tag_ids', by: 'name' });
     expect(check).toMatchObject({ state: 'done', valid: 1, invalid: 1 });
     expect(check.firstInvalid[0]).toMatchObject({ row: 2, column: expect.stringContaining('Tags') });
+  });
+
+  it('a Stage column of names is offered as stage_id by name; the choice goes to the JSON, the check and the next upload', async () => {
+    const deals = [...h.ws.deals.values()].slice(0, 4);
+    const negotiation = h.ws.stages.find((x) => x.name === 'Negotiation')!;
+    const content = csv(
+      ['id', 'Stage', 'Pipeline id'],
+      [
+        ...deals.slice(0, 3).map((d) => [d.id, 'Negotiation', negotiation.pipelineId]),
+        [deals[3]!.id, 'Negotiaton', negotiation.pipelineId],
+      ],
+    );
+    const up = await uploadFile('stages.csv', content, { op: 'deal.update' });
+    expect(up.statusCode, up.body).toBe(303);
+    const mappingUrl = String(up.headers.location);
+    const holds = (body: string, i: number) =>
+      new RegExp(`<select name="by_${i}"([^>]*)>([\\s\\S]*?)</select>`).exec(body);
+    const table = (await get(mappingUrl)).body;
+    // Names: offered by name, the choice labelled; ids (pip_…): ids; the id column: no choice shown.
+    expect(table).toMatch(/name="field_1"[\s\S]*?<option value="stage_id" selected>/);
+    expect(holds(table, 1)![1]).toContain('aria-label="What column Stage holds"');
+    expect(holds(table, 1)![2]).toContain('<option value="name" selected>names</option>');
+    expect(holds(table, 2)![2]).toContain('<option value="" selected>ids</option>');
+    expect(holds(table, 0)![1]).toContain('hidden');
+    expect((await get(`${mappingUrl}.json`)).json()).toEqual({
+      columns: { id: 'id', Stage: { field: 'stage_id', by: 'name' }, 'Pipeline id': 'pipeline_id' },
+    });
+    // Posted as offered: the mapping says "by": "name" and every row's name is resolved.
+    const check = await postTableAndCheck(mappingUrl);
+    expect(check).toMatchObject({ state: 'done', valid: 3, invalid: 1 });
+    expect(check.groups).toEqual([
+      expect.objectContaining({
+        code: 'REFERENCE_UNKNOWN',
+        count: 1,
+        message: expect.stringContaining('did you mean "Negotiation"'),
+      }),
+    ]);
+    expect((await get(`${mappingUrl}.json`)).json().columns.Stage).toEqual({ field: 'stage_id', by: 'name' });
+    // The same headers again: the remembered mapping keeps the choice.
+    const again = String((await uploadFile('stages-2.csv', content, { op: 'deal.update' })).headers.location);
+    expect(holds((await get(again)).body, 1)![2]).toContain('<option value="name" selected>names</option>');
+    // Chosen "ids": the column is sent as it is, no "by".
+    const asIds = await post(again, { field_0: 'id', field_1: 'stage_id', by_1: '', field_2: 'pipeline_id' });
+    expect(asIds.statusCode, asIds.body).toBe(303);
+    expect((await get(`${again}.json`)).json().columns.Stage).toBe('stage_id');
+    // "by" on a field names do not resolve to is not offered, and not written if sent.
+    const odd = await post(again, { field_0: 'id', field_1: 'name', by_1: 'name', field_2: 'pipeline_id' });
+    expect(odd.statusCode, odd.body).toBe(303);
+    expect((await get(`${again}.json`)).json().columns.Stage).toBe('name');
   });
 
   it('a mapping the CLI would refuse is refused with its reason, and the table keeps the choices', async () => {
