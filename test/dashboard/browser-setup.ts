@@ -1,6 +1,6 @@
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 
 /** What the dashboard's browser tests share: Debian's chromium, where screenshots go. */
@@ -27,6 +27,29 @@ if (!hasChromium)
 export function launchChromium(): Promise<Browser> {
   mkdirSync(ARTIFACTS, { recursive: true });
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+/** Signs `page` in to the dashboard at `base` with `token` and waits for the runs list. */
+export async function signIn(page: Page, base: string, token: string): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Runs' }).waitFor();
+}
+
+/** A context of its own (1280 × 800 unless `options` says) and a page in it, signed in. */
+export async function signedInPage(
+  browser: Browser,
+  base: string,
+  token: string,
+  options: BrowserContextOptions & { timeoutMs?: number } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
+  const { timeoutMs = 10_000, ...contextOptions } = options;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...contextOptions });
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  await signIn(page, base, token);
+  return { context, page };
 }
 
 /** A screenshot in test/artifacts goes to docs/ too when docs/ has none, or with CRM_SYNC_UPDATE_DOCS=1. */

@@ -7,7 +7,7 @@ import { Secret } from '../../src/config/index.js';
 import { buildDashboard } from '../../src/dashboard/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 
-import { ARTIFACTS, capture, hasChromium, launchChromium } from './browser-setup.js';
+import { ARTIFACTS, capture, hasChromium, launchChromium, signedInPage } from './browser-setup.js';
 
 const TOKEN = 'browser-test-token-5f2c9a0b1c2d3e4f5a6b';
 
@@ -126,13 +126,7 @@ describe.skipIf(!hasChromium)('dashboard in a real browser', () => {
       ),
     );
     await h.waitForRun((await h.importFile(same, 'deal.update')).id);
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.goto(`${base}/login`);
-    await page.getByLabel('Token').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    const { context, page } = await signedInPage(browser, base, TOKEN, { timeoutMs: 15_000 });
     interface Layout {
       page: number;
       scroll: number;

@@ -7,7 +7,7 @@ import { buildDashboard } from '../../src/dashboard/index.js';
 import { PlanStore } from '../../src/plans/index.js';
 import type { SimContact } from '../../src/sim/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { capture, expectFitsPhone, hasChromium, launchChromium, PHONE } from './browser-setup.js';
+import { capture, expectFitsPhone, hasChromium, launchChromium, PHONE, signedInPage } from './browser-setup.js';
 
 /*
  * Issue 45's browser import, end to end in Debian's chromium: a dashboard and workers against the
@@ -38,13 +38,7 @@ beforeAll(async () => {
   app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN) });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
   browser = await launchChromium();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-  page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Runs' }).waitFor();
+  ({ context, page } = await signedInPage(browser, base, TOKEN, { acceptDownloads: true, timeoutMs: 20_000 }));
 }, 90_000);
 
 afterAll(async () => {

@@ -23,6 +23,7 @@ import {
   launchChromium,
   PHONE,
   phoneLayout,
+  signIn,
 } from './browser-setup.js';
 
 const TOKEN = 'operators-browser-token-7a1c3e5f9b2d4c6e';
@@ -59,10 +60,7 @@ beforeAll(async () => {
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text());
   });
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Runs' }).waitFor();
+  await signIn(page, base, TOKEN);
 }, 60_000);
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/log/index.js';
 import { makePlan, PlanStore, type PlanRecord } from '../../src/plans/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
-import { capture, expectFitsPhone, hasChromium, launchChromium, PHONE } from './browser-setup.js';
+import { capture, expectFitsPhone, hasChromium, launchChromium, PHONE, signedInPage } from './browser-setup.js';
 
 /*
  * Issue 33's plan page in Debian's chromium: open a plan from the Plans list, filter its rows by
@@ -54,13 +54,7 @@ beforeAll(async () => {
   app = await buildDashboard({ runtime: h.runtime, token: new Secret(TOKEN) });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
   browser = await launchChromium();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  await page.goto(`${base}/login`);
-  await page.getByLabel('Token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Runs' }).waitFor();
+  ({ context, page } = await signedInPage(browser, base, TOKEN));
 }, 60_000);
 
 afterAll(async () => {
