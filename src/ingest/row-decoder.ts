@@ -318,12 +318,11 @@ export class RowDecoder {
         take(rule, resolved);
       }
     }
-    return {
-      fields,
-      errors,
-      ...(names.length > 0 ? { names } : {}),
-      ...(skippedFields.length > 0 ? { skippedFields } : {}),
-    };
+    // Built key by key: this runs for every row, and a spread of varying keys costs (RESULTS, issue 32).
+    const mapped: MappedValues = { fields, errors };
+    if (names.length > 0) mapped.names = names;
+    if (skippedFields.length > 0) mapped.skippedFields = skippedFields;
+    return mapped;
   }
 
   /**
