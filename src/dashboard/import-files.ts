@@ -1,12 +1,11 @@
-import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
+import { CrmSyncError } from '../errors/index.js';
 import { openSource } from '../ingest/index.js';
 import type { PlanStore } from '../plans/index.js';
 import type { ImportStore } from './import-store.js';
+import { receiveForm } from './multipart-form.js';
 
 /*
  * An import's file on the dashboard's disk: `<resultsDir>/dashboard-imports/<workspace>/<id>/<name>`,
@@ -52,8 +51,8 @@ export function withoutPaths(text: string, file: string, name: string): string {
 }
 
 /**
- * Reads a multipart body: its fields, and its one file streamed to `dir` under its own name
- * (at most `maxBytes`: INPUT_TOO_LARGE beyond, with the CLI named for larger files).
+ * Reads an import's form: its fields, and its one file streamed to `dir` under its own name (at
+ * most `maxBytes`: INPUT_TOO_LARGE beyond, with the CLI named for larger files).
  */
 export async function receiveImport(
   request: FastifyRequest,
@@ -61,33 +60,23 @@ export async function receiveImport(
   maxBytes: number,
   tooLarge: string,
 ): Promise<ReceivedImport> {
-  const fields: Record<string, string> = {};
-  let fileName: string | undefined;
-  let bytes = 0;
-  try {
-    for await (const part of request.parts({ limits: { fileSize: maxBytes, files: 1, fields: 20 } })) {
-      if (part.type === 'field') {
-        if (typeof part.value === 'string') fields[part.fieldname] = part.value;
-      } else if (part.fieldname === 'file' && fileName === undefined && part.filename !== '') {
-        fileName = safeFileName(part.filename);
-        await mkdir(dir, { recursive: true });
-        const path = join(dir, fileName);
-        await pipeline(part.file, createWriteStream(path));
-        if (part.file.truncated) throw new CrmSyncError('INPUT_TOO_LARGE', tooLarge);
-        bytes = (await stat(path)).size;
-      } else {
-        part.file.resume();
-      }
-    }
-  } catch (err) {
-    if (isCrmSyncError(err)) throw err;
-    const status = typeof err === 'object' && err !== null && 'statusCode' in err ? Number(err.statusCode) : 500;
-    if (status === 413) throw new CrmSyncError('INPUT_TOO_LARGE', tooLarge, { cause: err });
-    throw new CrmSyncError('USAGE', 'the upload is not a well-formed multipart/form-data body: send it from the form', {
-      cause: err,
-    });
-  }
-  return { fields, ...(fileName !== undefined ? { fileName } : {}), bytes };
+  const { fields, file } = await receiveForm(request, {
+    maxBytes,
+    maxFields: 20,
+    saveTo: async (given) => {
+      if (given === '') return undefined;
+      await mkdir(dir, { recursive: true });
+      return join(dir, safeFileName(given));
+    },
+    words: {
+      tooLarge,
+      tooManyFiles: 'the upload holds more than one file: choose one file on the new import page',
+      tooManyFields: 'the upload holds more form fields than the new import page sends: upload from that page',
+      malformed: 'the upload is not a well-formed multipart/form-data body: send it from the form',
+    },
+  });
+  if (file === undefined) return { fields, bytes: 0 };
+  return { fields, fileName: basename(file.path), bytes: (await stat(file.path)).size };
 }
 
 /** The file's columns and the first values of each, read as the import will read it. */

@@ -1,8 +1,7 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CrmSyncError, isCrmSyncError } from '../errors/index.js';
 import { retryRows, type IgnoredLine, type RetrySummary } from '../lifecycle/index.js';
@@ -10,6 +9,7 @@ import type { Runtime } from '../runtime/index.js';
 import { FORM_TOKEN_MESSAGE, checkFormToken, formTokenFor, refuse } from './auth-hooks.js';
 import { sendPage, wantsJson } from './http-answers.js';
 import { page } from './layout.js';
+import { receiveForm } from './multipart-form.js';
 import { uploadResultBody } from './run-page.js';
 import { loadUploadAnswer, saveUploadAnswer } from './upload-answers.js';
 import type { SessionAuth } from './session-auth.js';
@@ -91,59 +91,30 @@ function nulByte(first: Buffer | null, at: number): CrmSyncError {
   );
 }
 
-/**
- * What a multipart limit that was reached means for the person uploading: only the size limit
- * is about the file being large (all of these are HTTP 413 in @fastify/multipart).
- */
-function limitError(err: unknown, maxBytes: number): CrmSyncError {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
-  if (code === 'FST_FILES_LIMIT')
-    return new CrmSyncError('USAGE', 'the upload holds more than one file: send one corrected CSV (field "file")', {
-      cause: err,
-    });
-  if (code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT')
-    return new CrmSyncError(
-      'USAGE',
-      'the upload holds more form fields than the run page sends: upload from the run page (the corrected CSV in field "file")',
-      { cause: err },
-    );
-  return new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`, {
-    cause: err,
-  });
-}
-
 /** Reads the multipart body: the form token, and the file (saved to `file`). */
 async function receive(
   request: FastifyRequest,
   file: string,
   maxBytes: number,
 ): Promise<{ csrf: unknown; gotFile: boolean; resendSuperseded: boolean }> {
-  let csrf: unknown;
-  let gotFile = false;
-  let resendSuperseded = false;
-  try {
-    for await (const part of request.parts({ limits: { fileSize: maxBytes, files: 1 } })) {
-      if (part.type === 'field') {
-        if (part.fieldname === '_csrf') csrf = part.value;
-        // The form's checkbox: rows a later run wrote are sent as new writes over its values.
-        if (part.fieldname === 'resendSuperseded') resendSuperseded = part.value === 'on' || part.value === '1';
-      } else if (part.fieldname === 'file' && !gotFile) {
-        gotFile = true;
-        await pipeline(part.file, createWriteStream(file));
-        if (part.file.truncated)
-          throw new CrmSyncError('INPUT_TOO_LARGE', `the file is larger than ${Math.round(maxBytes / 1048576)} MB`);
-      } else {
-        part.file.resume();
-      }
-    }
-  } catch (err) {
-    if (isCrmSyncError(err)) throw err;
-    const status = typeof err === 'object' && err !== null && 'statusCode' in err ? Number(err.statusCode) : 500;
-    if (status === 413) throw limitError(err, maxBytes);
-    // busboy's own errors (no boundary, cut-off part, bad header) are plain Errors: the client's fault.
-    throw new CrmSyncError('USAGE', MALFORMED, { cause: err });
-  }
-  return { csrf, gotFile, resendSuperseded };
+  const form = await receiveForm(request, {
+    maxBytes,
+    saveTo: () => file,
+    words: {
+      tooLarge: `the file is larger than ${Math.round(maxBytes / 1048576)} MB`,
+      tooManyFiles: 'the upload holds more than one file: send one corrected CSV (field "file")',
+      tooManyFields:
+        'the upload holds more form fields than the run page sends: upload from the run page (the corrected CSV in field "file")',
+      malformed: MALFORMED,
+    },
+  });
+  // The form's checkbox: rows a later run wrote are sent as new writes over its values.
+  const resend = form.fields.resendSuperseded;
+  return {
+    csrf: form.fields._csrf,
+    gotFile: form.file !== undefined,
+    resendSuperseded: resend === 'on' || resend === '1',
+  };
 }
 
 /** What an upload's slot produced; the answer is sent from it once the slot is free. */
