@@ -141,16 +141,33 @@ export class ImportStore {
     return parsed.success ? parsed.data : null;
   }
 
+  /** Per import key, the tail of its updates in this process (update). */
+  readonly #updating = new Map<string, Promise<unknown>>();
+
   /**
-   * Reads, changes and writes the record; `change` returns whether it changed anything (false: nothing written). Two writers of
-   * one import (a task's progress, a person's post) touch different parts, and each reads afresh.
+   * Reads, changes and writes the record; `change` returns whether it changed anything (false:
+   * nothing written). Two writers of one import (a task's progress, a person's post) touch
+   * different parts of it, but each writes the whole record: unserialised, a task that read
+   * before a post and wrote after it put the post's mapping back (seen in CI). So one import's
+   * updates run one after another — its tasks and its posts are in one dashboard process, the
+   * one holding its file (docs/dashboard.md: several dashboards need sticky sessions).
    */
   async update(workspace: string, id: string, change: (record: ImportRecord) => boolean): Promise<ImportRecord | null> {
-    const record = await this.get(workspace, id);
-    if (record === null) return null;
-    if (change(record) === false) return record;
-    await this.save(record);
-    return record;
+    const key = importKey(this.#prefix, workspace, id);
+    const run = (this.#updating.get(key) ?? Promise.resolve()).then(async () => {
+      const record = await this.get(workspace, id);
+      if (record === null) return null;
+      if (change(record) === false) return record;
+      await this.save(record);
+      return record;
+    });
+    const tail = run.catch(() => undefined);
+    this.#updating.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.#updating.get(key) === tail) this.#updating.delete(key);
+    }
   }
 
   /** The workspace's imports, newest first; ids whose record expired leave the list. */
