@@ -92,6 +92,12 @@ export const WorkspaceFileSchema = z
      */
     readBefore: z.boolean().default(W.readBefore),
     /**
+     * A plain import's before-values come from a list pass at most this old (or 20 × its
+     * duration): a value written in that window before the row's write is not what undo puts
+     * back. Default 60000 ms.
+     */
+    beforeMaxAgeMs: z.number().int().min(0).max(3_600_000).default(W.beforeMaxAgeMs),
+    /**
      * Names in a mapping (`"by": "name"`) resolve from what the workspace's list pages showed,
      * kept in Redis; a pass older than this is read again first (ms). Default 3600000 (1 h).
      */

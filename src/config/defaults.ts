@@ -54,6 +54,13 @@ const workspace = {
    */
   readBefore: true,
   /**
+   * Such a read serves a plain import's rows until it is this old (ms), or 20 × its own duration
+   * (before-value pages stay ≤ 1/20 of the budget). Longer than driftMaxAgeMs: a before-value only
+   * names what undo puts back, and one pass per 10 s of a workspace of 10,000 deals was a fifth of
+   * a 50/s budget.
+   */
+  beforeMaxAgeMs: 60 * SECOND,
+  /**
    * Names in a mapping (`"by": "name"`) resolve from the references list passes showed
    * (src/references, kept in Redis for every process); a pass older than this is read again
    * before a run resolves names (ms).

@@ -39,6 +39,8 @@ export interface WorkspaceConfig {
   driftMaxAgeMs: number;
   /** A plain import's update reads its before-values from list pages (for `runs undo`). */
   readBefore: boolean;
+  /** A plain import's before-values come from a list pass at most this old (ms). */
+  beforeMaxAgeMs: number;
   /** Names resolve from list passes younger than this (ms); an older one is read again. */
   referencesMaxAgeMs: number;
 }
@@ -133,6 +135,7 @@ export function configFromObject(
       planTtlMs: w.planTtlMs,
       driftMaxAgeMs: w.driftMaxAgeMs,
       readBefore: w.readBefore,
+      beforeMaxAgeMs: w.beforeMaxAgeMs,
       referencesMaxAgeMs: w.referencesMaxAgeMs,
     };
   }

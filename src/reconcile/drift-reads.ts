@@ -7,6 +7,13 @@
 export const DRIFT_PASS_SPACING = 4;
 
 /**
+ * A pass that serves a plain import's before-values (not a drift check) is fresh for this many
+ * times its own duration at least: before-value pages stay ≤ 1/20 of the budget, however large
+ * the list (DriftCheck.values).
+ */
+export const BEFORE_PASS_SPACING = 20;
+
+/**
  * A process reads single pages (a planned row's page, where the plan saw its record) while the
  * pages it read in the last drift window stay under this share of the list's pages; past it,
  * one whole-list read is cheaper than going on page by page (rows spread over the whole list).

@@ -22,7 +22,13 @@ export {
   type IndexedRecord,
 } from './compare.js';
 export { RecordIndex, type BuildIndexOptions } from './record-index.js';
-export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from './drift-reads.js';
+export {
+  BEFORE_PASS_SPACING,
+  DRIFT_PAGE_READ_SHARE,
+  DRIFT_PASS_SPACING,
+  DRIFT_READ_AHEAD_FROM,
+  pageOfPlace,
+} from './drift-reads.js';
 export {
   planRows,
   checkRow,

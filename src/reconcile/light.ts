@@ -4,7 +4,13 @@
  * RSS (bench/RESULTS.md, "Change control"). Everything here is also in index.ts.
  */
 export { writeOperation, type ReconcileOperation } from './resource-fields.js';
-export { DRIFT_PAGE_READ_SHARE, DRIFT_PASS_SPACING, DRIFT_READ_AHEAD_FROM, pageOfPlace } from './drift-reads.js';
+export {
+  BEFORE_PASS_SPACING,
+  DRIFT_PAGE_READ_SHARE,
+  DRIFT_PASS_SPACING,
+  DRIFT_READ_AHEAD_FROM,
+  pageOfPlace,
+} from './drift-reads.js';
 export { type PlannedRow } from './plan-rows.js';
 export { unresolvedWords, type NameGroup, type PlanSummary, type UnresolvedGroup } from './plan-tally.js';
 export { formatPlanCounts } from './plan-csv.js';

@@ -2,6 +2,7 @@ import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import {
+  BEFORE_PASS_SPACING,
   canonicalFromRow,
   COMPARABLE_FIELDS,
   DRIFT_PAGE_READ_SHARE,
@@ -30,6 +31,11 @@ export interface DriftCheckOptions {
    * workspace's `driftMaxAgeMs`); a read is also fresh for DRIFT_PASS_SPACING × its own duration.
    */
   maxAgeMs: number;
+  /**
+   * A read serves a plain import's before-values (values, freshValues) until it is this old, or
+   * BEFORE_PASS_SPACING × its duration (the workspace's `beforeMaxAgeMs`). Default `maxAgeMs`.
+   */
+  beforeMaxAgeMs?: number;
   pageSize?: number;
   logger?: Logger;
   /**
@@ -74,6 +80,12 @@ export interface CheckAt {
   /** The record's place in the list when planned (QueuedRow.listPlace). Default: unknown (the whole list is read). */
   place?: number;
 }
+
+/**
+ * What a read is for, which sets how long it stays fresh (#stale): a drift check must see recent
+ * edits; a before-value only names what undo puts back, and is read for every plain row.
+ */
+type ReadUse = 'check' | 'before';
 
 /** When a read began and how long it took: what its freshness is judged by (#stale). */
 interface ReadTime {
@@ -207,8 +219,9 @@ export class DriftCheck {
   /**
    * The record's canonical values (by comparable field) as a list pass read them, for what a
    * plain import's row writes over (RowResult.changes); undefined when the list does not hold
-   * the record. The same passes as the drift check's, with the same freshness: a run's first
-   * read in this process reads the list anew, so an earlier run's writes are never missed.
+   * the record. The same passes as the drift check's, fresh for longer (`beforeMaxAgeMs`, or
+   * BEFORE_PASS_SPACING × the pass's duration): a run's first read in this process still reads
+   * the list anew, so an earlier run's writes are never missed.
    */
   async values(
     runId: string,
@@ -216,7 +229,7 @@ export class DriftCheck {
     id: string,
     signal?: AbortSignal,
   ): Promise<Readonly<Record<string, string>> | undefined> {
-    const snap = await abortable(this.#fresh(resource, this.#runStart(runId)), signal);
+    const snap = await abortable(this.#fresh(resource, this.#runStart(runId), 'before'), signal);
     return snap.index.byId(id)?.values;
   }
 
@@ -230,7 +243,7 @@ export class DriftCheck {
     id: string,
   ): { values: Readonly<Record<string, string>> | undefined } | undefined {
     const last = this.#snaps.get(resource);
-    if (this.#stale(last, this.#runStart(runId))) return undefined;
+    if (this.#stale(last, this.#runStart(runId), 'before')) return undefined;
     return { values: last!.index.byId(id)?.values };
   }
 
@@ -323,12 +336,14 @@ export class DriftCheck {
   }
 
   /** Whether a read (begun at startedAt, taking durationMs) is too old for a check; `notBefore`: a read begun earlier is. */
-  #stale(s: ReadTime | undefined, notBefore?: number): boolean {
-    return (
-      s === undefined ||
-      (notBefore !== undefined && s.startedAt < notBefore) ||
-      Date.now() - s.startedAt > Math.max(this.#o.maxAgeMs, DRIFT_PASS_SPACING * s.durationMs)
-    );
+  #stale(s: ReadTime | undefined, notBefore?: number, use: ReadUse = 'check'): boolean {
+    if (s === undefined || (notBefore !== undefined && s.startedAt < notBefore)) return true;
+    const { maxAgeMs, beforeMaxAgeMs = maxAgeMs } = this.#o;
+    const fresh =
+      use === 'before'
+        ? Math.max(beforeMaxAgeMs, BEFORE_PASS_SPACING * s.durationMs)
+        : Math.max(maxAgeMs, DRIFT_PASS_SPACING * s.durationMs);
+    return Date.now() - s.startedAt > fresh;
   }
 
   /**
@@ -393,8 +408,8 @@ export class DriftCheck {
   }
 
   /** `notBefore`: a read begun earlier is stale (this process's clock). */
-  #fresh(resource: ListResource, notBefore?: number): Promise<Snapshot> {
-    const stale = (s: Snapshot | undefined) => this.#stale(s, notBefore);
+  #fresh(resource: ListResource, notBefore?: number, use: ReadUse = 'check'): Promise<Snapshot> {
+    const stale = (s: Snapshot | undefined) => this.#stale(s, notBefore, use);
     const tail = this.#tails.get(resource) ?? Promise.resolve(undefined);
     const turn = tail
       .catch(() => undefined)

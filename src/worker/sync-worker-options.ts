@@ -44,6 +44,8 @@ export interface SyncWorkerOptions {
   driftMaxAgeMs: number;
   /** A plain import's update reads its before-values from list pages (the workspace's `readBefore`). Default true. */
   readBefore?: boolean;
+  /** Before-values come from a list pass at most this old (the workspace's `beforeMaxAgeMs`; ms). Default DEFAULTS.workspace.beforeMaxAgeMs. */
+  beforeMaxAgeMs?: number;
   /** The config's retention (ms): create markers and deal claims live as long as a run can be retried. */
   retentionMs: number;
   /** Deal fields the CRM's automation may set on a new deal: a look-up does not compare them. */

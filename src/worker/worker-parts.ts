@@ -135,6 +135,7 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
         client,
         budget: bucket,
         maxAgeMs: options.driftMaxAgeMs,
+        beforeMaxAgeMs: options.beforeMaxAgeMs ?? DEFAULTS.workspace.beforeMaxAgeMs,
         logger,
         creates: { fence, automationFields: options.automationFields },
       }),

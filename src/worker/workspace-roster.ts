@@ -204,6 +204,7 @@ export class WorkspaceRoster {
         createSettleMs: ws.createSettleMs,
         driftMaxAgeMs: ws.driftMaxAgeMs,
         readBefore: ws.readBefore,
+        beforeMaxAgeMs: ws.beforeMaxAgeMs,
         retentionMs: derivedSettings({ retention: this.#config.retention }).retentionMs,
         automationFields: ws.automationFields,
         breaker: ws.breaker,

@@ -198,3 +198,33 @@ describe('predictApply', () => {
     expect(p.listPages).toBeLessThanOrEqual(anywhere.listPages * 1.25 + 250);
   });
 });
+
+describe("DriftCheck.values: a plain import's before-values (beforeMaxAgeMs)", () => {
+  it('a pass serves before-values for beforeMaxAgeMs; a drift check past driftMaxAgeMs reads the list again, and sees an edit', async () => {
+    const budget = { taken: 0, take: async () => void budget.taken++ };
+    const drift = new DriftCheck({ client, budget, maxAgeMs: 50, beforeMaxAgeMs: 60_000, pageSize: PAGE });
+    const run = `run-before-${++runs}`;
+    const [a, b] = [ids[20]!, ids[21]!];
+    const started = Date.now();
+    expect((await drift.values(run, 'contacts', a))?.name).toBe(nameOf(a));
+    const passMs = Date.now() - started;
+    const pages = budget.taken;
+    expect(pages).toBe(Math.ceil(ids.length / PAGE) + 1); // every page, and the empty one after
+    // Past the drift check's freshness (driftMaxAgeMs, or DRIFT_PASS_SPACING × the pass), within beforeMaxAgeMs.
+    await new Promise((r) => setTimeout(r, Math.max(100, 5 * passMs) + 50));
+    ws.updateRecord('contacts', b, { name: 'Edited meanwhile' });
+    // Before-values: the pass is still fresh for them (no request), read before the edit.
+    expect(drift.freshValues(run, 'contacts', b)).toBeDefined();
+    expect((await drift.values(run, 'contacts', b))?.name).not.toBe('Edited meanwhile');
+    expect(budget.taken).toBe(pages);
+    expect(drift.stats.passes).toBe(1);
+    // A drift check is not served by it: it reads the list anew and sees the edit.
+    const seen = await drift.check(run, 'contacts', b, { name: 'Someone' }, { name: 'New' });
+    expect(seen).toMatchObject({ kind: 'drifted', changed: [{ field: 'name', now: 'Edited meanwhile' }] });
+    expect(drift.stats.passes).toBe(2);
+    expect(budget.taken).toBe(2 * pages);
+    // A new run's first before-value read is made anew, however fresh the last pass.
+    await drift.values(`run-before-${++runs}`, 'contacts', a);
+    expect(drift.stats.passes).toBe(3);
+  });
+});
