@@ -33,6 +33,7 @@ import {
   stopProcesses,
 } from './bench-lib.js';
 import { dealIds } from './ids.js';
+import { busiestWindow, startRequestCounter } from './request-counter.js';
 
 const LIMIT = Number(process.argv[2] ?? 50);
 const PROCESSES = (process.argv[3] ?? '1,2,4').split(',').map(Number);
@@ -43,6 +44,10 @@ const ROWS = LIMIT * SECONDS;
 const redisServer = await startPrivateRedis();
 const sim = await startSimProcess({ records: Math.min(ROWS, 20_000), rate: `${LIMIT}/s` });
 const allIds = await dealIds(sim);
+// Every request as the CRM's front door counts it, list pages (before-values) included: the
+// workers' counters count row requests only.
+const front = await startRequestCounter(sim.port);
+const viaCounter = { ...sim, baseUrl: front.baseUrlOf('acme') };
 const ids = Array.from({ length: ROWS }, (_, i) => allIds[i % allIds.length]!);
 console.log(
   `rate utilisation (${MODE} limit): ${ROWS} deal updates, simulator limit ${LIMIT} req/s, worker concurrency 8 per process`,
@@ -54,7 +59,7 @@ async function counter(redis: RedisClient, prefix: string, metric: string): Prom
 
 for (const processes of PROCESSES) {
   await sleep(Math.ceil(2000 + 1000)); // the simulator's bucket refills (a second's worth) between rounds
-  const b = benchConfig(sim, MODE === 'known' ? { max: LIMIT, durationMs: 1000 } : undefined);
+  const b = benchConfig(viaCounter, MODE === 'known' ? { max: LIMIT, durationMs: 1000 } : undefined);
   const file = join(b.dir, 'deals.csv');
   writeFileSync(file, `id,name\n${ids.map((id, i) => `${id},Bench ${processes}-${i}`).join('\n')}\n`);
   const runtime = await openRuntime(b.config, silentLogger);
@@ -75,6 +80,7 @@ for (const processes of PROCESSES) {
       at10 = { requests, limited };
     });
   }, 10_500);
+  const from = (await front.arrivals()).length;
   const { run: final, startedAt: started } = await importAndWait(runtime, file, 200);
   clearTimeout(sampler);
   const seconds = (Date.parse(final.finishedAt ?? new Date().toISOString()) - started) / 1000;
@@ -85,6 +91,9 @@ for (const processes of PROCESSES) {
   const requests = await counter(runtime.redis, b.prefix, METRIC.requests);
   const limited = await counter(runtime.redis, b.prefix, METRIC.rateLimited);
   const rate = final.counts.succeeded / seconds;
+  const arrivals = await front.arrivals(from);
+  const reads = arrivals.filter((a) => a.method === 'GET').length;
+  const crmRate = arrivals.filter((a) => a.status !== 429).length / seconds;
   const late =
     at10 === undefined
       ? ''
@@ -95,6 +104,10 @@ for (const processes of PROCESSES) {
   console.log(
     `${processes} worker process${processes > 1 ? 'es' : ''}: ${final.counts.succeeded}/${ROWS} succeeded in ${fmt(seconds)} s = ${fmt(rate)} rows/s ` +
       `(${fmt((rate / LIMIT) * 100)}% of the limit${steady === undefined ? '' : `; after 10 s ${fmt((steady / LIMIT) * 100)}%`}); requests ${requests}, 429s ${limited} (${fmt((limited / Math.max(1, requests)) * 100, 2)}%${late}); ` +
+      `at the CRM ${arrivals.length} requests (${reads} list pages) = ${fmt((crmRate / LIMIT) * 100)}% of the limit, busiest 1 s ${busiestWindow(
+        arrivals.map((a) => a.at),
+        1000,
+      )}; ` +
       `Redis commands per request: ${sent === undefined ? '' : `${fmt(sent / Math.max(1, requests))} sent, `}${fmt((after.scripts - before.scripts) / Math.max(1, requests))} Lua script calls, ` +
       `${fmt((after.all - before.all) / Math.max(1, requests))} counting those the scripts run`,
   );
@@ -117,5 +130,6 @@ for (const processes of PROCESSES) {
   await dropPrefix(b.prefix);
   removeBenchDir(b);
 }
+await front.close();
 await sim.stop();
 await redisServer.stop();
