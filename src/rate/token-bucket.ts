@@ -358,7 +358,7 @@ export class SharedTokenBucket {
         // Not a setting: 0 tells CLAIM the limit is unknown (learned instead).
         max: this.#o.limit?.max ?? 0,
         unused,
-        lead: this.#replyMs.toFixed(3),
+        lead: claimLeadMs(this.#o.limit !== undefined, this.#replyMs).toFixed(3),
       },
     )
       .then(({ wait, now: redisNow, offsets }) => {
@@ -509,6 +509,18 @@ export class SharedTokenBucket {
     if (err === undefined) w.resolve(true);
     else w.reject(err);
   }
+}
+
+/**
+ * How far ahead of Redis's now send times are claimed (CLAIM's `lead`), from the measured reply
+ * time. A known limit's token is used only within usableForMs of its grant: the whole reply time.
+ * A learned rate's may be used up to LEARNING_LATE_MS late, so its lead leaves half of that out:
+ * with Redis close by (a reply in a few ms) its send times have come when they arrive and are
+ * used at once, where a lead of the whole reply time put nine rows in ten on a timer for it
+ * (bench/RESULTS.md, issue 42); a Redis far away still gets them ahead, in time to use.
+ */
+export function claimLeadMs(knownLimit: boolean, replyMs: number): number {
+  return knownLimit ? replyMs : Math.max(0, replyMs - LEARNING_LATE_MS / 2);
 }
 
 /** An estimate moved toward a new sample: fast when it rises, slowly when it falls (RISE, FALL). */

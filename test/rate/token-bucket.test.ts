@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SharedTokenBucket } from '../../src/rate/token-bucket.js';
+import { SharedTokenBucket, claimLeadMs } from '../../src/rate/token-bucket.js';
 import { busiestWindow } from '../helpers/busiest-window.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -34,6 +34,21 @@ async function takeMany(bucket: SharedTokenBucket, n: number, parallel: number):
   );
   return times;
 }
+
+describe('claimLeadMs', () => {
+  // Issue 42: a learned rate's send times claimed a whole reply time ahead had not come when a
+  // loopback reply arrived, so nine rows in ten waited on a timer for theirs.
+  it('a learned rate claims ahead only what a reply takes beyond half the lateness it allows', () => {
+    expect(claimLeadMs(false, 0)).toBe(0);
+    expect(claimLeadMs(false, 3.8)).toBe(0);
+    expect(claimLeadMs(false, 50)).toBe(45);
+  });
+
+  it('a known limit claims the whole reply time ahead (its tokens are usable only briefly)', () => {
+    expect(claimLeadMs(true, 3.8)).toBe(3.8);
+    expect(claimLeadMs(true, 50)).toBe(50);
+  });
+});
 
 describe('SharedTokenBucket', () => {
   it('processes sharing a key share one budget: no 1 s span holds more than the limit plus one burst', async () => {
