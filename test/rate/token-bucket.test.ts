@@ -344,6 +344,27 @@ describe('SharedTokenBucket', () => {
       expect(Number(await redis.hget(`${key}:rate`, 'g'))).toBe(sent);
     }, 10_000);
 
+    it("a 429's pending grants (send times still ahead, which the pause holds back) are not counted as sent", async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      // 200/s and eight takers: at the 429 the seven others hold send times up to 50 ms ahead.
+      const bucket = new SharedTokenBucket({ redis, key, initialRate: 200 });
+      let taken = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (taken < 20) {
+            await bucket.take();
+            if (++taken === 5) await bucket.pause(100);
+          }
+        }),
+      );
+      // Every grant was sent but those the pause held back (the same claim's, given again after
+      // it); counted as sent they were ~5 more, and the next measure would hold them.
+      const g = Number(await redis.hget(`${key}:rate`, 'g'));
+      expect(g).toBeGreaterThanOrEqual(taken - 1);
+      expect(g).toBeLessThanOrEqual(taken + 1);
+    }, 10_000);
+
     it('two 429s a second or more apart measure what the CRM accepted between them: that is the ceiling', async () => {
       const key = bucketKey();
       keys.push(`${key}:rate`);
