@@ -18,7 +18,7 @@ export interface Claimed {
 export const CLAIM = defineScript({
   file: 'claim-tokens-3',
   keys: ['tatKey', 'rateKey', 'logKey'],
-  args: ['interval', 'tolerance', 'n', 'horizon', 'startRate', 'window', 'max', 'unused', 'lead'],
+  args: ['interval', 'tolerance', 'n', 'horizon', 'startRate', 'window', 'max', 'unused', 'lead', 'climbMs'],
   reply: valueReply((raw): Claimed => {
     // {wait, now, offset...}, numbers as text: one array for the offsets, as the reply's map was.
     const reply = raw as string[];

@@ -49,6 +49,13 @@ const MAX_MARGIN_SHARE = 0.1;
 const CUT_COOLDOWN_MS = 1000;
 /** Two 429s at most this far apart measure the CRM's rate between them (PAUSE). */
 const MEASURE_SPAN_MS = 10_000;
+/**
+ * Learning, before the workspace's first 429: the rate doubles every this many ms. A cold run
+ * loses every request short of the CRM's rate while it climbs (from initialRate, 10/s, to 50/s
+ * doubling a second took 2.3 s), and an overshoot costs no more than one 429 episode: no burst,
+ * so the 429s are the requests in flight when the CRM's first one comes back.
+ */
+const COLD_CLIMB_MS = 250;
 /** A learned rate never falls below this (requests/s): the budget must not stall a workspace. */
 const MIN_RATE = 0.5;
 
@@ -359,6 +366,7 @@ export class SharedTokenBucket {
         max: this.#o.limit?.max ?? 0,
         unused,
         lead: claimLeadMs(this.#o.limit !== undefined, this.#replyMs).toFixed(3),
+        climbMs: COLD_CLIMB_MS,
       },
     )
       .then(({ wait, now: redisNow, offsets }) => {

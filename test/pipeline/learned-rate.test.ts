@@ -35,6 +35,10 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     expect(first.counts).toMatchObject({ total: 200, succeeded: 200 }); // 429s spent no attempt (1 allowed)
     const firstLimited = h.ws.stats.rateLimited;
     expect(firstLimited).toBeGreaterThan(0);
+    // Cold, the rate doubles every quarter second until the first 429; with no burst an episode
+    // meets only the requests in flight (8 in the two pools): the climb's, the measure's, and at
+    // most one more if the measure came out a little high.
+    expect(firstLimited).toBeLessThanOrEqual(24);
     const [rate = 0, ceiling = 0] = (
       await h.runtime.redis.hmget(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`, 'rate', 'ceiling')
     ).map(Number);
@@ -44,8 +48,10 @@ describe('an unknown rate limit is learned, shared and remembered', () => {
     expect(rate).toBeGreaterThan(0);
     expect(rate).toBeLessThan(40);
     if (ceiling > 0) {
-      expect(ceiling).toBeGreaterThan(8);
-      expect(ceiling).toBeLessThan(40);
+      // Measured between two 429s: what the CRM accepted, its pause and pending grants left out
+      // (a second 429 of an episode once counted the pause's second as ~20 requests sent).
+      expect(ceiling).toBeGreaterThan(16);
+      expect(ceiling).toBeLessThan(24);
     }
     expect(await h.runtime.redis.pttl(`${requestBudgetKey(h.config.prefix, 'acme')}:rate`)).toBe(-1); // kept between runs
     // The next run (the learned rate has no expiry) goes at it from its first request.

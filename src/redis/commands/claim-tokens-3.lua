@@ -12,8 +12,11 @@
   with no TAT yet starts empty: its first window is paced, not a burst.
 
   Learning (interval = 0): while requests wait on the budget (TAT ahead of now, and not because
-  of a 429's pause: `hold`), the rate grows with the time that passes: about doubling a second
-  until a ceiling is known, or while far below it; near it by 0.5 % of the ceiling a second
+  of a 429's pause: `hold`), the rate grows with the time that passes: doubling every `climbMs`
+  while the workspace never met a 429 (no `cut` yet: a cold start, where every request short of
+  the CRM's rate is lost and an overshoot costs one 429 episode however far it goes), at most
+  doubling in one claim; after a 429 about doubling a second until a ceiling is known, or while
+  far below it; near it by 0.5 % of the ceiling a second
   (0.1 % once the ceiling was measured, pause-tokens), faster the longer it holds above it (the
   limit was raised). Grants are counted (`g`) for pause-tokens' measure, less those a process
   reports it never sent (`unused`: it got them too late to use, or its request was called off).
@@ -35,6 +38,7 @@
   ARGV[7] max        grants per window
   ARGV[8] unused     learning: earlier grants of this process it did not send (taken off `g`)
   ARGV[9] lead       ms: the soonest a send time may be (the process's measured reply time)
+  ARGV[10] climbMs   learning, before the first 429: the rate doubles every this many ms
   Returns {wait, now, offset...}: Redis's now (ms) and the granted requests' send times as ms
   from it; with none granted, `wait` is the ms until the first would fall within the horizon.
 ]]
@@ -52,13 +56,15 @@ local raw = redis.call('GET', tatKey)
 local tat = tonumber(raw or '0')
 local learning = interval == 0
 if learning then
-  local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'at', 'hold', 'measured')
+  local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'at', 'hold', 'measured', 'cut')
   local rate, ceiling, at = tonumber(st[1]) or tonumber(startRate), tonumber(st[2]) or 0, tonumber(st[3]) or now
   -- A 429's pause also puts TAT ahead of now: that is no sign of demand above the rate; nor is
   -- the lead of a grant (a TAT ahead by no more than this reply's own).
   if tat > soonest and now >= (tonumber(st[4]) or 0) then
     local dt = math.min(math.max(now - at, 0), 1000) / 1000
-    if ceiling == 0 or rate < ceiling * 0.9 then
+    if not st[6] and ceiling == 0 then
+      rate = rate * math.min(2, 2 ^ (dt * 1000 / tonumber(ARGV[10])))
+    elseif ceiling == 0 or rate < ceiling * 0.9 then
       rate = rate * (1 + dt)
     else
       local base = 0.005
