@@ -28,16 +28,40 @@ export class WorkBoard {
   readonly #redis: RedisClient;
   readonly #key: string;
   readonly #prefix: string;
+  /** Where each signal is also published: a pool subscribed starts the worker at once. */
+  readonly #channel: string;
 
   constructor(options: WorkBoardOptions) {
     this.#redis = options.redis;
     this.#prefix = options.prefix;
     this.#key = workBoardKey(options.prefix);
+    this.#channel = `${this.#key}:signals`;
   }
 
-  /** Says the workspace has jobs; call it after they are added. */
+  /**
+   * Says the workspace has jobs; call it after they are added. Published once the board holds
+   * it, so a pool woken by the message finds it listed.
+   */
   async signal(workspace: string): Promise<void> {
     await this.#redis.zincrby(this.#key, 1, workspace);
+    await this.#redis.publish(this.#channel, workspace);
+  }
+
+  /**
+   * Calls `onSignal` at every signal, on a connection of its own (a subscriber can send nothing
+   * else). A pool polls the board every `pollMs` (1 s) as well, so this only makes it sooner:
+   * an idle workspace's run used to wait half a second on average for its first job to
+   * be taken. A message lost while the connection is down costs only that wait. Returns the
+   * closer.
+   */
+  watch(onSignal: () => void, onError: (err: unknown) => void): () => void {
+    const sub = this.#redis.duplicate();
+    sub.on('error', onError);
+    sub.on('message', (channel: string) => {
+      if (channel === this.#channel) onSignal();
+    });
+    sub.subscribe(this.#channel).catch(onError);
+    return () => sub.disconnect();
   }
 
   /** Workspaces with work, and the count to give `settle` (read before checking the queue). */

@@ -72,6 +72,9 @@ export class WorkspaceRoster {
   #sweptAt = 0;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** A signal came while a tick was under way: one more tick after it. */
+  #again = false;
+  #unwatch: (() => void) | undefined;
   #closed = false;
 
   constructor(options: WorkspaceRosterOptions) {
@@ -94,13 +97,30 @@ export class WorkspaceRoster {
       }, every);
       this.#timer.unref();
     };
+    this.#unwatch = this.#board.watch(
+      () => this.#wake(),
+      (err) => this.#o.logger.debug({ err: errorMessage(err) }, 'work signals not heard: the board is polled'),
+    );
     void this.tick().finally(loop);
   }
 
   /** One look at the board: start workers for listed workspaces, close idle ones. Never throws. */
   tick(): Promise<void> {
-    this.#ticking ??= this.#tick().finally(() => (this.#ticking = undefined));
+    this.#ticking ??= this.#tick().finally(() => {
+      this.#ticking = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.#wake();
+      }
+    });
     return this.#ticking;
+  }
+
+  /** A workspace was signalled: look at the board now (after the tick under way, if one is). */
+  #wake(): void {
+    if (this.#closed) return;
+    if (this.#ticking) this.#again = true;
+    else void this.tick();
   }
 
   async #tick(): Promise<void> {
@@ -263,6 +283,7 @@ export class WorkspaceRoster {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#unwatch?.();
     // A worker still starting closes itself when its start returns (it sees #closed); waiting
     // for it is bounded, since a start waits on Redis, which may be what is gone.
     await Promise.race([

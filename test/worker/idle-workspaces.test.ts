@@ -79,6 +79,18 @@ describe('idle workspaces (docs/architecture.md, "Idle workspaces")', () => {
     expect(await h.runtime.queue('acme').getWorkers()).toHaveLength(0);
   }, 60_000);
 
+  it('a signal wakes a pool at once: with its poll a minute away, the run is taken and done', async () => {
+    h = await startHarness({ records: 5 });
+    const config = addWorkspaces(h, ['w01']);
+    // The first look at the board is made at start; the next would be a minute later.
+    const pool: WorkerPool = await h.startWorkers({ config, pollMs: 60_000, idleMs: 60_000 });
+    await sleep(300); // the start's own look is over, and the subscription made
+    expect(pool.active.size).toBe(0);
+    const run = await importTo(h, config, 'w01');
+    expect((await h.waitForRun(run.id)).counts).toMatchObject({ total: 3, succeeded: 3 });
+    expect([...pool.active.keys()]).toEqual(['w01']);
+  }, 30_000);
+
   it('a workspace added to the config file after the pool started is served without a restart', async () => {
     h = await startHarness({ records: 5 });
     const pool = await h.startWorkers({ reloadConfig: () => loadConfig({ path: h!.configPath, env: h!.env }) });
