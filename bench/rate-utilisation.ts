@@ -111,6 +111,16 @@ for (const processes of PROCESSES) {
       `Redis commands per request: ${sent === undefined ? '' : `${fmt(sent / Math.max(1, requests))} sent, `}${fmt((after.scripts - before.scripts) / Math.max(1, requests))} Lua script calls, ` +
       `${fmt((after.all - before.all) / Math.max(1, requests))} counting those the scripts run`,
   );
+  // Where a whole run's share goes short of its steady one: the wait before the CRM's first
+  // request, the list pages (before-values) and the tail after its last.
+  if (arrivals.length > 0) {
+    const ended = Date.parse(final.finishedAt ?? new Date().toISOString());
+    const writes = arrivals.filter((a) => a.method !== 'GET');
+    console.log(
+      `  first request ${fmt(arrivals[0]!.at - started, 0)} ms after the import began (first write ${fmt((writes[0]?.at ?? NaN) - started, 0)} ms), ` +
+        `run ended ${fmt(ended - arrivals.at(-1)!.at, 0)} ms after the last; list pages ${reads} = ${fmt((reads / LIMIT) * 1000, 0)} ms of the budget`,
+    );
+  }
   if (process.env.BENCH_COMMANDS) {
     // Which commands (BENCH_COMMANDS=1): the top ten per request.
     const per = [...after.byCommand].map(

@@ -198,10 +198,14 @@ export class RowSender {
       }
     }
     // What the row writes over (RowResult.changes, for `runs undo`): a planned or reconciled row
-    // carries it; a plain import's is read from the list (shared passes in the budget). The read,
-    // the fence call and the token wait run side by side (each is a round trip or more); the
-    // request waits for all three, so the list read still ends before the write is sent.
-    // Most rows know theirs at once (carried, or a fresh list read): no promise for those.
+    // carries it; a plain import's is read from the list (shared passes in the budget). The read
+    // and the fence call run side by side (each is a round trip or more); the request waits for
+    // both, so the list read still ends before the write is sent. Most rows know theirs at once
+    // (carried, or a fresh list read): those wait for their token beside the fence too. A row
+    // whose read is still out takes its token only once the read is in: the read's pages take
+    // tokens of the same budget, behind the rows' own, and a token held through the read is
+    // stale by its end (usableForMs) — at a run's start 8 rows' tokens came before the first
+    // page's, ~160 ms of a 50/s budget spent on nothing.
     const known = this.#knownBefore(w.runId, r, resource, payload.id);
     const before: Promise<BeforeRead> | BeforeRead =
       known ??
@@ -209,12 +213,12 @@ export class RowSender {
         (values) => ({ values }),
         (err: unknown) => ({ err }),
       );
-    const { wait, token: tokenAnswer } = this.#waitForToken(signal, true);
+    let tokenWait = known ? this.#waitForToken(signal, true) : undefined;
     let begin;
     try {
       begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
     } finally {
-      if (begin?.kind !== 'send') wait.cancel();
+      if (begin?.kind !== 'send') tokenWait?.wait.cancel();
     }
     switch (begin.kind) {
       case 'send': {
@@ -222,17 +226,19 @@ export class RowSender {
         // grant's time: sent late, bunched against on-time ones, a CRM counting a sliding window
         // would see more than the limit in one. The wait is bounded, since the record's lease is
         // held meanwhile.
-        // The staleness is judged once the before-values are in too: a list read that took
-        // long (a pass of the whole list) would otherwise send on a token long gone by.
-        const [first, read] = 'then' in before ? await Promise.all([tokenAnswer, before]) : [await tokenAnswer, before];
-        let token = first;
+        const read = 'then' in before ? await before : before;
+        let token: TokenAnswer;
         // (#before fails only when the job's signal aborted.)
         if ('err' in read) {
-          wait.cancel();
+          tokenWait?.wait.cancel();
           token = 'aborted';
-        } else if (token === 'taken' && Date.now() - wait.takenAt! > this.o.budget.usableForMs) {
-          wait.cancel();
-          token = await this.#waitForToken(signal).token;
+        } else {
+          tokenWait ??= this.#waitForToken(signal);
+          token = await tokenWait.token;
+          if (token === 'taken' && Date.now() - tokenWait.wait.takenAt! > this.o.budget.usableForMs) {
+            tokenWait.wait.cancel();
+            token = await this.#waitForToken(signal).token;
+          }
         }
         if (token !== 'taken' || 'err' in read) {
           await this.o.fence.settleUpdate(record, begin.seq, false);
