@@ -35,7 +35,7 @@ import {
   stopProcesses,
 } from './bench-lib.js';
 import { dealIds } from './ids.js';
-import { busiestWindow, startRequestCounter, type Arrival } from './request-counter.js';
+import { busiestWindow, counterPriority, startRequestCounter, type Arrival } from './request-counter.js';
 
 await main();
 
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   process.on('exit', () => busy.forEach((c) => c.kill('SIGKILL')));
   console.log(
     `redis latency: ${ROWS} deal updates a run, simulator limit ${LIMIT} req/s (token bucket, 1 s), ` +
-      `workers reach Redis through a delay proxy; ${BUSY} busy-loop processes beside them; load ${loadavg()
+      `workers reach Redis through a delay proxy; ${BUSY} busy-loop processes beside them; request counter at ${counterPriority} priority; load ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
   );
