@@ -183,7 +183,7 @@ describe('an update is sent once the write fence let it go and it has its rate t
     expect(sim.workspace('acme').stats.requests).toBe(before);
   });
 
-  it("a row whose before-values are still being read takes its token only once they are in", async () => {
+  it('a row whose before-values are still being read takes its token only once they are in', async () => {
     // The list read of before-values answers only when the test says (a pass of a long list).
     // Its pages take tokens of the same budget: a token the row held meanwhile would come
     // before theirs and be stale when the read ends.
