@@ -69,6 +69,14 @@ const LEARNING_LATE_MS = 10;
  * send times of a claim fall within LEARNING_LATE_MS (#claimSize).
  */
 const CLAIM_AHEAD = 3;
+/**
+ * Learning, spares only while send times are at most this far apart (ms): a rate of 1,000/s and
+ * more, where a spare nobody takes costs the workspace a millisecond of its rate. Near a CRM's
+ * rate (a cold climb passes 100–150/s) a spare not taken is a send time lost to every process
+ * and a TAT held ahead as if there were demand (CLAIM's climb): there a claim asks for the
+ * requests waiting only, as before.
+ */
+const SPARE_SPACING_MS = 1;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
 /**
@@ -408,13 +416,13 @@ export class SharedTokenBucket {
    * How many send times a claim asks for: one per request waiting, and with a learned rate dense
    * enough, spares for those that come while it is on its way (CLAIM_AHEAD), as many as fall
    * within LEARNING_LATE_MS of the first: a spare no request takes is gone that soon, told to
-   * Redis as unused, so spares never hold the workspace's send times for long nor far ahead (a
-   * rate of 50/s gets none). A known limit's are claimed only for the requests waiting: a spare
+   * Redis as unused, so spares never hold the workspace's send times for long nor far ahead; and
+   * only at a rate of SPARE_SPACING_MS or denser (a rate of 50/s gets none). A known limit's are claimed only for the requests waiting: a spare
    * missed holds a place in the send log and goes back in a call of its own (#release).
    */
   #claimSize(): number {
     const waiting = Math.min(this.#waiting.length, this.#o.maxBatch);
-    if (this.#o.limit) return waiting;
+    if (this.#o.limit || this.#spacingMs > SPARE_SPACING_MS) return waiting;
     // Not seen yet: the first claim asking for spares shows it (the horizon bounds what it gets).
     const dense = this.#spacingMs > 0 ? 1 + Math.floor(LEARNING_LATE_MS / this.#spacingMs) : Infinity;
     return Math.min(this.#o.maxBatch, waiting * CLAIM_AHEAD, Math.max(waiting, dense));

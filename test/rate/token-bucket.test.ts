@@ -424,7 +424,7 @@ describe('SharedTokenBucket', () => {
           };
         },
       });
-      const bucket = new SharedTokenBucket({ redis: counted, key, initialRate: 1000 });
+      const bucket = new SharedTokenBucket({ redis: counted, key, initialRate: 2000 });
       const takes = 30;
       for (let i = 0; i < takes; i++) {
         await bucket.take();
