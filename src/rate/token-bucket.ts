@@ -61,6 +61,22 @@ const MIN_RATE = 0.5;
 
 /** Learning, a spare send time this far gone is not used: a burst would follow. */
 const LEARNING_LATE_MS = 10;
+/**
+ * Learning, a claim asks for up to this many send times per request waiting: the rest stay spare
+ * for the requests that come while it is on its way. With rows in flight on many jobs a claim
+ * found ~3 waiting (0.32 claims a row, bench/throughput.ts), and each claim is a Redis round trip
+ * of the worker's CPU (bench/RESULTS.md, issue 42). Spares only where the rate is dense: all the
+ * send times of a claim fall within LEARNING_LATE_MS (#claimSize).
+ */
+const CLAIM_AHEAD = 3;
+/**
+ * Learning, spares only while send times are at most this far apart (ms): a rate of 1,000/s and
+ * more, where a spare nobody takes costs the workspace a millisecond of its rate. Near a CRM's
+ * rate (a cold climb passes 100–150/s) a spare not taken is a send time lost to every process
+ * and a TAT held ahead as if there were demand (CLAIM's climb): there a claim asks for the
+ * requests waiting only, as before.
+ */
+const SPARE_SPACING_MS = 1;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
 /**
@@ -130,6 +146,8 @@ export class SharedTokenBucket {
   #unused = 0;
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
+  /** Learning: the spacing of the send times of the last claim that showed it (ms; 0: not yet seen). */
+  #spacingMs = 0;
 
   readonly #rateKey: string;
   readonly #logKey: string;
@@ -348,7 +366,7 @@ export class SharedTokenBucket {
       return;
     }
     this.#claiming = true;
-    const n = Math.min(this.#waiting.length, this.#o.maxBatch);
+    const n = this.#claimSize();
     const { redis, key } = this.#o;
     const asked = Date.now();
     const unused = this.#takeUnused();
@@ -378,6 +396,9 @@ export class SharedTokenBucket {
         this.#replyMs = follow(this.#replyMs, Math.max(0, answered - base));
         this.#roundTripMs = follow(this.#roundTripMs, answered - asked);
         for (const off of offsets) this.#spare.push({ at: base + off, granted: redisNow + off });
+        // (Asked for more and given one: the next send time lies past the horizon.)
+        if (offsets.length > 1) this.#spacingMs = (offsets[offsets.length - 1]! - offsets[0]!) / (offsets.length - 1);
+        else if (offsets.length === 1 && n > 1) this.#spacingMs = this.#horizon;
         if (offsets.length === 0) this.#retryIn(wait);
       })
       .catch((err: unknown) => {
@@ -389,6 +410,22 @@ export class SharedTokenBucket {
         this.#claiming = false;
         this.#pump();
       });
+  }
+
+  /**
+   * How many send times a claim asks for: one per request waiting, and with a learned rate dense
+   * enough, spares for those that come while it is on its way (CLAIM_AHEAD), as many as fall
+   * within LEARNING_LATE_MS of the first: a spare no request takes is gone that soon, told to
+   * Redis as unused, so spares never hold the workspace's send times for long nor far ahead; and
+   * only at a rate of SPARE_SPACING_MS or denser (a rate of 50/s gets none). A known limit's are claimed only for the requests waiting: a spare
+   * missed holds a place in the send log and goes back in a call of its own (#release).
+   */
+  #claimSize(): number {
+    const waiting = Math.min(this.#waiting.length, this.#o.maxBatch);
+    if (this.#o.limit || this.#spacingMs > SPARE_SPACING_MS) return waiting;
+    // Not seen yet: the first claim asking for spares shows it (the horizon bounds what it gets).
+    const dense = this.#spacingMs > 0 ? 1 + Math.floor(LEARNING_LATE_MS / this.#spacingMs) : Infinity;
+    return Math.min(this.#o.maxBatch, waiting * CLAIM_AHEAD, Math.max(waiting, dense));
   }
 
   /**

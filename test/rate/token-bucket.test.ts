@@ -407,6 +407,38 @@ describe('SharedTokenBucket', () => {
       expect(ceiling).toBeLessThan(20 / span + 0.5);
       expect(rate).toBeCloseTo(ceiling * 0.99, 1);
     }, 10_000);
+
+    it('requests that come one by one are served from spare send times: a claim serves several', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:rate`);
+      // A rate far above the requests (1 ms apart): each take finds no other waiting, as the
+      // rows of a busy worker often do between two claims.
+      let claims = 0;
+      const counted = new Proxy(redis, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver) as unknown;
+          if (name !== 'evalsha' || typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (args[1] === 3) claims++; // CLAIM is the only script of three keys it runs here
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const bucket = new SharedTokenBucket({ redis: counted, key, initialRate: 2000 });
+      const takes = 30;
+      for (let i = 0; i < takes; i++) {
+        await bucket.take();
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      // One claim a take asked for that take alone (30 claims); spare send times serve the next.
+      expect(claims).toBeLessThanOrEqual(takes / 2);
+      // Spares never used are told to Redis with a later claim: not counted as sent, but for
+      // those the last claim left (two at most, held for the next requests).
+      await bucket.take();
+      const g = Number(await redis.hget(`${key}:rate`, 'g'));
+      expect(g).toBeGreaterThanOrEqual(takes + 1);
+      expect(g).toBeLessThanOrEqual(takes + 3);
+    }, 10_000);
   });
 
   describe('with Redis a network hop away (a delay proxy, 25 ms each way)', () => {
