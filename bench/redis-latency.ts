@@ -13,7 +13,8 @@
  * successful requests reach from 5 s after the first request to the last, the 429s, the busiest
  * 1000 ms window of arrivals (a known limit allows no window over LIMIT), and the run's time.
  * `known`: the config holds the limit; `learned`: it does not (a workspace never seen, cold).
- * BENCH_BUSY=N runs N busy-loop processes beside the workers (a loaded machine).
+ * BENCH_BUSY=N runs N busy-loop processes beside the workers (a loaded machine). BENCH_TRACE=1
+ * adds a line a run: when its 429s came and the successful requests of each second.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -134,6 +135,7 @@ async function main(): Promise<void> {
         console.log(
           `| ${delay} ms | ${mode} | ${processes} × ${concurrency} | ${share === undefined ? '–' : fmt(share, 3)} | ${limited} | ${busiest} | ${fmt(seconds)} s (${run.counts.succeeded}/${ROWS}) | ${loadavg()[0]!.toFixed(1)} |`,
         );
+        if (process.env.BENCH_TRACE) console.log(traceLine(arrivals));
         await stopProcesses(workers);
         await runtime.close();
         await dropPrefix(b.prefix);
@@ -145,4 +147,23 @@ async function main(): Promise<void> {
   await counter.close();
   await sim.stop();
   await redisServer.stop();
+}
+
+/** Where a run's share went: its 429s' times and each second's successful requests (from the first request). */
+function traceLine(arrivals: readonly Arrival[]): string {
+  if (arrivals.length === 0) return '  (no requests)';
+  const first = arrivals[0]!.at;
+  const at = (a: Arrival) => ((a.at - first) / 1000).toFixed(2);
+  const perSecond: number[] = [];
+  for (const a of arrivals)
+    if (a.status !== 429)
+      perSecond[Math.floor((a.at - first) / 1000)] = (perSecond[Math.floor((a.at - first) / 1000)] ?? 0) + 1;
+  return (
+    `  429s at ${
+      arrivals
+        .filter((a) => a.status === 429)
+        .map(at)
+        .join(', ') || 'none'
+    } s; ` + `per second: ${Array.from(perSecond, (n) => n ?? 0).join(' ')}`
+  );
 }
