@@ -148,6 +148,8 @@ export class SharedTokenBucket {
   #pausedUntil = 0;
   /** Learning: the spacing of the send times of the last claim that showed it (ms; 0: not yet seen). */
   #spacingMs = 0;
+  /** Known limit: requests that began to wait while the claim now out was on its way. */
+  #cameWhileClaiming = 0;
 
   readonly #rateKey: string;
   readonly #logKey: string;
@@ -248,6 +250,7 @@ export class SharedTokenBucket {
     if (afterRoundTrip && this.#o.limit) w.notBefore = now + this.#roundTripMs - this.usableForMs / 2;
     this.#watch.add(w, signal);
     this.#waiting.push(w);
+    if (this.#claiming) this.#cameWhileClaiming++;
     this.#pump();
     return w;
   }
@@ -367,6 +370,7 @@ export class SharedTokenBucket {
     }
     this.#claiming = true;
     const n = this.#claimSize();
+    this.#cameWhileClaiming = 0;
     const { redis, key } = this.#o;
     const asked = Date.now();
     const unused = this.#takeUnused();
@@ -417,12 +421,19 @@ export class SharedTokenBucket {
    * enough, spares for those that come while it is on its way (CLAIM_AHEAD), as many as fall
    * within LEARNING_LATE_MS of the first: a spare no request takes is gone that soon, told to
    * Redis as unused, so spares never hold the workspace's send times for long nor far ahead; and
-   * only at a rate of SPARE_SPACING_MS or denser (a rate of 50/s gets none). A known limit's are claimed only for the requests waiting: a spare
-   * missed holds a place in the send log and goes back in a call of its own (#release).
+   * only at a rate of SPARE_SPACING_MS or denser (a rate of 50/s gets none). A known limit's
+   * spares are the requests that came while the last claim was out: a spare missed holds a place
+   * in the send log until it goes back in a call of its own (#release).
    */
   #claimSize(): number {
     const waiting = Math.min(this.#waiting.length, this.#o.maxBatch);
-    if (this.#o.limit || this.#spacingMs > SPARE_SPACING_MS) return waiting;
+    // Known limit: as many again as came while the last claim was out, the rows that will start
+    // waiting during this one. Claims go one at a time, so each such row waited for the claim out
+    // and then its own: at 100 ms each way a row took 2.7 round trips where its path has 1.3
+    // (bench/RESULTS.md, the fourteenth session). A spare none takes is missed and given back
+    // (#release), as any missed send time is: the log's windows hold either way.
+    if (this.#o.limit) return Math.min(this.#o.maxBatch, waiting + this.#cameWhileClaiming);
+    if (this.#spacingMs > SPARE_SPACING_MS) return waiting;
     // Not seen yet: the first claim asking for spares shows it (the horizon bounds what it gets).
     const dense = this.#spacingMs > 0 ? 1 + Math.floor(LEARNING_LATE_MS / this.#spacingMs) : Infinity;
     return Math.min(this.#o.maxBatch, waiting * CLAIM_AHEAD, Math.max(waiting, dense));

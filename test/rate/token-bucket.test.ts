@@ -485,6 +485,38 @@ describe('SharedTokenBucket', () => {
       expect(busiestWindow([...times, ...side], limit.durationMs)).toBeLessThanOrEqual(limit.max);
     }, 30_000);
 
+    it('a known limit claims spares for the takes that came while its last claim was out', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:log`);
+      // How many send times each CLAIM asked for (its `n`: CLAIM is the call of 3 keys and 10 args).
+      const asked: number[] = [];
+      const counted = new Proxy(far, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver) as unknown;
+          if (name !== 'evalsha' || typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            const rest = args[2] as unknown[];
+            if (args[1] === 3 && rest.length === 13) asked.push(Number(rest[5]));
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const limit = { max: 100, durationMs: 1000 };
+      const bucket = new SharedTokenBucket({ redis: counted, key, limit, loopStallMs: () => 0 });
+      // A first take, alone: the bucket learns how far away Redis is.
+      expect(await bucket.take(undefined, 5000)).toBe(true);
+      asked.length = 0;
+      // A's claim goes out alone; B and C come while it is on its way (a round trip of 50 ms), so
+      // the claim made for them asks for two more, for the rows that come during it.
+      const first = [bucket.take(undefined, 5000), bucket.take(undefined, 5000), bucket.take(undefined, 5000)];
+      expect(await Promise.all(first)).toEqual([true, true, true]);
+      expect(asked[0]).toBe(1);
+      expect(asked[1]).toBeGreaterThanOrEqual(4); // B and C (A too, had its time gone by) + 2
+      // D and E, coming as rows do right after, are served (from those spares while not gone by).
+      const next = [bucket.take(undefined, 5000), bucket.take(undefined, 5000)];
+      expect(await Promise.all(next)).toEqual([true, true]);
+    }, 30_000);
+
     it('a learned rate serves takes one at a time', async () => {
       const key = bucketKey();
       keys.push(`${key}:rate`);
