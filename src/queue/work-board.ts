@@ -40,11 +40,12 @@ export class WorkBoard {
 
   /**
    * Says the workspace has jobs; call it after they are added. Published once the board holds
-   * it, so a pool woken by the message finds it listed.
+   * it, so a pool woken by the message finds it listed. The board is what counts: a publish
+   * refused (an ACL without pub/sub) costs the pools only their next poll, not the producer's step.
    */
   async signal(workspace: string): Promise<void> {
     await this.#redis.zincrby(this.#key, 1, workspace);
-    await this.#redis.publish(this.#channel, workspace);
+    await this.#redis.publish(this.#channel, workspace).catch(() => 0);
   }
 
   /**

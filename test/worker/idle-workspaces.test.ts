@@ -84,7 +84,10 @@ describe('idle workspaces (docs/architecture.md, "Idle workspaces")', () => {
     const config = addWorkspaces(h, ['w01']);
     // The first look at the board is made at start; the next would be a minute later.
     const pool: WorkerPool = await h.startWorkers({ config, pollMs: 60_000, idleMs: 60_000 });
-    await sleep(300); // the start's own look is over, and the subscription made
+    // Subscribed (Redis counts the pool's subscriber), so the signal below cannot go unheard.
+    const channel = `${workBoardKey(h.config.prefix)}:signals`;
+    const subscribers = async () => ((await h!.runtime.redis.pubsub('NUMSUB', channel)) as [string, number])[1];
+    await until('the pool subscribed to work signals', async () => (await subscribers()) === 1);
     expect(pool.active.size).toBe(0);
     const run = await importTo(h, config, 'w01');
     expect((await h.waitForRun(run.id)).counts).toMatchObject({ total: 3, succeeded: 3 });
