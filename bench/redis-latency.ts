@@ -36,7 +36,7 @@ import {
   stopProcesses,
 } from './bench-lib.js';
 import { dealIds } from './ids.js';
-import { busiestWindow, counterPriority, startRequestCounter, type Arrival } from './request-counter.js';
+import { busiestWindow, startRequestCounter, type Arrival } from './request-counter.js';
 
 await main();
 
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   process.on('exit', () => busy.forEach((c) => c.kill('SIGKILL')));
   console.log(
     `redis latency: ${ROWS} deal updates a run, simulator limit ${LIMIT} req/s (token bucket, 1 s), ` +
-      `workers reach Redis through a delay proxy; ${BUSY} busy-loop processes beside them; request counter at ${counterPriority} priority; load ${loadavg()
+      `workers reach Redis through a delay proxy; ${BUSY} busy-loop processes beside them; request counter at ${counter.priority} priority; load ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
   );
@@ -155,9 +155,11 @@ function traceLine(arrivals: readonly Arrival[]): string {
   const first = arrivals[0]!.at;
   const at = (a: Arrival) => ((a.at - first) / 1000).toFixed(2);
   const perSecond: number[] = [];
-  for (const a of arrivals)
-    if (a.status !== 429)
-      perSecond[Math.floor((a.at - first) / 1000)] = (perSecond[Math.floor((a.at - first) / 1000)] ?? 0) + 1;
+  for (const a of arrivals) {
+    if (a.status === 429) continue;
+    const second = Math.floor((a.at - first) / 1000);
+    perSecond[second] = (perSecond[second] ?? 0) + 1;
+  }
   return (
     `  429s at ${
       arrivals

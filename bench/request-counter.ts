@@ -19,15 +19,14 @@ export interface Arrival {
  */
 export interface RequestCounter {
   port: number;
+  /** `normal`, or `raised (nice -15)` where the counter could be put above the box's other work. */
+  priority: string;
   /** The workspace's base URL through the proxy. */
   baseUrlOf(workspace: string): string;
   /** The arrivals from the `from`-th on (GET /__arrivals, which is not counted). */
   arrivals(from?: number): Promise<Arrival[]>;
   close(): Promise<void>;
 }
-
-/** Whether the last counter started runs above normal priority (the benchmarks print it). */
-export let counterPriority = 'normal';
 
 export async function startRequestCounter(upstreamPort: number): Promise<RequestCounter> {
   const child = spawn(
@@ -39,10 +38,10 @@ export async function startRequestCounter(upstreamPort: number): Promise<Request
   // The CRM's front door is not on the worker's box: on a loaded one (BENCH_BUSY) a counter
   // scheduled like the rest would stamp requests late and bunch them up. Above normal priority
   // when allowed (root); as is otherwise, and the run says which.
-  counterPriority = 'normal';
+  let priority = 'normal';
   try {
     if (child.pid !== undefined) setPriority(child.pid, -15);
-    counterPriority = 'raised (nice -15)';
+    priority = 'raised (nice -15)';
   } catch {
     // Not allowed (not root): the counter shares the box's scheduling.
   }
@@ -52,6 +51,7 @@ export async function startRequestCounter(upstreamPort: number): Promise<Request
   });
   return {
     port,
+    priority,
     baseUrlOf: (ws) => `http://${ws}.localhost:${port}/api/external`,
     arrivals: (from = 0) =>
       new Promise((resolve, reject) => {
