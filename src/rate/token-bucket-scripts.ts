@@ -14,18 +14,63 @@ export interface Claimed {
   offsets: number[];
 }
 
+/** The budget's keys, as every claim of send times names them (claim-tokens, begin-update). */
+export const CLAIM_KEYS = ['tatKey', 'rateKey', 'logKey'] as const;
+/** A claim's arguments (includes/claim-send-times.lua), in the order the scripts take them. */
+export const CLAIM_ARGS = [
+  'interval',
+  'tolerance',
+  'n',
+  'horizon',
+  'startRate',
+  'window',
+  'max',
+  'unused',
+  'lead',
+  'climbMs',
+] as const;
+export type ClaimKeys = Record<(typeof CLAIM_KEYS)[number], string>;
+export type ClaimArgs = Record<(typeof CLAIM_ARGS)[number], string | number>;
+
+/** A budget's keys from its TAT key: the learned rate and the send log beside it unless named. */
+export function claimKeys(tatKey: string, rateKey = `${tatKey}:rate`): ClaimKeys {
+  return { tatKey, rateKey, logKey: `${tatKey}:log` };
+}
+
+/**
+ * A claim of send times another script's call carries (begin-update: a row's send time claimed
+ * in the write fence's step, SharedTokenBucket.carry). `n` 0 in NO_CLAIM: none is claimed.
+ */
+export interface CarriedClaim {
+  keys: ClaimKeys;
+  args: ClaimArgs;
+}
+export const NO_CLAIM: ClaimArgs = {
+  interval: 0,
+  tolerance: 0,
+  n: 0,
+  horizon: 0,
+  startRate: 0,
+  window: 0,
+  max: 0,
+  unused: 0,
+  lead: 0,
+  climbMs: 0,
+};
+
+/** {wait, now, offset...}, numbers as text: one array for the offsets, as the reply's map was. */
+export function claimedFrom(reply: readonly string[]): Claimed {
+  const offsets = new Array<number>(Math.max(0, reply.length - 2));
+  for (let i = 0; i < offsets.length; i++) offsets[i] = Number(reply[i + 2]);
+  return { wait: Number(reply[0] ?? 0), now: Number(reply[1] ?? 0), offsets };
+}
+
 /** Claims send times for up to N requests in one step (GCRA, with a send log for a known limit). */
 export const CLAIM = defineScript({
   file: 'claim-tokens-3',
-  keys: ['tatKey', 'rateKey', 'logKey'],
-  args: ['interval', 'tolerance', 'n', 'horizon', 'startRate', 'window', 'max', 'unused', 'lead', 'climbMs'],
-  reply: valueReply((raw): Claimed => {
-    // {wait, now, offset...}, numbers as text: one array for the offsets, as the reply's map was.
-    const reply = raw as string[];
-    const offsets = new Array<number>(Math.max(0, reply.length - 2));
-    for (let i = 0; i < offsets.length; i++) offsets[i] = Number(reply[i + 2]);
-    return { wait: Number(reply[0] ?? 0), now: Number(reply[1] ?? 0), offsets };
-  }),
+  keys: CLAIM_KEYS,
+  args: CLAIM_ARGS,
+  reply: valueReply((raw): Claimed => claimedFrom(raw as string[])),
 });
 
 /** A 429's pause: no send time before its end; a learned rate is cut (or measured). Answers the rate. */

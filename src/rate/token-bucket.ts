@@ -1,7 +1,16 @@
 import type { RedisClient } from '../redis/index.js';
 import { DEFAULTS, getWorkspace, resolveSettings, type Config, type Resolved } from '../config/index.js';
 import { requestBudgetKey } from '../keys/index.js';
-import { CLAIM, PAUSE, RELEASE } from './token-bucket-scripts.js';
+import {
+  CLAIM,
+  PAUSE,
+  RELEASE,
+  claimKeys,
+  type CarriedClaim,
+  type ClaimArgs,
+  type ClaimKeys,
+  type Claimed,
+} from './token-bucket-scripts.js';
 import { recentLoopStallMs } from './loop-stalls.js';
 import { WaitWatch, newWaiter, type Slot, type TokenWait, type Waiter } from './token-waits.js';
 
@@ -135,8 +144,11 @@ export class SharedTokenBucket {
   /** Known limit: send times missed (never to be used), to give back (#release). */
   #missedSlots: number[] = [];
   #releasing = false;
-  /** Known limit: send times this process missed, and how many of them went back to the budget (logs, tests). */
-  readonly stats = { missed: 0, givenBack: 0 };
+  /**
+   * Known limit: send times this process missed, and how many of them went back to the budget;
+   * the budget's own claims (CLAIM calls), and send times claimed in other calls (carry). Logs, tests.
+   */
+  readonly stats = { missed: 0, givenBack: 0, claims: 0, carried: 0 };
   /**
    * Learning: send times granted (counted in Redis's `g`) that this process will not send, not
    * yet told to Redis. The next CLAIM or PAUSE takes them off `g`, so the CRM's rate a 429
@@ -151,8 +163,7 @@ export class SharedTokenBucket {
   /** Known limit: requests that began to wait while the claim now out was on its way. */
   #cameWhileClaiming = 0;
 
-  readonly #rateKey: string;
-  readonly #logKey: string;
+  readonly #keys: ClaimKeys;
 
   constructor(options: SharedTokenBucketOptions) {
     this.#o = resolveSettings(options, {
@@ -168,8 +179,7 @@ export class SharedTokenBucket {
     this.#setMargin(this.#baseMargin);
     // Learning, other processes' slots already granted still go after a 429: a short horizon.
     this.#horizon = options.horizonMs ?? (limit ? 1000 : 50);
-    this.#rateKey = options.rateKey ?? `${options.key}:rate`;
-    this.#logKey = `${options.key}:log`;
+    this.#keys = claimKeys(options.key, options.rateKey);
   }
 
   /** The margin in force (ms): the base, or more while requests leave late. */
@@ -320,7 +330,7 @@ export class SharedTokenBucket {
     try {
       return await PAUSE.run(
         this.#o.redis,
-        { tatKey: this.#o.key, rateKey: this.#rateKey },
+        { tatKey: this.#keys.tatKey, rateKey: this.#keys.rateKey },
         {
           pauseMs: ms,
           tolerance: this.#tolerance.toFixed(3),
@@ -371,40 +381,11 @@ export class SharedTokenBucket {
     this.#claiming = true;
     const n = this.#claimSize();
     this.#cameWhileClaiming = 0;
-    const { redis, key } = this.#o;
     const asked = Date.now();
     const unused = this.#takeUnused();
-    CLAIM.run(
-      redis,
-      { tatKey: key, rateKey: this.#rateKey, logKey: this.#logKey },
-      {
-        interval: this.#interval.toFixed(6),
-        tolerance: this.#tolerance.toFixed(3),
-        n,
-        horizon: this.#horizon,
-        startRate: this.#o.initialRate,
-        window: this.#window.toFixed(3),
-        // Not a setting: 0 tells CLAIM the limit is unknown (learned instead).
-        max: this.#o.limit?.max ?? 0,
-        unused,
-        lead: claimLeadMs(this.#o.limit !== undefined, this.#replyMs).toFixed(3),
-        climbMs: COLD_CLIMB_MS,
-      },
-    )
-      .then(({ wait, now: redisNow, offsets }) => {
-        // Offsets are from Redis's now: placed on this process's clock through the offset
-        // between the two, not from when the reply came (a reply held up in a busy event loop
-        // would send its whole batch late, and late sends bunch up against on-time ones).
-        const answered = Date.now();
-        const base = redisNow - this.#learnClock(asked, answered, redisNow);
-        this.#replyMs = follow(this.#replyMs, Math.max(0, answered - base));
-        this.#roundTripMs = follow(this.#roundTripMs, answered - asked);
-        for (const off of offsets) this.#spare.push({ at: base + off, granted: redisNow + off });
-        // (Asked for more and given one: the next send time lies past the horizon.)
-        if (offsets.length > 1) this.#spacingMs = (offsets[offsets.length - 1]! - offsets[0]!) / (offsets.length - 1);
-        else if (offsets.length === 1 && n > 1) this.#spacingMs = this.#horizon;
-        if (offsets.length === 0) this.#retryIn(wait);
-      })
+    this.stats.claims++;
+    CLAIM.run(this.#o.redis, this.#keys, this.#claimArgs(n, unused))
+      .then((claimed) => this.#claimed(asked, claimed, n))
       .catch((err: unknown) => {
         this.#unused += unused;
         // Redis refused or is away: the requests waiting now fail as any Redis step of a row does.
@@ -417,6 +398,79 @@ export class SharedTokenBucket {
   }
 
   /**
+   * A wait whose send time the caller's own Redis call claims (`claim`, for the write fence's
+   * begin-update: the row's send time in the step that lets it go), so a row waits one round
+   * trip for both, not a claim out and then its own (at 100 ms each way a row took ~1.9 round
+   * trips where its path has 1.3, bench/RESULTS.md, issue 42). The call's answer goes to
+   * `answered`: the send time it claimed, or undefined (the call failed, or the fence said no and
+   * claimed none: cancel the wait first). A spare send time or a 429's pause serves the wait the
+   * budget's own way (`claim` undefined), beside the call as reserve's afterRoundTrip does.
+   */
+  carry(signal: AbortSignal | undefined, withinMs: number): CarriedWait {
+    const now = Date.now();
+    if (signal?.aborted || this.#spare.length > 0 || now < this.#pausedUntil || this.#retry)
+      return { wait: this.reserve(signal, withinMs, true), claim: undefined, answered: () => undefined };
+    const w = newWaiter(now + withinMs, (x) => this.#cancel(x));
+    this.#watch.add(w, signal);
+    this.#fitMargin();
+    const unused = this.#takeUnused();
+    // A known limit's carried claim is the row's own; a dense learned rate's brings spares for
+    // the next rows, which then go with no claim at all: a claim in every row's fence call is
+    // Redis work a row at 2,000 rows/s, where spares make it one in CLAIM_AHEAD.
+    const n = this.#o.limit ? 1 : this.#claimSize(1);
+    const claim: CarriedClaim = { keys: this.#keys, args: this.#claimArgs(n, unused) };
+    let answered = false;
+    return {
+      wait: w,
+      claim,
+      answered: (claimed) => {
+        if (answered) return;
+        answered = true;
+        if (claimed) {
+          this.stats.carried++;
+          this.#claimed(now, claimed, n);
+        } else this.#unused += unused;
+        // First in line for the send time it brought (a missed one goes back; it then waits its turn).
+        if (!w.done) this.#waiting.unshift(w);
+        this.#pump();
+      },
+    };
+  }
+
+  /** What a claim of `n` asks (claim-tokens' ARGV, begin-update's claim). */
+  #claimArgs(n: number, unused: number): ClaimArgs {
+    return {
+      interval: this.#interval.toFixed(6),
+      tolerance: this.#tolerance.toFixed(3),
+      n,
+      horizon: this.#horizon,
+      startRate: this.#o.initialRate,
+      window: this.#window.toFixed(3),
+      // Not a setting: 0 tells the claim the limit is unknown (learned instead).
+      max: this.#o.limit?.max ?? 0,
+      unused,
+      lead: claimLeadMs(this.#o.limit !== undefined, this.#replyMs).toFixed(3),
+      climbMs: COLD_CLIMB_MS,
+    };
+  }
+
+  /** A claim of `n` asked at `asked` answered: its send times become spares, in order. */
+  #claimed(asked: number, { wait, now: redisNow, offsets }: Claimed, n: number): void {
+    // Offsets are from Redis's now: placed on this process's clock through the offset between
+    // the two, not from when the reply came (a reply held up in a busy event loop would send its
+    // whole batch late, and late sends bunch up against on-time ones).
+    const answered = Date.now();
+    const base = redisNow - this.#learnClock(asked, answered, redisNow);
+    this.#replyMs = follow(this.#replyMs, Math.max(0, answered - base));
+    this.#roundTripMs = follow(this.#roundTripMs, answered - asked);
+    for (const off of offsets) this.#spare.push({ at: base + off, granted: redisNow + off });
+    // (Asked for more and given one: the next send time lies past the horizon.)
+    if (offsets.length > 1) this.#spacingMs = (offsets[offsets.length - 1]! - offsets[0]!) / (offsets.length - 1);
+    else if (offsets.length === 1 && n > 1) this.#spacingMs = this.#horizon;
+    if (offsets.length === 0 && !this.#retry) this.#retryIn(wait);
+  }
+
+  /**
    * How many send times a claim asks for: one per request waiting, and with a learned rate dense
    * enough, spares for those that come while it is on its way (CLAIM_AHEAD), as many as fall
    * within LEARNING_LATE_MS of the first: a spare no request takes is gone that soon, told to
@@ -425,8 +479,7 @@ export class SharedTokenBucket {
    * spares are the requests that came while the last claim was out: a spare missed holds a place
    * in the send log until it goes back in a call of its own (#release).
    */
-  #claimSize(): number {
-    const waiting = Math.min(this.#waiting.length, this.#o.maxBatch);
+  #claimSize(waiting = Math.min(this.#waiting.length, this.#o.maxBatch)): number {
     // Known limit: as many again as came while the last claim was out, the rows that will start
     // waiting during this one. Claims go one at a time, so each such row waited for the claim out
     // and then its own: at 100 ms each way a row took 2.7 round trips where its path has 1.3
@@ -461,10 +514,9 @@ export class SharedTokenBucket {
     if (this.#missedSlots.length === 0 || this.#releasing || !this.#o.limit) return;
     const times = this.#missedSlots.splice(0);
     this.#releasing = true;
-    const { redis, key } = this.#o;
     RELEASE.run(
-      redis,
-      { tatKey: key, rateKey: this.#rateKey, logKey: this.#logKey },
+      this.#o.redis,
+      this.#keys,
       { interval: this.#interval.toFixed(6) },
       times.map((t) => t.toFixed(3)),
     )
@@ -582,6 +634,15 @@ export function claimLeadMs(knownLimit: boolean, replyMs: number): number {
 /** An estimate moved toward a new sample: fast when it rises, slowly when it falls (RISE, FALL). */
 function follow(estimate: number, sample: number): number {
   return estimate + (sample - estimate) * (sample > estimate ? RISE : FALL);
+}
+
+/** A token wait whose send time the caller's own Redis call claims (SharedTokenBucket.carry). */
+export interface CarriedWait {
+  readonly wait: TokenWait;
+  /** What the call carries; undefined: the budget serves the wait its own way. */
+  readonly claim: CarriedClaim | undefined;
+  /** The call answered: the send time it claimed, or undefined (none claimed, or the call failed). */
+  answered(claimed: Claimed | undefined): void;
 }
 
 /** What spends a workspace's request budget: every CRM request takes a token first. */

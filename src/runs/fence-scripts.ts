@@ -9,6 +9,7 @@ import {
   type FieldDecoder,
 } from '../redis/index.js';
 import { RESULT_BUCKET_ROWS } from '../keys/index.js';
+import { CLAIM_ARGS, CLAIM_KEYS, claimedFrom, type Claimed } from '../rate/index.js';
 import type { RefusalReason } from './run-scripts.js';
 
 /*
@@ -82,6 +83,11 @@ const asMarker: FieldDecoder<CreateMarker> = (raw) => parseMarker(asString(raw))
 /** A wait of at least a ms: a lease that ends now still waits for the next look. */
 const asWaitMs: FieldDecoder<number> = (raw) => Math.max(1, Number(raw));
 const asRefusal = asString as FieldDecoder<RefusalReason>;
+/** A send time claimed in the same step ('' when none was asked): claim-tokens' reply as one string. */
+const asClaimed: FieldDecoder<Claimed | undefined> = (raw) => {
+  const text = asString(raw);
+  return text === '' ? undefined : claimedFrom(text.split(' '));
+};
 
 /** includes/send-fence.lua: the checks every send passes first, and its KEYS[1..3]. */
 const SEND = ['bucketKey', 'roundsKey', 'lockKey'] as const;
@@ -90,11 +96,11 @@ const SEND_REFUSED = { 'has-result': {}, refused: { reason: asRefusal } } as con
 
 /** May a row's update be sent (per-field write order, the in-flight lease)? */
 export const BEGIN_UPDATE = defineScript({
-  file: 'begin-update-4',
-  keys: [...SEND, 'orderKey'],
-  args: [...SEND_ARGS, 'seq', 'leaseMs', 'windowMs', 'fields', 'required'],
+  file: 'begin-update-7',
+  keys: [...SEND, 'orderKey', ...CLAIM_KEYS],
+  args: [...SEND_ARGS, 'seq', 'leaseMs', 'windowMs', 'fields', 'required', ...CLAIM_ARGS],
   reply: kindReply({
-    send: { written: asString },
+    send: { written: asString, claimed: asClaimed },
     superseded: { by: asString, written: asString },
     wait: { ms: asWaitMs },
     ...SEND_REFUSED,

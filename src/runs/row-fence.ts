@@ -15,7 +15,8 @@ import {
 } from './fence-scripts.js';
 import { encodeResult } from './result-codec.js';
 import { newRunId } from './run-id.js';
-import { RunKeys, type RunRef } from '../keys/index.js';
+import { RunKeys, requestBudgetKey, type RunRef } from '../keys/index.js';
+import { NO_CLAIM, claimKeys, type CarriedClaim, type Claimed, type ClaimKeys } from '../rate/index.js';
 import type { OrderSettlement, RefusalReason } from './run-store.js';
 import type { RowResult } from './run-types.js';
 
@@ -83,7 +84,14 @@ export type BeginUpdate =
    * Send `fields`: the row's own, less those a later row already wrote (`writtenLater`); a
    * required field among those carries the later row's value, so it stays the latest.
    */
-  | { kind: 'send'; seq: string; fields: Record<string, unknown>; writtenLater: WrittenLater[] }
+  | {
+      kind: 'send';
+      seq: string;
+      fields: Record<string, unknown>;
+      writtenLater: WrittenLater[];
+      /** The row's send time, when the call carried its claim (SharedTokenBucket.carry). */
+      claimed?: Claimed;
+    }
   | { kind: 'has-result' }
   | { kind: 'refused'; reason: RefusalReason }
   /** Every field the row would change was written by a later row: nothing is sent. */
@@ -185,11 +193,15 @@ export class RowFence {
   readonly leaseMs: number;
   readonly #orderWindowMs: number;
   readonly #claimTtlMs: number;
+  /** The workspace's request budget, named by a fence call that claims no send time. */
+  readonly #budgetKeys: ClaimKeys;
 
   constructor(options: RowFenceOptions) {
     this.#redis = options.redis;
-    this.#keys = new RunKeys(options.prefix ?? DEFAULTS.config.prefix);
+    const prefix = options.prefix ?? DEFAULTS.config.prefix;
+    this.#keys = new RunKeys(prefix);
     this.#workspace = options.workspace;
+    this.#budgetKeys = claimKeys(requestBudgetKey(prefix, options.workspace));
     this.leaseMs = options.leaseMs ?? derivedSettings().writeLeaseMs;
     this.#orderWindowMs = options.orderWindowMs ?? createMarkerTtlMs(options.retentionMs);
     this.#claimTtlMs = options.claimTtlMs ?? createMarkerTtlMs(options.retentionMs);
@@ -197,13 +209,15 @@ export class RowFence {
 
   /**
    * `fields`: what the row would send; `required`: fields the request may not leave out (a
-   * deal update's `name`). Order is per field: see BEGIN_UPDATE.
+   * deal update's `name`). Order is per field: see BEGIN_UPDATE. `claim`: the row's send time,
+   * claimed in the same step once the fence lets the row go (SharedTokenBucket.carry).
    */
   async beginUpdate(
     w: RowWriter,
     record: RecordRef,
     fields: Readonly<Record<string, unknown>>,
     required: readonly string[] = [],
+    claim?: CarriedClaim,
   ): Promise<BeginUpdate> {
     const seq = seqOf(w.orderAs ?? w.runId, w.row);
     const values: Record<string, string> = {};
@@ -216,6 +230,7 @@ export class RowFence {
         roundsKey: this.#keys.rounds(ref),
         lockKey: w.lockKey,
         orderKey: this.#orderKey(record),
+        ...(claim?.keys ?? this.#budgetKeys),
       },
       {
         row: w.row,
@@ -226,11 +241,12 @@ export class RowFence {
         windowMs: this.#orderWindowMs,
         fields: JSON.stringify(values),
         required: JSON.stringify(required),
+        ...(claim?.args ?? NO_CLAIM),
       },
     );
     if (reply.kind === 'send') {
       const { fields: send, writtenLater } = fieldsToSend(values, reply.written);
-      return { kind: 'send', seq, fields: send, writtenLater };
+      return { kind: 'send', seq, fields: send, writtenLater, ...(reply.claimed ? { claimed: reply.claimed } : {}) };
     }
     if (reply.kind === 'superseded')
       return { kind: 'superseded', by: reply.by, writtenLater: fieldsToSend(values, reply.written).writtenLater };

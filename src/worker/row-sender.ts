@@ -57,10 +57,11 @@ export interface RowSenderOptions {
   creates: DuplicateSafeCreate;
   logger: Logger;
   /**
-   * The workspace's request budget: an update waits for its token while the write fence is
-   * asked, and sends only once both said yes (SharedTokenBucket.reserve, usableForMs).
+   * The workspace's request budget: an update's send time is claimed in the write fence's call
+   * (SharedTokenBucket.carry), and it sends only once both said yes and its token has come
+   * (usableForMs).
    */
-  budget: Pick<SharedTokenBucket, 'reserve' | 'usableForMs'>;
+  budget: Pick<SharedTokenBucket, 'carry' | 'reserve' | 'usableForMs'>;
   /**
    * The longest an update waits for its token while it holds its record's write lease: past
    * it, the lease is given back unused and the row waits its turn again. It must leave the
@@ -201,7 +202,7 @@ export class RowSender {
     // carries it; a plain import's is read from the list (shared passes in the budget). The read
     // and the fence call run side by side (each is a round trip or more); the request waits for
     // both, so the list read still ends before the write is sent. Most rows know theirs at once
-    // (carried, or a fresh list read): those wait for their token beside the fence too. A row
+    // (carried, or a fresh list read): those claim their send time in the fence's call. A row
     // whose read is still out takes its token only once the read is in: the read's pages take
     // tokens of the same budget, behind the rows' own, and a token held through the read is
     // stale by its end (usableForMs) — at a run's start 8 rows' tokens came before the first
@@ -213,12 +214,18 @@ export class RowSender {
         (values) => ({ values }),
         (err: unknown) => ({ err }),
       );
-    let tokenWait = known ? this.#waitForToken(signal, true) : undefined;
+    // A row that knows its before-values claims its send time in the fence's own call (one round
+    // trip for both); the others take theirs once the read is in.
+    const carried = known ? this.o.budget.carry(signal, this.o.rateWaitMs ?? RATE_WAIT_MS) : undefined;
+    let tokenWait = carried ? { wait: carried.wait, token: tokenAnswer(carried.wait, signal) } : undefined;
     let begin;
     try {
-      begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired);
+      begin = await this.o.fence.beginUpdate(w, record, payload.fields, updateRequired, carried?.claim);
     } finally {
+      // A wait the fence let go has its send time (or waits its turn); one it stopped is called off
+      // first, so that its claim's unused grants go back without a claim made for it.
       if (begin?.kind !== 'send') tokenWait?.wait.cancel();
+      carried?.answered(begin?.kind === 'send' ? begin.claimed : undefined);
     }
     switch (begin.kind) {
       case 'send': {
@@ -327,21 +334,10 @@ export class RowSender {
     }
   }
 
-  /**
-   * A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent).
-   * `besideFence`: the write fence's call is on its way meanwhile (SharedTokenBucket.reserve's
-   * afterRoundTrip), so the token comes no sooner than the fence can answer.
-   */
-  #waitForToken(
-    signal: AbortSignal | undefined,
-    besideFence = false,
-  ): { wait: TokenWait; token: Promise<TokenAnswer> } {
-    const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS, besideFence);
-    const token = wait.granted.then(
-      (taken): TokenAnswer => (taken ? 'taken' : 'late'),
-      (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),
-    );
-    return { wait, token };
+  /** A token within `rateWaitMs`: 'late' when the budget had none by then (nothing was sent). */
+  #waitForToken(signal: AbortSignal | undefined): { wait: TokenWait; token: Promise<TokenAnswer> } {
+    const wait = this.o.budget.reserve(signal, this.o.rateWaitMs ?? RATE_WAIT_MS);
+    return { wait, token: tokenAnswer(wait, signal) };
   }
 
   async #update(
@@ -398,6 +394,13 @@ export class RowSender {
       return { kind: 'error', err };
     }
   }
+}
+
+function tokenAnswer(wait: TokenWait, signal: AbortSignal | undefined): Promise<TokenAnswer> {
+  return wait.granted.then(
+    (taken): TokenAnswer => (taken ? 'taken' : 'late'),
+    (err: unknown): TokenAnswer => (signal?.aborted ? 'aborted' : { err }),
+  );
 }
 
 /** The fence's refusals that stop every row of the run, not just this attempt's. */

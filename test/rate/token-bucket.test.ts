@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedTokenBucket, claimLeadMs } from '../../src/rate/token-bucket.js';
+import { CLAIM } from '../../src/rate/token-bucket-scripts.js';
 import { busiestWindow } from '../helpers/busiest-window.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -515,6 +516,42 @@ describe('SharedTokenBucket', () => {
       // D and E, coming as rows do right after, are served (from those spares while not gone by).
       const next = [bucket.take(undefined, 5000), bucket.take(undefined, 5000)];
       expect(await Promise.all(next)).toEqual([true, true]);
+    }, 30_000);
+
+    // The write fence's call claims a row's send time in its own step (begin-update): here CLAIM
+    // itself stands in for that call, with the keys and arguments carry() gives it.
+    it('a send time claimed in another call (carry) is served from its answer, shares the send log with takes, and a call that claimed none loses nothing', async () => {
+      const key = bucketKey();
+      keys.push(`${key}:log`);
+      const limit = { max: 10, durationMs: 1000 };
+      const bucket = new SharedTokenBucket({ redis: far, key, limit, loopStallMs: () => 0 });
+      // A first take, alone: the bucket learns how far away Redis is (its first send time, claimed
+      // at Redis's now, has gone by when the answer comes, and is given back).
+      expect(await bucket.take(undefined, 5000)).toBe(true);
+      const times: number[] = [Date.now()];
+      const claims = bucket.stats.claims;
+      const carriedOnes = async (n: number) => {
+        for (let i = 0; i < n; i++) {
+          const c = bucket.carry(undefined, 5000);
+          if (c.claim) c.answered(await CLAIM.run(far, c.claim.keys, c.claim.args));
+          expect(await c.wait.granted).toBe(true);
+          times.push(Date.now());
+        }
+      };
+      await carriedOnes(3);
+      // Each of those claimed in its own call: the budget made none of its own.
+      expect(bucket.stats).toMatchObject({ carried: 3, claims });
+      // Side by side with the budget's own takes (list pages beside rows): one send log.
+      const [side] = await Promise.all([takeMany(bucket, 8, 2), carriedOnes(9)]);
+      times.push(...side);
+      expect(times).toHaveLength(21);
+      expect(busiestWindow(times, limit.durationMs)).toBeLessThanOrEqual(limit.max);
+      // The fence said no: the wait is called off, its call claimed nothing; the next is served.
+      const refused = bucket.carry(undefined, 5000);
+      refused.wait.cancel();
+      refused.answered(undefined);
+      expect(await refused.wait.granted).toBe(false);
+      expect(await bucket.take(undefined, 5000)).toBe(true);
     }, 30_000);
 
     it('a learned rate serves takes one at a time', async () => {

@@ -7,7 +7,8 @@ import { DealLookup, DuplicateSafeCreate } from '../../src/worker/creates/index.
 import { LookupPassBoard, RowFence, RunStore, type RowWriter } from '../../src/runs/index.js';
 import { startSimulator } from '../../src/sim/index.js';
 import type { DriftCheck } from '../../src/worker/drift-check.js';
-import { RowSender } from '../../src/worker/row-sender.js';
+import { RowSender, type RowSenderOptions } from '../../src/worker/row-sender.js';
+import { SharedTokenBucket } from '../../src/rate/index.js';
 import { testRedis } from '../runs/redis-fixture.js';
 
 /*
@@ -27,7 +28,7 @@ let client: CrmClient;
 beforeAll(async () => {
   sim = await startSimulator({
     port: 0,
-    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 6, seed: 4, rateLimit: null }],
+    workspaces: [{ name: 'acme', apiKeys: ['k-acme'], records: 12, seed: 4, rateLimit: null }],
   });
   client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
 });
@@ -77,6 +78,10 @@ function heldBudget(usableForMs = 60_000) {
       wait.granted = granted;
       return wait;
     },
+    /** The budget's own wait, beside the fence (as SharedTokenBucket.carry when it has a spare). */
+    carry(signal: AbortSignal | undefined, withinMs: number) {
+      return { wait: this.reserve(signal, withinMs), claim: undefined, answered: () => undefined };
+    },
   };
 }
 
@@ -91,7 +96,7 @@ class WatchedFence extends RowFence {
 }
 
 function sender(
-  budget: ReturnType<typeof heldBudget>,
+  budget: RowSenderOptions['budget'],
   rateWaitMs: number,
   watched = fence,
   drift?: DriftCheck,
@@ -231,5 +236,27 @@ describe('an update is sent once the write fence let it go and it has its rate t
     // The stale token was handed back (a known limit's send time goes back to the budget).
     expect(budget.cancelled).toBe(1);
     expect(sim.workspace('acme').stats.requests).toBe(before + 1);
+  });
+
+  it("with the workspace's budget, a row's send time is claimed in the fence's own call, and a row the fence holds back claims none", async () => {
+    const key = `${prefix}:ws:{acme}:bucket`;
+    const budget = new SharedTokenBucket({ redis, key, limit: { max: 50, durationMs: 1000 } });
+    const rows = await Promise.all([20, 21, 22, 23, 24].map((row, i) => writer(row, 6 + i)));
+    const before = sim.workspace('acme').stats.requests;
+    const outs = await Promise.all(rows.map(({ w, r }) => sender(budget, 5000).send(w, r, undefined)));
+    for (const out of outs) expect(out).toMatchObject({ kind: 'result', result: { status: 'succeeded' } });
+    expect(sim.workspace('acme').stats.requests).toBe(before + 5);
+    // Each fence call that let its row go brought the row's send time back with it.
+    expect(budget.stats.carried).toBe(5);
+    // A row whose record another write holds: the fence says wait, and no send time was claimed.
+    const holder = await writer(25, 11);
+    const id = (holder.r.payload as { id: string }).id;
+    expect((await fence.beginUpdate(holder.w, { resource: 'deals', id }, { name: 'held' })).kind).toBe('send');
+    const logged = await redis.llen(`${key}:log`);
+    const held = await writer(26, 11);
+    expect(await sender(budget, 5000).send(held.w, held.r, undefined)).toMatchObject({ kind: 'wait' });
+    expect(budget.stats.carried).toBe(5);
+    expect(await redis.llen(`${key}:log`)).toBe(logged);
+    expect(sim.workspace('acme').stats.requests).toBe(before + 5);
   });
 });

@@ -7,6 +7,9 @@
   KEYS[2] roundsKey   the run's rows' retry rounds
   KEYS[3] lockKey     the job's BullMQ lock
   KEYS[4] orderKey    the record's write order (write-order)
+  KEYS[5] tatKey      the workspace's request budget (claim-send-times), when a send time is claimed
+  KEYS[6] rateKey     its learned rate
+  KEYS[7] logKey      its send log
   ARGV[1] row
   ARGV[2] round       the row's retry round as its job knows it
   ARGV[3] token       the job attempt's lock token
@@ -15,9 +18,21 @@
   ARGV[6] windowMs    the ordering window
   ARGV[7] fields      JSON object: field -> its value as JSON text
   ARGV[8] required    JSON array: the fields a request may not leave out
-  Returns {'send', written} (the row now holds the record's in-flight lease; `written` is a JSON
-  object naming each field a later row wrote: {by = seq, v = that row's value when the field is
-  required}), {'has-result'}, {'refused', why}, {'superseded', seq, written} when a later row
+  ARGV[9] interval    ARGV[9..18]: the row's send time, claimed once the fence lets it go, as
+  ARGV[10] tolerance    claim-tokens' ARGV[1..10] name them; n = 0: none claimed (the row takes
+  ARGV[11] n            its token from the budget's own call)
+  ARGV[12] horizon
+  ARGV[13] startRate
+  ARGV[14] window
+  ARGV[15] max
+  ARGV[16] unused
+  ARGV[17] lead
+  ARGV[18] climbMs
+  Returns {'send', written, claimed} (the row now holds the record's in-flight lease; `written` is
+  a JSON object naming each field a later row wrote: {by = seq, v = that row's value when the
+  field is required}; `claimed`: claim-tokens' reply as one space-separated string, '' when none
+  was asked — a send time claimed in the same step, so a row at a Redis far away waits one round
+  trip for both, and a row the fence refuses claims none), {'has-result'}, {'refused', why}, {'superseded', seq, written} when a later row
   wrote every field the row would send, or {'wait', ms} while another row's write to the record
   is on the wire.
 ]]
@@ -28,6 +43,7 @@ local fieldsJson, requiredJson = ARGV[7], ARGV[8]
 --- @include "includes/redis-clock"
 --- @include "includes/write-order"
 --- @include "includes/send-fence"
+--- @include "includes/claim-send-times"
 
 local fields, required = cjson.decode(fieldsJson), {}
 for _, name in ipairs(cjson.decode(requiredJson)) do required[name] = true end
@@ -74,4 +90,11 @@ for name, val in pairs(fields) do
 end
 st.inflight = { s = seq, u = now + lease_ms, f = sent }
 write_order(orderKey, st, window_ms)
-return {'send', cjson.encode(written)}
+local claimed = ''
+if (tonumber(ARGV[11]) or 0) > 0 then
+  claimed = table.concat(claim_send_times(KEYS[5], KEYS[6], KEYS[7], {
+    interval = ARGV[9], tolerance = ARGV[10], n = ARGV[11], horizon = ARGV[12], startRate = ARGV[13],
+    window = ARGV[14], max = ARGV[15], unused = ARGV[16], lead = ARGV[17], climbMs = ARGV[18],
+  }), ' ')
+end
+return {'send', cjson.encode(written), claimed}
