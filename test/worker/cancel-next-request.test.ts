@@ -66,6 +66,23 @@ describe('cancel stops at the next request', () => {
     for (const r of results.filter((x) => x.status === 'cancelled')) expect(r.message).toBe('not sent: stop now');
   }, 60_000);
 
+  it('a run cancelled with its jobs left in the queue (no sweep) sends none of them: each ends at its first fence call', async () => {
+    // The worker read the run's status a moment ago (sending), so its next jobs of plain updates
+    // go without that read (SyncWorker #stoppedRun): the fence's first call meets the cancel.
+    const { h, id } = await startRun(1);
+    expect(await h.runtime.store.cancelRun(id, 'stop here')).toBe(true);
+    const atCancel = h.ws.stats.requests;
+    const run = await h.waitForRun(id, 20_000, (r) => r.counts.queued === 0);
+    await sleep(500);
+    // At most the one request on the wire when the cancel landed.
+    expect(h.ws.stats.requests - atCancel).toBeLessThanOrEqual(1);
+    const results = await resultsByRow(h, id);
+    const sent = results.filter((r) => r.status === 'succeeded').length;
+    expect(run).toMatchObject({ status: 'cancelled', counts: { queued: 0, succeeded: sent, cancelled: ROWS - sent } });
+    expect(ROWS - sent).toBeGreaterThan(100);
+    expect(h.ws.stats.requests).toBe(sent);
+  }, 60_000);
+
   it('runs cancel says what it removed, that the rest follows, and ends with the final counts', async () => {
     // Once the run is cancelled, every job a worker takes ends at its first row's fence call, so
     // a worker drains the waiting jobs in moments, and may take them all while the cancel is
