@@ -212,7 +212,7 @@ export class SyncWorker {
  * How long a status read that found a run sending spares its next jobs of plain updates the read
  * (#stoppedRun): within it, a cancel is still met at the write fence, before any request.
  */
-const STATUS_TRUST_MS = 1000;
+const STATUS_TRUST_MS = 5000;
 
 /** Update rows that spend nothing before their fence call: no drift check, no create's token. */
 function plainUpdates(data: SyncJobData): boolean {
