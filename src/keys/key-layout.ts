@@ -51,6 +51,14 @@
  *   <p>:ws:{<w>}:lookup            hash    the workspace's deal-list passes: next start, the pass under
  *                                          way and its lease, the last snapshot's start (LookupPassBoard)
  *   <p>:ws:{<w>}:lookup:snap       string  gzip'd deals the last pass saw; TTL 15 min
+ *   <p>:ws:{<w>}:before:<res>      hash    the same board for the whole-list passes over <res> (deals, contacts,
+ *                                          leads) that serve plain imports' before-values (DriftCheck)
+ *   <p>:ws:{<w>}:before:<res>:snap string  gzip'd JSON of the last such pass: its start (Redis clock) and
+ *                                          duration, the workspace, and every record packed (id and canonical
+ *                                          comparable values); TTL 15 min; not written past 32 MiB gzip'd
+ *   <p>:ws:{<w>}:before-run:<id>   string  when a process of the workspace first asked for run <id>'s
+ *                                          before-values (Redis clock): no pass begun earlier serves the run;
+ *                                          TTL 15 min from the last process that joined the run
  *   <p>:ws:{<w>}:refs:<list>       string  the references (pipelines with their stages, tags, companies:
  *                                          id and name) one pass over the workspace's <list> (deals,
  *                                          contacts, leads) showed, JSON with the pass's start

@@ -136,6 +136,21 @@ export class RunKeys {
     return `${this.workspace(workspace)}:lookup:snap`;
   }
 
+  /** Where the workspace's processes agree on whole-list passes of `<res>` that serve before-values (LookupPassBoard). */
+  beforeBoard(workspace: string, resource: string): string {
+    return `${this.workspace(workspace)}:before:${resource}`;
+  }
+
+  /** The records the workspace's last before-value pass over `<res>` saw (gzip'd JSON, packed records). */
+  beforeSnapshot(workspace: string, resource: string): string {
+    return `${this.workspace(workspace)}:before:${resource}:snap`;
+  }
+
+  /** When a worker process of the workspace first asked for before-values of a run (Redis clock). */
+  beforeRunStart(workspace: string, runId: string): string {
+    return `${this.workspace(workspace)}:before-run:${runId}`;
+  }
+
   /** Every run id, fleet-wide (outside any script: written before the run's record exists). */
   allRuns(): string {
     return `${this.prefix}:runs`;

@@ -53,6 +53,7 @@ export {
 export { RUN_STATUSES } from '../keys/index.js';
 export {
   LookupPassBoard,
+  MAX_SHARED_SNAPSHOT_BYTES,
   type LookupPassBoardOptions,
   type PassSnapshotMeta,
   type PassTurn,

@@ -1,10 +1,13 @@
-import { asNumber, defineScript, flagReply, kindReply, type RedisClient } from '../redis/index.js';
+import { asNumber, defineScript, flagReply, kindReply, valueReply, type RedisClient } from '../redis/index.js';
 import { DEFAULTS } from '../config/index.js';
+import type { ListResource } from '../crm/index.js';
 import { RunKeys } from '../keys/index.js';
 
 /**
- * Where the worker processes of one workspace agree on deal-list passes (docs/architecture.md,
- * "Creates: shared lookup passes"). One hash per workspace, `<p>:ws:{<w>}:lookup`:
+ * Where the worker processes of one workspace agree on whole-list passes: the deal lookup's
+ * (docs/architecture.md, "Creates: shared lookup passes"), and, one board per list, those that
+ * serve plain imports' before-values (`before`: `<p>:ws:{<w>}:before:<res>`, "Before-values:
+ * shared passes"). One hash per workspace (and list), `<p>:ws:{<w>}:lookup`:
  *   next        earliest start of the next pass (Redis clock, ms)
  *   want        the earliest creation time a create waiting for a pass needs (CRM clock, ms)
  *   holder      the token of the process running a pass, `leaseUntil` its lease
@@ -15,12 +18,15 @@ import { RunKeys } from '../keys/index.js';
  */
 
 // The board's scripts (src/redis/commands/*-lookup-pass-*.lua; Redis's clock, includes/redis-clock.lua).
-/** Asks for a pass: {'run', from, now} (a PassTurn as it is) or {'wait', ms, now}. */
+/** Asks for a pass: {'run', from, now} (a PassTurn as it is) or {'wait', ms, now, passStartedAt}. */
 const ASK = defineScript({
   file: 'ask-lookup-pass-1',
   keys: ['boardKey'],
   args: ['from', 'token', 'leaseMs', 'ttlMs'],
-  reply: kindReply({ run: { from: asNumber, startedAt: asNumber }, wait: { ms: asNumber, now: asNumber } }),
+  reply: kindReply({
+    run: { from: asNumber, startedAt: asNumber },
+    wait: { ms: asNumber, now: asNumber, passStartedAt: asNumber },
+  }),
 });
 /** True while the token still holds the pass (its lease is moved on). */
 const RENEW = defineScript({
@@ -36,12 +42,31 @@ const FINISH = defineScript({
   args: ['token', 'gapMs', 'body', 'ttlMs'],
   reply: flagReply,
 });
+/** The first time a process of the workspace asked for a run's before-values, and now (Redis clock). */
+const STAMP_RUN = defineScript({
+  file: 'stamp-before-run-1',
+  keys: ['runKey'],
+  args: ['ttlMs'],
+  reply: valueReply((raw) => {
+    const [first, now] = (Array.isArray(raw) ? raw : []).map(Number);
+    if (!Number.isFinite(first) || !Number.isFinite(now)) throw new Error('stamp-before-run: unreadable reply');
+    return { first: first!, now: now! };
+  }),
+});
+
+/**
+ * A snapshot larger than this (gzip'd) is not shared: each process reads the list on its own
+ * then, and Redis strings stay small (a Redis string holds at most 512 MB).
+ */
+export const MAX_SHARED_SNAPSHOT_BYTES = 32 * 1024 * 1024;
 
 export interface LookupPassBoardOptions {
   redis: RedisClient;
   /** Key prefix. Default DEFAULTS.config.prefix. */
   prefix?: string;
   workspace: string;
+  /** The board of the before-value passes over this list, rather than the deal lookup's. */
+  before?: ListResource;
   /**
    * A pass's lease, renewed on a timer (a third of it) while the pass runs: a process killed
    * mid-pass holds the workspace's lookups up this long at most. Default DEFAULTS.lookup.passLeaseMs.
@@ -54,8 +79,11 @@ export interface LookupPassBoardOptions {
 export type PassTurn =
   /** Run the pass now, for deals created from `from` on; `startedAt` is its start (Redis clock). */
   | { kind: 'run'; from: number; startedAt: number }
-  /** A pass is under way elsewhere, or the next may not start yet: come back in `ms`. */
-  | { kind: 'wait'; ms: number };
+  /**
+   * A pass is under way elsewhere (begun at `passStartedAt`, Redis clock), or the next may not
+   * start yet (`passStartedAt` undefined): come back in `ms`. `now`: Redis's clock when asked.
+   */
+  | { kind: 'wait'; ms: number; now: number; passStartedAt?: number };
 
 /** The last finished pass, as the board knows it. */
 export interface PassSnapshotMeta {
@@ -65,16 +93,20 @@ export interface PassSnapshotMeta {
 
 export class LookupPassBoard {
   readonly #redis: RedisClient;
+  readonly #keys: RunKeys;
   readonly #board: string;
   readonly #snap: string;
+  readonly workspace: string;
   readonly leaseMs: number;
   readonly #ttlMs: number;
 
   constructor(options: LookupPassBoardOptions) {
     this.#redis = options.redis;
-    const keys = new RunKeys(options.prefix ?? DEFAULTS.config.prefix);
-    this.#board = keys.lookupBoard(options.workspace);
-    this.#snap = keys.lookupSnapshot(options.workspace);
+    const keys = (this.#keys = new RunKeys(options.prefix ?? DEFAULTS.config.prefix));
+    const { workspace, before } = options;
+    this.workspace = workspace;
+    this.#board = before ? keys.beforeBoard(workspace, before) : keys.lookupBoard(workspace);
+    this.#snap = before ? keys.beforeSnapshot(workspace, before) : keys.lookupSnapshot(workspace);
     this.leaseMs = options.leaseMs ?? DEFAULTS.lookup.passLeaseMs;
     this.#ttlMs = options.ttlMs ?? DEFAULTS.lookup.boardTtlMs;
   }
@@ -86,7 +118,25 @@ export class LookupPassBoard {
       { boardKey: this.#board },
       { from: Math.floor(from), token, leaseMs: this.leaseMs, ttlMs: this.#ttlMs },
     );
-    return turn.kind === 'run' ? turn : { kind: 'wait', ms: turn.ms };
+    if (turn.kind === 'run') return turn;
+    return {
+      kind: 'wait',
+      ms: turn.ms,
+      now: turn.now,
+      ...(turn.passStartedAt >= 0 ? { passStartedAt: turn.passStartedAt } : {}),
+    };
+  }
+
+  /**
+   * When a process of the workspace first asked for the run's before-values (`first`), and
+   * Redis's clock now: the earliest start of a pass that may serve the run's rows.
+   */
+  async runStart(runId: string): Promise<{ first: number; now: number }> {
+    return STAMP_RUN.run(
+      this.#redis,
+      { runKey: this.#keys.beforeRunStart(this.workspace, runId) },
+      { ttlMs: this.#ttlMs },
+    );
   }
 
   /** Keeps the pass while it reads pages; false once another process has taken it over. */

@@ -38,6 +38,33 @@ describe('LookupPassBoard (ask-, renew-, finish-lookup-pass)', () => {
     expect((await a.snapshotMeta())?.from).toBe(1000);
   });
 
+  it('tells a waiter when the pass under way began; a before-value board is apart from the lookup board', async () => {
+    const workspace = `ws-${++n}`;
+    const lookup = new LookupPassBoard({ redis, prefix, workspace });
+    const [a, b] = [0, 1].map(() => new LookupPassBoard({ redis, prefix, workspace, before: 'contacts' }));
+    expect((await lookup.ask(0, 'l')).kind).toBe('run');
+    const first = await a!.ask(0, 'a');
+    expect(first.kind).toBe('run'); // the lookup's pass holds only the lookup board
+    const wait = await b!.ask(0, 'b');
+    expect(wait).toMatchObject({ kind: 'wait', passStartedAt: first.kind === 'run' && first.startedAt });
+    expect(await a!.finish('a', 10_000, undefined)).toBe(true);
+    const gap = await b!.ask(0, 'b');
+    expect(gap.kind === 'wait' && gap.passStartedAt).toBeUndefined();
+    expect(await lookup.snapshotMeta()).toBeUndefined();
+  });
+
+  it("stamps a run's first ask for before-values once: later callers get the first caller's time", async () => {
+    const workspace = `ws-${++n}`;
+    const [a, b] = [0, 1].map(() => new LookupPassBoard({ redis, prefix, workspace, before: 'deals' }));
+    const one = await a!.runStart('run-1');
+    expect(one.first).toBe(one.now);
+    await sleep(5);
+    const again = await b!.runStart('run-1');
+    expect(again.first).toBe(one.first);
+    expect(again.now).toBeGreaterThan(one.first);
+    expect((await b!.runStart('run-2')).first).toBeGreaterThan(one.first);
+  });
+
   it('keeps the gap after a pass before the next may start', async () => {
     const [a] = boards();
     expect((await a.ask(0, 'a')).kind).toBe('run');

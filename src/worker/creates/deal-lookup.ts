@@ -8,6 +8,7 @@ import {
   RECORD_CLOCK_DRIFT,
   earliestStamp,
   type CreateMarker,
+  MAX_SHARED_SNAPSHOT_BYTES,
   type LookupPassBoard,
   type RecordClock,
   type RowFence,
@@ -73,8 +74,6 @@ const PASS_GAP_FACTOR = 4;
 const FAILED_PASS_GAP_MS = 2000;
 /** A waiter whose pass is under way elsewhere looks again this often at most. */
 const BUSY_RECHECK_MS = 3000;
-/** Larger snapshots are not shared (each process would pass on its own): Redis strings stay small. */
-const MAX_SHARED_SNAPSHOT_BYTES = 32 * 1024 * 1024;
 
 /**
  * Finds deals an uncertain create may have made (docs/architecture.md, "Creates"). The list has
