@@ -2,7 +2,7 @@ import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { PACK_UNIT, packRecord, unpackRecord, type IndexedRecord } from './compare.js';
 import { StringTable } from './string-table.js';
-import { checkMatchKey, normaliseKey, recordKey, type AnyRecord } from './resource-fields.js';
+import { checkMatchKey, COMPARABLE_FIELDS, normaliseKey, recordKey, type AnyRecord } from './resource-fields.js';
 
 export interface BuildIndexOptions {
   resource: ListResource;
@@ -109,6 +109,31 @@ export class RecordIndex {
     const k = this.#keys.add(key);
     if (k >= this.#keySlots.length) this.#keySlots = grown(this.#keySlots, k);
     this.#keySlots[k] = slot;
+  }
+
+  /**
+   * Adds a record as packed() gave it (a shared snapshot read back; an index by id only). False,
+   * and nothing added, when it is not one record of this resource: no id, or not exactly one
+   * part per comparable field.
+   */
+  addPacked(packed: string): boolean {
+    if (this.matchKey !== 'id' || this.#created) throw new Error('RecordIndex.addPacked: only for an index by id');
+    const cut = packed.indexOf(PACK_UNIT);
+    if (cut <= 0 || packed.split(PACK_UNIT).length !== COMPARABLE_FIELDS[this.resource].length + 1) return false;
+    const id = packed.slice(0, cut);
+    const values = packed.slice(cut + 1);
+    const slot = this.#ids.find(id);
+    if (slot >= 0) this.#records.set(slot, values);
+    else {
+      this.#ids.add(id);
+      this.#records.add(values);
+    }
+    return true;
+  }
+
+  /** Every record packed (packRecord's form: the id, then each comparable value), in list order. */
+  *packed(): IterableIterator<string> {
+    for (let slot = 0; slot < this.#ids.size; slot++) yield this.#ids.get(slot) + PACK_UNIT + this.#records.get(slot);
   }
 
   /** Every record, in list order. */
