@@ -136,6 +136,8 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
         budget: bucket,
         maxAgeMs: options.driftMaxAgeMs,
         beforeMaxAgeMs: options.beforeMaxAgeMs ?? DEFAULTS.workspace.beforeMaxAgeMs,
+        // One before-value pass serves every worker process of the workspace (drift-check.ts).
+        beforeBoards: (before) => new LookupPassBoard({ redis, prefix, workspace, before }),
         logger,
         creates: { fence, automationFields: options.automationFields },
       }),
