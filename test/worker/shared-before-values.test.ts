@@ -147,6 +147,27 @@ describe('DriftCheck: before-value passes shared by the worker processes of a wo
     expect(listPages() - before).toBe(PASS);
   });
 
+  it('a board that does not answer (Redis failing) leaves the process to read the list itself', async () => {
+    const dead = new Redis(TEST_REDIS_URL);
+    await dead.quit();
+    const client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
+    opened.push(client);
+    const drift = new DriftCheck({
+      client,
+      budget: { take: async () => undefined },
+      maxAgeMs: 10_000,
+      pageSize: PAGE,
+      beforeBoards: (before) => new LookupPassBoard({ redis: dead, prefix, workspace: keySpace(), before }),
+    });
+    const [x] = contactIds();
+    const before = listPages();
+    const run = newRun();
+    expect((await drift.values(run, 'contacts', x!))?.name).toBe(sw('acme').contacts.get(x!)!.name);
+    expect(listPages() - before).toBe(PASS);
+    // Its own pass serves its next rows as before.
+    expect(drift.freshValues(run, 'contacts', x!)).toBeDefined();
+  });
+
   it('a missing, corrupt, too large, foreign or other-layout snapshot is not used: the process reads the list itself', async () => {
     const keys = new RunKeys(prefix);
     const ws = keySpace();
