@@ -169,7 +169,7 @@ export class DriftCheck {
   readonly #totalPages = new Map<ListResource, number>();
   /** Before-value snapshots other processes of the workspace shared, as loaded, by resource (#loadShared). */
   readonly #shared = new Map<ListResource, Snapshot>();
-  /** A shared snapshot that could not be used, by resource: its start, so it is read once only. */
+  /** A shared snapshot read and not kept (unreadable, or stale already), by resource: its start, so it is read once only. */
   readonly #unusable = new Map<ListResource, number>();
   /** Per run: when a process of the workspace first asked for its before-values (Redis clock; #stampRun). */
   readonly #runFirst = new Map<string, number>();
@@ -577,8 +577,9 @@ export class DriftCheck {
 
   /**
    * The workspace's last shared before-value pass, when it is newer than what this process has,
-   * began at or after `first` and is readable (decodeBeforeSnapshot: of this workspace, CRM, list
-   * and layout): kept in #shared, and returned when fresh. One that cannot be used is not read again.
+   * began at or after `first`, is readable (decodeBeforeSnapshot: of this workspace, CRM, list
+   * and layout) and fresh: kept in #shared (replacing the last) and returned. One that cannot be
+   * used is not read again.
    */
   async #loadShared(resource: ListResource, board: LookupPassBoard, first: number): Promise<Snapshot | undefined> {
     const ahead = this.#redisAhead;
@@ -604,12 +605,16 @@ export class DriftCheck {
       index: read.index,
       sharedAt: meta.startedAt,
     };
+    if (this.#stale(snap, undefined, 'before')) {
+      this.#unusable.set(resource, meta.startedAt);
+      return undefined;
+    }
     this.#shared.set(resource, snap);
     this.sharing.loaded++;
     // Memory: an own read that no check may use any more is dropped once a newer one serves before-values.
     const own = this.#snaps.get(resource);
     if (own && this.#stale(own)) this.#snaps.delete(resource);
-    return this.#stale(snap, undefined, 'before') ? undefined : snap;
+    return snap;
   }
 
   /**
