@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
@@ -23,7 +21,8 @@ import { earliestStamp, type LookupPassBoard, type RowFence } from '../runs/inde
 import type { PlannedWindow } from '../queue/index.js';
 import { sentValues } from './creates/index.js';
 import { abortable } from './abortable.js';
-import { decodeBeforeSnapshot, encodeBeforeSnapshot, type BeforeSnapshotOrigin } from './before-snapshot.js';
+import { RUNS_REMEMBERED, type DealKeys, type ReadTime, type ReadUse, type Snapshot } from './list-snapshot.js';
+import { SharedBeforePasses } from './shared-before-passes.js';
 
 export interface DriftCheckOptions {
   client: CrmClient;
@@ -90,52 +89,18 @@ export interface CheckAt {
   place?: number;
 }
 
-/**
- * What a read is for, which sets how long it stays fresh (#stale): a drift check must see recent
- * edits; a before-value only names what undo puts back, and is read for every plain row.
- */
-type ReadUse = 'check' | 'before';
-
-/** When a read began and how long it took: what its freshness is judged by (#stale). */
-interface ReadTime {
-  startedAt: number;
-  durationMs: number;
-}
-
 interface PageRead {
   startedAt: number;
   /** Set once answered: a page is fresh for DRIFT_PASS_SPACING × its read's duration at least. */
   answered?: ReadTime;
   done: Promise<RecordIndex>;
 }
-/** Runs whose first planned-create check a process remembers (#runStart). */
-const RUNS_REMEMBERED = 1000;
 /**
  * Before the workspace's record clock is calibrated (no answered create yet), the CRM's clock
  * is known from its `Date` header only (whole seconds): a deal stamped up to this much before
  * the plan still counts as made since it (a drifted create is the safe side of a duplicate).
  */
 const UNCALIBRATED_SLACK_MS = 2000;
-
-interface DealKeys {
-  byKey: Map<string, Map<string, string[]>>;
-  byName: Map<string, string[]>;
-}
-
-interface Snapshot extends ReadTime {
-  index: RecordIndex;
-  /** Deals only: ids by each match key's normalised value, and by normalised name. */
-  deals?: DealKeys;
-  /**
-   * A pass agreed on the workspace's board: when the board granted it (Redis clock, before its
-   * first page). A snapshot another process shared has this process's clock in `startedAt`
-   * (the Redis start less #redisAhead: never younger than it is).
-   */
-  sharedAt?: number;
-}
-
-/** A process waiting for another's before-value pass looks at the board this often. */
-const SHARED_PASS_POLL_MS = 200;
 
 /**
  * Apply's drift check (docs/architecture.md, "Change control"): before a planned update is sent,
@@ -167,23 +132,23 @@ export class DriftCheck {
   readonly #pageTimes = new Map<ListResource, number[]>();
   /** The list's page count as last answered, by resource. */
   readonly #totalPages = new Map<ListResource, number>();
-  /** Before-value snapshots other processes of the workspace shared, as loaded, by resource (#loadShared). */
-  readonly #shared = new Map<ListResource, Snapshot>();
-  /** A shared snapshot read and not kept (unreadable, or stale already), by resource: its start, so it is read once only. */
-  readonly #unusable = new Map<ListResource, number>();
-  /** Per run: when a process of the workspace first asked for its before-values (Redis clock; #stampRun). */
-  readonly #runFirst = new Map<string, number>();
-  readonly #boards = new Map<ListResource, LookupPassBoard>();
-  readonly #token = randomBytes(8).toString('hex');
-  /** Redis's clock less this process's, an upper bound (measured from board answers; #noteRedisClock). */
-  #redisAhead: number | undefined;
+  /** Before-value passes shared with the workspace's other worker processes (beforeBoards). */
+  readonly #sharedPasses: SharedBeforePasses;
   /** Whole-list passes, single-page reads and list pages read in all by this process (logs, tests). */
   readonly stats = { passes: 0, pageReads: 0, pages: 0 };
-  /** Before-value passes this process shared with the workspace's others, and theirs it loaded (logs, tests). */
-  readonly sharing = { shared: 0, loaded: 0 };
 
   constructor(options: DriftCheckOptions) {
     this.#o = options;
+    this.#sharedPasses = new SharedBeforePasses(options, {
+      snaps: this.#snaps,
+      stale: (s, use) => this.#stale(s, undefined, use),
+      pass: (resource) => this.#pass(resource),
+    });
+  }
+
+  /** Before-value passes this process shared with the workspace's others, and theirs it loaded (logs, tests). */
+  get sharing(): { readonly shared: number; readonly loaded: number } {
+    return this.#sharedPasses.sharing;
   }
 
   /**
@@ -462,16 +427,12 @@ export class DriftCheck {
    * A snapshot that may serve the run's before-values now (#stale's 'before' rule): this
    * process's own last read, begun after its first ask for the run; or a pass agreed on the
    * workspace's board (its own or one another process shared), begun no earlier than the
-   * run's first ask anywhere in the workspace (Redis clock, #stampRun).
+   * run's first ask anywhere in the workspace (Redis clock, SharedBeforePasses.stampRun).
    */
   #beforeSnap(resource: ListResource, runId: string): Snapshot | undefined {
     const own = this.#snaps.get(resource);
     if (!this.#stale(own, this.#runStart(runId), 'before')) return own;
-    const first = this.#runFirst.get(runId);
-    if (first === undefined) return undefined;
-    for (const s of [own, this.#shared.get(resource)])
-      if (s?.sharedAt !== undefined && s.sharedAt >= first && !this.#stale(s, undefined, 'before')) return s;
-    return undefined;
+    return this.#sharedPasses.serving(resource, runId);
   }
 
   /**
@@ -482,199 +443,20 @@ export class DriftCheck {
    * process to read the list on its own, unshared, as without boards.
    */
   #before(runId: string, resource: ListResource): Promise<Snapshot> {
-    const board = this.#board(resource);
+    const board = this.#sharedPasses.board(resource);
     if (!board) return this.#fresh(resource, this.#runStart(runId), 'before');
     this.#runStart(runId);
-    const stamped = this.#stampRun(runId, board);
+    const stamped = this.#sharedPasses.stampRun(runId, board);
     return this.#turn(resource, async () => {
       await stamped;
       const usable = this.#beforeSnap(resource, runId);
       if (usable) return usable;
-      const first = this.#runFirst.get(runId);
-      const shared = first !== undefined ? await this.#fromBoard(resource, board, first) : undefined;
+      const shared = await this.#sharedPasses.forRun(resource, board, runId);
       if (shared !== undefined) return shared;
       const snap = await this.#pass(resource);
       this.#snaps.set(resource, snap);
       return snap;
     });
-  }
-
-  #board(resource: ListResource): LookupPassBoard | undefined {
-    const make = this.#o.beforeBoards;
-    if (!make) return undefined;
-    let board = this.#boards.get(resource);
-    if (!board) this.#boards.set(resource, (board = make(resource)));
-    return board;
-  }
-
-  /** The run's first ask in the workspace, once per run in this process (a failed ask is asked again next time). */
-  async #stampRun(runId: string, board: LookupPassBoard): Promise<void> {
-    if (this.#runFirst.has(runId)) return;
-    try {
-      const asked = Date.now();
-      const { first, now } = await board.runStart(runId);
-      this.#noteRedisClock(now, asked);
-      this.#runFirst.set(runId, first);
-      for (const old of this.#runFirst.keys()) {
-        if (this.#runFirst.size <= RUNS_REMEMBERED) break;
-        this.#runFirst.delete(old);
-      }
-    } catch (err) {
-      this.#log.debug(
-        { runId, err: String(err) },
-        'before-values: the run could not be stamped; this process reads its own passes',
-      );
-    }
-  }
-
-  /**
-   * `redisNow` answered a call sent at local time `sentAt`: Redis's clock less ours is at most
-   * redisNow - sentAt. Kept as the latest such bound, so a shared pass's start in this
-   * process's clock is never later than it was (its age never under-counted).
-   */
-  #noteRedisClock(redisNow: number, sentAt: number): void {
-    this.#redisAhead = redisNow - sentAt;
-  }
-
-  /**
-   * A fresh before-value pass of the workspace's, begun at or after `first` (Redis clock): one
-   * shared, one this process is granted and runs (then shares), or one under way elsewhere,
-   * waited for while its holder keeps its lease. Undefined when the board cannot give one
-   * (Redis failing, a pass under way that began before `first`): the caller reads its own.
-   * CRM errors of this process's own pass propagate.
-   */
-  async #fromBoard(resource: ListResource, board: LookupPassBoard, first: number): Promise<Snapshot | undefined> {
-    for (;;) {
-      let startedAt: number;
-      try {
-        const loaded = await this.#loadShared(resource, board, first);
-        if (loaded) return loaded;
-        const asked = Date.now();
-        const turn = await board.ask(0, this.#token);
-        this.#noteRedisClock(turn.kind === 'run' ? turn.startedAt : turn.now, asked);
-        if (turn.kind === 'wait') {
-          if (turn.passStartedAt === undefined || turn.passStartedAt < first) return undefined;
-          await sleep(Math.min(turn.ms, SHARED_PASS_POLL_MS));
-          continue;
-        }
-        startedAt = turn.startedAt;
-        // A pass that ended between the look and the grant: its snapshot serves, the grant is handed back.
-        const ended = await this.#loadShared(resource, board, first);
-        if (ended) {
-          await board.finish(this.#token, 0, undefined);
-          return ended;
-        }
-      } catch (err) {
-        this.#log.debug(
-          { resource, err: String(err) },
-          'before-values: the pass board did not answer; this process reads the list itself',
-        );
-        return undefined;
-      }
-      return this.#boardPass(resource, board, startedAt);
-    }
-  }
-
-  /**
-   * The workspace's last shared before-value pass, when it is newer than what this process has,
-   * began at or after `first`, is readable (decodeBeforeSnapshot: of this workspace, CRM, list
-   * and layout) and fresh: kept in #shared (replacing the last) and returned. One that cannot be
-   * used is not read again.
-   */
-  async #loadShared(resource: ListResource, board: LookupPassBoard, first: number): Promise<Snapshot | undefined> {
-    const ahead = this.#redisAhead;
-    const meta = await board.snapshotMeta();
-    if (ahead === undefined || !meta || meta.startedAt < first || this.#unusable.get(resource) === meta.startedAt)
-      return undefined;
-    const have = Math.max(this.#shared.get(resource)?.sharedAt ?? -1, this.#snaps.get(resource)?.sharedAt ?? -1);
-    if (meta.startedAt <= have) return undefined;
-    const body = await board.snapshotBody();
-    const read = body && (await decodeBeforeSnapshot(body, this.#origin(board, resource, meta.startedAt)));
-    if (!read) {
-      this.#unusable.set(resource, meta.startedAt);
-      if (body)
-        this.#log.warn(
-          { resource, bytes: body.length },
-          'before-values: a shared snapshot could not be used; this process reads the list itself',
-        );
-      return undefined;
-    }
-    const snap: Snapshot = {
-      startedAt: meta.startedAt - ahead,
-      durationMs: read.durationMs,
-      index: read.index,
-      sharedAt: meta.startedAt,
-    };
-    if (this.#stale(snap, undefined, 'before')) {
-      this.#unusable.set(resource, meta.startedAt);
-      return undefined;
-    }
-    this.#shared.set(resource, snap);
-    this.sharing.loaded++;
-    // Memory: an own read that no check may use any more is dropped once a newer one serves before-values.
-    const own = this.#snaps.get(resource);
-    if (own && this.#stale(own)) this.#snaps.delete(resource);
-    return snap;
-  }
-
-  /**
-   * The pass the board granted this process (at `startedAt`, Redis clock): its lease renewed on
-   * a timer until it is shared (a process killed mid-pass holds the others up one lease at
-   * most). CRM errors propagate, and free the board for the next process's pass; a pass that
-   * cannot be shared (too large, Redis failing) still serves this process.
-   */
-  async #boardPass(resource: ListResource, board: LookupPassBoard, startedAt: number): Promise<Snapshot> {
-    const renewing = setInterval(() => {
-      board.renew(this.#token).then(
-        (held) =>
-          held || this.#log.warn({ resource }, 'a before-value pass outlived its lease; another process runs the next'),
-        () => undefined,
-      );
-    }, board.leaseMs / 3);
-    try {
-      let snap: Snapshot;
-      try {
-        snap = { ...(await this.#pass(resource)), sharedAt: startedAt };
-      } catch (err) {
-        await board.finish(this.#token, 0, undefined).catch(() => undefined);
-        throw err;
-      }
-      this.#snaps.set(resource, snap);
-      // Shared before it serves this process's rows: a board still held by a pass that is done
-      // would send a process joining a newer run to read the list on its own (#fromBoard).
-      await this.#share(resource, board, snap).catch((err: unknown) =>
-        this.#log.debug({ resource, err: String(err) }, 'before-values: a pass could not be shared'),
-      );
-      return snap;
-    } finally {
-      clearInterval(renewing);
-    }
-  }
-
-  /** Ends this process's pass on the board, its records the workspace's snapshot (unless too large). */
-  async #share(resource: ListResource, board: LookupPassBoard, snap: Snapshot): Promise<void> {
-    const encoded = await encodeBeforeSnapshot(
-      this.#origin(board, resource, snap.sharedAt!),
-      snap.durationMs,
-      snap.index,
-    ).catch((err: unknown) => ({ failed: String(err) }));
-    if ('failed' in encoded)
-      this.#log.debug({ resource, err: encoded.failed }, 'before-values: a pass could not be encoded');
-    if ('tooLarge' in encoded)
-      this.#log.warn(
-        { resource, records: snap.index.size, ...encoded.tooLarge },
-        'before-value snapshot too large to share: other processes read their own passes',
-      );
-    const body = 'body' in encoded ? encoded.body : undefined;
-    if ((await board.finish(this.#token, 0, body)) && body) this.sharing.shared++;
-  }
-
-  #origin(board: LookupPassBoard, resource: ListResource, startedAt: number): BeforeSnapshotOrigin {
-    return { workspace: board.workspace, crm: this.#o.client.baseUrl, resource, startedAt };
-  }
-
-  get #log(): Logger {
-    return this.#o.logger ?? silentLogger;
   }
 
   async #pass(resource: ListResource): Promise<Snapshot> {
