@@ -146,7 +146,7 @@ export class SharedTokenBucket {
   #releasing = false;
   /**
    * Known limit: send times this process missed, and how many of them went back to the budget;
-   * the budget's own claims (CLAIM calls), and send times claimed in other calls (carry). Logs, tests.
+   * the budget's own claims (CLAIM calls), and claims other calls carried and answered (carry). Logs, tests.
    */
   readonly stats = { missed: 0, givenBack: 0, claims: 0, carried: 0 };
   /**

@@ -303,12 +303,13 @@ describe('SharedTokenBucket', () => {
       const key = bucketKey();
       keys.push(`${key}:rate`);
       const bucket = new SharedTokenBucket({ redis, key, initialRate: 10 });
-      // Always saturated, the rate grows with the tokens granted, however slow the machine: by
-      // ln 2 / 0.25 s = 2.8 a token cold (~175 after 60), by 1 a token after a 429 (~70 at the
-      // old pace of about doubling a second).
+      // Saturated, the rate grows with the tokens granted: by ln 2 / 0.25 s = 2.8 a token cold
+      // (~175 after 60), by 1 a token after a 429 (~70 at the old pace of about doubling a
+      // second). A loaded box claims late now and then, and the time its TAT spends behind now
+      // adds nothing (a Node 24 CI run measured 118): the bound sits between the two paces.
       await takeMany(bucket, 60, 8);
       const cold = await learned(key);
-      expect(cold.rate).toBeGreaterThan(120);
+      expect(cold.rate).toBeGreaterThan(100);
       expect(cold.ceiling).toBe(0);
       // The climb's overshoot met a 429: from the cut on, about doubling a second (~30 more
       // after 30 tokens; the cold climb would add ~85).
