@@ -400,8 +400,9 @@ export class SharedTokenBucket {
   /**
    * A wait whose send time the caller's own Redis call claims (`claim`, for the write fence's
    * begin-update: the row's send time in the step that lets it go), so a row waits one round
-   * trip for both, not a claim out and then its own (at 100 ms each way a row took ~1.9 round
-   * trips where its path has 1.3, bench/RESULTS.md, issue 42). The call's answer goes to
+   * trip for both, not a claim out and then its own (at 100 ms each way a job slot took 1.8 round
+   * trips a row beside the fence, 1.3 with the claim in it: 22.4 → 29.9 rows/s at 1 × 8,
+   * bench/RESULTS.md, issue 42). The call's answer goes to
    * `answered`: the send time it claimed, or undefined (the call failed, or the fence said no and
    * claimed none: cancel the wait first). A spare send time or a 429's pause serves the wait the
    * budget's own way (`claim` undefined), beside the call as reserve's afterRoundTrip does.

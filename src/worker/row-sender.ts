@@ -396,6 +396,7 @@ export class RowSender {
   }
 }
 
+/** What a token wait came to, as the sender acts on it (a rejection once the job's signal aborted: 'aborted'). */
 function tokenAnswer(wait: TokenWait, signal: AbortSignal | undefined): Promise<TokenAnswer> {
   return wait.granted.then(
     (taken): TokenAnswer => (taken ? 'taken' : 'late'),
