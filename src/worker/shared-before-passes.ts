@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS } from '../config/index.js';
 import type { CrmClient, ListResource } from '../crm/index.js';
 import { silentLogger, type Logger } from '../log/index.js';
 import type { LookupPassBoard } from '../runs/index.js';
@@ -29,6 +30,11 @@ export interface OwnListReads {
 
 /** A process waiting for another's before-value pass looks at the board this often. */
 const SHARED_PASS_POLL_MS = 200;
+/**
+ * The longest a process waits for another's pass before it reads the list itself: half the
+ * row's wait for its before-values, so its own pass still has the other half.
+ */
+const SHARED_PASS_WAIT_MS = DEFAULTS.worker.beforeReadWaitMs / 2;
 
 /**
  * The before-value passes this process shares with the other worker processes of its workspace
@@ -129,6 +135,10 @@ export class SharedBeforePasses {
    * CRM errors of this process's own pass propagate.
    */
   async #fromBoard(resource: ListResource, board: LookupPassBoard, first: number): Promise<Snapshot | undefined> {
+    // Another process's pass is waited for only so long: one killed mid-pass holds its grant a
+    // lease (6 s), past the row's wait for its before-values (beforeReadWaitMs, 5 s), and rows
+    // that go without them skip the reads for beforeReadPauseMs (30 s) — undo would lose them.
+    const waitUntil = Date.now() + SHARED_PASS_WAIT_MS;
     for (;;) {
       let startedAt: number;
       try {
@@ -139,6 +149,7 @@ export class SharedBeforePasses {
         this.#noteRedisClock(turn.kind === 'run' ? turn.startedAt : turn.now, asked);
         if (turn.kind === 'wait') {
           if (turn.passStartedAt === undefined || turn.passStartedAt < first) return undefined;
+          if (Date.now() >= waitUntil) return undefined;
           await sleep(Math.min(turn.ms, SHARED_PASS_POLL_MS));
           continue;
         }

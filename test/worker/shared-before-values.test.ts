@@ -147,6 +147,22 @@ describe('DriftCheck: before-value passes shared by the worker processes of a wo
     expect(listPages() - before).toBe(PASS);
   });
 
+  it('a process that died holding the pass (its grant left for a whole lease) holds the others up only briefly: they read the list themselves', async () => {
+    const ws = keySpace();
+    const b = process_(ws);
+    const run = newRun();
+    const [x] = contactIds();
+    // The run was asked for, then a process took the pass and died: a lease of a minute, here.
+    const board = new LookupPassBoard({ redis: b.redis, prefix, workspace: ws, before: 'contacts', leaseMs: 60_000 });
+    await board.runStart(run);
+    expect((await board.ask(0, 'the-dead-process')).kind).toBe('run');
+    const before = listPages();
+    // Waiting out the dead one's lease would outlast this test's timeout (10 s).
+    expect((await b.drift.values(run, 'contacts', x!))?.name).toBe(sw('acme').contacts.get(x!)!.name);
+    expect(listPages() - before).toBe(PASS);
+    expect(b.drift.stats.passes).toBe(1);
+  }, 10_000);
+
   it('a board that does not answer (Redis failing) leaves the process to read the list itself', async () => {
     const dead = new Redis(TEST_REDIS_URL);
     await dead.quit();
