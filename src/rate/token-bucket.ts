@@ -376,6 +376,8 @@ export class SharedTokenBucket {
     }
     this.#waiting.unshift(...held);
     if (!this.#o.limit) this.#unused += gone;
+    // Their turn comes when the pause ends (the pump's retry), asked by nothing else.
+    if (held.length > 0) this.#pump();
   }
 
   /** Hands out spare send times, then claims more for whoever still waits (one call at a time). */

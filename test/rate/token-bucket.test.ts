@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedTokenBucket, claimLeadMs } from '../../src/rate/token-bucket.js';
@@ -92,6 +93,21 @@ describe('SharedTokenBucket', () => {
     // goes back to the budget, and the one claimed in its stead may share a moment with another,
     // as the limit's burst of a tenth (two here) allows. (A CI run saw 409 ms, 8 intervals.)
     expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(8 * 51 - 20);
+  }, 10_000);
+
+  it('takes given a send time still to come when a 429 arrives are served after the pause, nothing else asking', async () => {
+    for (const limit of [{ max: 10, durationMs: 1000 }, undefined]) {
+      const bucket = new SharedTokenBucket({ redis, key: bucketKey(), ...(limit ? { limit } : { initialRate: 10 }) });
+      await bucket.take();
+      // At 10/s the next two have send times ~100 and ~200 ms ahead, on their timers.
+      const later = [bucket.take(), bucket.take()].map((p) => p.then(() => Date.now()));
+      await sleep(20);
+      const pausedAt = Date.now();
+      await bucket.pause(300);
+      const times = await Promise.race([Promise.all(later), sleep(3000).then(() => [])]);
+      expect(times).toHaveLength(2);
+      expect(Math.min(...times) - pausedAt).toBeGreaterThanOrEqual(300 - 5);
+    }
   }, 10_000);
 
   it('a take whose job is cancelled rejects with the reason, and leaves the others their turn', async () => {
