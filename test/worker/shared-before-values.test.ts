@@ -184,6 +184,34 @@ describe('DriftCheck: before-value passes shared by the worker processes of a wo
     expect(drift.freshValues(run, 'contacts', x!)).toBeDefined();
   });
 
+  it('a board that stops answering after the run was stamped (Redis failing mid-run) leaves the process to read the list itself, and see what changed', async () => {
+    const own = new Redis(TEST_REDIS_URL);
+    const client = new CrmClient({ workspace: 'acme', baseUrl: sim.baseUrl('acme'), apiKey: new Secret('k-acme') });
+    opened.push(client);
+    const ws = keySpace();
+    const drift = new DriftCheck({
+      client,
+      budget: { take: async () => undefined },
+      maxAgeMs: 10_000,
+      beforeMaxAgeMs: 50,
+      pageSize: PAGE,
+      beforeBoards: (before) => new LookupPassBoard({ redis: own, prefix, workspace: ws, before }),
+    });
+    const [, , , , x] = contactIds();
+    const run = newRun();
+    await drift.values(run, 'contacts', x!);
+    // Stamped and shared through the board: the run's passes go by it from now on.
+    expect(drift.sharing.shared).toBe(1);
+    own.disconnect();
+    sw('acme').updateRecord('contacts', x!, { name: 'Renamed while Redis was away' });
+    while (drift.freshValues(run, 'contacts', x!) !== undefined) await new Promise((r) => setTimeout(r, 20));
+    const before = listPages();
+    expect((await drift.values(run, 'contacts', x!))?.name).toBe('Renamed while Redis was away');
+    expect(listPages() - before).toBe(PASS);
+    expect(drift.stats.passes).toBe(2);
+    expect(drift.sharing.shared).toBe(1);
+  });
+
   it('a missing, corrupt, too large, foreign or other-layout snapshot is not used: the process reads the list itself', async () => {
     const keys = new RunKeys(prefix);
     const ws = keySpace();
