@@ -158,7 +158,7 @@ export class SharedTokenBucket {
   #unused = 0;
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
-  /** When this process last told Redis of a 429 (local epoch ms): see pause. */
+  /** Redis's now when it took this process's last 429, on this clock (local epoch ms): #holdBack. */
   #pausedAt = 0;
   /** Waits given a send time still to come (their slot's timer runs). */
   readonly #scheduled = new Set<Waiter>();
@@ -330,8 +330,9 @@ export class SharedTokenBucket {
   async pause(ms: number): Promise<number> {
     const now = Date.now();
     this.#pausedUntil = Math.max(this.#pausedUntil, now + ms);
-    this.#pausedAt = now;
-    this.#holdBack(now);
+    // PAUSE reads Redis's clock about half a round trip after this one.
+    this.#pausedAt = now + this.#roundTripMs / 2;
+    this.#holdBack();
     const learning = this.#o.limit ? '0' : '1';
     const unused = this.#takeUnused();
     try {
@@ -355,15 +356,14 @@ export class SharedTokenBucket {
   }
 
   /**
-   * A 429 told at `now`: the send times in hand that the pause covers are not used. The waits
+   * A 429 told (pause): the send times in hand that the pause covers are not used. The waits
    * given one queue again at once, first in line. Learning, PAUSE takes the grants still ahead of
    * Redis's now off `g` (its `pending`); those whose time had come when it runs, but were not sent
    * (spares, timers a busy event loop had not run yet), are this process's to tell (#unused):
    * counted as sent, a loaded CI box's 429 left 5 of them in the next measure (32 against 27).
    */
-  #holdBack(now: number): void {
-    // PAUSE reads Redis's clock about half a round trip after this one.
-    const come = now + this.#roundTripMs / 2;
+  #holdBack(): void {
+    const come = this.#pausedAt;
     let gone = this.#spare.filter((s) => s.at <= come).length;
     this.#spare = [];
     const held = [...this.#scheduled].filter((w) => w.slot!.at < this.#pausedUntil);
