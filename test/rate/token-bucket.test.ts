@@ -377,49 +377,43 @@ describe('SharedTokenBucket', () => {
       expect(Number(await redis.hget(`${key}:rate`, 'g'))).toBe(sent);
     }, 10_000);
 
-    it("a 429's pending grants (send times still ahead, which the pause holds back) are not counted as sent", async () => {
+    /**
+     * 200/s and eight takers, a 429 at the fifth take (after holding the event loop `holdMs`):
+     * at the 429 the seven others hold send times up to 50 ms ahead. Returns the takes and `g`.
+     */
+    async function pausedAtFifth(holdMs: number): Promise<{ taken: number; g: number }> {
       const key = bucketKey();
       keys.push(`${key}:rate`);
-      // 200/s and eight takers: at the 429 the seven others hold send times up to 50 ms ahead.
       const bucket = new SharedTokenBucket({ redis, key, initialRate: 200 });
       let taken = 0;
       await Promise.all(
         Array.from({ length: 8 }, async () => {
           while (taken < 20) {
             await bucket.take();
-            if (++taken === 5) await bucket.pause(100);
+            if (++taken !== 5) continue;
+            const until = Date.now() + holdMs;
+            while (Date.now() < until);
+            await bucket.pause(100);
           }
         }),
       );
+      return { taken, g: Number(await redis.hget(`${key}:rate`, 'g')) };
+    }
+
+    it("a 429's pending grants (send times still ahead, which the pause holds back) are not counted as sent", async () => {
+      const { taken, g } = await pausedAtFifth(0);
       // Every grant was sent but those the pause held back (the same claim's, given again after
       // it); counted as sent they were ~5 more, and the next measure would hold them.
-      const g = Number(await redis.hget(`${key}:rate`, 'g'));
       expect(g).toBeGreaterThanOrEqual(taken - 1);
       expect(g).toBeLessThanOrEqual(taken + 1);
     }, 10_000);
 
     it('a 429 that comes while the event loop is held up: the send times gone by, not sent, are not counted as sent', async () => {
-      const key = bucketKey();
-      keys.push(`${key}:rate`);
-      const bucket = new SharedTokenBucket({ redis, key, initialRate: 200 });
-      let taken = 0;
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          while (taken < 20) {
-            await bucket.take();
-            if (++taken === 5) {
-              // A loaded box: the others' send times come and go while this one works, their
-              // timers not run yet when the 429 is told.
-              const until = Date.now() + 40;
-              while (Date.now() < until);
-              await bucket.pause(100);
-            }
-          }
-        }),
-      );
+      // A loaded box: the others' send times come and go while the fifth take works, their
+      // timers not run yet when the 429 is told.
+      const { taken, g } = await pausedAtFifth(40);
       // Their time had come on Redis's clock when PAUSE ran, so its `pending` did not take them
       // off `g`: counted as sent they were 7 more (34 against 27 taken), as a CI box's 429 left 5.
-      const g = Number(await redis.hget(`${key}:rate`, 'g'));
       expect(g).toBeGreaterThanOrEqual(taken - 1);
       expect(g).toBeLessThanOrEqual(taken + 1);
     }, 10_000);
