@@ -158,7 +158,7 @@ export class SharedTokenBucket {
   #unused = 0;
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
-  /** Redis's now when it took this process's last 429, on this clock (local epoch ms): #holdBack. */
+  /** Redis's now at the first 429 of this process's last pause, on this clock (local epoch ms). */
   #pausedAt = 0;
   /** Waits given a send time still to come (their slot's timer runs). */
   readonly #scheduled = new Set<Waiter>();
@@ -329,9 +329,13 @@ export class SharedTokenBucket {
    */
   async pause(ms: number): Promise<number> {
     const now = Date.now();
+    // PAUSE reads Redis's clock about half a round trip after this one. Only the episode's first
+    // 429 moves it: a claim out when it came ran in Redis before its PAUSE (one connection), whose
+    // `pending` took off `g` the grants ahead of then, and no claim goes out while the pause holds.
+    // Moved by a later 429 of the same episode, the grants between the two were taken off `g`
+    // twice: a claim out over two 429s a loaded loop told 60 ms apart left `g` at 5 for 10 sent.
+    if (now >= this.#pausedUntil) this.#pausedAt = now + this.#roundTripMs / 2;
     this.#pausedUntil = Math.max(this.#pausedUntil, now + ms);
-    // PAUSE reads Redis's clock about half a round trip after this one.
-    this.#pausedAt = now + this.#roundTripMs / 2;
     this.#holdBack();
     const learning = this.#o.limit ? '0' : '1';
     const unused = this.#takeUnused();
