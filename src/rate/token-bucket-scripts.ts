@@ -73,12 +73,25 @@ export const CLAIM = defineScript({
   reply: valueReply((raw): Claimed => claimedFrom(raw as string[])),
 });
 
-/** A 429's pause: no send time before its end; a learned rate is cut (or measured). Answers the rate. */
+/**
+ * What PAUSE answers: the rate after it (0 with a known limit), and the instant (Redis's clock,
+ * ms) from which the episode's first 429 counted grants as pending: grants at or before it count
+ * as sent, so a process tells those it never sent (`unused`).
+ */
+export interface Paused {
+  rate: number;
+  judge: number;
+}
+
+/** A 429's pause: no send time before its end; a learned rate is cut (or measured). */
 export const PAUSE = defineScript({
   file: 'pause-tokens-2',
   keys: ['tatKey', 'rateKey'],
   args: ['pauseMs', 'tolerance', 'learning', 'cooldownMs', 'minRate', 'measureSpanMs', 'unused'],
-  reply: numberReply,
+  reply: valueReply((raw): Paused => {
+    const [rate, judge] = raw as string[];
+    return { rate: Number(rate ?? 0), judge: Number(judge ?? 0) };
+  }),
 });
 
 /** Gives back send times granted but missed (known limit): out of the send log, and the TAT back. How many. */

@@ -158,8 +158,13 @@ export class SharedTokenBucket {
   #unused = 0;
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
-  /** Redis's now at the first 429 of this process's last pause, on this clock (local epoch ms). */
-  #pausedAt = 0;
+  /**
+   * Learning: the grants a 429 caught unsent (Redis clock), until PAUSE says from when its episode
+   * counted pending (#judge): those at or before it are told as unused (#judgeCaught).
+   */
+  #caught: number[] = [];
+  /** Learning: PAUSE's `judge` for the episode in force (Redis clock); undefined until one answers. */
+  #judge: number | undefined;
   /** Waits given a send time still to come (their slot's timer runs). */
   readonly #scheduled = new Set<Waiter>();
   /** Learning: the spacing of the send times of the last claim that showed it (ms; 0: not yet seen). */
@@ -329,18 +334,18 @@ export class SharedTokenBucket {
    */
   async pause(ms: number): Promise<number> {
     const now = Date.now();
-    // PAUSE reads Redis's clock about half a round trip after this one. Only the episode's first
-    // 429 moves it: a claim out when it came ran in Redis before its PAUSE (one connection), whose
-    // `pending` took off `g` the grants ahead of then, and no claim goes out while the pause holds.
-    // Moved by a later 429 of the same episode, the grants between the two were taken off `g`
-    // twice: a claim out over two 429s a loaded loop told 60 ms apart left `g` at 5 for 10 sent.
-    if (now >= this.#pausedUntil) this.#pausedAt = now + this.#roundTripMs / 2;
+    // A new episode: what it catches is judged by its own PAUSE (an earlier episode's grants left
+    // unjudged, its PAUSE failing, stay counted as sent).
+    if (now >= this.#pausedUntil) {
+      this.#judge = undefined;
+      this.#caught = [];
+    }
     this.#pausedUntil = Math.max(this.#pausedUntil, now + ms);
     this.#holdBack();
     const learning = this.#o.limit ? '0' : '1';
     const unused = this.#takeUnused();
     try {
-      return await PAUSE.run(
+      const { rate, judge } = await PAUSE.run(
         this.#o.redis,
         { tatKey: this.#keys.tatKey, rateKey: this.#keys.rateKey },
         {
@@ -353,6 +358,11 @@ export class SharedTokenBucket {
           unused,
         },
       );
+      if (!this.#o.limit) {
+        this.#judge = judge;
+        this.#judgeCaught();
+      }
+      return rate;
     } catch (err) {
       this.#unused += unused;
       throw err;
@@ -361,27 +371,42 @@ export class SharedTokenBucket {
 
   /**
    * A 429 told (pause): the send times in hand that the pause covers are not used. The waits
-   * given one queue again at once, first in line. Learning, PAUSE takes the grants still ahead of
-   * Redis's now off `g` (its `pending`); those whose time had come when it runs, but were not sent
-   * (spares, timers a busy event loop had not run yet), are this process's to tell (#unused):
-   * counted as sent, a loaded CI box's 429 left 5 of them in the next measure (32 against 27).
+   * given one queue again at once, first in line. Learning, the episode's first PAUSE takes the
+   * grants ahead of its now off `g` (its `pending`); those at or before it that were not sent
+   * (spares, timers a busy event loop had not run yet, a claim's reply that came after the 429)
+   * are this process's to tell (#caught): counted as sent, a loaded CI box's 429 left 5 of them
+   * in the next measure (32 against 27).
    */
   #holdBack(): void {
-    const come = this.#pausedAt;
-    let gone = this.#spare.filter((s) => s.at <= come).length;
+    const caught = this.#spare.map((s) => s.granted);
     this.#spare = [];
     const held = [...this.#scheduled].filter((w) => w.slot!.at < this.#pausedUntil);
     held.sort((a, b) => a.slot!.at - b.slot!.at);
     for (const w of held) {
-      if (w.slot!.at <= come) gone++;
+      caught.push(w.slot!.granted);
       clearTimeout(w.timer);
       w.timer = w.slot = undefined;
       this.#scheduled.delete(w);
     }
     this.#waiting.unshift(...held);
-    if (!this.#o.limit) this.#unused += gone;
+    if (!this.#o.limit) {
+      this.#caught.push(...caught);
+      this.#judgeCaught();
+    }
     // Their turn comes when the pause ends (the pump's retry), asked by nothing else.
     if (held.length > 0) this.#pump();
+  }
+
+  /**
+   * Learning: the caught grants PAUSE counted as sent (at or before its judge) are told as
+   * unused; those after it it took off `g` itself. Judged once PAUSE has answered, exactly, on
+   * Redis's clock: an estimate of it from the round trip counted some twice.
+   */
+  #judgeCaught(): void {
+    const judge = this.#judge;
+    if (judge === undefined || this.#caught.length === 0) return;
+    for (const granted of this.#caught) if (granted <= judge) this.#unused++;
+    this.#caught = [];
   }
 
   /** Hands out spare send times, then claims more for whoever still waits (one call at a time). */
@@ -392,15 +417,15 @@ export class SharedTokenBucket {
     // to the budget (#release).
     this.#spare = this.#spare.filter((s) => {
       if (s.at < this.#pausedUntil) {
-        // A claim's reply that came after the 429 was told: its grants gone by then are this
-        // process's to tell, as #holdBack's are.
-        if (!this.#o.limit && s.at <= this.#pausedAt) this.#unused++;
+        // A claim's reply that came after the 429 was told: caught, as #holdBack's are.
+        if (!this.#o.limit) this.#caught.push(s.granted);
         return false;
       }
       if (!this.#missed(s, now)) return true;
       this.#giveBack(s);
       return false;
     });
+    this.#judgeCaught();
     this.#release();
     this.#fitMargin();
     // In order, each wait the first spare send time it can use (not before its notBefore).

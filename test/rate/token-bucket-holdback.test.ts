@@ -1,23 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { SharedTokenBucket } from '../../src/rate/token-bucket.js';
 import { CLAIM } from '../../src/rate/token-bucket-scripts.js';
+import { bucketKeys } from '../helpers/bucket-keys.js';
 import { busiestWindow } from '../helpers/busiest-window.js';
 
-const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const keys: string[] = [];
-afterAll(async () => {
-  if (keys.length > 0) await redis.del(...keys);
-  await redis.quit();
-});
-
-function bucketKey(): string {
-  const key = `crm-sync-test-holdback-${randomBytes(4).toString('hex')}`;
-  keys.push(key, `${key}:rate`, `${key}:log`);
-  return key;
-}
+const { redis, bucketKey } = bucketKeys('holdback');
 
 /** `redis`, calling `onClaim(n)` right after each CLAIM (3 keys, 10 args) of `n` send times is sent. */
 function watchingClaims(onClaim: (n: number) => void): Redis {
@@ -71,7 +60,11 @@ describe('SharedTokenBucket: a 429 while a claim is out', () => {
       expect(await bucket.take(undefined, 5000)).toBe(true);
       const taken = 10;
       const g = Number(await redis.hget(`${key}:rate`, 'g'));
-      expect(g).toBeGreaterThanOrEqual(taken - 1);
+      // Within two: on a loaded box the first claims' round trips are long, so this process's
+      // clock sample of Redis's is a few ms off, and a spare it uses or gives up a little before
+      // its time on Redis's clock is still counted pending by PAUSE (8 for 10 seen, 2 of 6 runs
+      // beside two busy loops). Counted twice, the claim's grants left 5.
+      expect(g).toBeGreaterThanOrEqual(taken - 2);
       expect(g).toBeLessThanOrEqual(taken + 1);
     },
     10_000,
