@@ -88,6 +88,7 @@ export const PAUSE = defineScript({
   file: 'pause-tokens-2',
   keys: ['tatKey', 'rateKey'],
   args: ['pauseMs', 'tolerance', 'learning', 'cooldownMs', 'minRate', 'measureSpanMs', 'unused'],
+  rest: 'caught',
   reply: valueReply((raw): Paused => {
     const [rate, judge] = raw as string[];
     return { rate: Number(rate ?? 0), judge: Number(judge ?? 0) };

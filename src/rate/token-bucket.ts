@@ -159,8 +159,9 @@ export class SharedTokenBucket {
   /** A 429 this process saw: send times before this are not used (local epoch ms). */
   #pausedUntil = 0;
   /**
-   * Learning: the grants a 429 caught unsent (Redis clock), until PAUSE says from when its episode
-   * counted pending (#judge): those at or before it are told as unused (#judgeCaught).
+   * Learning: the grants of claims answered after a 429 that it caught unsent (Redis clock), until
+   * PAUSE says from when its episode counted pending (#judge): those at or before it are told as
+   * unused (#judgeCaught).
    */
   #caught: number[] = [];
   /** Learning: PAUSE's `judge` for the episode in force (Redis clock); undefined until one answers. */
@@ -341,7 +342,7 @@ export class SharedTokenBucket {
       this.#caught = [];
     }
     this.#pausedUntil = Math.max(this.#pausedUntil, now + ms);
-    this.#holdBack();
+    const caught = this.#holdBack();
     const learning = this.#o.limit ? '0' : '1';
     const unused = this.#takeUnused();
     try {
@@ -357,6 +358,7 @@ export class SharedTokenBucket {
           measureSpanMs: MEASURE_SPAN_MS,
           unused,
         },
+        caught.map((t) => t.toFixed(3)),
       );
       if (!this.#o.limit) {
         this.#judge = judge;
@@ -373,11 +375,13 @@ export class SharedTokenBucket {
    * A 429 told (pause): the send times in hand that the pause covers are not used. The waits
    * given one queue again at once, first in line. Learning, the episode's first PAUSE takes the
    * grants ahead of its now off `g` (its `pending`); those at or before it that were not sent
-   * (spares, timers a busy event loop had not run yet, a claim's reply that came after the 429)
-   * are this process's to tell (#caught): counted as sent, a loaded CI box's 429 left 5 of them
-   * in the next measure (32 against 27).
+   * (spares, timers a busy event loop had not run yet) are this process's to tell: returned (the
+   * Redis times of all it caught), for the PAUSE that tells the 429 to judge in the same step,
+   * before its measure reads `g`. Counted as sent, a loaded CI box's 429 left 5 of them in the
+   * next measure (32 against 27); told with a later call, after the episode's count of what was
+   * sent, they came off the next measure instead (the learned rate settled ~3 % low at 20 ms).
    */
-  #holdBack(): void {
+  #holdBack(): number[] {
     const caught = this.#spare.map((s) => s.granted);
     this.#spare = [];
     const held = [...this.#scheduled].filter((w) => w.slot!.at < this.#pausedUntil);
@@ -389,18 +393,16 @@ export class SharedTokenBucket {
       this.#scheduled.delete(w);
     }
     this.#waiting.unshift(...held);
-    if (!this.#o.limit) {
-      this.#caught.push(...caught);
-      this.#judgeCaught();
-    }
     // Their turn comes when the pause ends (the pump's retry), asked by nothing else.
     if (held.length > 0) this.#pump();
+    return this.#o.limit ? [] : caught;
   }
 
   /**
-   * Learning: the caught grants PAUSE counted as sent (at or before its judge) are told as
-   * unused; those after it it took off `g` itself. Judged once PAUSE has answered, exactly, on
-   * Redis's clock: an estimate of it from the round trip counted some twice.
+   * Learning: the grants of a claim's reply that came after the 429 (#caught) that PAUSE counted
+   * as sent (at or before its judge) are told as unused; those after it it took off `g` itself.
+   * Judged once PAUSE has answered, exactly, on Redis's clock: an estimate of it from the round
+   * trip counted some twice.
    */
   #judgeCaught(): void {
     const judge = this.#judge;

@@ -15,8 +15,8 @@
   unknown, so growth goes on until a measure. Later ones take 10 % off (3 % once measured: the
   rate crept up to the limit again), the rate at the cut becoming the ceiling.
 
-  `g` counts grants, some of them for times still ahead: those (from the later of now and the
-  first grant of their run, `gs`, to TAT, at the rate) are not sent (the pause holds them back), so the episode's first 429 takes them off `g`. A TAT
+  `g` counts grants, some of them for times still ahead: those (TAT ahead of now, at the rate)
+  are not sent (the pause holds them back), so the episode's first 429 takes them off `g`. A TAT
   ahead only by an earlier 429's pause (up to `hold`) is no grant: the later 429s of an episode
   take nothing off (counted as sent, the pause's second made a measure ~60 % high at 50/s).
   KEYS[1] tatKey         the TAT (claim-tokens)
@@ -28,9 +28,12 @@
   ARGV[5] minRate        requests/s the rate never falls below
   ARGV[6] measureSpanMs  two 429s at most this far apart measure the rate
   ARGV[7] unused         earlier grants of this process it did not send (taken off `g` first)
+  ARGV[8..] caught       learning: this process's grants the 429 caught unsent (Redis clock, ms):
+                         those at or before `judge` come off `g` here, before the measure reads it
   The episode's first 429 counts the grants ahead of its now as pending (`judge`, kept for the
   episode's later 429s): a grant at or before it that a process never sent (its timer not run
-  yet, a reply that came after the 429) is counted as sent, and that process tells it (`unused`).
+  yet) is counted as sent unless that process tells it: those it holds when it tells the 429
+  (`caught`), here; those of a claim's reply that came after (`unused`), with its next call.
   Returns {rate, judge}: the rate (0 with a known limit) and that instant (Redis's clock, ms).
 ]]
 local tatKey, rateKey = KEYS[1], KEYS[2]
@@ -50,16 +53,15 @@ local judgeText = string.format('%.3f', judge)
 redis.call('HSET', rateKey, 'hold', string.format('%.3f', resume), 'judge', judgeText)
 local r = redis.call('HINCRBY', rateKey, 'r', 1)
 local unused = tonumber(ARGV[7]) or 0
+for i = 8, #ARGV do
+  if tonumber(ARGV[i]) <= judge then unused = unused + 1 end
+end
 if unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
-local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since', 'gs')
+local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate then return {string.format('%.4f', 0), judgeText} end
 local pending = 0
 local from = math.max(now, held)
--- Grants run from `gs` (claim-send-times: the first of a run, a reply's lead after its claim's
--- now) to TAT one interval apart: counted from now, a lead of four intervals counted four more.
-local gs = tonumber(st[10])
-if gs and gs > from then from = gs - 500 / rate end
 if tat > from then pending = math.floor((tat - from) * rate / 1000) end
 if pending > 0 then redis.call('HINCRBY', rateKey, 'g', -pending) end
 local sent = (tonumber(st[4]) or 0) - pending

@@ -22,7 +22,6 @@
   (0.1 % once the ceiling was measured, pause-tokens), faster the longer it holds above it (the
   limit was raised). Grants are counted (`g`) for pause-tokens' measure, less those a process
   reports it never sent (`unused`: it got them too late to use, or its request was called off).
-  A claim whose grants begin a run of their own (TAT behind its soonest) notes where (`gs`).
 
   No send time is granted sooner than `lead` after now: the reply takes that long to reach the
   process (half a round trip and more, for a Redis a network hop away), and a time that has gone
@@ -66,13 +65,7 @@ local function claim_send_times(tatKey, rateKey, logKey, c)
         rate = rate + ceiling * (base + 0.2 * math.max(0, rate / ceiling - 1)) * dt
       end
     end
-    if tat < soonest then
-      -- The grants from here on start a run of their own at `soonest` (`gs`), a lead after now:
-      -- pause-tokens counts those still ahead from there, not from now.
-      redis.call('HSET', rateKey, 'rate', string.format('%.4f', rate), 'at', string.format('%.3f', now), 'gs', string.format('%.3f', soonest))
-    else
-      redis.call('HSET', rateKey, 'rate', string.format('%.4f', rate), 'at', string.format('%.3f', now))
-    end
+    redis.call('HSET', rateKey, 'rate', string.format('%.4f', rate), 'at', string.format('%.3f', now))
     interval = 1000 / rate
     local unused = tonumber(c.unused) or 0
     if unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
