@@ -379,7 +379,7 @@ export class SharedTokenBucket {
    * Redis times of all it caught), for the PAUSE that tells the 429 to judge in the same step,
    * before its measure reads `g`. Counted as sent, a loaded CI box's 429 left 5 of them in the
    * next measure (32 against 27); told with a later call, after the episode's count of what was
-   * sent, they came off the next measure instead (at 20 ms the rate settled 2.4 % lower).
+   * sent, they came off the next measure instead (at 20 ms the rate settled 2 % lower).
    */
   #holdBack(): number[] {
     const caught = this.#spare.map((s) => s.granted);
