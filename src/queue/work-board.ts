@@ -1,6 +1,6 @@
 import { QueueKeys } from 'bullmq';
 import { bullPrefix, workBoardKey } from '../keys/index.js';
-import { defineScript, flagReply, type RedisClient } from '../redis/index.js';
+import { defineScript, flagReply, subscribeChannel, type RedisClient } from '../redis/index.js';
 import { queueName } from './queue-names.js';
 
 /** Removes the workspace unless it was signalled since its count was read (the .lua file says why). */
@@ -56,13 +56,7 @@ export class WorkBoard {
    * closer.
    */
   watch(onSignal: () => void, onError: (err: unknown) => void): () => void {
-    const sub = this.#redis.duplicate();
-    sub.on('error', onError);
-    sub.on('message', (channel: string) => {
-      if (channel === this.#channel) onSignal();
-    });
-    sub.subscribe(this.#channel).catch(onError);
-    return () => sub.disconnect();
+    return subscribeChannel(this.#redis, { channel: this.#channel, onMessage: onSignal, onError });
   }
 
   /** Workspaces with work, and the count to give `settle` (read before checking the queue). */

@@ -43,6 +43,7 @@ export {
   type RedisLivenessOptions,
 } from './redis-connection.js';
 export { connectConfiguredRedis, describeRedisTarget } from './cluster-connection.js';
+export { subscribeChannel, type ChannelSubscriberOptions } from './channel-subscriber.js';
 export {
   rideOutRedis,
   isRedisUnavailable,
