@@ -20,7 +20,8 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: no `prepare` build here (no sources, no compiler); dist/ comes from the build stage.
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# bin/crm-sync.js runs dist/cli.js when src/ is absent, as it is here (so scripts/ is not needed).
+# bin/crm-sync.js runs dist/ when src/ is absent, as it is here (so scripts/ is not needed): the
+# bundle, dist/bundle/cli.js, or dist/cli.js when an OTEL_* variable asks for tracing.
 COPY bin ./bin
 # Sync definitions (mount your own over /app/jobs) and the demo's sample files.
 COPY jobs ./jobs

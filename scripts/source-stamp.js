@@ -21,14 +21,18 @@ function filesUnder(root, dir) {
 }
 
 /**
- * sha1 over every file under src/ and every tsconfig*.json (sorted relative path, then content)
- * and package.json's version: what the compiled dist/ depends on. Changes to anything else
- * (tests, docs, dependencies) do not make a build stale.
+ * sha1 over every file under src/, every tsconfig*.json, the lockfile and the build script
+ * (sorted relative path, then content) and package.json's version: what the compiled dist/
+ * depends on — the lockfile since dist/bundle/ holds the dependencies' code. Changes to anything
+ * else (tests, docs) do not make a build stale.
  */
 export function sourceStamp(root) {
   const hash = createHash('sha1');
-  const configs = readdirSync(root).filter((name) => /^tsconfig.*\.json$/.test(name));
-  for (const rel of [...filesUnder(root, 'src'), ...configs].sort()) {
+  const configs = readdirSync(root).filter((name) => /^tsconfig.*\.json$|^package-lock\.json$/.test(name));
+  const build = readdirSync(join(root, 'scripts'), { withFileTypes: true }).some((e) => e.name === 'build.js')
+    ? ['scripts/build.js']
+    : [];
+  for (const rel of [...filesUnder(root, 'src'), ...configs, ...build].sort()) {
     hash.update(`${rel}\0`);
     hash.update(readFileSync(join(root, rel)));
     hash.update('\0');

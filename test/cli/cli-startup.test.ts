@@ -68,7 +68,12 @@ describe('the build stamp', () => {
     changed.add(sourceStamp(dir));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'fixture', version: '1.0.1', type: 'module' }));
     changed.add(sourceStamp(dir));
-    expect(changed.size).toBe(5);
+    // The bundle holds the dependencies: a new lockfile, or a new build script, is a new build.
+    writeFileSync(join(dir, 'package-lock.json'), '{}\n');
+    changed.add(sourceStamp(dir));
+    writeFileSync(join(dir, 'scripts', 'build.js'), '// another build\n');
+    changed.add(sourceStamp(dir));
+    expect(changed.size).toBe(7);
   });
 
   it('the bin runs dist/ when the stamp matches, the sources through tsx when they changed or were never built, dist/ when there are no sources', async () => {
@@ -91,6 +96,7 @@ describe('the build stamp', () => {
   it('prepare leaves a dist/ built from these sources as it is: `npx crm-sync` in a clone runs it again (issue 46, item 7)', async () => {
     const dir = fixture();
     cpSync(join(root, 'scripts', 'build.js'), join(dir, 'scripts', 'build.js'));
+    writeFileSync(join(dir, STAMP_FILE), `${sourceStamp(dir)}\n`);
     const built = await run(process.execPath, [join(dir, 'scripts', 'build.js')], { cwd: dir });
     expect(built.stderr).toContain('build: dist/ is already built from these sources');
     expect(readFileSync(join(dir, 'dist', 'cli.js'), 'utf8')).toBe("console.log('dist');\n");
@@ -116,7 +122,10 @@ describe('what a command loads', () => {
     redis.disconnect();
   });
 
-  /** The packages a `crm-sync …` process loaded (whether the bin chose dist/ or the sources). */
+  /**
+   * The packages a `crm-sync …` process loaded, whether the bin chose the bundle (each of its
+   * files stands for the packages it holds, dist/bundle/packages.json), dist/ or the sources.
+   */
   async function packagesLoaded(args: string[], config?: object): Promise<Set<string>> {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sync-loads-'));
     dirs.push(dir);
@@ -134,14 +143,36 @@ describe('what a command loads', () => {
         env: { ...process.env, CRM_SYNC_LOAD_LOG: log, REDIS_URL: TEST_REDIS_URL, CRM_SYNC_PREFIX: prefix },
       },
     );
-    const packages = readFileSync(log, 'utf8')
-      .split('\n')
+    const urls = readFileSync(log, 'utf8').split('\n');
+    const packages = urls
       .map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
       .filter((p): p is string => p !== undefined);
+    const chunks = urls.map((url) => /\/dist\/bundle\/([^/]+\.js)$/.exec(url)?.[1]).filter((f) => f !== undefined);
+    if (chunks.length > 0) {
+      const held = JSON.parse(readFileSync(join(root, 'dist', 'bundle', 'packages.json'), 'utf8')) as Record<
+        string,
+        string[]
+      >;
+      for (const chunk of chunks) packages.push(...(held[chunk] ?? [`unknown bundle file ${chunk}`]));
+    }
     return new Set(packages);
   }
 
   const HEAVY = ['bullmq', 'ioredis', 'fastify', 'got', 'pg', 'pino', 'zod', '@opentelemetry/api'];
+
+  // Needs dist/ built from these sources (npm ci builds it; after an edit, npm run build).
+  it.skipIf(builtStamp(root) !== sourceStamp(root))(
+    'the bin runs the bundle when it is built, and dist/cli.js when an OTEL_* variable asks for tracing',
+    async () => {
+      const trace = async (env: NodeJS.ProcessEnv) =>
+        (await run(process.execPath, ['bin/crm-sync.js', '--version'], { cwd: root, env: { ...process.env, ...env } }))
+          .stderr;
+      expect(await trace({ CRM_SYNC_BIN_TRACE: '1' })).toContain('crm-sync bin: dist/bundle (build stamp matches)');
+      expect(await trace({ CRM_SYNC_BIN_TRACE: '1', OTEL_SDK_DISABLED: 'true' })).toContain(
+        'crm-sync bin: dist (build stamp matches)',
+      );
+    },
+  );
 
   it('--version prints the package version and loads nothing heavy', async () => {
     const { stdout } = await run(process.execPath, ['bin/crm-sync.js', '--version'], { cwd: root });
