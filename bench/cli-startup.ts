@@ -1,10 +1,10 @@
 /**
  * How long the CLI takes to start: wall time of whole `node …` processes for help screens and
  * `runs list` (against the local Redis, under a private CRM_SYNC_PREFIX so it lists nothing of
- * anyone else's). Three ways in: the bin as a user runs it (dist/ when it is current, after
+ * anyone else's). The ways in: the bin as a user runs it (the bundle when dist/ is current, after
  * `npm run build`), the bin when src/ changed since the build (simulated by a stamp that does not
- * match, restored afterwards: the bin falls back to tsx), dist/cli.js directly, and the TypeScript
- * through tsx without the bin. Prints the median, min and max of N runs and the load average;
+ * match, restored afterwards: the bin falls back to tsx), the bundle and dist/cli.js directly,
+ * and the TypeScript through tsx without the bin. Prints the median, min and max of N runs and the load average;
  * nothing is asserted.
  *   npx tsx bench/cli-startup.ts [runs=9]
  */
@@ -32,7 +32,8 @@ const COMMANDS: ReadonlyArray<readonly string[]> = [
 const WAYS: ReadonlyArray<{ name: string; args: readonly string[]; staleStamp?: boolean }> = [
   { name: 'bin/crm-sync.js', args: ['bin/crm-sync.js'] },
   { name: 'bin, src/ edited (tsx)', args: ['bin/crm-sync.js'], staleStamp: true },
-  { name: 'dist/cli.js', args: ['dist/cli.js'] },
+  { name: 'dist/bundle/cli.js', args: ['dist/bundle/cli.js'] },
+  { name: 'dist/cli.js (unbundled)', args: ['dist/cli.js'] },
   { name: 'tsx src/cli.ts', args: ['--import', 'tsx', 'src/cli.ts'] },
 ];
 

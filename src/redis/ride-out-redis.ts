@@ -6,9 +6,14 @@ import type { Logger } from '../log/index.js';
 /** How long a producer waits for Redis to come back before it gives up. */
 export const DEFAULT_PRODUCER_OUTAGE_MS = DEFAULTS.producer.redisOutageMs;
 
-/** ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). */
+/**
+ * ioredis's ways of saying Redis is not there (restarting, partitioned, refusing). "Command
+ * aborted due to connection close": a pipeline (BullMQ's addBulk) whose connection closed after
+ * part of its replies came; a CI run's producer behind a half-open link failed its import on it
+ * (test/faults/partition-half-open.test.ts) instead of waiting, as for any other closed connection.
+ */
 const UNAVAILABLE =
-  /Connection is closed|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
+  /Connection is closed|Command aborted due to connection close|Stream isn't writeable|Command timed out|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|LOADING/i;
 
 /** Redis's answer to a write when it is at maxmemory with noeviction. */
 export function isRedisFull(err: unknown): boolean {
