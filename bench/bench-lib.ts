@@ -4,7 +4,7 @@
  * processes. Everything targets loopback and stops by itself.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,13 +20,16 @@ import { deleteKeysWithPrefix, freePort, type Runtime } from '../src/runtime/ind
 export const ROOT = new URL('..', import.meta.url).pathname;
 
 /**
- * Benchmarks run the CLI as production does: the compiled dist/ (built once here), not the
- * TypeScript through tsx, whose compiler would add ~50 MB to every process measured.
+ * Benchmarks run the CLI as production does: the compiled bundle (built once here; what the bin
+ * runs without OTEL_*), not the TypeScript through tsx, whose compiler would add ~50 MB to every
+ * process measured. BENCH_UNBUNDLED=1 runs dist/cli.js instead, to compare.
  */
 export const CLI: string = (() => {
   const built = spawnSync(process.execPath, ['scripts/build.js'], { cwd: ROOT, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('npm run build failed');
-  return 'dist/cli.js';
+  return process.env.BENCH_UNBUNDLED || !existsSync(join(ROOT, 'dist', 'bundle', 'cli.js'))
+    ? 'dist/cli.js'
+    : 'dist/bundle/cli.js';
 })();
 
 export interface SimProcess {
