@@ -8,7 +8,7 @@
 // `prepare` again, silently — a whole tsc compile (13–29 s on a loaded 2-core machine) before
 // the first line of output, after `npm ci` had just built the same dist/. Same for `npm link`.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,9 +123,6 @@ async function bundleCli(out) {
     packages[file.split('/').pop()] = [...held].sort();
   }
   writeFileSync(join(bundle, 'packages.json'), `${JSON.stringify(packages, null, 1)}\n`);
-  for (const rel of readdirSync(join(root, 'src', 'redis', 'commands'), { recursive: true })) {
-    if (!String(rel).endsWith('.lua')) continue;
-    mkdirSync(dirname(join(bundle, 'commands', rel)), { recursive: true });
-    copyFileSync(join(root, 'src', 'redis', 'commands', rel), join(bundle, 'commands', rel));
-  }
+  // The Lua scripts already copied under dist/redis/, beside the loader that reads them.
+  cpSync(join(out, 'redis', 'commands'), join(bundle, 'commands'), { recursive: true });
 }

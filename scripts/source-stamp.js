@@ -3,7 +3,7 @@
 // Plain JavaScript and node: built-ins only: the bin reads it on every start, before tsx exists,
 // and it must cost a few milliseconds (src/ is ~200 files, ~1.5 MB).
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Where the build writes the stamp, relative to the package root. */
@@ -29,9 +29,7 @@ function filesUnder(root, dir) {
 export function sourceStamp(root) {
   const hash = createHash('sha1');
   const configs = readdirSync(root).filter((name) => /^tsconfig.*\.json$|^package-lock\.json$/.test(name));
-  const build = readdirSync(join(root, 'scripts'), { withFileTypes: true }).some((e) => e.name === 'build.js')
-    ? ['scripts/build.js']
-    : [];
+  const build = existsSync(join(root, 'scripts', 'build.js')) ? ['scripts/build.js'] : [];
   for (const rel of [...filesUnder(root, 'src'), ...configs, ...build].sort()) {
     hash.update(`${rel}\0`);
     hash.update(readFileSync(join(root, rel)));
