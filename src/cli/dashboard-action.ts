@@ -9,7 +9,7 @@ import { openRuntime } from '../runtime/index.js';
 import { cliContext } from './context.js';
 import { listenError } from './listen-errors.js';
 import { TOKEN_ENV, type DashboardCommandOptions } from './dashboard-arguments.js';
-import { onShutdown } from './shutdown.js';
+import { serveUntilSignal } from './shutdown.js';
 
 /** 127.0.0.0/8, ::1 and localhost: the only interfaces an unauthenticated dashboard may use. */
 export function isLoopbackAddress(host: string): boolean {
@@ -56,32 +56,32 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
     if (config.workspaces[name] === undefined)
       throw new CrmSyncError('WORKSPACE_UNKNOWN', `workspace "${name}" is not in the configuration`);
   }
-  const runtime = await openRuntime(config, logger);
-  const app = await buildDashboard({
-    runtime,
-    token,
-    logger,
-    ...(opts.workspace ? { workspaces: opts.workspace } : {}),
-    ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
-  }).catch(async (err: unknown) => {
-    await runtime.close();
-    throw err;
-  });
-  const address = await app.listen({ port: opts.port, host: opts.host }).catch(async (err: unknown) => {
-    await app.close();
-    await runtime.close();
-    throw listenError(err, { what: 'the dashboard', host: opts.host, port: opts.port });
-  });
-  process.stdout.write(`crm-sync dashboard on ${address}${token === null ? '  (NO AUTHENTICATION)' : ''}\n`);
-  await new Promise<void>((resolve) => {
-    onShutdown(
-      async () => {
+  await serveUntilSignal({
+    start: async () => {
+      const runtime = await openRuntime(config, logger);
+      const app = await buildDashboard({
+        runtime,
+        token,
+        logger,
+        ...(opts.workspace ? { workspaces: opts.workspace } : {}),
+        ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}),
+      }).catch(async (err: unknown) => {
+        await runtime.close();
+        throw err;
+      });
+      const address = await app.listen({ port: opts.port, host: opts.host }).catch(async (err: unknown) => {
         await app.close();
         await runtime.close();
-        logger.info('dashboard stopped');
-        resolve();
-      },
-      { forceAfterMs: derivedSettings({ closeTimeoutsMs: [DEFAULTS.dashboard.closeTimeoutMs] }).forceExitAfterMs },
-    );
+        throw listenError(err, { what: 'the dashboard', host: opts.host, port: opts.port });
+      });
+      process.stdout.write(`crm-sync dashboard on ${address}${token === null ? '  (NO AUTHENTICATION)' : ''}\n`);
+      return { app, runtime };
+    },
+    stop: async ({ app, runtime }) => {
+      await app.close();
+      await runtime.close();
+    },
+    forceAfterMs: derivedSettings({ closeTimeoutsMs: [DEFAULTS.dashboard.closeTimeoutMs] }).forceExitAfterMs,
   });
+  logger.info('dashboard stopped');
 }

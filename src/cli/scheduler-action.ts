@@ -4,28 +4,24 @@ import type { Command } from 'commander';
 import { derivedSettings } from '../config/index.js';
 import { startSyncScheduler } from '../schedule/index.js';
 import { cliContext } from './context.js';
-import { onShutdown } from './shutdown.js';
+import { serveUntilSignal } from './shutdown.js';
 
 export async function runScheduler(
   opts: { jobsDir: string; concurrency: number; closeTimeout: number },
   command: Command,
 ): Promise<void> {
   const { config, logger } = cliContext(command);
-  const scheduler = await startSyncScheduler({
-    config,
-    logger,
-    jobsDir: opts.jobsDir,
-    concurrency: opts.concurrency,
-    closeTimeoutMs: opts.closeTimeout,
+  await serveUntilSignal({
+    start: () =>
+      startSyncScheduler({
+        config,
+        logger,
+        jobsDir: opts.jobsDir,
+        concurrency: opts.concurrency,
+        closeTimeoutMs: opts.closeTimeout,
+      }),
+    stop: (scheduler) => scheduler.close(),
+    forceAfterMs: derivedSettings({ closeTimeoutsMs: [opts.closeTimeout] }).forceExitAfterMs,
   });
-  await new Promise<void>((resolve) => {
-    onShutdown(
-      async () => {
-        await scheduler.close();
-        logger.info('scheduler stopped');
-        resolve();
-      },
-      { forceAfterMs: derivedSettings({ closeTimeoutsMs: [opts.closeTimeout] }).forceExitAfterMs },
-    );
-  });
+  logger.info('scheduler stopped');
 }

@@ -53,3 +53,51 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
 
 /** After a stop finished, how long the process may take to end by itself before it is ended. */
 const STOPPED_EXIT_MS = 1000;
+
+export interface ServeOptions<T> {
+  /** Starts the service; `signal` aborts when a stop signal comes during the start. */
+  start(signal: AbortSignal): Promise<T>;
+  /** Closes what `start` returned. */
+  stop(started: T): Promise<void>;
+  /** As ShutdownOptions.forceAfterMs. */
+  forceAfterMs?: number;
+}
+
+/**
+ * A service command's life: the signal handlers are installed before the start, so a SIGTERM
+ * while it is under way (a worker waiting for room in a full Redis can wait for hours) ends the
+ * process as gracefully as one after it, never by Node's default of dying by the signal. Resolves
+ * with whether the service had started when it was stopped; a start that fails before any
+ * signal rejects.
+ */
+export async function serveUntilSignal<T>(options: ServeOptions<T>): Promise<{ started: boolean }> {
+  const stopping = new AbortController();
+  // The handler reads `starting` only when a signal comes, which is after the synchronous call
+  // below: signals are delivered by the event loop.
+  let removeHandlers = (): void => undefined;
+  const stopped = new Promise<{ started: boolean }>((resolve) => {
+    removeHandlers = onShutdown(
+      async () => {
+        stopping.abort();
+        // A start cut short by the signal rejects having opened nothing; one that got through is closed.
+        const started = await starting.then(
+          (value) => ({ value }),
+          () => undefined,
+        );
+        if (started) await options.stop(started.value);
+        resolve({ started: started !== undefined });
+      },
+      options.forceAfterMs !== undefined ? { forceAfterMs: options.forceAfterMs } : {},
+    );
+  });
+  const starting = options.start(stopping.signal);
+  try {
+    await starting;
+  } catch (err) {
+    if (!stopping.signal.aborted) {
+      removeHandlers();
+      throw err;
+    }
+  }
+  return stopped;
+}

@@ -2,10 +2,10 @@
 // and help are declared there).
 import type { Command } from 'commander';
 import { derivedSettings } from '../config/index.js';
-import { startSyncScheduler } from '../schedule/index.js';
-import { startWorkerPool } from '../worker/index.js';
-import { cliConfig, cliContext } from './context.js';
-import { onShutdown } from './shutdown.js';
+import { startSyncScheduler, type SyncScheduler } from '../schedule/index.js';
+import { startWorkerPool, type WorkerPool } from '../worker/index.js';
+import { cliConfig, cliContext, type CliContext } from './context.js';
+import { serveUntilSignal } from './shutdown.js';
 
 /** As commander gives them: options with a default (worker-command.ts, from DEFAULTS) are always set. */
 export interface WorkerOptions {
@@ -20,6 +20,29 @@ export interface WorkerOptions {
 /** `worker`: starts the pool (BullMQ, the CRM client) and runs until a signal. */
 export async function runWorker(opts: WorkerOptions, command: Command): Promise<void> {
   const { config, logger } = cliContext(command);
+  const { started } = await serveUntilSignal({
+    start: (signal) => start(opts, { config, logger, command, signal }),
+    stop: async ({ pool, scheduler }) => {
+      await scheduler?.close();
+      await pool.close();
+    },
+    // Scheduler and pool close one after the other, each within (as counted here) the close timeout.
+    forceAfterMs: derivedSettings({
+      closeTimeoutsMs: opts.withScheduler ? [opts.closeTimeoutMs, opts.closeTimeoutMs] : [opts.closeTimeoutMs],
+    }).forceExitAfterMs,
+  });
+  logger.info(started ? 'worker stopped' : 'worker stopped before it started');
+}
+
+interface Started {
+  pool: WorkerPool;
+  scheduler: SyncScheduler | null;
+}
+
+async function start(
+  opts: WorkerOptions,
+  { config, logger, command, signal }: CliContext & { command: Command; signal: AbortSignal },
+): Promise<Started> {
   const pool = await startWorkerPool({
     config,
     logger,
@@ -28,24 +51,16 @@ export async function runWorker(opts: WorkerOptions, command: Command): Promise<
     concurrency: opts.concurrency,
     lockDurationMs: opts.lockMs,
     closeTimeoutMs: opts.closeTimeoutMs,
+    signal,
   });
-  const scheduler = opts.withScheduler
-    ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir })
-    : null;
-  await new Promise<void>((resolve) => {
-    onShutdown(
-      async () => {
-        await scheduler?.close();
-        await pool.close();
-        logger.info('worker stopped');
-        resolve();
-      },
-      // Scheduler and pool close one after the other, each within (as counted here) the close timeout.
-      {
-        forceAfterMs: derivedSettings({
-          closeTimeoutsMs: scheduler ? [opts.closeTimeoutMs, opts.closeTimeoutMs] : [opts.closeTimeoutMs],
-        }).forceExitAfterMs,
-      },
-    );
-  });
+  const scheduler =
+    opts.withScheduler && !signal.aborted
+      ? await startSyncScheduler({ config, logger, runtime: pool.runtime, jobsDir: opts.jobsDir }).catch(
+          async (err: unknown) => {
+            await pool.close();
+            throw err;
+          },
+        )
+      : null;
+  return { pool, scheduler };
 }

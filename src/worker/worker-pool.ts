@@ -70,6 +70,12 @@ export interface WorkerPoolOptions {
   fullProbeMs?: number;
   /** With a history database: how often ended runs are caught up (ms). Default DEFAULTS.history.catchUpMs. */
   historyCatchUpMs?: number;
+  /**
+   * Ends a start still under way (the key check aside): a worker waiting for room in a full Redis
+   * stops waiting and the start rejects with the signal's reason, having opened nothing. Default:
+   * none (the start waits as long as Redis stays full).
+   */
+  signal?: AbortSignal;
 }
 
 /** The pool's options with every default filled in, once (startWorkerPool). */
@@ -141,6 +147,7 @@ export async function startWorkerPool(poolOptions: WorkerPoolOptions): Promise<W
   // supervisor, a line per restart).
   let waitingSince: number | undefined;
   for (;;) {
+    options.signal?.throwIfAborted();
     try {
       const pool = await startPool(options, named);
       if (waitingSince !== undefined)
@@ -158,7 +165,7 @@ export async function startWorkerPool(poolOptions: WorkerPoolOptions): Promise<W
           'Redis is full (maxmemory reached): this worker waits to start until Redis has room; no row is sent meanwhile. Free memory or raise maxmemory',
         );
       }
-      await sleep(options.fullProbeMs);
+      await sleep(options.fullProbeMs, undefined, options.signal ? { signal: options.signal } : {});
     }
   }
 }

@@ -118,13 +118,19 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
     }
   }, 90_000);
 
-  it('crm-sync worker started into a full Redis waits with one line (no stack trace, no exit), starts once it has room, and stops on SIGTERM', async () => {
+  /** Fills Redis, starts `crm-sync worker` and waits (up to 20 s) for its line saying it waits. */
+  async function workerIntoFullRedis(): Promise<ReturnType<typeof startCli>> {
     await fill();
     const worker = startCli(['--config', h.configPath, '--log-level', 'info', 'worker', '-w', 'acme'], h.env);
+    const deadline = Date.now() + 20_000;
+    while (!/waits to start until Redis has room/.test(worker.stdout + worker.stderr) && Date.now() < deadline)
+      await sleep(100);
+    return worker;
+  }
+
+  it('crm-sync worker started into a full Redis waits with one line (no stack trace, no exit), starts once it has room, and stops on SIGTERM', async () => {
+    const worker = await workerIntoFullRedis();
     try {
-      const deadline = Date.now() + 20_000;
-      while (!/waits to start until Redis has room/.test(worker.stdout + worker.stderr) && Date.now() < deadline)
-        await sleep(100);
       await sleep(1500);
       const whileFull = worker.stdout + worker.stderr;
       const exitedWhileFull = worker.child.exitCode;
@@ -141,6 +147,27 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
       expect(whileFull).not.toMatch(/unexpected error|\n\s+at /);
       expect(said).toMatch(/Redis has room again: the worker started/);
       expect(code).toBe(0);
+    } finally {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
+      await admin.config('SET', 'maxmemory', '0');
+    }
+  }, 60_000);
+
+  it('crm-sync worker waiting for room in a full Redis stops on SIGTERM at once, gracefully, having started nothing', async () => {
+    const worker = await workerIntoFullRedis();
+    try {
+      const waiting = worker.child.exitCode === null && /waits to start/.test(worker.stdout + worker.stderr);
+      const sent = Date.now();
+      worker.child.kill('SIGTERM');
+      const code = await worker.exited;
+      const tookMs = Date.now() - sent;
+      const said = worker.stdout + worker.stderr;
+      console.log(`[redis-full-first] SIGTERM while waiting: exit ${code} after ${tookMs} ms`);
+      expect(waiting).toBe(true);
+      // Killed by the signal, exitCode is null; forced after the close deadline, it is 1.
+      expect(code).toBe(0);
+      expect(said).toMatch(/worker stopped before it started/);
+      expect(said).not.toMatch(/Redis has room again|did not stop within|unexpected error|\n\s+at /);
     } finally {
       if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
       await admin.config('SET', 'maxmemory', '0');
