@@ -538,7 +538,7 @@ describe('SharedTokenBucket', () => {
       // at Redis's now, has gone by when the answer comes, and is given back).
       expect(await bucket.take(undefined, 5000)).toBe(true);
       const times: number[] = [Date.now()];
-      const claims = bucket.stats.claims;
+      const before = { ...bucket.stats };
       const carriedOnes = async (n: number) => {
         for (let i = 0; i < n; i++) {
           const c = bucket.carry(undefined, 5000);
@@ -548,8 +548,13 @@ describe('SharedTokenBucket', () => {
         }
       };
       await carriedOnes(3);
-      // Each of those claimed in its own call: the budget made none of its own.
-      expect(bucket.stats).toMatchObject({ carried: 3, claims });
+      // Each of those claimed in its own call: the budget made none of its own, but for a send
+      // time that came too late to use (a stalled loop on a loaded box: the CI run of 73164fc
+      // missed 3 here), which the budget claims again itself. Sending it anyway would be the bug.
+      const after = bucket.stats;
+      console.log(`[token-bucket] carried 3 at 25 ms: ${JSON.stringify({ before, after })}`);
+      expect(after.carried - before.carried).toBe(3);
+      expect(after.claims - before.claims).toBeLessThanOrEqual(after.missed - before.missed);
       // Side by side with the budget's own takes (list pages beside rows): one send log.
       const [side] = await Promise.all([takeMany(bucket, 8, 2), carriedOnes(9)]);
       times.push(...side);
