@@ -56,8 +56,8 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
     if (config.workspaces[name] === undefined)
       throw new CrmSyncError('WORKSPACE_UNKNOWN', `workspace "${name}" is not in the configuration`);
   }
-  await serveUntilSignal({
-    start: async () => {
+  const { started } = await serveUntilSignal({
+    start: async (signal) => {
       const runtime = await openRuntime(config, logger);
       const app = await buildDashboard({
         runtime,
@@ -69,6 +69,12 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
         await runtime.close();
         throw err;
       });
+      if (signal.aborted) {
+        // Stopped while it was being built: the port is never opened.
+        await app.close();
+        await runtime.close();
+        throw signal.reason;
+      }
       const address = await app.listen({ port: opts.port, host: opts.host }).catch(async (err: unknown) => {
         await app.close();
         await runtime.close();
@@ -78,10 +84,13 @@ export async function runDashboard(opts: DashboardCommandOptions, command: Comma
       return { app, runtime };
     },
     stop: async ({ app, runtime }) => {
-      await app.close();
-      await runtime.close();
+      try {
+        await app.close();
+      } finally {
+        await runtime.close();
+      }
     },
     forceAfterMs: derivedSettings({ closeTimeoutsMs: [DEFAULTS.dashboard.closeTimeoutMs] }).forceExitAfterMs,
   });
-  logger.info('dashboard stopped');
+  logger.info(started ? 'dashboard stopped' : 'dashboard stopped before it started');
 }

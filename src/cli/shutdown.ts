@@ -55,7 +55,11 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opti
 const STOPPED_EXIT_MS = 1000;
 
 export interface ServeOptions<T> {
-  /** Starts the service; `signal` aborts when a stop signal comes during the start. */
+  /**
+   * Starts the service. `signal` aborts when a stop signal comes during the start: a start that
+   * honours it rejects with the signal's reason (or an error caused by it) having left nothing
+   * open; one that does not is stopped once it is through.
+   */
   start(signal: AbortSignal): Promise<T>;
   /** Closes what `start` returned. */
   stop(started: T): Promise<void>;
@@ -64,35 +68,39 @@ export interface ServeOptions<T> {
 }
 
 /**
- * A service command's life: the signal handlers are installed before the start, so a SIGTERM
- * while it is under way (a worker waiting for room in a full Redis can wait for hours) ends the
- * process as gracefully as one after it, never by Node's default of dying by the signal. Resolves
- * with whether the service had started when it was stopped; a start that fails before any
- * signal rejects.
+ * A service command's life, from the moment its action runs: the signal handlers are installed
+ * before the start, so a SIGTERM while it is under way (a worker waiting for room in a full Redis
+ * can wait for hours) ends the process as gracefully as one after it, never by Node's default of
+ * dying by the signal. Resolves with whether the service had started when it was stopped. A
+ * start that fails on its own rejects with its error, signal or not (a port in use is said, not
+ * hidden behind the stop).
  */
 export async function serveUntilSignal<T>(options: ServeOptions<T>): Promise<{ started: boolean }> {
   const stopping = new AbortController();
-  // The handler reads `starting` only when a signal comes, which is after the synchronous call
-  // below: signals are delivered by the event loop.
+  const life: { starting?: Promise<T> } = {};
   let removeHandlers = (): void => undefined;
-  const stopped = new Promise<{ started: boolean }>((resolve) => {
+  const stopped = new Promise<{ started: boolean }>((resolve, reject) => {
     removeHandlers = onShutdown(
       async () => {
         stopping.abort();
-        // A start cut short by the signal rejects having opened nothing; one that got through is closed.
-        const started = await starting.then(
-          (value) => ({ value }),
-          () => undefined,
-        );
-        if (started) await options.stop(started.value);
-        resolve({ started: started !== undefined });
+        let value: T;
+        try {
+          // Set before any signal can come: signals are delivered by the event loop.
+          value = await life.starting!;
+        } catch (err) {
+          if (abortedBy(err, stopping.signal)) resolve({ started: false });
+          else reject(err);
+          return;
+        }
+        await options.stop(value);
+        resolve({ started: true });
       },
       options.forceAfterMs !== undefined ? { forceAfterMs: options.forceAfterMs } : {},
     );
   });
-  const starting = options.start(stopping.signal);
+  life.starting = options.start(stopping.signal);
   try {
-    await starting;
+    await life.starting;
   } catch (err) {
     if (!stopping.signal.aborted) {
       removeHandlers();
@@ -100,4 +108,9 @@ export async function serveUntilSignal<T>(options: ServeOptions<T>): Promise<{ s
     }
   }
   return stopped;
+}
+
+/** Whether `err` is `signal`'s own abort (its reason, or an AbortError caused by it, as timers/promises rejects). */
+function abortedBy(err: unknown, signal: AbortSignal): boolean {
+  return signal.aborted && (err === signal.reason || (err instanceof Error && err.cause === signal.reason));
 }

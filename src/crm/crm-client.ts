@@ -57,6 +57,8 @@ export interface ListPageOptions {
   pageSize: number;
   /** Default: the client's listVersion. */
   version?: 'v1' | 'v2';
+  /** As CallOptions.signal: aborts the request. Default none. */
+  signal?: AbortSignal;
 }
 
 interface CallSpec<S extends z.ZodType> {
@@ -244,7 +246,13 @@ export class CrmClient {
     const version = opts.version ?? this.#listVersion;
     const path = `${version}/${resource}`;
     const searchParams = { page_number: opts.pageNumber, page_size: opts.pageSize };
-    const page = await this.#call({ method: 'GET', path, searchParams, schema: listPageSchema(resource) });
+    const page = await this.#call({
+      method: 'GET',
+      path,
+      searchParams,
+      schema: listPageSchema(resource),
+      signal: opts.signal,
+    });
     // A service that ignores page_number would send page 1 forever and the pager would never end.
     if (page.records.length > 0 && page.pagination.current_page_number !== opts.pageNumber) {
       throw new BadResponseError(

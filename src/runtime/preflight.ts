@@ -36,10 +36,10 @@ export interface KeyCheck {
  * the key first (a rejected key is told 401 whatever the rate). With `budget` (the workspace's
  * one request budget), the probe takes its token first, as every CRM request does.
  */
-export async function checkKey(client: CrmClient, budget?: RequestBudget): Promise<KeyCheck> {
-  await budget?.take();
+export async function checkKey(client: CrmClient, budget?: RequestBudget, signal?: AbortSignal): Promise<KeyCheck> {
+  await budget?.take(signal);
   try {
-    await client.listPage('deals', { pageNumber: 1, pageSize: 1 });
+    await client.listPage('deals', { pageNumber: 1, pageSize: 1, ...(signal ? { signal } : {}) });
     return { verdict: 'ok', message: `${client.baseUrl} answered like the CRM and accepted the key` };
   } catch (err) {
     if (err instanceof RateLimitedError)

@@ -71,9 +71,9 @@ export interface WorkerPoolOptions {
   /** With a history database: how often ended runs are caught up (ms). Default DEFAULTS.history.catchUpMs. */
   historyCatchUpMs?: number;
   /**
-   * Ends a start still under way (the key check aside): a worker waiting for room in a full Redis
-   * stops waiting and the start rejects with the signal's reason, having opened nothing. Default:
-   * none (the start waits as long as Redis stays full).
+   * Ends a start still under way: the key check's request, or the wait for room in a full Redis,
+   * is called off and the start rejects with the signal's reason, having left nothing open (a
+   * pool that got through its start is returned as usual: close it). Default: none.
    */
   signal?: AbortSignal;
 }
@@ -141,7 +141,8 @@ export async function startWorkerPool(poolOptions: WorkerPoolOptions): Promise<W
     );
   }
   for (const name of named ?? []) getWorkspace(config, name);
-  if (named && options.checkKey) await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger)));
+  if (named && options.checkKey)
+    await Promise.all(named.map((name) => refuseRejectedKey(config, name, logger, options.signal)));
   // Started into a full Redis (maxmemory, noeviction), the first writes are refused: wait with one
   // line and start once it has room, rather than exit with a stack trace (a crash loop under a
   // supervisor, a line per restart).
@@ -279,16 +280,17 @@ async function startPool(options: ResolvedPoolOptions, named: string[] | undefin
   };
 }
 
-async function refuseRejectedKey(config: Config, name: string, logger: Logger): Promise<void> {
+async function refuseRejectedKey(config: Config, name: string, logger: Logger, signal?: AbortSignal): Promise<void> {
   // The probe is a CRM request like any other: its token comes from the workspace's one budget.
   // When Redis cannot give one (down, or full), the probe is skipped, not sent outside the
   // budget: the workers' own first request meets a refused key all the same.
   let redis: RedisClient | undefined;
   try {
     redis = await connectConfiguredRedis(config, { role: 'client', name: 'crm-sync-key-check' });
-    await workspaceRequestBudget(redis, config, name).take();
+    await workspaceRequestBudget(redis, config, name).take(signal);
   } catch (err) {
     redis?.disconnect();
+    signal?.throwIfAborted();
     logger.warn(
       { workspace: name, err: errorMessage(err) },
       'the start-up check of the API key is skipped: no token could be taken from the request budget',
@@ -298,7 +300,9 @@ async function refuseRejectedKey(config: Config, name: string, logger: Logger): 
   redis.disconnect();
   const client = createCrmClient(config, name, logger);
   try {
-    const key = await checkKey(client);
+    const key = await checkKey(client, undefined, signal);
+    // Called off, the check's answer is no answer: not a CRM that did not answer.
+    signal?.throwIfAborted();
     if (key.verdict === 'rejected')
       throw new CrmSyncError(
         'CRM_AUTH',

@@ -75,4 +75,21 @@ describe('serveUntilSignal', () => {
     await expect(failed).rejects.toThrow('Redis refused');
     expect(process.listenerCount('SIGTERM')).toBe(before2);
   });
+
+  it('a start that fails on its own after a signal rejects with its error, not hidden behind the stop', async () => {
+    const stop = vi.fn(async () => undefined);
+    const served = serveUntilSignal({
+      // Ignores the signal, then fails as a port in use would.
+      start: async () => {
+        await sleep(100);
+        throw new Error('port 4471 in use');
+      },
+      stop,
+    });
+    await sleep(20);
+    process.emit('SIGTERM', 'SIGTERM');
+    await expect(served).rejects.toThrow('port 4471 in use');
+    expect(stop).not.toHaveBeenCalled();
+    await expectExit(0);
+  });
 });

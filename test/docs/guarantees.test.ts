@@ -7,7 +7,7 @@ import { readDoc } from './markdown.js';
  * from the README. Changing a word of it is a decision, not an edit: this test fails until the
  * digest below is changed with it, in the same commit that says why.
  */
-const CONTRACT_SHA256 = '9f504f97468344e501736cf327dda8bf4504b04f53b89605df99157bdf7a35ab';
+const CONTRACT_SHA256 = '70015a04d1193083b7e974f09082b9f9589f83ad2048aefe96036bc90ca1fc4e';
 
 describe('docs/guarantees.md, "What is guaranteed"', () => {
   it('is the contract word for word', () => {
