@@ -19,6 +19,7 @@ export {
   planRowsKey,
   planWorkspacesKey,
   probeKey,
+  schedulerProbeKey,
   referencesKey,
   requestBudgetKey,
   runSeriesKey,

@@ -119,6 +119,7 @@
  *   <p>:pools                      hash    worker process id → what it serves, when it said so (PoolPresence)
  *   <p>:generation                 string  `<random>@<time>`: tells a Redis that lost its data (redis-generation.ts)
  *   <p>:probe:<w>                  string  the Redis-full guard's write probe; short TTL
+ *   <p>:scheduler:probe            string  the same, of the sync scheduler's worker
  *   <p>:housekeeping:lock          string  one process of the fleet runs retention per period
  *   <p>:sync:<name>:lock           string  one run of a sync definition at a time (SyncLock)
  *
@@ -202,6 +203,11 @@ export function requestBudgetKey(prefix: string, workspace: string): string {
 /** The Redis-full guard's probe of a workspace's worker. */
 export function probeKey(prefix: string, workspace: string): string {
   return `${prefix}:probe:${workspace}`;
+}
+
+/** The Redis-full guard's probe of the sync scheduler's worker. */
+export function schedulerProbeKey(prefix: string): string {
+  return `${prefix}:scheduler:probe`;
 }
 
 export function housekeepingLockKey(prefix: string): string {

@@ -51,3 +51,4 @@ export {
   DEFAULT_PRODUCER_OUTAGE_MS,
   type RideOutOptions,
 } from './ride-out-redis.js';
+export { RedisFullGuard, type PausableWorker, type RedisFullGuardOptions } from './redis-full-guard.js';

@@ -3,7 +3,8 @@ import { Worker, type Job } from 'bullmq';
 import { DEFAULTS, resolveSettings, type Config } from '../config/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { bullPrefix } from '../keys/index.js';
+import { bullPrefix, schedulerProbeKey } from '../keys/index.js';
+import { RedisFullGuard } from '../redis/index.js';
 import { openRuntime, type Runtime } from '../runtime/index.js';
 import { findDefinition, loadDefinitionFile, type SyncDefinition } from './sync-definition.js';
 import { SYNC_QUEUE, type SyncTickData } from './sync-queue.js';
@@ -74,7 +75,19 @@ export async function startSyncScheduler(given: SyncSchedulerOptions): Promise<S
     },
   );
   worker.on('failed', (job, err) => logger.error({ sync: job?.data.sync, err: err.message }, 'sync tick failed'));
-  worker.on('error', (err) => logger.warn({ err: errorMessage(err) }, 'scheduler connection error (retrying)'));
+  // Started into a full Redis, or filled later, BullMQ's tick fetch fails in a tight loop: one line, then a probe.
+  const full = new RedisFullGuard({
+    worker,
+    redis: runtime.redis,
+    probeKey: schedulerProbeKey(config.prefix),
+    logger,
+    probeMs: DEFAULTS.worker.redisFullProbeMs,
+    stops: 'the scheduler stops taking sync ticks',
+    resumes: 'taking sync ticks',
+  });
+  worker.on('error', (err) => {
+    if (!full.onError(err)) logger.warn({ err: errorMessage(err) }, 'scheduler connection error (retrying)');
+  });
   await worker.waitUntilReady();
   logger.info({ queue: SYNC_QUEUE, jobsDir }, 'sync scheduler started');
   return {

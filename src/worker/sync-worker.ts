@@ -2,11 +2,10 @@ import { isCreatePayload } from '../crm/index.js';
 import { errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { isInviteBatch, toJobData, workspaceOfQueue, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
-import { isEvictionReason, isRedisFull } from '../redis/index.js';
+import { isEvictionReason, type RedisFullGuard } from '../redis/index.js';
 import { annotateBatchSpan } from '../telemetry/index.js';
 import { processInvites } from './invites.js';
 import type { JobLockWatch } from './job-locks.js';
-import type { RedisFullGuard } from './redis-full-guard.js';
 import { processRows } from './row-jobs.js';
 import type { SyncWorkerOptions } from './sync-worker-options.js';
 import type { WorkerCore } from './worker-core.js';
@@ -173,12 +172,8 @@ export class SyncWorker {
   /** BullMQ's errors: a lock lost as a job finished is said as such, not as a connection error. */
   #onWorkerError(err: Error): void {
     const message = errorMessage(err);
-    // BullMQ's job fetch (a write) refused for room: the guard pauses this worker with one line,
-    // instead of a warning per fetch in a tight loop (hundreds of thousands a minute).
-    if (isRedisFull(err)) {
-      this.#full.onError(err);
-      return;
-    }
+    // BullMQ's job fetch (a write) refused for room: the guard pauses this worker with one line.
+    if (this.#full.onError(err)) return;
     if (/could not renew lock for job/.test(message)) {
       this.#logger.debug({ err: message }, 'lock renewal refused (JobLockWatch has cancelled the job)');
       return;

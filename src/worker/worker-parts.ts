@@ -3,6 +3,7 @@ import { bullPrefix, probeKey, requestBudgetKey } from '../keys/index.js';
 import { DEFAULTS, derivedSettings } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { SharedTokenBucket } from '../rate/index.js';
+import { RedisFullGuard } from '../redis/index.js';
 import {
   holdUnreachable,
   liftUnreachable,
@@ -20,7 +21,6 @@ import { DriftCheck } from './drift-check.js';
 import { CrmOutageWatch } from './crm-outage-watch.js';
 import { FailedJobSweep } from './failed-job-sweep.js';
 import { JobLockWatch } from './job-locks.js';
-import { RedisFullGuard } from './redis-full-guard.js';
 import { RowSender } from './row-sender.js';
 import type { SyncJobWorker } from './sync-job.js';
 import type { SyncWorkerOptions } from './sync-worker-options.js';
@@ -186,6 +186,8 @@ export function buildWorkerParts(options: SyncWorkerOptions): SyncWorkerParts {
       probeKey: probeKey(prefix, workspace),
       logger,
       probeMs: DEFAULTS.worker.redisFullProbeMs,
+      stops: 'this worker stops taking jobs',
+      resumes: 'taking jobs',
     });
     return { worker, locks, full };
   };

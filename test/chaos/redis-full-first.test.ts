@@ -173,4 +173,32 @@ describe.skipIf(!hasRedisServer() && !process.env.CI)('Redis full before a job r
       await admin.config('SET', 'maxmemory', '0');
     }
   }, 60_000);
+
+  it('crm-sync scheduler in a full Redis says so once (not a line per tick fetch), and takes ticks again once it has room', async () => {
+    await fill();
+    const scheduler = startCli(['--config', h.configPath, '--log-level', 'info', 'scheduler'], h.env);
+    try {
+      const said = () => scheduler.stdout + scheduler.stderr;
+      const deadline = Date.now() + 20_000;
+      while (!/the scheduler stops taking sync ticks/.test(said()) && Date.now() < deadline) await sleep(100);
+      await sleep(2000);
+      const whileFull = said();
+      await admin.config('SET', 'maxmemory', '0');
+      const roomBy = Date.now() + 20_000;
+      while (!/Redis has room again: taking sync ticks/.test(said()) && Date.now() < roomBy) await sleep(100);
+      const afterRoom = said();
+      scheduler.child.kill('SIGTERM');
+      const code = await scheduler.exited;
+      const errorLines = whileFull.match(/scheduler connection error/g)?.length ?? 0;
+      console.log(`[redis-full-first] scheduler in a full Redis: ${errorLines} connection-error lines, exit ${code}`);
+      // Before, it wrote ~7,000 "scheduler connection error (retrying)" lines a second.
+      expect(whileFull.match(/the scheduler stops taking sync ticks/g)).toHaveLength(1);
+      expect(errorLines).toBeLessThan(5);
+      expect(afterRoom).toMatch(/Redis has room again: taking sync ticks/);
+      expect(code).toBe(0);
+    } finally {
+      if (scheduler.child.exitCode === null) scheduler.child.kill('SIGKILL');
+      await admin.config('SET', 'maxmemory', '0');
+    }
+  }, 60_000);
 });

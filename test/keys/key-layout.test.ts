@@ -41,6 +41,7 @@ function families(ws: string, run: string): Array<[pattern: string, key: string]
     ['<p>:pools', keys.poolsKey(P)],
     ['<p>:generation', keys.generationKey(P)],
     ['<p>:probe:<w>', keys.probeKey(P, ws)],
+    ['<p>:scheduler:probe', keys.schedulerProbeKey(P)],
     ['<p>:housekeeping:lock', keys.housekeepingLockKey(P)],
     ['<p>:sync:<name>:lock', keys.syncLockKey(P, ws)],
     ['<p>:metrics', keys.metricsKey(P)],
