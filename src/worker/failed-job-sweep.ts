@@ -34,19 +34,33 @@ export interface FailedJobSweepOptions {
 export class FailedJobSweep {
   readonly #o: FailedJobSweepOptions;
   #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  /** The sweep under way, if any: the close waits for it rather than pull its connection away. */
+  #running: Promise<void> | undefined;
 
   constructor(options: FailedJobSweepOptions) {
     this.#o = options;
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.sweep(), this.#o.intervalMs);
+    this.#timer = setInterval(() => void this.#sweepOnce(), this.#o.intervalMs);
     this.#timer.unref();
-    void this.sweep();
+    void this.#sweepOnce();
   }
 
-  stop(): void {
+  /** No sweep after this; resolves when the one under way (if any) has ended. */
+  stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#timer);
+    return this.#running ?? Promise.resolve();
+  }
+
+  /** One sweep at a time: a slow Redis must not stack them up. */
+  #sweepOnce(): Promise<void> {
+    if (this.#stopped || this.#running) return this.#running ?? Promise.resolve();
+    const running = this.sweep().finally(() => (this.#running = undefined));
+    this.#running = running;
+    return running;
   }
 
   async sweep(): Promise<void> {
@@ -57,7 +71,9 @@ export class FailedJobSweep {
         this.#o.logger.warn({ runId: id }, "the process reading this run's file stopped mid-file: run failed");
       }
     } catch (e) {
-      this.#o.logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
+      // Cut short by the close: the next sweep (of any worker of the workspace) does it again.
+      if (this.#stopped) this.#o.logger.debug({ err: errorMessage(e) }, 'failed-job sweep cut short by the close');
+      else this.#o.logger.warn({ err: errorMessage(e) }, 'could not sweep failed jobs');
     }
   }
 

@@ -80,11 +80,12 @@ export class SyncWorker {
    * blackholed, half-open) this returns within closeTimeoutMs plus a few seconds.
    */
   async close(): Promise<void> {
-    this.#parts.sweep.stop();
+    const sweeping = this.#parts.sweep.stop();
     this.#core.parts.breaker.stop();
     this.#locks.stop();
     const timeoutMs = this.#parts.closeTimeoutMs;
-    if ((await within(this.worker.close(), timeoutMs)) === 'timeout') {
+    // A failed-job sweep under way ends too before the connections close under it (it never rejects).
+    if ((await within(Promise.all([this.worker.close(), sweeping]), timeoutMs)) === 'timeout') {
       this.#logger.warn({ timeoutMs }, 'in-flight jobs did not finish in time; they will be retried by another worker');
       // Aborts their requests: nothing this process sends after now can be recorded anyway.
       for (const id of this.#active.keys()) this.worker.cancelJob(id, 'shutting down');
