@@ -1,9 +1,8 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cancelRun } from '../../src/lifecycle/index.js';
 import type { WorkerPool } from '../../src/worker/index.js';
-import { busiestWindow } from '../helpers/busiest-window.js';
+import { busiestWindow, loopStallWatch } from '../helpers/busiest-window.js';
 import { csv, resultsByRow, startHarness, type Harness } from '../helpers/pipeline.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -62,13 +61,12 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     // The worker, both proxies and the simulator share this process's event loop: a stall of it
     // holds up a send past its grant (what docs/architecture.md says can still bunch after a token
     // is taken) and the arrival's stamp. Measured, so the window check allows exactly that.
-    const loop = monitorEventLoopDelay({ resolution: 5 });
-    loop.enable();
+    const loop = loopStallWatch();
     await workerVia(h, await farRedis(), 4);
     const rows = [...h.ws.deals.values()].map((d, i) => [d.id, `Far ${i}`]);
     const run = await h.importFile(h.file('far.csv', csv(['id', 'name'], rows)), 'deal.update');
     const done = await h.waitForRun(run.id, 120_000);
-    loop.disable();
+    const stallMs = loop.stop();
     expect(done.counts).toMatchObject({ total: 200, succeeded: 200, failed: 0 });
     expect(h.ws.stats.rateLimited).toBe(0);
     // Counted as the CRM counts them: when each arrived (crm-fault-proxy.ts, arrivedAt).
@@ -78,7 +76,6 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     // sends and stamps late by up to the longest stall (and a few ms of socket) can close that
     // much of it. On a quiet box (stalls under ~15 ms) this is the plain 1-s window; a grant over
     // the log still shows, as 51 within less than a second.
-    const stallMs = loop.max / 1e6;
     const windowMs = Math.min(1000, 1000 + 20 - stallMs - 5);
     const busiest = busiestWindow(sent, windowMs);
     console.log(

@@ -3,7 +3,7 @@ import { silentLogger } from '../../src/log/index.js';
 import { SharedTokenBucket } from '../../src/rate/index.js';
 import { requestBudgetKey } from '../../src/keys/index.js';
 import { createCrmClient } from '../../src/runtime/index.js';
-import { busiestWindow } from '../helpers/busiest-window.js';
+import { busiestWindow, loopStallWatch } from '../helpers/busiest-window.js';
 import { csv, startHarness, type Harness } from '../helpers/pipeline.js';
 import { cliFor } from '../helpers/run-cli.js';
 
@@ -32,6 +32,20 @@ describe('the known limit of 10/s holds for every command', () => {
       .filter((r) => r.forwardedAt !== null && (path?.test(r.path) ?? true))
       .map((r) => r.arrivedAt);
 
+  /**
+   * The busiest window of a command's requests, stamped by the proxy in this process while
+   * `watch` ran: 1,000 ms less this process's longest stall (loopStallWatch), and said. The
+   * command itself is another process: its own lateness is not allowed for.
+   */
+  const busiestStamped = (times: number[], watch: { stop(): number }, what: string): number => {
+    const stall = watch.stop();
+    const busiest = busiestWindow(times, 1000 - stall);
+    console.log(
+      `[command-budget] ${what}: ${times.length} requests; longest stall of this process ${stall.toFixed(0)} ms; busiest ${(1000 - stall).toFixed(0)}-ms window ${busiest}, busiest 1 s ${busiestWindow(times, 1000)}`,
+    );
+    return busiest;
+  };
+
   /** A file of contact updates keyed by email: every 100th contact gets a new phone number. */
   const contactsFile = (): string => {
     const contacts = [...h.ws.contacts.values()].filter((_, i) => i % 100 === 0);
@@ -47,6 +61,7 @@ describe('the known limit of 10/s holds for every command', () => {
   it('reconcile --out over 3,000 contacts reads its 30 pages with no 1-s window over 10', async () => {
     expect(h.ws.contacts.size).toBe(3000);
     const from = h.proxy!.requests.length;
+    const watch = loopStallWatch();
     const out = `${h.dir}/reconcile-plan.csv`;
     const res = await cli(['reconcile', contactsFile(), '--op', 'contact.update', '-w', 'acme', '--out', out]);
     expect(res.stderr).not.toMatch(/Error/);
@@ -54,18 +69,19 @@ describe('the known limit of 10/s holds for every command', () => {
     const pages = arrivals(from, /\/v2\/contacts$/);
     // 30 full pages, and the empty page after the last full one (spec §8.1 rule 2).
     expect(pages.length).toBeGreaterThanOrEqual(30);
-    expect(busiestWindow(pages, 1000)).toBeLessThanOrEqual(LIMIT.max);
+    expect(busiestStamped(pages, watch, 'reconcile')).toBeLessThanOrEqual(LIMIT.max);
     // 10 a second at most: 30 requests cannot all fall within 2.5 s (a consequence of the count, not a timed check).
     expect(pages[29]! - pages[0]!).toBeGreaterThanOrEqual(2000);
   }, 60_000);
 
   it('plan over the same contacts: no 1-s window over 10', async () => {
     const from = h.proxy!.requests.length;
+    const watch = loopStallWatch();
     const res = await cli(['plan', contactsFile(), '--op', 'contact.update', '-w', 'acme']);
     expect(res.stdout).toMatch(/update 30/);
     const pages = arrivals(from);
     expect(pages.length).toBeGreaterThanOrEqual(30);
-    expect(busiestWindow(pages, 1000)).toBeLessThanOrEqual(LIMIT.max);
+    expect(busiestStamped(pages, watch, 'plan')).toBeLessThanOrEqual(LIMIT.max);
   }, 60_000);
 
   it('import --reconcile --work and then verify of its run: list pages, drift reads and writes, no 1-s window over 10', async () => {
@@ -99,11 +115,12 @@ describe('the known limit of 10/s holds for every command', () => {
     expect(busiestWindow(imported, 1000)).toBeLessThanOrEqual(LIMIT.max + 1);
 
     const verifyFrom = h.proxy!.requests.length;
+    const watch = loopStallWatch();
     const verified = await cli(['verify', run.id, '--json'], { timeoutMs: 90_000 });
     expect(verified.code, verified.stderr).toBe(0);
     const pages = arrivals(verifyFrom, /\/v2\/contacts$/);
     expect(pages.length).toBeGreaterThanOrEqual(30);
-    expect(busiestWindow(pages, 1000)).toBeLessThanOrEqual(LIMIT.max);
+    expect(busiestStamped(pages, watch, 'verify')).toBeLessThanOrEqual(LIMIT.max);
   }, 120_000);
 
   it("check's probe waits for its token when the workspace spent its budget: no 1-s window over 10", async () => {
