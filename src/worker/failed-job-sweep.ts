@@ -58,12 +58,12 @@ export class FailedJobSweep {
   /** One sweep at a time: a slow Redis must not stack them up. */
   #sweepOnce(): Promise<void> {
     if (this.#stopped || this.#running) return this.#running ?? Promise.resolve();
-    const running = this.sweep().finally(() => (this.#running = undefined));
+    const running = this.#sweep().finally(() => (this.#running = undefined));
     this.#running = running;
     return running;
   }
 
-  async sweep(): Promise<void> {
+  async #sweep(): Promise<void> {
     try {
       for (const job of await this.#o.queue.getFailed(0, 199)) await this.record(job, job.failedReason || 'failed');
       const silence = this.#o.producerSilenceMs;
