@@ -71,6 +71,7 @@ interface CallSpec<S extends z.ZodType> {
   /** Statuses that mean success. Default: any 2xx. */
   okStatuses?: readonly number[];
   signal?: AbortSignal | undefined;
+  onWire?: ((at: number) => void) | undefined;
 }
 
 /** Per-call options of the write methods. */
@@ -80,6 +81,12 @@ export interface CallOptions {
    * TransientError (the write may still have been applied). Default none.
    */
   signal?: AbortSignal;
+  /**
+   * Called once when the request's last byte was handed to the socket (local epoch ms, sub-ms),
+   * with none for a request that never got that far. The rate budget's send log keeps a late
+   * request's real send time (TokenWait.sent). Default none.
+   */
+  onWire?: (at: number) => void;
 }
 
 /**
@@ -219,6 +226,7 @@ export class CrmClient {
       schema: responseSchemaOf(op),
       ...(entry.okStatuses ? { okStatuses: entry.okStatuses } : {}),
       signal: opts.signal,
+      onWire: opts.onWire,
     });
   }
 
@@ -298,12 +306,21 @@ export class CrmClient {
     try {
       // Every key set, undefined where unused: got skips those, and the call builds no spread
       // (one request per row: its per-call work is the pipeline's, bench/throughput.ts).
-      const res = await this.#http(spec.path, {
+      const request = this.#http(spec.path, {
         method: spec.method,
         json: spec.json,
         searchParams: spec.searchParams,
         signal: spec.signal,
       });
+      const { onWire } = spec;
+      // 'finish': the request's last byte went to the socket (got's timings.upload, in whole ms).
+      if (onWire) {
+        // got's `on` hands back the request promise itself, awaited just below.
+        void request.on('request', (req) =>
+          req.once('finish', () => onWire(performance.timeOrigin + performance.now())),
+        );
+      }
+      const res = await request;
       ({ statusCode, headers } = res);
       const { upload, start } = res.timings;
       for (const watch of this.#sendWatchers) watch(Math.max(0, (upload ?? start) - sentAt));

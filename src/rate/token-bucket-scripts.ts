@@ -103,3 +103,15 @@ export const RELEASE = defineScript({
   rest: 'times',
   reply: numberReply,
 });
+
+/**
+ * Moves late requests' entries in the send log to when they really left (known limit): `pairs`
+ * is granted, sent, … on Redis's clock. How many moved.
+ */
+export const NOTE_LATE = defineScript({
+  file: 'note-late-sends-1',
+  keys: ['logKey'],
+  args: [],
+  rest: 'pairs',
+  reply: numberReply,
+});

@@ -4,6 +4,7 @@ import { requestBudgetKey } from '../keys/index.js';
 import {
   CLAIM,
   PAUSE,
+  NOTE_LATE,
   RELEASE,
   claimKeys,
   type CarriedClaim,
@@ -86,6 +87,11 @@ const CLAIM_AHEAD = 3;
  * requests waiting only, as before.
  */
 const SPARE_SPACING_MS = 1;
+/**
+ * A request that left more than this share of the margin after its send time has its send-log
+ * entry moved (#sent): a quarter (5 ms of the default 20) notes ~1 request in 100 on a quiet box.
+ */
+const LATE_NOTE_SHARE = 0.25;
 /** A clock sample older than this gives way to any newer one (clocks drift apart). */
 const CLOCK_SAMPLE_MS = 10_000;
 /**
@@ -146,9 +152,13 @@ export class SharedTokenBucket {
   #releasing = false;
   /**
    * Known limit: send times this process missed, and how many of them went back to the budget;
-   * the budget's own claims (CLAIM calls), and claims other calls carried and answered (carry). Logs, tests.
+   * the budget's own claims (CLAIM calls), and claims other calls carried and answered (carry);
+   * requests seen leaving late, and the send-log entries moved for them (#sent). Logs, tests.
    */
-  readonly stats = { missed: 0, givenBack: 0, claims: 0, carried: 0 };
+  readonly stats = { missed: 0, givenBack: 0, claims: 0, carried: 0, late: 0, lateMoved: 0 };
+  /** Known limit: late requests' send times, as granted and as sent (Redis's clock), to note (NOTE_LATE). */
+  #late: number[] = [];
+  #noting = false;
   /**
    * Learning: send times granted (counted in Redis's `g`) that this process will not send, not
    * yet told to Redis. The next CLAIM or PAUSE takes them off `g`, so the CRM's rate a 429
@@ -264,7 +274,11 @@ export class SharedTokenBucket {
       return refused;
     }
     const now = Date.now();
-    const w = newWaiter(withinMs === undefined ? Number.POSITIVE_INFINITY : now + withinMs, (x) => this.#cancel(x));
+    const w = newWaiter(
+      withinMs === undefined ? Number.POSITIVE_INFINITY : now + withinMs,
+      (x) => this.#cancel(x),
+      (x, at) => this.#sent(x, at),
+    );
     // Known limit: its token is used only within usableForMs of its grant, and not before the
     // other round trip answers; a send time due sooner is better left to another request.
     if (afterRoundTrip && this.#o.limit) w.notBefore = now + this.#roundTripMs - this.usableForMs / 2;
@@ -480,7 +494,11 @@ export class SharedTokenBucket {
     const now = Date.now();
     if (signal?.aborted || this.#spare.length > 0 || now < this.#pausedUntil || this.#retry)
       return { wait: this.reserve(signal, withinMs, true), claim: undefined, answered: () => undefined };
-    const w = newWaiter(now + withinMs, (x) => this.#cancel(x));
+    const w = newWaiter(
+      now + withinMs,
+      (x) => this.#cancel(x),
+      (x, at) => this.#sent(x, at),
+    );
     this.#watch.add(w, signal);
     this.#fitMargin();
     const unused = this.#takeUnused();
@@ -573,6 +591,45 @@ export class SharedTokenBucket {
     }
     this.stats.missed++;
     this.#missedSlots.push(slot.granted);
+  }
+
+  /**
+   * A request left at `at` (local ms) on the send time `w` took. The log's windows allow a send a
+   * third of the margin late (usableForMs) and leave the rest for the way to the CRM; a request
+   * held up longer after its token (a stalled or descheduled process, the HTTP client's own
+   * work: up to 18 ms on a quiet box, bench/RESULTS.md) would bunch against the grants `max`
+   * after it. Its log entry moves to when it left, so those grants count from there; one
+   * claimed before the note lands is not held back by it (the margin still covers that).
+   */
+  #sent(w: Waiter, at: number): void {
+    const slot = w.taken;
+    if (!this.#o.limit || !slot) return;
+    const late = at - slot.at;
+    if (late <= this.#margin * LATE_NOTE_SHARE) return;
+    this.stats.late++;
+    this.#late.push(slot.granted, slot.granted + late);
+    this.#noteLate();
+  }
+
+  /** Tells Redis the late sends noted (one call at a time; a failed call only loses the notes). */
+  #noteLate(): void {
+    if (this.#late.length === 0 || this.#noting) return;
+    const pairs = this.#late.splice(0);
+    this.#noting = true;
+    NOTE_LATE.run(
+      this.#o.redis,
+      { logKey: this.#keys.logKey },
+      {},
+      pairs.map((t) => t.toFixed(3)),
+    )
+      .then((n) => {
+        this.stats.lateMoved += n;
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.#noting = false;
+        this.#noteLate();
+      });
   }
 
   /**

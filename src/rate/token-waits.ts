@@ -11,6 +11,13 @@ export interface TokenWait {
   /** When the token was taken (local epoch ms); undefined until then. */
   readonly takenAt: number | undefined;
   cancel(): void;
+  /**
+   * The request this token paced left at `at` (local epoch ms, sub-ms: the HTTP client's last
+   * byte handed to the socket, CallOptions.onWire). With a known limit, a request that left
+   * later than its send time allows moves its entry in the send log to when it left
+   * (SharedTokenBucket, NOTE_LATE), so later grants count from there. Once; later calls do nothing.
+   */
+  sent(at: number): void;
 }
 
 /** One request waiting for its token: the bucket's own record of a TokenWait. */
@@ -28,6 +35,8 @@ export interface Waiter extends TokenWait {
   /** The send time of the token this wait handed out (cancel gives it back). */
   taken: Slot | undefined;
   takenAt: number | undefined;
+  /** Its request was seen leaving (sent): told once. */
+  wired: boolean;
   /** Settled or called off: nothing more happens to it. */
   done: boolean;
   /** The waits sharing its abort signal (WaitWatch), while it is watched. */
@@ -35,7 +44,11 @@ export interface Waiter extends TokenWait {
 }
 
 /** Builds a wait with every field in place (one object shape for all of them). */
-export function newWaiter(deadline: number, cancel: (w: Waiter) => void): Waiter {
+export function newWaiter(
+  deadline: number,
+  cancel: (w: Waiter) => void,
+  sent: (w: Waiter, at: number) => void = () => undefined,
+): Waiter {
   let resolve!: (taken: boolean) => void;
   let reject!: (err: unknown) => void;
   const granted = new Promise<boolean>((res, rej) => {
@@ -48,11 +61,17 @@ export function newWaiter(deadline: number, cancel: (w: Waiter) => void): Waiter
     reject,
     deadline,
     cancel: () => cancel(w),
+    sent: (at) => {
+      if (w.wired) return;
+      w.wired = true;
+      sent(w, at);
+    },
     timer: undefined,
     slot: undefined,
     notBefore: 0,
     taken: undefined,
     takenAt: undefined,
+    wired: false,
     done: false,
     aborts: undefined,
   };

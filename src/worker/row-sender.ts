@@ -235,6 +235,8 @@ export class RowSender {
         // held meanwhile.
         const read = 'then' in before ? await before : before;
         let token: TokenAnswer;
+        // The wait whose token the request is sent on.
+        let paced: TokenWait | undefined;
         // (#before fails only when the job's signal aborted.)
         if ('err' in read) {
           tokenWait?.wait.cancel();
@@ -242,12 +244,15 @@ export class RowSender {
         } else {
           tokenWait ??= this.#waitForToken(signal);
           token = await tokenWait.token;
+          paced = tokenWait.wait;
           if (token === 'taken' && Date.now() - tokenWait.wait.takenAt! > this.o.budget.usableForMs) {
             tokenWait.wait.cancel();
-            token = await this.#waitForToken(signal).token;
+            const again = this.#waitForToken(signal);
+            token = await again.token;
+            paced = again.wait;
           }
         }
-        if (token !== 'taken' || 'err' in read) {
+        if (token !== 'taken' || 'err' in read || !paced) {
           await this.o.fence.settleUpdate(record, begin.seq, false);
           if (token === 'taken' || token === 'aborted') return { kind: 'lost', reason: String(signal?.reason) };
           if (token === 'late') return { kind: 'wait', ms: 0 };
@@ -263,6 +268,7 @@ export class RowSender {
           record,
           begin.seq,
           signal,
+          paced,
           begin.writtenLater,
           read.values,
           w.resent === true,
@@ -346,6 +352,7 @@ export class RowSender {
     record: RecordRef,
     seq: string,
     signal: AbortSignal | undefined,
+    paced: TokenWait,
     writtenLater: readonly WrittenLater[],
     before: BeforeValues,
     mayHoldOwnWrite: boolean,
@@ -358,7 +365,8 @@ export class RowSender {
       ? 'sent as a new write (runs retry --resend-superseded): these values are now the latest'
       : undefined;
     const note = [resent, partly, r.note].filter(Boolean).join('; ') || undefined;
-    const opts = signal ? { signal } : {};
+    // When it left: a late request's place in the budget's send log moves there (TokenWait.sent).
+    const opts = { ...(signal ? { signal } : {}), onWire: (at: number) => paced.sent(at) };
     const { resource } = OPERATION_TABLE[payload.op];
     const sent = sentDigest(resource, payload.fields);
     // An applied write's lease ends with its result, in the same script call.

@@ -139,6 +139,23 @@ describe('send delays', () => {
     await c.updateDeal(deal!, { name: 'Not watched' });
     expect(seen).toHaveLength(2);
   });
+
+  it('onWire is told once when a request has left, before its answer; never for one that did not', async () => {
+    const c = client();
+    const [deal] = [...sim.workspace('acme').deals.keys()];
+    const wired: number[] = [];
+    const called = performance.timeOrigin + performance.now();
+    await c.updateDeal(deal!, { name: 'On the wire' }, { onWire: (at) => wired.push(at) });
+    expect(wired).toHaveLength(1);
+    expect(wired[0]).toBeGreaterThanOrEqual(called);
+    expect(wired[0]).toBeLessThanOrEqual(performance.timeOrigin + performance.now());
+    // Aborted before it starts: no request, no call.
+    const abort = new AbortController();
+    abort.abort(new Error('stop'));
+    const none: number[] = [];
+    await failure(c.updateDeal(deal!, { name: 'Never sent' }, { signal: abort.signal, onWire: (at) => none.push(at) }));
+    expect(none).toEqual([]);
+  });
 });
 
 describe('error classes against the simulator', () => {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedTokenBucket, claimLeadMs } from '../../src/rate/token-bucket.js';
-import { CLAIM } from '../../src/rate/token-bucket-scripts.js';
+import { CLAIM, NOTE_LATE } from '../../src/rate/token-bucket-scripts.js';
 import { bucketKeys } from '../helpers/bucket-keys.js';
 import { busiestWindow } from '../helpers/busiest-window.js';
 import { testRedisAddress, testRedisUrlVia } from '../helpers/redis.js';
@@ -273,6 +273,54 @@ describe('SharedTokenBucket', () => {
       conns[1]!.disconnect();
     }
   }, 20_000);
+
+  it('a request that left late moves its send-log entry to when it left: the grant max after it counts from there', async () => {
+    const key = bucketKey();
+    const limit = { max: 5, durationMs: 1000 };
+    const bucket = new SharedTokenBucket({ redis, key, limit, marginMs: 20, loopStallMs: () => 0 });
+    const log = async () => (await redis.lrange(`${key}:log`, 0, -1)).map(Number);
+    const first = bucket.reserve();
+    expect(await first.granted).toBe(true);
+    const [granted] = await log();
+    // The process stalls between the token and the wire (a GC, a descheduled process).
+    const until = Date.now() + 300;
+    while (Date.now() < until);
+    first.sent(performance.timeOrigin + performance.now());
+    for (let i = 1; i < limit.max; i++) {
+      const w = bucket.reserve();
+      expect(await w.granted).toBe(true);
+      w.sent(performance.timeOrigin + performance.now());
+    }
+    for (let i = 0; i < 50 && bucket.stats.lateMoved < 1; i++) await sleep(10);
+    expect(bucket.stats.late).toBeGreaterThanOrEqual(1);
+    const moved = await log();
+    expect(moved).toHaveLength(limit.max);
+    // Moved by the stall (on Redis's clock; the clocks here agree within a few ms).
+    expect(moved[0]! - granted!).toBeGreaterThan(290);
+    const sixth = bucket.reserve();
+    expect(await sixth.granted).toBe(true);
+    const after = await log();
+    // The grant `max` after the late one is a window plus the margin after it left, not after its grant.
+    expect(after[after.length - 1]! - moved[0]!).toBeGreaterThanOrEqual(limit.durationMs + 20 - 0.01);
+    expect(after[after.length - 1]! - granted!).toBeGreaterThan(limit.durationMs + 20 + 290);
+  }, 20_000);
+
+  it('NOTE_LATE only moves a log entry later, and leaves entries it does not find alone', async () => {
+    const key = bucketKey();
+    const logKey = `${key}:log`;
+    await redis.rpush(logKey, '1000.000', '1200.000', '1400.000');
+    // 1200 left at 1250 (moved), 1400 "at 1390" (earlier: left alone), 999 is not in the log.
+    const moved = await NOTE_LATE.run(redis, { logKey }, {}, [
+      '1200.000',
+      '1250.500',
+      '1400.000',
+      '1390.000',
+      '999.000',
+      '2000.000',
+    ]);
+    expect(moved).toBe(1);
+    expect(await redis.lrange(logKey, 0, -1)).toEqual(['1000.000', '1250.500', '1400.000']);
+  });
 
   it('send times a stalled process missed go back to the budget (out of the send log), and windows still hold no more than max', async () => {
     const key = bucketKey();

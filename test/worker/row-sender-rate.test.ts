@@ -41,10 +41,13 @@ afterAll(async () => {
 /** A budget that hands out a token only when the test says so (SharedTokenBucket's reserve, by hand). */
 function heldBudget(usableForMs = 60_000) {
   const waiting: Array<() => void> = [];
+  /** When the requests paced by its tokens left, as the sender told them (TokenWait.sent). */
+  const sent: number[] = [];
   let reserved = 0;
   let cancelled = 0;
   return {
     waiting,
+    sent,
     usableForMs,
     get reserved() {
       return reserved;
@@ -60,6 +63,7 @@ function heldBudget(usableForMs = 60_000) {
         granted: Promise.resolve(false),
         takenAt: undefined as number | undefined,
         cancel: () => cancel(),
+        sent: (at: number) => void sent.push(at),
       };
       const granted = new Promise<boolean>((resolve, reject) => {
         const deadline = setTimeout(() => resolve(false), withinMs);
@@ -140,10 +144,15 @@ describe('an update is sent once the write fence let it go and it has its rate t
     const other = await writer(2, 0);
     expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'x' })).kind).toBe('wait');
     expect(sim.workspace('acme').stats.requests).toBe(before);
+    const released = performance.timeOrigin + performance.now();
     budget.waiting[0]!();
     const out = await sending;
     expect(out).toMatchObject({ kind: 'result', result: { status: 'succeeded', recordId: id } });
     expect(sim.workspace('acme').stats.requests).toBe(before + 1);
+    // The budget is told when the request left (its send log keeps a late one's real time).
+    expect(budget.sent).toHaveLength(1);
+    expect(budget.sent[0]).toBeGreaterThanOrEqual(released);
+    expect(budget.sent[0]).toBeLessThanOrEqual(performance.timeOrigin + performance.now());
     expect(sim.workspace('acme').deals.get(id)?.name).toBe('Rate 1');
   });
 
@@ -155,6 +164,7 @@ describe('an update is sent once the write fence let it go and it has its rate t
     const out = await sender(budget, 150).send(w, r, undefined);
     expect(out).toEqual({ kind: 'wait', ms: 0 });
     expect(sim.workspace('acme').stats.requests).toBe(before);
+    expect(budget.sent).toEqual([]);
     // The record is free at once (the write settled unapplied), not after the 5 s lease.
     const other = await writer(4, 1);
     expect((await fence.beginUpdate(other.w, { resource: 'deals', id }, { name: 'y' })).kind).toBe('send');
