@@ -106,7 +106,7 @@ async function serve(upstreamPort: number): Promise<void> {
 if (process.argv[2] === 'serve' && process.argv[1] === new URL(import.meta.url).pathname)
   await serve(Number(process.argv[3]));
 
-export { busiestWindow } from '../test/helpers/busiest-window.js';
+export { busiestWindow, tightestSpan } from '../test/helpers/busiest-window.js';
 
 /**
  * The first moment (ms after `start`) at which the requests answered 2xx within the preceding

@@ -15,6 +15,17 @@ export function busiestWindow(times: readonly number[], windowMs: number): numbe
 }
 
 /**
+ * The shortest time in which `count` of `times` fall (ms; Infinity when there are fewer): with
+ * `count` one over a limit, how far its windows were from holding one too many.
+ */
+export function tightestSpan(times: readonly number[], count: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = count - 1; i < sorted.length; i++) least = Math.min(least, sorted[i]! - sorted[i - count + 1]!);
+  return least;
+}
+
+/**
  * Watches this process's event loop from now on; `stop()` gives the longest stall seen (ms). A
  * test that stamps arrivals in its own process (the CRM proxies) stamps them late by up to that
  * much: 11 stamps within 1,000 ms − stall prove 11 arrivals within 1,000 ms, and nothing less
