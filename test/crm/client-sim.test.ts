@@ -140,7 +140,7 @@ describe('send delays', () => {
     expect(seen).toHaveLength(2);
   });
 
-  it('onWire is told once when a request has left, before its answer; never for one that did not', async () => {
+  it('onWire is told once when a request has left, at a time between the call and its return; never for one that did not start', async () => {
     const c = client();
     const [deal] = [...sim.workspace('acme').deals.keys()];
     const wired: number[] = [];
