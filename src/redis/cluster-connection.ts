@@ -3,6 +3,7 @@ import { DEFAULTS, readSecret, Secret, type Config, type RedisClusterConfig } fr
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger } from '../log/index.js';
 import type { RedisClient } from './redis-client.js';
+import { coalesceWrites } from './write-coalescing.js';
 import {
   connectRedis,
   redactRedisUrl,
@@ -83,6 +84,7 @@ async function connectCluster(target: RedisClusterConfig, options: ConnectRedisO
   const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
   const clusterOpts = clusterOptions(target, options.role, options.name, tuning);
   const cluster = new Cluster(target.nodes, clusterOpts);
+  coalesceWrites(cluster);
   const where = describeRedisTarget({ redisUrl: '', redisCluster: target });
   try {
     await untilReady(

@@ -52,3 +52,4 @@ export {
   type RideOutOptions,
 } from './ride-out-redis.js';
 export { RedisFullGuard, type PausableWorker, type RedisFullGuardOptions } from './redis-full-guard.js';
+export { coalesceWrites } from './write-coalescing.js';

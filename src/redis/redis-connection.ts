@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { CrmSyncError } from '../errors/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { isCluster, type RedisClient } from './redis-client.js';
+import { coalesceWrites } from './write-coalescing.js';
 
 /**
  * `worker`: BullMQ workers and anything inside a worker process (the run store there) must ride
@@ -113,6 +114,7 @@ export function redisOptions(
 export async function connectRedis(url: string, options: ConnectRedisOptions): Promise<Redis> {
   const tuning = options.commandTimeoutMs !== undefined ? { commandTimeoutMs: options.commandTimeoutMs } : {};
   const redis = new Redis(url, redisOptions(options.role, options.name, tuning));
+  coalesceWrites(redis);
   await untilReady(
     redis,
     options.connectTimeoutMs ?? DEFAULTS.redis.connectTimeoutMs,
