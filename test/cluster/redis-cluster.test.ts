@@ -9,7 +9,8 @@ import { startLocalRedisCluster, type LocalRedisCluster } from '../helpers/redis
 import { runCli, startCli, type RunningCli } from '../helpers/run-cli.js';
 import { reconcileCliSuite } from '../reconcile/cli-suite.js';
 import { WorkBoard } from '../../src/queue/index.js';
-import { connectConfiguredRedis } from '../../src/redis/index.js';
+import { connectConfiguredRedis, isCluster } from '../../src/redis/index.js';
+import { countSocketWrites } from '../helpers/socket-writes.js';
 import { workBoardKey } from '../../src/keys/index.js';
 
 // A private 3-master + 3-replica Redis Cluster (AOF on, cluster-node-timeout 2 s) on loopback
@@ -33,6 +34,29 @@ describe('on a Redis Cluster', () => {
       expect(out.stdout + out.stderr).toContain(`the Redis Cluster ${cluster.nodes} answers`);
     } finally {
       await h.close();
+    }
+  });
+
+  it("a turn's commands to a node leave in one write (src/redis/write-coalescing.ts), every node's connection", async () => {
+    const seeds = cluster.nodes.split(',').map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) }));
+    const redis = await connectConfiguredRedis(
+      { redisUrl: '', redisCluster: { nodes: seeds, tls: false } },
+      { role: 'worker', liveness: false },
+    );
+    try {
+      if (!isCluster(redis)) throw new Error('expected a Cluster client');
+      const tag = `{coalesce-${process.pid}}`;
+      // Every master answers once first, so each has its socket before the count starts.
+      for (const [i, master] of redis.nodes('master').entries()) await master.ping(`warm-${i}`);
+      const counts = redis.nodes('master').map((node) => countSocketWrites(node.stream));
+      const keys = Array.from({ length: 20 }, (_, i) => `${tag}:${i}`);
+      await Promise.all(keys.map((key, i) => redis.set(key, `v${i}`, 'PX', 60_000)));
+      expect(await Promise.all(keys.map((key) => redis.get(key)))).toEqual(keys.map((_, i) => `v${i}`));
+      // One slot, one master: the 20 SETs in one write, then the 20 GETs in another.
+      const used = counts.filter((c) => c.chunks > 0);
+      expect(used).toEqual([{ single: 0, batched: 2, chunks: 40 }]);
+    } finally {
+      redis.disconnect();
     }
   });
 

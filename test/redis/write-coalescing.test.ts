@@ -1,46 +1,18 @@
-import type { Duplex } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/redis/index.js';
 import { deleteKeysWithPrefix } from '../../src/runtime/index.js';
 import { TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { countSocketWrites as countWrites } from '../helpers/socket-writes.js';
 
 /*
  * A connection's commands of one event-loop turn leave in one socket write (src/redis/
  * write-coalescing.ts), in order, and none waits past the turn that issued it. The writes are
- * counted where the socket hands them to the system: `_write` (one chunk) and `_writev` (the
- * chunks a cork held), Node's stream implementer methods.
+ * counted where the socket hands them to the system (test/helpers/socket-writes.ts); the
+ * Cluster's nodes: test/cluster/redis-cluster.test.ts.
  */
 
 const prefix = testPrefix('coalesce');
-
-interface WriteCount {
-  single: number;
-  batched: number;
-  chunks: number;
-}
-
-/** Counts the system-level writes of `stream` from now on. */
-function countWrites(stream: Duplex): WriteCount {
-  const count: WriteCount = { single: 0, batched: 0, chunks: 0 };
-  const target = stream as Duplex & {
-    _write: (...args: unknown[]) => void;
-    _writev: (chunks: unknown[], ...rest: unknown[]) => void;
-  };
-  const single = target._write.bind(stream);
-  const batched = target._writev.bind(stream);
-  target._write = (...args: unknown[]) => {
-    count.single += 1;
-    count.chunks += 1;
-    single(...args);
-  };
-  target._writev = (chunks: unknown[], ...rest: unknown[]) => {
-    count.batched += 1;
-    count.chunks += chunks.length;
-    batched(chunks, ...rest);
-  };
-  return count;
-}
 
 /** `n` SETs and GETs issued together; answers the GETs' replies. */
 async function setAndGet(redis: Redis, tag: string, n: number): Promise<Array<string | null>> {
@@ -75,7 +47,7 @@ describe('one socket write per turn', () => {
     expect(writes).toEqual({ single: 0, batched: 1, chunks: 40 });
   });
 
-  it('a plain ioredis client makes a write per command (what the count would show without it)', async () => {
+  it("a plain ioredis client's same 40 commands take more than one write (what the count shows without it)", async () => {
     const writes = countWrites(plain.stream);
     expect(await setAndGet(plain, 'plain', 20)).toEqual(expected(20));
     expect(writes.single + writes.batched).toBeGreaterThan(1);
