@@ -21,6 +21,19 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => cluster?.close());
 
+/** A worker-role client of this file's cluster, as the CLI connects one (no liveness watchdog). */
+const connectToCluster = () =>
+  connectConfiguredRedis(
+    {
+      redisUrl: '',
+      redisCluster: {
+        nodes: cluster.nodes.split(',').map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) })),
+        tls: false,
+      },
+    },
+    { role: 'worker', liveness: false },
+  );
+
 reconcileCliSuite('on a Redis Cluster: reconcile, import --reconcile, verify, nightly sync (child processes)', () => ({
   redisCluster: cluster.nodes,
 }));
@@ -38,11 +51,7 @@ describe('on a Redis Cluster', () => {
   });
 
   it("a turn's commands to a node leave in one write (src/redis/write-coalescing.ts), every node's connection", async () => {
-    const seeds = cluster.nodes.split(',').map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) }));
-    const redis = await connectConfiguredRedis(
-      { redisUrl: '', redisCluster: { nodes: seeds, tls: false } },
-      { role: 'worker', liveness: false },
-    );
+    const redis = await connectToCluster();
     try {
       if (!isCluster(redis)) throw new Error('expected a Cluster client');
       const tag = `{coalesce-${process.pid}}`;
@@ -196,12 +205,8 @@ async function waitForValue<T>(read: () => Promise<T | undefined>, timeoutMs = 3
 
 // Last in the file: the second test takes the whole cluster down.
 describe('work signals on a Redis Cluster (the pools subscribe to them, src/redis/channel-subscriber.ts)', () => {
-  const seeds = () => cluster.nodes.split(',').map((n) => ({ host: n.split(':')[0]!, port: Number(n.split(':')[1]) }));
   const connectBoard = async (prefix: string) => {
-    const redis = await connectConfiguredRedis(
-      { redisUrl: '', redisCluster: { nodes: seeds(), tls: false } },
-      { role: 'worker', liveness: false },
-    );
+    const redis = await connectToCluster();
     return { redis, board: new WorkBoard({ redis, prefix }) };
   };
   const alivePorts = async (): Promise<number[]> => {
