@@ -4,7 +4,7 @@
  * processes. Everything targets loopback and stops by itself.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -180,14 +180,26 @@ function workerProfileArgs(): string[] {
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
 
+/**
+ * BENCH_WORKER_LOG=<path>: each worker process logs at debug level to `<path>.<n>` (a 429's
+ * learned rate, every request's answer), for reading what a run did; off, it logs errors only,
+ * nowhere.
+ */
+let workerLogs = 0;
+function workerLog(): { level: string; fd: number | 'ignore' } {
+  const path = process.env.BENCH_WORKER_LOG;
+  return path ? { level: 'debug', fd: openSync(`${path}.${++workerLogs}`, 'w') } : { level: 'error', fd: 'ignore' };
+}
+
 export function spawnWorkerProcess(b: BenchEnv, concurrency: number): ChildProcess {
+  const log = workerLog();
   const child = spawn(
     process.execPath,
-    [...workerProfileArgs(), CLI, '--log-level', 'error', 'worker', '--concurrency', String(concurrency)],
+    [...workerProfileArgs(), CLI, '--log-level', log.level, 'worker', '--concurrency', String(concurrency)],
     {
       cwd: ROOT,
       env: b.env,
-      stdio: ['ignore', 'ignore', 'ignore'],
+      stdio: ['ignore', log.fd, log.fd],
     },
   );
   spawned.add(child);

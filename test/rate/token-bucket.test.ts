@@ -470,6 +470,32 @@ describe('SharedTokenBucket', () => {
       expect(rate).toBeCloseTo(ceiling * 0.99, 1);
     }, 10_000);
 
+    it("the measure leaves out the time from a pause's end to the first send after it: the CRM's capacity went unused then", async () => {
+      const key = bucketKey();
+      const bucket = new SharedTokenBucket({ redis, key, initialRate: 40 });
+      await bucket.take();
+      await bucket.pause(300); // the first cut: halved, 20/s; the CRM takes requests again 300 ms on
+      const first = Date.now();
+      // Nothing sent for 700 ms after the pause ended (jobs coming back to a worker far from its
+      // Redis): a token bucket sat full, a window empty.
+      await new Promise((r) => setTimeout(r, 1000));
+      const resumed = Date.now();
+      await takeMany(bucket, 20, 4);
+      const cut = Number(await redis.hget(`${key}:rate`, 'cut'));
+      const redisNow = async () => {
+        const [sec, usec] = await redis.time();
+        return Number(sec) * 1000 + Number(usec) / 1000;
+      };
+      while (Date.now() - resumed < 1000 || (await redisNow()) - cut < 1000)
+        await new Promise((r) => setTimeout(r, 20));
+      const idle = (resumed - first - 300) / 1000;
+      const span = (Date.now() - first) / 1000;
+      await bucket.pause(1);
+      const { ceiling } = await learned(key);
+      // 19 accepted over the span less the ~0.7 s idle (~15/s), not over the whole span (~9.5/s).
+      expect(ceiling).toBeGreaterThan(19 / (span - idle + 0.1) - 0.5);
+      expect(ceiling).toBeLessThan(20 / (span - idle - 0.1) + 0.5);
+    }, 10_000);
     it('requests that come one by one are served from spare send times: a claim serves several', async () => {
       const key = bucketKey();
       // A rate far above the requests (1 ms apart): each take finds no other waiting, as the

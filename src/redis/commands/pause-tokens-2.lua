@@ -7,6 +7,10 @@
   and the 429s `r429` so far). A cut whose previous 429 was between 0.8 s and measureSpanMs ago
   measures: the CRM was saturated from then to now, so what it accepted meanwhile, per second,
   is its rate (exact for a token bucket, low for a sliding window that a pause left idle). The
+  stretch from the last pause's end (`ready`, when Retry-After said the CRM would take requests
+  again) to the first send time granted after it (`resumed`, noted by claim-send-times) is left
+  out of the span: the CRM's capacity went unused then (a bucket full, a window empty), and
+  counted in, the jobs' way back to a worker far from its Redis made the measure 4-8 % low. The
   ceiling becomes that measure and the rate 99 % of it (`measured`): with the pause's own
   seconds and the pending grants kept out of it the measure is within ~1 % (49.7 against 50/s),
   and every % below it is a % of the run lost. Otherwise the first cut
@@ -57,7 +61,10 @@ for i = 8, #ARGV do
   if tonumber(ARGV[i]) <= judge then unused = unused + 1 end
 end
 if unused > 0 then redis.call('HINCRBY', rateKey, 'g', -unused) end
-local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since')
+local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'cut', 'g', 't429', 's429', 'r429', 'measured', 'since', 'ready', 'resumed')
+-- When the CRM said it would take requests again; the next claim notes when the first went.
+redis.call('HSET', rateKey, 'ready', string.format('%.3f', now + pauseMs))
+redis.call('HDEL', rateKey, 'resumed')
 local rate, ceiling, cut = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
 if not rate then return {string.format('%.4f', 0), judgeText} end
 local pending = 0
@@ -71,8 +78,12 @@ if now - cut < cooldownMs then return {string.format('%.4f', rate), judgeText} e
 local measured = st[8] or '0'
 local span = 0
 if t_last then span = now - t_last end
-if span >= 800 and span <= measureSpanMs then
-  local est = (sent - s_last - (r - r_last)) * 1000 / span
+-- From the last pause's end to the first send after it the CRM's capacity went unused (a bucket
+-- full, a window empty): not part of what it can take.
+local idle = 0
+if st[10] and st[11] then idle = math.max(0, tonumber(st[11]) - tonumber(st[10])) end
+if span >= 800 and span <= measureSpanMs and span - idle >= 500 then
+  local est = (sent - s_last - (r - r_last)) * 1000 / (span - idle)
   if est > rate then est = rate end
   ceiling = math.max(minRate, est)
   rate = math.max(minRate, est * 0.99)

@@ -22,6 +22,7 @@
   (0.1 % once the ceiling was measured, pause-tokens), faster the longer it holds above it (the
   limit was raised). Grants are counted (`g`) for pause-tokens' measure, less those a process
   reports it never sent (`unused`: it got them too late to use, or its request was called off).
+  The first send time granted after a 429's pause ended is noted (`resumed`) for that measure.
 
   No send time is granted sooner than `lead` after now: the reply takes that long to reach the
   process (half a round trip and more, for a Redis a network hop away), and a time that has gone
@@ -48,8 +49,12 @@ local function claim_send_times(tatKey, rateKey, logKey, c)
   local raw = redis.call('GET', tatKey)
   local tat = tonumber(raw or '0')
   local learning = interval == 0
+  -- The first send time granted after a 429's pause ended (`ready`) is noted: until then the
+  -- CRM's capacity went unused, which pause-tokens' measure leaves out.
+  local note_resumed = false
   if learning then
-    local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'at', 'hold', 'measured', 'cut')
+    local st = redis.call('HMGET', rateKey, 'rate', 'ceiling', 'at', 'hold', 'measured', 'cut', 'ready', 'resumed')
+    note_resumed = st[7] ~= false and st[8] == false
     local rate, ceiling, at = tonumber(st[1]) or tonumber(startRate), tonumber(st[2]) or 0, tonumber(st[3]) or now
     -- A 429's pause also puts TAT ahead of now: that is no sign of demand above the rate; nor is
     -- the lead of a grant (a TAT ahead by no more than this reply's own).
@@ -117,6 +122,7 @@ local function claim_send_times(tatKey, rateKey, logKey, c)
   if learning then
     redis.call('HINCRBY', rateKey, 'g', #fresh)
     redis.call('HSETNX', rateKey, 'since', string.format('%.3f', now))
+    if note_resumed then redis.call('HSET', rateKey, 'resumed', string.format('%.3f', fresh[1])) end
   end
   return out
 end
