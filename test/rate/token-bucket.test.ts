@@ -352,6 +352,12 @@ describe('SharedTokenBucket', () => {
   }, 20_000);
 
   describe('without a known limit (a learned rate)', () => {
+    /** Redis's clock (ms), which the cut's cooldown reads. */
+    async function redisNow(): Promise<number> {
+      const [sec, usec] = await redis.time();
+      return Number(sec) * 1000 + Number(usec) / 1000;
+    }
+
     async function learned(key: string): Promise<{ rate: number; ceiling: number }> {
       const [rate, ceiling] = await redis.hmget(`${key}:rate`, 'rate', 'ceiling');
       return { rate: Number(rate), ceiling: Number(ceiling ?? 0) };
@@ -456,10 +462,6 @@ describe('SharedTokenBucket', () => {
       await takeMany(bucket, 20, 4);
       // A second or more after the first cut by Redis's clock, which the cut's cooldown reads.
       const cut = Number(await redis.hget(`${key}:rate`, 'cut'));
-      const redisNow = async () => {
-        const [sec, usec] = await redis.time();
-        return Number(sec) * 1000 + Number(usec) / 1000;
-      };
       while (Date.now() - first < 1000 || (await redisNow()) - cut < 1000) await new Promise((r) => setTimeout(r, 20));
       const span = (Date.now() - first) / 1000;
       const rate = await bucket.pause(1);
@@ -482,10 +484,6 @@ describe('SharedTokenBucket', () => {
       const resumed = Date.now();
       await takeMany(bucket, 20, 4);
       const cut = Number(await redis.hget(`${key}:rate`, 'cut'));
-      const redisNow = async () => {
-        const [sec, usec] = await redis.time();
-        return Number(sec) * 1000 + Number(usec) / 1000;
-      };
       while (Date.now() - resumed < 1000 || (await redisNow()) - cut < 1000)
         await new Promise((r) => setTimeout(r, 20));
       const idle = (resumed - first - 300) / 1000;
