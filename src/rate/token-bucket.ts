@@ -147,6 +147,8 @@ export class SharedTokenBucket {
   #roundTripMs = 0;
   #claiming = false;
   #retry: NodeJS.Timeout | undefined;
+  /** No request waits, and spares are left: pumps when the first of them is missed (#expireSpares). */
+  #expiry: NodeJS.Timeout | undefined;
   /** Known limit: send times missed (never to be used), to give back (#release). */
   #missedSlots: number[] = [];
   #releasing = false;
@@ -455,6 +457,7 @@ export class SharedTokenBucket {
       this.#waiting.splice(i, 1);
       this.#schedule(w, this.#spare.splice(j, 1)[0]!);
     }
+    this.#expireSpares(now);
     if (this.#waiting.length === 0 || this.#claiming || this.#retry) return;
     if (now < this.#pausedUntil) {
       // The 429's pause is also in Redis (or on its way there): ask again when it is over.
@@ -657,6 +660,24 @@ export class SharedTokenBucket {
       });
   }
 
+  /**
+   * A process left idle with spare send times (claimed for rows that went another way meanwhile)
+   * gives them back once they are missed, not at its next request, which may be minutes off: a
+   * known limit's spare holds its place in the workspace's send log till then, one request fewer
+   * in that window for every process. Unref'd: a timer for a spare never keeps a process up.
+   */
+  #expireSpares(now: number): void {
+    if (this.#expiry || this.#waiting.length > 0 || this.#spare.length === 0) return;
+    const first = Math.min(...this.#spare.map((s) => s.at));
+    this.#expiry = setTimeout(
+      () => {
+        this.#expiry = undefined;
+        this.#pump();
+      },
+      Math.max(1, Math.ceil(first + this.#missedAfter() - now) + 1),
+    ).unref();
+  }
+
   #takeUnused(): number {
     const n = this.#unused;
     this.#unused = 0;
@@ -721,8 +742,12 @@ export class SharedTokenBucket {
    * on this clock a little in the past by the clock sample, is used.
    */
   #missed(slot: Slot, now: number): boolean {
-    if (!this.#o.limit) return now - slot.at > LEARNING_LATE_MS;
-    return now - slot.at > this.#margin / 3;
+    return now - slot.at > this.#missedAfter();
+  }
+
+  /** How late a send time may be used (#missed). */
+  #missedAfter(): number {
+    return this.#o.limit ? this.#margin / 3 : LEARNING_LATE_MS;
   }
 
   /**

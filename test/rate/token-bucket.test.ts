@@ -206,6 +206,24 @@ describe('SharedTokenBucket', () => {
     expect(bucket.stats.givenBack).toBe(1);
   }, 10_000);
 
+  it('a process left idle with a spare send time gives it back once missed, with no later request to prompt it', async () => {
+    const key = bucketKey();
+    const bucket = new SharedTokenBucket({ redis, key, limit: { max: 50, durationMs: 1000 }, marginMs: 30 });
+    const first = bucket.reserve();
+    // Came while the first claim was out: the next claim asks for one more, for those to come.
+    const second = bucket.reserve();
+    await first.granted;
+    await second.granted;
+    expect(bucket.stats.claims).toBe(2);
+    // The second claim's extra send time is a spare no request takes (none waits any more).
+    await sleep(300);
+    const log = await redis.lrange(`${key}:log`, 0, -1);
+    expect(bucket.stats.missed).toBe(1);
+    expect(bucket.stats.givenBack).toBe(1);
+    // The log holds the two send times taken, not the spare's.
+    expect(log).toHaveLength(2);
+  }, 10_000);
+
   it('requests seen leaving late widen the margin: windows that long hold no more than max, and the growth is capped', async () => {
     const key = bucketKey();
     const limit = { max: 20, durationMs: 1000 };
