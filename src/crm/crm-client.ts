@@ -206,7 +206,7 @@ export class CrmClient {
   /** POST v2/team-members (Accept: application/json is a default header); 201 `{message}`. */
   async addTeamMembers(body: TeamMembersBody, opts: CallOptions = {}): Promise<{ message: string }> {
     const { method, path, okStatuses } = OPERATION_TABLE['team.invite'];
-    const spec = { method, path, json: body, schema: TeamMembersResponseSchema, okStatuses, signal: opts.signal };
+    const spec = { method, path, json: body, schema: TeamMembersResponseSchema, okStatuses, ...opts };
     const res = await this.#call(spec);
     return { message: res.message };
   }

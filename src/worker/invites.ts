@@ -5,6 +5,7 @@ import { decideInvites } from './answer-decision.js';
 import { splitInviteBatch } from './job-rewrite.js';
 import type { SyncJob } from './sync-job.js';
 import { failureResult } from './row-results.js';
+import { PacedPost } from './paced-post.js';
 import { JobLostError, type WorkerCore } from './worker-core.js';
 
 /**
@@ -26,11 +27,18 @@ export async function processInvites(
   const fences = data.rows.map((r) => core.writer(job, data.runId, token, r));
   const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
   // Invites carry no record id to order on: the fence here is the job's own lock.
-  await core.takeToken(job, signal);
+  const post = new PacedPost(await core.takeToken(job, signal));
   const sentAt = Date.now();
-  if (signal?.aborted || !(await fence.holdsJob(fences[0]!))) throw new JobLostError(job.id, 'its lock is gone');
+  let holds = false;
   try {
-    await client.addTeamMembers({ emails: data.rows.map((r) => r.email), ...data.options }, signal ? { signal } : {});
+    holds = !signal?.aborted && (await fence.holdsJob(fences[0]!));
+  } finally {
+    if (!holds) post.settle();
+  }
+  if (!holds) throw new JobLostError(job.id, 'its lock is gone');
+  try {
+    const body = { emails: data.rows.map((r) => r.email), ...data.options };
+    await client.addTeamMembers(body, { ...(signal ? { signal } : {}), onWire: post.tried() });
   } catch (err) {
     if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
     const step = decideInvites(await core.judge(job, data.runId, err, false, sentAt), data.rows.length);

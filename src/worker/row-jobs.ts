@@ -5,6 +5,7 @@ import { errorMessage } from '../errors/index.js';
 import { placeOf, type RowWriter, type WriterFence } from '../runs/index.js';
 import { decideJobEnd, decideRow, type LoopEnd, type RowFacts, type RowOutcome } from './answer-decision.js';
 import { defer, handOff } from './job-rewrite.js';
+import { PacedPost } from './paced-post.js';
 import type { SyncJob } from './sync-job.js';
 import type { FencedResult } from './result-writer.js';
 import { failureResult, inDoubtResult } from './row-results.js';
@@ -97,9 +98,14 @@ async function sendRow(
 ): Promise<Exclude<RowOutcome, { kind: 'failed' | 'in-doubt' | 'lost' }>> {
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
-  if (isCreatePayload(r.payload)) await core.takeToken(job, signal);
+  const post = isCreatePayload(r.payload) ? new PacedPost(await core.takeToken(job, signal)) : undefined;
   const sentAt = Date.now();
-  const sent = await core.parts.sender.send(writer, r, signal);
+  let sent;
+  try {
+    sent = await core.parts.sender.send(writer, r, signal, post);
+  } finally {
+    post?.settle();
+  }
   const verdict =
     sent.kind === 'error' ? await core.judge(job, data.runId, sent.err, data.rows.length > 1, sentAt) : undefined;
   const creates = isCreatePayload(r.payload);

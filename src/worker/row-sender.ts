@@ -14,6 +14,7 @@ import type { PlannedWindow, QueuedRow, RowPayload } from '../queue/index.js';
 import { fieldChanges, sentDigest } from '../reconcile/index.js';
 import type { DuplicateSafeCreate } from './creates/index.js';
 import type { DriftAnswer, DriftCheck } from './drift-check.js';
+import type { PacedPost } from './paced-post.js';
 import { updateInDoubt } from './row-results.js';
 import {
   placeOf,
@@ -105,7 +106,8 @@ export class RowSender {
 
   constructor(private readonly o: RowSenderOptions) {}
 
-  async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined): Promise<SendOutcome> {
+  /** `post`: a create's token, taken before (PacedPost); an update takes its own here. */
+  async send(w: RowWriter, r: QueuedRow, signal: AbortSignal | undefined, post?: PacedPost): Promise<SendOutcome> {
     if (signal?.aborted) return { kind: 'lost', reason: String(signal.reason) };
     const { payload } = r;
     if (isCreatePayload(payload)) {
@@ -115,7 +117,7 @@ export class RowSender {
       }
       let out;
       try {
-        out = await this.o.creates.create(w, r, payload.fields, signal, payload.match);
+        out = await this.o.creates.create(w, r, payload.fields, signal, payload.match, post);
       } catch (err) {
         return signal?.aborted ? { kind: 'lost', reason: String(signal.reason) } : { kind: 'error', err };
       }

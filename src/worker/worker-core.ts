@@ -1,7 +1,7 @@
 import type { CrmClient } from '../crm/index.js';
 import { CrmSyncError, errorMessage } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { SharedTokenBucket } from '../rate/index.js';
+import type { SharedTokenBucket, TokenWait } from '../rate/index.js';
 import { roundOf, type SyncJobData, type WorkspaceQueue } from '../queue/index.js';
 import { cancelled, failed, type RowFence, type RowResult, type RowWriter, type RunStore } from '../runs/index.js';
 import { EVICTION_TAG, isEvictionReason } from '../redis/index.js';
@@ -151,10 +151,18 @@ export class WorkerCore {
     return true;
   }
 
-  /** A token from the workspace's shared bucket before each request (waits its turn). */
-  async takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<void> {
+  /**
+   * A token from the workspace's shared bucket before a create's or an invite's request (waits
+   * its turn). The wait it returns is told when the request left (`sent`, through the client's
+   * `onWire`), or called off when none was sent on it after all (`cancel`: its send time goes
+   * back to the budget): the POST goes a fence call or more after its token, a round trip that
+   * is tens of ms where Redis is far.
+   */
+  async takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<TokenWait> {
     try {
-      await this.parts.bucket.take(signal);
+      const wait = this.parts.bucket.reserve(signal);
+      await wait.granted;
+      return wait;
     } catch (err) {
       if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
       throw err;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { requestBudgetKey } from '../../src/keys/index.js';
 import { cancelRun } from '../../src/lifecycle/index.js';
 import type { WorkerPool } from '../../src/worker/index.js';
 import { busiestWindow, loopStallWatch } from '../helpers/busiest-window.js';
@@ -149,4 +150,87 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect(done.counts).toMatchObject({ total: 200, queued: 0, succeeded: sent, cancelled: 200 - sent });
     expect(h.ws.stats.requests).toBe(sent);
   }, 120_000);
+  it("a create's place in the send log is when its POST left, a fence call after its token, not its grant", async () => {
+    // A create takes its token before the fence's call (beginCreate), so with Redis 10 ms away
+    // its POST leaves a round trip (20 ms and more) after the send time it was granted. The log's
+    // windows count from the real send (TokenWait.sent, as an update's): else a create held up
+    // longer than the next is counted early, and `max` later grants bunch against it. At 10/s
+    // the grants are 100 ms apart, so no other grant passes for a POST's own.
+    h = await startHarness({ knownRateLimit: { max: 10, durationMs: 1000 }, crmProxy: true });
+    const rows = Array.from({ length: 20 }, (_, i) => [`Far create ${i}`, 100 + i]);
+    const run = await h.importFile(h.file('creates.csv', csv(['name', 'value'], rows)), 'deal.create');
+    await workerVia(h, await farRedis(), 4);
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts).toMatchObject({ total: 20, succeeded: 20 });
+    const posts = h.proxy!.requests.filter((r) => r.method === 'POST' && r.forwardedAt !== null);
+    expect(posts).toHaveLength(20);
+    const log = await sendLog(h);
+    // The log keeps the last `max` grants: the last 10 POSTs each have theirs.
+    const last = posts.slice(-10).map((r) => r.arrivedAt);
+    const gaps = last.map((at) => Math.min(...log.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+    console.log(
+      `[redis-latency] creates: |arrival − nearest send-log entry|, ms: ${gaps.map((g) => g.toFixed(1)).join(' ')}`,
+    );
+    // Entries at the grants would leave each a fence round trip (≥ 20 ms) or more from its POST.
+    expect(gaps[8]!).toBeLessThan(8);
+
+    // An invite batch's token comes before its job-lock check: the same holds for its POST.
+    const emails = Array.from({ length: 6 }, (_, i) => [`far.member${i}@invites.example`]);
+    const file = h.file('invites.csv', csv(['email'], emails));
+    const invites = await h.importFile(file, 'team.invite', { inviteBatchSize: 1 });
+    expect((await h.waitForRun(invites.id, 60_000)).counts).toMatchObject({ total: 6, succeeded: 6 });
+    const invited = h.proxy!.requests.filter((r) => /team-members/.test(r.path)).map((r) => r.arrivedAt);
+    expect(invited).toHaveLength(6);
+    const now = await sendLog(h);
+    const inviteGaps = invited.map((at) => Math.min(...now.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+    console.log(`[redis-latency] invites: ${inviteGaps.map((g) => g.toFixed(1)).join(' ')} ms`);
+    expect(inviteGaps[4]!).toBeLessThan(8);
+  }, 90_000);
+
+  it('a create that sends no POST on its token gives the send time back: an identical create waiting its turn', async () => {
+    h = await startHarness({ knownRateLimit: { max: 10, durationMs: 1000 }, crmProxy: true });
+    // The first POST is applied at once and its answer held: the identical row's fingerprint is
+    // held meanwhile (beginCreate: wait), and the row comes back for it later.
+    h.proxy!.setRules([{ method: 'POST', path: /\/deals$/, holdAnswer: 600, times: 1 }]);
+    const run = await h.importFile(
+      h.file(
+        'twins.csv',
+        csv(
+          ['name', 'value'],
+          [
+            ['Twin', 5],
+            ['Twin', 5],
+          ],
+        ),
+      ),
+      'deal.create',
+    );
+    await workerVia(h, await farRedis(), 2);
+    for (const until = Date.now() + 30_000; h.proxy!.requests.length === 0; await sleep(5))
+      if (Date.now() > until) throw new Error('no create was sent');
+    // The twin had its token 100 ms after the first's (10/s) and its fence's answer a round trip
+    // later; its wait's token is back (RELEASE) well before the first's answer comes.
+    await sleep(400);
+    const first = h.proxy!.requests.map((r) => r.arrivedAt);
+    expect(first).toHaveLength(1);
+    const log = await sendLog(h);
+    console.log(
+      `[redis-latency] twins: send log ${log.map((e) => (e - first[0]!).toFixed(1)).join(' ')} ms from the first POST`,
+    );
+    // The log holds the request the CRM saw, not the twin's unused grant beside it.
+    expect(log.filter((e) => Math.abs(e - first[0]!) > 8)).toEqual([]);
+    const done = await h.waitForRun(run.id, 60_000);
+    expect(done.counts).toMatchObject({ total: 2, succeeded: 2 });
+    const posts = h.proxy!.requests.filter((r) => r.method === 'POST').map((r) => r.arrivedAt);
+    expect(posts).toHaveLength(2);
+    expect(h.proxy!.unspent()).toBe(0);
+    // The twin went only after the first's answer: it waited on the fingerprint.
+    expect(posts[1]! - posts[0]!).toBeGreaterThanOrEqual(600);
+  }, 90_000);
 });
+
+/** The workspace's known-limit send log (rate/token-bucket.ts), oldest first, Redis's clock (ms). */
+async function sendLog(harness: Harness): Promise<number[]> {
+  const key = `${requestBudgetKey(harness.config.prefix, 'acme')}:log`;
+  return (await harness.runtime.redis.lrange(key, 0, -1)).map(Number).sort((a, b) => a - b);
+}

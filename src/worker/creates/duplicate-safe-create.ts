@@ -12,6 +12,7 @@ import {
   type FieldChanges,
 } from '../../runs/index.js';
 import { canonicalFromRow, fieldChanges, normaliseName, sentDigest } from '../../reconcile/index.js';
+import type { PacedPost } from '../paced-post.js';
 import type { DealLookup } from './deal-lookup.js';
 
 export interface DuplicateSafeCreateOptions {
@@ -116,6 +117,8 @@ export class DuplicateSafeCreate {
   /**
    * CRM errors are thrown for the worker's verdict (retry, 429, 401, permanent failure).
    * `match`: an upsert's `key=value`: creates of one key, not of one content, meet then.
+   * `post`: the POST's token, taken before the fence's call (PacedPost); it is told when the
+   * POST left. Default none (the caller paces the request some other way).
    */
   async create(
     w: RowWriter,
@@ -123,6 +126,7 @@ export class DuplicateSafeCreate {
     fields: DealCreateFields,
     signal?: AbortSignal,
     match?: string,
+    post?: PacedPost,
   ): Promise<CreateOutcome> {
     const fp =
       match === undefined
@@ -149,7 +153,7 @@ export class DuplicateSafeCreate {
           // Another row's identical create (or its settle and lookup) holds the fingerprint.
           return { kind: 'wait', ms: Math.min(begin.ms, CREATE_RECHECK_MS) };
         case 'send':
-          return this.#send(c, fields, begin.marker, signal);
+          return this.#send(c, fields, begin.marker, signal, post);
         case 'doubt': {
           const settled = await this.#resolve(c, fields, begin.marker, begin.now, signal);
           if (settled !== 'not-applied') return settled;
@@ -164,12 +168,17 @@ export class DuplicateSafeCreate {
     fields: DealCreateFields,
     marker: CreateMarker,
     signal?: AbortSignal,
+    post?: PacedPost,
   ): Promise<CreateOutcome> {
     const { w, fp } = c;
     let id: string;
     let stamp: { createdAt: number; resolutionMs: number } | undefined;
     try {
-      const deal = await this.#o.client.createDeal(fields, signal ? { signal } : {});
+      const onWire = post?.tried();
+      const deal = await this.#o.client.createDeal(fields, {
+        ...(signal ? { signal } : {}),
+        ...(onWire ? { onWire } : {}),
+      });
       id = deal.id;
       stamp = stampOf(deal.created_at, this.#o.client.crmClock().at);
       if (stamp === undefined && !Number.isNaN(Date.parse(deal.created_at)))
