@@ -164,10 +164,11 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect(done.counts).toMatchObject({ total: 20, succeeded: 20 });
     const posts = h.proxy!.requests.filter((r) => r.method === 'POST' && r.forwardedAt !== null);
     expect(posts).toHaveLength(20);
-    const log = await sendLog(h);
     // The log keeps the last `max` grants: the last 10 POSTs each have theirs.
-    const last = posts.slice(-10).map((r) => r.arrivedAt);
-    const gaps = last.map((at) => Math.min(...log.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+    const gaps = await sendLogGaps(
+      h,
+      posts.slice(-10).map((r) => r.arrivedAt),
+    );
     console.log(
       `[redis-latency] creates: |arrival − nearest send-log entry|, ms: ${gaps.map((g) => g.toFixed(1)).join(' ')}`,
     );
@@ -181,8 +182,7 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect((await h.waitForRun(invites.id, 60_000)).counts).toMatchObject({ total: 6, succeeded: 6 });
     const invited = h.proxy!.requests.filter((r) => /team-members/.test(r.path)).map((r) => r.arrivedAt);
     expect(invited).toHaveLength(6);
-    const now = await sendLog(h);
-    const inviteGaps = invited.map((at) => Math.min(...now.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+    const inviteGaps = await sendLogGaps(h, invited);
     console.log(`[redis-latency] invites: ${inviteGaps.map((g) => g.toFixed(1)).join(' ')} ms`);
     expect(inviteGaps[4]!).toBeLessThan(8);
   }, 90_000);
@@ -228,6 +228,19 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect(posts[1]! - posts[0]!).toBeGreaterThanOrEqual(600);
   }, 90_000);
 });
+
+/**
+ * How far each of `arrivals` lies from its nearest send-log entry (ms, ascending). A late send's
+ * note (NOTE_LATE) goes after its request, one call at a time through the far Redis: the last few
+ * may still be on their way when the run completes, so this waits up to 3 s for them to land.
+ */
+async function sendLogGaps(harness: Harness, arrivals: readonly number[]): Promise<number[]> {
+  for (const until = Date.now() + 3000; ; await sleep(50)) {
+    const log = await sendLog(harness);
+    const gaps = arrivals.map((at) => Math.min(...log.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+    if (gaps.every((g) => g < 8) || Date.now() > until) return gaps;
+  }
+}
 
 /** The workspace's known-limit send log (rate/token-bucket.ts), oldest first, Redis's clock (ms). */
 async function sendLog(harness: Harness): Promise<number[]> {
