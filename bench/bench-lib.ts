@@ -155,12 +155,13 @@ export async function importAndWait(
   runtime: Runtime,
   file: string,
   pollMs = 100,
+  op: 'deal.update' | 'deal.create' = 'deal.update',
 ): Promise<{ run: RunRecord; startedAt: number }> {
   const startedAt = Date.now();
   const rowsPerJob = runtime.config.workspaces.acme?.rowsPerJob;
   const { run } = await importFile({
     file,
-    op: 'deal.update',
+    op,
     workspace: 'acme',
     queue: runtime.queue('acme'),
     store: runtime.store,

@@ -15,6 +15,7 @@
  * `known`: the config holds the limit; `learned`: it does not (a workspace never seen, cold).
  * BENCH_BUSY=N runs N busy-loop processes beside the workers (a loaded machine). BENCH_TRACE=1
  * adds a line a run: when its 429s came and the successful requests of each second.
+ * BENCH_OP=create sends deal creates instead of updates (one a job, a fence call before each POST).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
   const LIMIT = 50;
   const ROWS = LIMIT * SECONDS;
   const BUSY = Number(process.env.BENCH_BUSY ?? 0);
+  const CREATES = process.env.BENCH_OP === 'create';
 
   const redisServer = await startPrivateRedis();
   const redisPort = Number(new URL(redisServer.url).port);
@@ -97,7 +99,7 @@ async function main(): Promise<void> {
   const busy = Array.from({ length: BUSY }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
   process.on('exit', () => busy.forEach((c) => c.kill('SIGKILL')));
   console.log(
-    `redis latency: ${ROWS} deal updates a run, simulator limit ${LIMIT} req/s (token bucket, 1 s), ` +
+    `redis latency: ${ROWS} deal ${CREATES ? 'creates' : 'updates'} a run, simulator limit ${LIMIT} req/s (token bucket, 1 s), ` +
       `workers reach Redis through a delay proxy; ${BUSY} busy-loop processes beside them; request counter at ${counter.priority} priority; load ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
@@ -115,7 +117,9 @@ async function main(): Promise<void> {
         const concurrency = concurrencyAt(delay);
         const b = benchConfig(viaCounter, mode === 'known' ? { max: LIMIT, durationMs: 1000 } : undefined);
         const file = join(b.dir, 'deals.csv');
-        writeFileSync(file, `id,name\n${ids.map((id, i) => `${id},Lat ${delay}-${processes}-${i}`).join('\n')}\n`);
+        const name = (i: number) => `Lat ${delay}-${processes}-${i}`;
+        const rows = CREATES ? ids.map((_, i) => `${name(i)},${i}`) : ids.map((id, i) => `${id},${name(i)}`);
+        writeFileSync(file, `${CREATES ? 'name,value' : 'id,name'}\n${rows.join('\n')}\n`);
         const runtime = await openRuntime(b.config, silentLogger);
         const far = { ...b, env: { ...b.env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` } };
         const workers = Array.from({ length: processes }, () => spawnWorkerProcess(far, concurrency));
@@ -123,7 +127,7 @@ async function main(): Promise<void> {
           await sleep(100);
         await sleep(500);
         const from = (await counter.arrivals()).length;
-        const { run, startedAt } = await importAndWait(runtime, file, 200);
+        const { run, startedAt } = await importAndWait(runtime, file, 200, CREATES ? 'deal.create' : 'deal.update');
         const seconds = (Date.parse(run.finishedAt ?? new Date().toISOString()) - startedAt) / 1000;
         const arrivals = await counter.arrivals(from);
         const limited = arrivals.filter((a) => a.status === 429).length;
