@@ -48,7 +48,10 @@ async function startDelayProxy(upstreamPort: number, delayMs: number): Promise<{
     ['--import', 'tsx', new URL('./delay-proxy.ts', import.meta.url).pathname, String(upstreamPort), String(delayMs)],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  process.on('exit', () => child.kill('SIGKILL'));
+  const kill = () => child.kill('SIGKILL');
+  // One listener a proxy, gone with it: a benchmark of six delays would pass Node's ten.
+  process.on('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`delay proxy exited ${code}`)));
     child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
