@@ -27,7 +27,7 @@ export async function processInvites(
   const fences = data.rows.map((r) => core.writer(job, data.runId, token, r));
   const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
   // Invites carry no record id to order on: the fence here is the job's own lock.
-  const post = new PacedPost(await core.takeToken(job, signal));
+  const post = new PacedPost(await core.takeToken(job, signal), () => core.takeToken(job, signal));
   const sentAt = Date.now();
   let holds = false;
   try {

@@ -12,7 +12,21 @@ import type { TokenWait } from '../rate/index.js';
 export class PacedPost {
   #tried = false;
 
-  constructor(private readonly wait: TokenWait) {}
+  /** `take`: a fresh token from the same budget, for renew. */
+  constructor(
+    private wait: TokenWait,
+    private readonly take: () => Promise<TokenWait>,
+  ) {}
+
+  /**
+   * A token held through a lookup (a create in doubt, proved not applied) is stale by its end:
+   * sent on, its POST would count in a window the log no longer holds it in. It goes back, and
+   * a fresh one is waited for.
+   */
+  async renew(): Promise<void> {
+    this.wait.cancel();
+    this.wait = await this.take();
+  }
 
   /** The POST is being tried now: the call options' `onWire` for it. */
   tried(): (at: number) => void {

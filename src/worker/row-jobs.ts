@@ -98,7 +98,9 @@ async function sendRow(
 ): Promise<Exclude<RowOutcome, { kind: 'failed' | 'in-doubt' | 'lost' }>> {
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
-  const post = isCreatePayload(r.payload) ? new PacedPost(await core.takeToken(job, signal)) : undefined;
+  const post = isCreatePayload(r.payload)
+    ? new PacedPost(await core.takeToken(job, signal), () => core.takeToken(job, signal))
+    : undefined;
   const sentAt = Date.now();
   let sent;
   try {

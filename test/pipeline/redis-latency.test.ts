@@ -24,7 +24,10 @@ const LOCK_MS = 2000;
 let h: Harness | undefined;
 const proxies: TcpProxy[] = [];
 const pools: WorkerPool[] = [];
+/** Send-log watches still reading (watchSendLog), stopped whatever a test's end. */
+const watches: Array<() => void> = [];
 afterEach(async () => {
+  watches.splice(0).forEach((stop) => stop());
   await Promise.all(pools.splice(0).map((p) => p.close()));
   await Promise.all(proxies.splice(0).map((p) => p.close()));
   await h?.close();
@@ -150,6 +153,7 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect(done.counts).toMatchObject({ total: 200, queued: 0, succeeded: sent, cancelled: 200 - sent });
     expect(h.ws.stats.requests).toBe(sent);
   }, 120_000);
+
   it("a create's place in the send log is when its POST left, a fence call after its token, not its grant", async () => {
     // A create takes its token before the fence's call (beginCreate), so with Redis 10 ms away
     // its POST leaves a round trip (20 ms and more) after the send time it was granted. The log's
@@ -158,6 +162,7 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     // the grants are 100 ms apart, so no other grant passes for a POST's own.
     h = await startHarness({ knownRateLimit: { max: 10, durationMs: 1000 }, crmProxy: true });
     const rows = Array.from({ length: 20 }, (_, i) => [`Far create ${i}`, 100 + i]);
+    const log = watchSendLog(h);
     const run = await h.importFile(h.file('creates.csv', csv(['name', 'value'], rows)), 'deal.create');
     await workerVia(h, await farRedis(), 4);
     const done = await h.waitForRun(run.id, 60_000);
@@ -165,10 +170,7 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     const posts = h.proxy!.requests.filter((r) => r.method === 'POST' && r.forwardedAt !== null);
     expect(posts).toHaveLength(20);
     // The log keeps the last `max` grants: the last 10 POSTs each have theirs.
-    const gaps = await sendLogGaps(
-      h,
-      posts.slice(-10).map((r) => r.arrivedAt),
-    );
+    const gaps = await log.gaps(posts.slice(-10).map((r) => r.arrivedAt));
     console.log(
       `[redis-latency] creates: |arrival − nearest send-log entry|, ms: ${gaps.map((g) => g.toFixed(1)).join(' ')}`,
     );
@@ -182,7 +184,8 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
     expect((await h.waitForRun(invites.id, 60_000)).counts).toMatchObject({ total: 6, succeeded: 6 });
     const invited = h.proxy!.requests.filter((r) => /team-members/.test(r.path)).map((r) => r.arrivedAt);
     expect(invited).toHaveLength(6);
-    const inviteGaps = await sendLogGaps(h, invited);
+    const inviteGaps = await log.gaps(invited);
+    log.stop();
     console.log(`[redis-latency] invites: ${inviteGaps.map((g) => g.toFixed(1)).join(' ')} ms`);
     expect(inviteGaps[4]!).toBeLessThan(8);
   }, 90_000);
@@ -230,16 +233,29 @@ describe(`workers whose Redis is ${DELAY_MS} ms away each way`, () => {
 });
 
 /**
- * How far each of `arrivals` lies from its nearest send-log entry (ms, ascending). A late send's
- * note (NOTE_LATE) goes after its request, one call at a time through the far Redis: the last few
- * may still be on their way when the run completes, so this waits up to 3 s for them to land.
+ * The workspace's send log as it goes, every entry it held at some moment (read every 20 ms):
+ * the log keeps only the last `max` grants and expires a second after its last, so a read once
+ * the run has ended can find it gone on a loaded box. `gaps`: how far each of `arrivals` lies
+ * from its nearest entry (ms, ascending). A late send's note (NOTE_LATE) goes after its request,
+ * one call at a time through the far Redis, so it waits up to 3 s for the last few to land.
  */
-async function sendLogGaps(harness: Harness, arrivals: readonly number[]): Promise<number[]> {
-  for (const until = Date.now() + 3000; ; await sleep(50)) {
-    const log = await sendLog(harness);
-    const gaps = arrivals.map((at) => Math.min(...log.map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
-    if (gaps.every((g) => g < 8) || Date.now() > until) return gaps;
-  }
+function watchSendLog(harness: Harness): { gaps(arrivals: readonly number[]): Promise<number[]>; stop(): void } {
+  const seen = new Set<number>();
+  const read = async () => (await sendLog(harness)).forEach((e) => seen.add(e));
+  const timer = setInterval(() => void read().catch(() => undefined), 20);
+  watches.push(() => clearInterval(timer));
+  const gapsNow = (arrivals: readonly number[]) =>
+    arrivals.map((at) => Math.min(...[...seen].map((e) => Math.abs(at - e)))).sort((a, b) => a - b);
+  return {
+    async gaps(arrivals) {
+      for (const until = Date.now() + 3000; ; await sleep(50)) {
+        await read();
+        const gaps = gapsNow(arrivals);
+        if (gaps.every((g) => g < 8) || Date.now() > until) return gaps;
+      }
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 /** The workspace's known-limit send log (rate/token-bucket.ts), oldest first, Redis's clock (ms). */

@@ -157,6 +157,7 @@ export class DuplicateSafeCreate {
         case 'doubt': {
           const settled = await this.#resolve(c, fields, begin.marker, begin.now, signal);
           if (settled !== 'not-applied') return settled;
+          await post?.renew();
         }
       }
     }
