@@ -210,6 +210,14 @@ export class SharedTokenBucket {
   }
 
   /**
+   * How far this process's reading of Redis's clock may be off (ms: half the round trip of the
+   * claim it was sampled from; 0 before any). Send times are kept on Redis's clock within it.
+   */
+  get clockErrorMs(): number {
+    return this.#clock?.error ?? 0;
+  }
+
+  /**
    * A request left `ms` after it was handed to the HTTP client (the client's own time to the
    * wire: a loaded event loop, socket queueing). With a known limit the margin grows to cover
    * the longest such delay of the last SEND_DELAY_MEMORY_MS, so that sends bunched by a busy
