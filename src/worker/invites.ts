@@ -5,7 +5,6 @@ import { decideInvites } from './answer-decision.js';
 import { splitInviteBatch } from './job-rewrite.js';
 import type { SyncJob } from './sync-job.js';
 import { failureResult } from './row-results.js';
-import { PacedPost } from './paced-post.js';
 import { JobLostError, type WorkerCore } from './worker-core.js';
 
 /**
@@ -27,7 +26,7 @@ export async function processInvites(
   const fences = data.rows.map((r) => core.writer(job, data.runId, token, r));
   const fenced = (results: RowResult[]) => results.map((result, i) => ({ result, fence: fences[i]! }));
   // Invites carry no record id to order on: the fence here is the job's own lock.
-  const post = new PacedPost(await core.takeToken(job, signal), () => core.takeToken(job, signal));
+  const post = await core.pacedPost(job, signal);
   const sentAt = Date.now();
   let holds = false;
   try {

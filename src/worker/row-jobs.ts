@@ -5,7 +5,6 @@ import { errorMessage } from '../errors/index.js';
 import { placeOf, type RowWriter, type WriterFence } from '../runs/index.js';
 import { decideJobEnd, decideRow, type LoopEnd, type RowFacts, type RowOutcome } from './answer-decision.js';
 import { defer, handOff } from './job-rewrite.js';
-import { PacedPost } from './paced-post.js';
 import type { SyncJob } from './sync-job.js';
 import type { FencedResult } from './result-writer.js';
 import { failureResult, inDoubtResult } from './row-results.js';
@@ -98,9 +97,7 @@ async function sendRow(
 ): Promise<Exclude<RowOutcome, { kind: 'failed' | 'in-doubt' | 'lost' }>> {
   const { metrics, logger, settleMs } = core.parts;
   // An update takes its token in the sender, once the write fence lets it go (RowSender).
-  const post = isCreatePayload(r.payload)
-    ? new PacedPost(await core.takeToken(job, signal), () => core.takeToken(job, signal))
-    : undefined;
+  const post = isCreatePayload(r.payload) ? await core.pacedPost(job, signal) : undefined;
   const sentAt = Date.now();
   let sent;
   try {

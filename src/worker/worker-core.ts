@@ -9,6 +9,7 @@ import { judgeError, requestStatus, type Verdict } from './answer-decision.js';
 import type { CircuitBreaker } from './circuit-breaker.js';
 import type { CrmOutageWatch } from './crm-outage-watch.js';
 import { jobAttempts, type SyncJob } from './sync-job.js';
+import { PacedPost } from './paced-post.js';
 import { ResultWriter, type FencedResult } from './result-writer.js';
 import type { HistorySink } from './sync-worker-options.js';
 import type { RowSender } from './row-sender.js';
@@ -153,20 +154,22 @@ export class WorkerCore {
 
   /**
    * A token from the workspace's shared bucket before a create's or an invite's request (waits
-   * its turn). The wait it returns is told when the request left (`sent`, through the client's
-   * `onWire`), or called off when none was sent on it after all (`cancel`: its send time goes
-   * back to the budget): the POST goes a fence call or more after its token, a round trip that
-   * is tens of ms where Redis is far.
+   * its turn), carried to its POST (PacedPost): told when the request left, given back when none
+   * was sent on it after all, renewed when held through a lookup. The POST goes a fence call or
+   * more after its token, a round trip that is tens of ms where Redis is far.
    */
-  async takeToken(job: SyncJob, signal: AbortSignal | undefined): Promise<TokenWait> {
-    try {
-      const wait = this.parts.bucket.reserve(signal);
-      await wait.granted;
-      return wait;
-    } catch (err) {
-      if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
-      throw err;
-    }
+  async pacedPost(job: SyncJob, signal: AbortSignal | undefined): Promise<PacedPost> {
+    const take = async (): Promise<TokenWait> => {
+      try {
+        const wait = this.parts.bucket.reserve(signal);
+        await wait.granted;
+        return wait;
+      } catch (err) {
+        if (signal?.aborted) throw new JobLostError(job.id, String(signal.reason));
+        throw err;
+      }
+    };
+    return new PacedPost(await take(), take);
   }
 
   /**
